@@ -1,0 +1,75 @@
+// The `collcheck` command line: a table of commands, the usage text made from it, and the
+// dispatch that turns a wrong command or stray argument into a message and exit status 2.
+#include "harness/cli.h"
+
+#include <string>
+
+#include "harness/cli_list.h"
+#include "harness/cli_version.h"
+#include "harness/text_table.h"
+
+namespace collcheck::cli {
+namespace {
+
+constexpr int kUsageError = 2;
+
+int run_help(std::ostream& out);
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(std::ostream& out);
+};
+
+constexpr Command kCommands[] = {
+    {"version", "print the version, the build and its optional parts", &run_version},
+    {"list", "print the collectives, dtypes, ops, value kinds and optional parts", &run_list},
+    {"help", "print this help", &run_help},
+};
+
+std::string command_names() {
+  std::string names;
+  for (const Command& command : kCommands) {
+    names += (names.empty() ? "" : ", ") + std::string(command.name);
+  }
+  return names;
+}
+
+int run_help(std::ostream& out) {
+  out << "usage: collcheck <command>\n\n"
+         "Tests implementations of collective communication against a CPU oracle.\n\n"
+         "commands:\n";
+  TextTable table;
+  for (const Command& command : kCommands) {
+    table.add_row({std::string(command.name), std::string(command.summary)});
+  }
+  table.print(out);
+  return 0;
+}
+
+const Command* find_command(std::string_view name) {
+  if (name == "--help" || name == "-h") name = "help";
+  for (const Command& command : kCommands) {
+    if (command.name == name) return &command;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) return run_help(out);
+  const Command* command = find_command(args[0]);
+  if (command == nullptr) {
+    err << "collcheck: unknown command '" << args[0] << "': allowed: " << command_names() << '\n';
+    return kUsageError;
+  }
+  if (args.size() > 1) {
+    err << "collcheck " << command->name << ": unexpected argument '" << args[1]
+        << "': the command takes none\n";
+    return kUsageError;
+  }
+  return command->run(out);
+}
+
+}  // namespace collcheck::cli

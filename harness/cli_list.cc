@@ -1,0 +1,110 @@
+// `collcheck list`: one section per thing a case is made of, each a small table. Everything
+// printed comes from the reference library's own tables, so the list cannot drift from them.
+#include "harness/cli_list.h"
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "harness/optional_parts.h"
+#include "harness/text_table.h"
+#include "reference/case.h"
+#include "reference/collective.h"
+#include "reference/dtype.h"
+
+namespace collcheck::cli {
+namespace {
+
+std::string yes_no(bool value) { return value ? "yes" : "no"; }
+
+// "count" or "nranks*count", found by asking the reference library for two rank counts.
+std::string elements_formula(std::size_t (*elements)(Collective, std::size_t, int), Collective c) {
+  const std::size_t three = elements(c, 1, 3);
+  const std::size_t five = elements(c, 1, 5);
+  if (three == 1 && five == 1) return "count";
+  if (three == 3 && five == 5) return "nranks*count";
+  return "?";
+}
+
+// What NCCL's `count` argument counts, read off the shape of the buffers.
+std::string count_meaning(const std::string& input, const std::string& output) {
+  if (input == "count" && output == "count") return "elements in each buffer";
+  if (input == "count") return "elements each rank contributes";
+  if (output == "count") return "elements each rank receives";
+  return "elements each rank sends to each rank";
+}
+
+void print_collectives(std::ostream& out) {
+  out << "collectives (input and output: elements in one rank's buffers):\n";
+  TextTable table;
+  table.add_row({"name", "reduces", "same on all ranks", "rooted", "input", "output", "count is"});
+  for (Collective c : all_collectives()) {
+    const std::string input = elements_formula(&input_elements, c);
+    const std::string output = elements_formula(&output_elements, c);
+    table.add_row({std::string(name(c)), yes_no(reduces(c)), yes_no(rank_identical(c)),
+                   yes_no(rooted(c)), input, output, count_meaning(input, output)});
+  }
+  table.print(out);
+}
+
+std::string dtype_kind(DType dtype) {
+  if (is_float(dtype)) return "float";
+  return is_signed(dtype) ? "signed integer" : "unsigned integer";
+}
+
+void print_dtypes(std::ostream& out) {
+  out << "dtypes:\n";
+  TextTable table;
+  table.add_row({"name", "bytes", "long name", "nccl name", "kind"});
+  for (DType dtype : all_dtypes()) {
+    table.add_row({std::string(name(dtype)), std::to_string(size_of(dtype)),
+                   std::string(long_name(dtype)), std::string(nccl_name(dtype)),
+                   dtype_kind(dtype)});
+  }
+  table.print(out);
+}
+
+void print_ops(std::ostream& out) {
+  std::string users;
+  for (Collective c : all_collectives()) {
+    if (reduces(c)) users += (users.empty() ? "" : ", ") + std::string(name(c));
+  }
+  out << "ops (used by " << users << "):\n";
+  TextTable table;
+  for (RedOp op : all_ops()) table.add_row({std::string(name(op))});
+  table.print(out);
+}
+
+void print_value_kinds(std::ostream& out) {
+  struct Kind {
+    ValueKind kind;
+    const char* checked;
+  };
+  constexpr Kind kinds[] = {
+      {ValueKind::Exact, "every partial result exact in any order; checked bit for bit"},
+      {ValueKind::Real, "random reals; checked against a sound error bound"},
+      {ValueKind::Special, "reals with NaN, inf, -0, subnormals and largest finite mixed in"},
+  };
+  out << "value kinds:\n";
+  TextTable table;
+  for (const Kind& kind : kinds) table.add_row({std::string(name(kind.kind)), kind.checked});
+  table.print(out);
+}
+
+}  // namespace
+
+int run_list(std::ostream& out) {
+  print_collectives(out);
+  out << '\n';
+  print_dtypes(out);
+  out << '\n';
+  print_ops(out);
+  out << '\n';
+  print_value_kinds(out);
+  out << '\n';
+  out << "optional parts:\n";
+  print_optional_parts(out);
+  return 0;
+}
+
+}  // namespace collcheck::cli

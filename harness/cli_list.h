@@ -1,0 +1,11 @@
+// `collcheck list`: everything a case can be made of (collectives, dtypes, ops, value kinds)
+// and the optional parts of this build, as the reference library and config.h define them.
+#pragma once
+
+#include <ostream>
+
+namespace collcheck::cli {
+
+int run_list(std::ostream& out);
+
+}  // namespace collcheck::cli

@@ -1,0 +1,19 @@
+// Entry point of the `collcheck` tool: hands the arguments to the command line in cli.h and
+// makes sure everything printed reaches the terminal before the exit status is returned.
+#include <iostream>
+#include <string_view>
+#include <vector>
+
+#include "harness/cli.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  const int status = collcheck::cli::run(args, std::cout, std::cerr);
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "collcheck: could not write the output\n";
+    return 1;
+  }
+  return status;
+}

@@ -1,0 +1,31 @@
+// The optional parts this build was configured with, read from the generated collcheck/config.h;
+// the list itself comes from cmake/detect.cmake, so a new part needs no change here.
+#include "harness/optional_parts.h"
+
+#include <string>
+
+#include "collcheck/config.h"
+#include "harness/text_table.h"
+
+namespace collcheck::cli {
+namespace {
+
+#define COLLCHECK_OPTIONAL_PART_ROW(title, have, reason) OptionalPart{title, (have) != 0, reason},
+constexpr OptionalPart kOptionalParts[] = {
+    COLLCHECK_FOR_EACH_OPTIONAL_PART(COLLCHECK_OPTIONAL_PART_ROW)};
+#undef COLLCHECK_OPTIONAL_PART_ROW
+
+}  // namespace
+
+std::span<const OptionalPart> optional_parts() { return kOptionalParts; }
+
+void print_optional_parts(std::ostream& out) {
+  TextTable table;
+  for (const OptionalPart& part : optional_parts()) {
+    table.add_row({std::string(part.name), part.enabled ? "enabled" : "disabled",
+                   std::string(part.reason)});
+  }
+  table.print(out);
+}
+
+}  // namespace collcheck::cli

@@ -1,0 +1,182 @@
+// Case validation and its text form: `allreduce/f32/sum/n=1000/ranks=7/root=0/...`.
+#include "reference/case.h"
+
+#include <array>
+#include <charconv>
+#include <optional>
+#include <vector>
+
+namespace collcheck {
+namespace {
+
+constexpr std::array<std::string_view, 3> kValueKindNames{"exact", "real", "special"};
+constexpr std::string_view kKeys = "n, ranks, root, offset, values, seed, inplace, outofplace";
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = text.find(separator, start);
+    parts.push_back(text.substr(start, end - start));
+    if (end == std::string_view::npos) return parts;
+    start = end + 1;
+  }
+}
+
+Result<std::uint64_t> parse_unsigned(std::string_view field, std::string_view text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error == std::errc::invalid_argument || stop != end) {
+    return Error{std::string(field), "'" + std::string(text) + "': must be a non-negative integer"};
+  }
+  if (error == std::errc::result_out_of_range) {
+    return Error{std::string(field), "'" + std::string(text) + "': must be at most 18446744073709551615"};
+  }
+  return value;
+}
+
+Error range_error(std::string_view field, std::uint64_t value, std::string allowed) {
+  return Error{std::string(field), std::to_string(value) + ": must be " + std::move(allowed)};
+}
+
+// The fields parse_case() has seen, so that a repeated key is an error.
+struct Seen {
+  std::optional<std::uint64_t> count, ranks, root, offset, seed;
+  std::optional<ValueKind> values;
+  std::optional<bool> in_place;
+};
+
+Status parse_field(std::string_view part, Seen& seen) {
+  if (part == "inplace" || part == "outofplace") {
+    if (seen.in_place) return Error{"inplace", "given twice"};
+    seen.in_place = part == "inplace";
+    return Ok{};
+  }
+  const std::size_t equals = part.find('=');
+  const std::string_view key = part.substr(0, equals);
+  if (equals == std::string_view::npos) {
+    return Error{std::string(key), "is not a field: allowed are " + std::string(kKeys)};
+  }
+  const std::string_view text = part.substr(equals + 1);
+  if (key == "values") {
+    if (seen.values) return Error{"values", "given twice"};
+    Result<ValueKind> kind = parse_value_kind(text);
+    if (!kind) return kind.error();
+    seen.values = *kind;
+    return Ok{};
+  }
+  std::optional<std::uint64_t>* slot = key == "n"        ? &seen.count
+                                       : key == "ranks"  ? &seen.ranks
+                                       : key == "root"   ? &seen.root
+                                       : key == "offset" ? &seen.offset
+                                       : key == "seed"   ? &seen.seed
+                                                         : nullptr;
+  if (slot == nullptr) {
+    return Error{std::string(key), "is not a field: allowed are " + std::string(kKeys)};
+  }
+  if (slot->has_value()) return Error{std::string(key), "given twice"};
+  Result<std::uint64_t> number = parse_unsigned(key, text);
+  if (!number) return number.error();
+  *slot = *number;
+  return Ok{};
+}
+
+}  // namespace
+
+std::string_view name(ValueKind kind) { return kValueKindNames[static_cast<std::size_t>(kind)]; }
+
+Result<ValueKind> parse_value_kind(std::string_view text) {
+  for (std::size_t i = 0; i < kValueKindNames.size(); ++i) {
+    if (text == kValueKindNames[i]) return static_cast<ValueKind>(i);
+  }
+  return Error{"values", "'" + std::string(text) + "': must be one of exact, real, special"};
+}
+
+Status validate(const Case& c) {
+  if (c.nranks < 1 || c.nranks > kMaxRanks) {
+    return Error{"ranks", std::to_string(c.nranks) + ": must be 1.." + std::to_string(kMaxRanks)};
+  }
+  if (c.root < 0 || c.root >= c.nranks) {
+    return Error{"root", std::to_string(c.root) + ": must be 0.." + std::to_string(c.nranks - 1) +
+                             " (ranks=" + std::to_string(c.nranks) + ")"};
+  }
+  if (c.count > kMaxCount) return range_error("n", c.count, "0.." + std::to_string(kMaxCount));
+  const std::size_t largest = std::max(input_elements(c), output_elements(c));
+  if (largest > kMaxBufferElements) {
+    return range_error("n", c.count,
+                       "at most " + std::to_string(kMaxBufferElements / static_cast<std::size_t>(c.nranks)) +
+                           " for " + std::string(name(c.collective)) + " on " +
+                           std::to_string(c.nranks) + " ranks (a buffer holds at most " +
+                           std::to_string(kMaxBufferElements) + " elements)");
+  }
+  if (c.offset > kMaxOffset) return range_error("offset", c.offset, "0.." + std::to_string(kMaxOffset));
+  return Ok{};
+}
+
+std::string to_string(const Case& c) {
+  std::string out;
+  out += name(c.collective);
+  out += '/';
+  out += name(c.dtype);
+  out += '/';
+  out += name(c.op);
+  out += "/n=" + std::to_string(c.count);
+  out += "/ranks=" + std::to_string(c.nranks);
+  out += "/root=" + std::to_string(c.root);
+  out += c.in_place ? "/inplace" : "/outofplace";
+  out += "/offset=" + std::to_string(c.offset);
+  out += "/values=";
+  out += name(c.values);
+  out += "/seed=" + std::to_string(c.seed);
+  return out;
+}
+
+Result<Case> parse_case(std::string_view text) {
+  const std::vector<std::string_view> parts = split(text, '/');
+  if (parts.size() < 3) {
+    return Error{"case", "'" + std::string(text) +
+                             "': must be COLLECTIVE/DTYPE/OP/n=COUNT/ranks=N[/root=R][/inplace]"
+                             "[/offset=K][/values=exact|real|special][/seed=S]"};
+  }
+  Case c;
+  Result<Collective> collective = parse_collective(parts[0]);
+  if (!collective) return collective.error();
+  Result<DType> dtype = parse_dtype(parts[1]);
+  if (!dtype) return dtype.error();
+  Result<RedOp> op = parse_op(parts[2]);
+  if (!op) return op.error();
+  c.collective = *collective;
+  c.dtype = *dtype;
+  c.op = *op;
+
+  Seen seen;
+  for (std::size_t i = 3; i < parts.size(); ++i) {
+    Status status = parse_field(parts[i], seen);
+    if (!status) return status.error();
+  }
+  if (!seen.count) return Error{"n", "is missing: the case must say n=COUNT"};
+  if (!seen.ranks) return Error{"ranks", "is missing: the case must say ranks=N"};
+  // Values too large for the Case's int fields are refused here; validate() does the rest.
+  if (*seen.ranks > static_cast<std::uint64_t>(kMaxRanks)) {
+    return range_error("ranks", *seen.ranks, "1.." + std::to_string(kMaxRanks));
+  }
+  if (seen.root && *seen.root > static_cast<std::uint64_t>(kMaxRanks)) {
+    return range_error("root", *seen.root, "0.." + std::to_string(std::max<std::uint64_t>(*seen.ranks, 1) - 1));
+  }
+  c.count = static_cast<std::size_t>(*seen.count);
+  c.nranks = static_cast<int>(*seen.ranks);
+  c.root = static_cast<int>(seen.root.value_or(0));
+  c.in_place = seen.in_place.value_or(false);
+  c.offset = static_cast<std::size_t>(seen.offset.value_or(0));
+  c.values = seen.values.value_or(ValueKind::Exact);
+  c.seed = seen.seed.value_or(0);
+  Status valid = validate(c);
+  if (!valid) return valid.error();
+  return c;
+}
+
+std::size_t input_elements(const Case& c) { return input_elements(c.collective, c.count, c.nranks); }
+std::size_t output_elements(const Case& c) { return output_elements(c.collective, c.count, c.nranks); }
+
+}  // namespace collcheck

@@ -1,0 +1,63 @@
+// One collective call to check: what it is, its size and layout, and how its inputs are made.
+// Its text form (`allreduce/f32/sum/n=1000/ranks=7/...`) is what `collcheck replay` takes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "reference/collective.h"
+#include "reference/dtype.h"
+#include "reference/result.h"
+
+namespace collcheck {
+
+// How inputs are made (see inputs.h and docs/oracle.md).
+//   exact:   every partial result is exact in any order, so outputs check bit for bit;
+//   real:    random reals over a fixed dynamic range, checked against a sound error bound;
+//   special: real values with NaN, ±inf, -0, subnormals and ±largest finite mixed in.
+enum class ValueKind { Exact, Real, Special };
+
+std::string_view name(ValueKind);
+Result<ValueKind> parse_value_kind(std::string_view text);
+
+// Limits that validate() enforces.
+inline constexpr int kMaxRanks = 4096;
+inline constexpr std::size_t kMaxCount = std::size_t{1} << 36;          // per rank, elements
+inline constexpr std::size_t kMaxBufferElements = std::size_t{1} << 36;  // one rank's buffer
+inline constexpr std::size_t kMaxOffset = 4096;                          // elements
+
+struct Case {
+  Collective collective = Collective::AllReduce;
+  DType dtype = DType::Float32;
+  RedOp op = RedOp::Sum;  // ignored by collectives that do not reduce
+  std::size_t count = 0;  // NCCL's count, see collective.h
+  int nranks = 1;
+  int root = 0;           // broadcast and reduce; must still be a valid rank elsewhere
+  bool in_place = false;
+  std::size_t offset = 0;  // elements by which every buffer is moved off its alignment
+  ValueKind values = ValueKind::Exact;
+  std::uint64_t seed = 0;
+
+  friend bool operator==(const Case&, const Case&) = default;
+};
+
+// Checks every field against its allowed range; the error names the field as the text
+// form spells it (`ranks`, `root`, `n`, `offset`) and says what is allowed.
+Status validate(const Case&);
+
+// `allreduce/f32/sum/n=1000/ranks=7/root=0/inplace/offset=3/values=exact/seed=42`: every
+// field, always in this order; `outofplace` where the call is not in place.
+std::string to_string(const Case&);
+
+// Parses the text form back. The collective, dtype and op come first, in that order; the
+// rest are `key=value` or the flags `inplace` / `outofplace`, in any order. `n` and `ranks`
+// are required; the others default to root=0, outofplace, offset=0, values=exact, seed=0.
+// The result is validated.
+Result<Case> parse_case(std::string_view text);
+
+std::size_t input_elements(const Case&);
+std::size_t output_elements(const Case&);
+
+}  // namespace collcheck

@@ -1,0 +1,47 @@
+// The collectives and reduction operations, their names, and how big each rank's buffers are.
+// Counts follow NCCL: all-gather counts elements sent per rank, reduce-scatter elements received.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "reference/result.h"
+
+namespace collcheck {
+
+enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce };
+enum class RedOp { Sum, Prod, Min, Max, Avg };
+
+std::span<const Collective> all_collectives();
+std::span<const RedOp> all_ops();
+
+std::string_view name(Collective);  // allreduce allgather reducescatter alltoall broadcast reduce
+std::string_view name(RedOp);       // sum prod min max avg
+
+// Accepts `allreduce`, `all-reduce`, `all_reduce`, `AllReduce`, nccl-tests' binary names
+// (`all_reduce_perf`), `bcast`, `a2a`, `ar`, `ag`, `rs`. Case-insensitive.
+Result<Collective> parse_collective(std::string_view text);
+Result<RedOp> parse_op(std::string_view text);
+std::string collective_choices();
+std::string op_choices();
+
+// True for the collectives that combine values with a RedOp (all-reduce, reduce-scatter,
+// reduce); the others only move data and ignore the op.
+bool reduces(Collective);
+// True where the collective gives every rank the same output (all-reduce, all-gather,
+// broadcast).
+bool rank_identical(Collective);
+// True where the root matters (broadcast, reduce).
+bool rooted(Collective);
+
+// Elements in one rank's input and output buffers for `count` (NCCL's convention; for
+// all-to-all, `count` is what each rank sends to each rank, as MPI_Alltoall's sendcount).
+//   all-reduce  count / count          all-gather      count / nranks*count
+//   broadcast   count / count          reduce-scatter  nranks*count / count
+//   reduce      count / count (root)   all-to-all      nranks*count / nranks*count
+std::size_t input_elements(Collective, std::size_t count, int nranks);
+std::size_t output_elements(Collective, std::size_t count, int nranks);
+
+}  // namespace collcheck

@@ -1,0 +1,59 @@
+// The element types collectives move and reduce: sizes, names, and the spellings users type.
+// Conversions between the narrow float formats and double live in float_format.h.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "reference/result.h"
+
+namespace collcheck {
+
+enum class DType {
+  Int8,
+  UInt8,
+  Int32,
+  UInt32,
+  Int64,
+  UInt64,
+  Float16,
+  BFloat16,
+  Float32,
+  Float64,
+  Float8E4M3,
+  Float8E5M2,
+};
+
+// Every dtype, in the order above (the order `collcheck list` prints).
+std::span<const DType> all_dtypes();
+
+constexpr std::size_t size_of(DType dtype) {
+  switch (dtype) {
+    case DType::Int8: case DType::UInt8: case DType::Float8E4M3: case DType::Float8E5M2: return 1;
+    case DType::Float16: case DType::BFloat16: return 2;
+    case DType::Int32: case DType::UInt32: case DType::Float32: return 4;
+    default: return 8;
+  }
+}
+// Canonical short name, as the Case text form writes it: i8 u8 i32 u32 i64 u64 f16 bf16 f32
+// f64 f8e4m3 f8e5m2.
+std::string_view name(DType);
+// The long name (`float16`, `float8_e4m3`) and the names NCCL's ncclDataType_t uses.
+std::string_view long_name(DType);
+std::string_view nccl_name(DType);
+
+bool is_float(DType);
+bool is_signed(DType);  // floats are signed
+
+// Accepts the canonical and long names, NCCL's (`ncclFloat16`, `ncclBfloat16`), nccl-tests'
+// `-d` spellings (`int8`, `uint8`, `int32`, `uint32`, `int64`, `uint64`, `half`, `float`,
+// `double`, `bfloat16`, `f8e4m3`, `f8e5m2`) and common C/PyTorch ones (`char`, `int`, `fp16`,
+// `bf16`, `fp32`, `fp64`, `fp8e4m3`, `e4m3`, `float8_e4m3fn`, …). Case-insensitive.
+Result<DType> parse_dtype(std::string_view text);
+
+// "i8, u8, …": for error messages that list what is allowed.
+std::string dtype_choices();
+
+}  // namespace collcheck

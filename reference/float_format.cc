@@ -1,0 +1,255 @@
+// Round-to-nearest-even conversions between double and the narrow float formats, by scaling
+// the value to an integer count of the format's quantum; decoding by fields (tables for speed).
+#include "reference/float_format.h"
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace collcheck {
+namespace {
+
+constexpr FloatFormat kFloat16{5, 10, 15, true};
+constexpr FloatFormat kBFloat16{8, 7, 127, true};
+constexpr FloatFormat kFloat32{8, 23, 127, true};
+constexpr FloatFormat kFloat64{11, 52, 1023, true};
+constexpr FloatFormat kFloat8E4M3{4, 3, 7, false};
+constexpr FloatFormat kFloat8E5M2{5, 2, 15, true};
+
+std::uint64_t all_ones(int bits) { return (std::uint64_t{1} << bits) - 1; }
+
+int max_exponent(const FloatFormat& format) {
+  // With infinity the all-ones exponent is reserved; e4m3 uses it for normal values.
+  const int top_field = static_cast<int>(all_ones(format.exponent_bits)) - (format.has_infinity ? 1 : 0);
+  return top_field - format.bias;
+}
+
+double decode_fields(const FloatFormat& format, std::uint64_t bits) {
+  const int width = format.exponent_bits + format.mantissa_bits;
+  const bool negative = ((bits >> width) & 1u) != 0;
+  const std::uint64_t exponent_field = (bits >> format.mantissa_bits) & all_ones(format.exponent_bits);
+  const std::uint64_t mantissa = bits & all_ones(format.mantissa_bits);
+  double magnitude;
+  if (exponent_field == all_ones(format.exponent_bits) && format.has_infinity) {
+    magnitude = mantissa == 0 ? std::numeric_limits<double>::infinity()
+                              : std::numeric_limits<double>::quiet_NaN();
+  } else if (exponent_field == all_ones(format.exponent_bits) &&
+             mantissa == all_ones(format.mantissa_bits)) {
+    magnitude = std::numeric_limits<double>::quiet_NaN();  // e4m3's only NaN
+  } else if (exponent_field == 0) {
+    magnitude = std::ldexp(static_cast<double>(mantissa), format.min_exponent() - format.mantissa_bits);
+  } else {
+    const double significand = static_cast<double>((std::uint64_t{1} << format.mantissa_bits) | mantissa);
+    magnitude = std::ldexp(significand, static_cast<int>(exponent_field) - format.bias - format.mantissa_bits);
+  }
+  return negative ? -magnitude : magnitude;
+}
+
+// Whether a format is one of the four narrow ones, decoded through a table.
+bool is_tabled(const FloatFormat& f) {
+  auto same = [&](const FloatFormat& g) {
+    return f.exponent_bits == g.exponent_bits && f.mantissa_bits == g.mantissa_bits && f.bias == g.bias &&
+           f.has_infinity == g.has_infinity;
+  };
+  return same(kFloat16) || same(kBFloat16) || same(kFloat8E4M3) || same(kFloat8E5M2);
+}
+
+// Decoding tables for the 8- and 16-bit formats, built on first use.
+const std::vector<double>& table(const FloatFormat& format) {
+  auto build = [](const FloatFormat& f) {
+    std::vector<double> values(std::size_t{1} << (1 + f.exponent_bits + f.mantissa_bits));
+    for (std::size_t bits = 0; bits < values.size(); ++bits) {
+      values[bits] = decode_fields(f, bits);
+    }
+    return values;
+  };
+  static const std::vector<double> float16 = build(kFloat16);
+  static const std::vector<double> bfloat16 = build(kBFloat16);
+  static const std::vector<double> e4m3 = build(kFloat8E4M3);
+  static const std::vector<double> e5m2 = build(kFloat8E5M2);
+  if (format.mantissa_bits == kFloat16.mantissa_bits) return float16;
+  if (format.mantissa_bits == kBFloat16.mantissa_bits) return bfloat16;
+  if (format.mantissa_bits == kFloat8E4M3.mantissa_bits) return e4m3;
+  return e5m2;
+}
+
+std::uint64_t encode_finite_magnitude(const FloatFormat& format, double magnitude) {
+  if (magnitude == 0) return 0;
+  if (magnitude < format.min_normal()) {
+    return static_cast<std::uint64_t>(magnitude / format.min_subnormal());
+  }
+  int exponent;
+  std::frexp(magnitude, &exponent);
+  const int unbiased = exponent - 1;
+  const double significand = std::ldexp(magnitude, format.mantissa_bits - unbiased);
+  const auto mantissa = static_cast<std::uint64_t>(significand) & all_ones(format.mantissa_bits);
+  return (static_cast<std::uint64_t>(unbiased + format.bias) << format.mantissa_bits) | mantissa;
+}
+
+std::uint64_t integer_mask(DType dtype) {
+  const std::size_t bits = size_of(dtype) * 8;
+  return bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+}
+
+std::uint64_t encode_integer(DType dtype, double value) {
+  if (std::isnan(value)) return 0;
+  const std::size_t bits = size_of(dtype) * 8;
+  if (is_signed(dtype)) {
+    const double low = -std::ldexp(1.0, static_cast<int>(bits) - 1);
+    const double high = -low;  // exclusive
+    if (value <= low) return (std::uint64_t{1} << (bits - 1)) & integer_mask(dtype);
+    if (value >= high) return integer_mask(dtype) >> 1;
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(value)) & integer_mask(dtype);
+  }
+  if (value <= 0) return 0;
+  if (value >= std::ldexp(1.0, static_cast<int>(bits))) return integer_mask(dtype);
+  return static_cast<std::uint64_t>(value);
+}
+
+double decode_integer(DType dtype, std::uint64_t bits) {
+  bits &= integer_mask(dtype);
+  if (!is_signed(dtype)) return static_cast<double>(bits);
+  const std::size_t width = size_of(dtype) * 8;
+  const std::uint64_t sign = std::uint64_t{1} << (width - 1);
+  const auto value = static_cast<std::int64_t>((bits ^ sign) - sign);  // sign-extend
+  return static_cast<double>(value);
+}
+
+}  // namespace
+
+double FloatFormat::max_finite() const {
+  // e4m3: the all-ones mantissa of the top binade is NaN, so the top value is one quantum less.
+  const int reserved = has_infinity ? 0 : 1;
+  const double significand = std::ldexp(1.0, mantissa_bits + 1) - 1 - reserved;
+  return std::ldexp(significand, max_exponent(*this) - mantissa_bits);
+}
+double FloatFormat::min_normal() const { return std::ldexp(1.0, min_exponent()); }
+double FloatFormat::min_subnormal() const { return std::ldexp(1.0, min_exponent() - mantissa_bits); }
+double FloatFormat::unit_roundoff() const { return std::ldexp(1.0, -precision()); }
+std::uint64_t FloatFormat::nan_bits() const {
+  const std::uint64_t exponent = all_ones(exponent_bits) << mantissa_bits;
+  return has_infinity ? exponent | (std::uint64_t{1} << (mantissa_bits - 1))
+                      : exponent | all_ones(mantissa_bits);
+}
+
+const FloatFormat& float_format(DType dtype) {
+  switch (dtype) {
+    case DType::Float16: return kFloat16;
+    case DType::BFloat16: return kBFloat16;
+    case DType::Float64: return kFloat64;
+    case DType::Float8E4M3: return kFloat8E4M3;
+    case DType::Float8E5M2: return kFloat8E5M2;
+    default: return kFloat32;
+  }
+}
+
+std::uint64_t encode(const FloatFormat& format, double value, Saturation saturation) {
+  const int width = format.exponent_bits + format.mantissa_bits;
+  if (std::isnan(value)) return format.nan_bits();
+  const std::uint64_t sign = std::signbit(value) ? std::uint64_t{1} << width : 0;
+  const double magnitude = std::fabs(value);
+  const std::uint64_t largest = encode_finite_magnitude(format, format.max_finite());
+  const std::uint64_t overflow =
+      saturation == Saturation::Finite ? largest
+      : format.has_infinity            ? all_ones(format.exponent_bits) << format.mantissa_bits
+                                       : format.nan_bits();
+  if (std::isinf(magnitude)) return sign | overflow;
+  if (magnitude == 0) return sign;
+
+  // Count the value in quanta of its binade (subnormals share the smallest normal's quantum);
+  // the division is exact, and nearbyint() rounds ties to even in the default rounding mode.
+  int exponent;
+  std::frexp(magnitude, &exponent);
+  const int binade = std::max(exponent - 1, format.min_exponent());
+  const int quantum_exponent = binade - format.mantissa_bits;
+  const double rounded = std::ldexp(std::nearbyint(std::ldexp(magnitude, -quantum_exponent)), quantum_exponent);
+  if (rounded > format.max_finite()) return sign | overflow;
+  return sign | encode_finite_magnitude(format, rounded);
+}
+
+double decode(const FloatFormat& format, std::uint64_t bits) {
+  if (is_tabled(format)) {
+    const std::vector<double>& values = table(format);
+    return values[bits & (values.size() - 1)];
+  }
+  return decode_fields(format, bits);
+}
+
+std::uint16_t float16_from_double(double value, Saturation saturation) {
+  return static_cast<std::uint16_t>(encode(kFloat16, value, saturation));
+}
+std::uint16_t bfloat16_from_double(double value, Saturation saturation) {
+  return static_cast<std::uint16_t>(encode(kBFloat16, value, saturation));
+}
+std::uint8_t float8_e4m3_from_double(double value, Saturation saturation) {
+  return static_cast<std::uint8_t>(encode(kFloat8E4M3, value, saturation));
+}
+std::uint8_t float8_e5m2_from_double(double value, Saturation saturation) {
+  return static_cast<std::uint8_t>(encode(kFloat8E5M2, value, saturation));
+}
+double float16_to_double(std::uint16_t bits) { return table(kFloat16)[bits]; }
+double bfloat16_to_double(std::uint16_t bits) { return table(kBFloat16)[bits]; }
+double float8_e4m3_to_double(std::uint8_t bits) { return table(kFloat8E4M3)[bits]; }
+double float8_e5m2_to_double(std::uint8_t bits) { return table(kFloat8E5M2)[bits]; }
+
+std::uint64_t encode(DType dtype, double value, Saturation saturation) {
+  switch (dtype) {
+    case DType::Float64:
+      return std::bit_cast<std::uint64_t>(value);
+    case DType::Float32: {
+      float narrow = static_cast<float>(value);
+      if (saturation == Saturation::Finite && std::isinf(narrow)) {
+        narrow = std::copysign(std::numeric_limits<float>::max(), narrow);
+      }
+      return std::bit_cast<std::uint32_t>(narrow);
+    }
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Float8E4M3:
+    case DType::Float8E5M2:
+      return encode(float_format(dtype), value, saturation);
+    default:
+      return encode_integer(dtype, value);
+  }
+}
+
+double decode(DType dtype, std::uint64_t bits) {
+  switch (dtype) {
+    case DType::Float64:
+      return std::bit_cast<double>(bits);
+    case DType::Float32:
+      return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Float8E4M3:
+    case DType::Float8E5M2:
+      return decode(float_format(dtype), bits);
+    default:
+      return decode_integer(dtype, bits);
+  }
+}
+
+double ulp(DType dtype, double value) {
+  if (!is_float(dtype)) return 1;
+  const FloatFormat& format = float_format(dtype);
+  const double magnitude = std::fabs(value);
+  if (!std::isfinite(magnitude)) return magnitude;
+  if (magnitude < format.min_normal()) return format.min_subnormal();
+  // The binade of a normal double is its exponent field; the ulp is a normal power of two
+  // for every format (float64's smallest normal ulp is 2^-1074 only below its min_normal).
+  const auto field = static_cast<std::int64_t>((std::bit_cast<std::uint64_t>(magnitude) >> 52) & 0x7ff);
+  const std::int64_t ulp_field = field - format.mantissa_bits;
+  if (ulp_field <= 0) return std::ldexp(1.0, static_cast<int>(field - 1023 - format.mantissa_bits));
+  return std::bit_cast<double>(static_cast<std::uint64_t>(ulp_field) << 52);
+}
+
+double round_to(DType dtype, double value) {
+  switch (dtype) {
+    case DType::Float64: return value;
+    case DType::Float32: return static_cast<float>(value);
+    default: return decode(dtype, encode(dtype, value));
+  }
+}
+}  // namespace collcheck

@@ -1,0 +1,191 @@
+// Input values as a pure function of (case, rank, index): the exact, real and special kinds
+// described in inputs.h, all drawn from one splitmix64 stream per rank.
+#include "reference/inputs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "reference/float_format.h"
+
+namespace collcheck {
+namespace {
+
+// Salts that keep the streams of one seed apart.
+constexpr std::uint64_t kRankSalt = 0x5eedc011c4ecull;
+constexpr std::uint64_t kWindowSalt = 0x77a1d0e5ull;
+constexpr std::uint64_t kScaleSalt = 0x5ca1eull;
+
+// Exact prod puts a factor of 2 or 1/2 on at most this many ranks per element.
+constexpr int kProdScaledRanks = 4;
+
+std::uint64_t mask_of(DType dtype) {
+  const std::size_t bits = size_of(dtype) * 8;
+  return bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+}
+
+std::vector<std::uint64_t> special_values(DType dtype) {
+  std::vector<std::uint64_t> bits;
+  if (!is_float(dtype)) {
+    const std::uint64_t mask = mask_of(dtype);
+    const std::uint64_t top = (mask >> 1) + 1;  // the sign bit
+    bits = {0, 1, mask};                        // 0, 1, -1 (or the largest unsigned)
+    if (is_signed(dtype)) bits.insert(bits.end(), {top, top - 1});  // smallest, largest
+    return bits;
+  }
+  const FloatFormat& format = float_format(dtype);
+  const double infinity = std::numeric_limits<double>::infinity();
+  std::vector<double> values{std::numeric_limits<double>::quiet_NaN(), -0.0, 0.0,
+                             format.min_subnormal(), format.min_normal() - format.min_subnormal(),
+                             format.min_normal(), format.max_finite(), -format.max_finite()};
+  if (format.has_infinity) values.insert(values.end(), {infinity, -infinity});
+  for (double value : values) bits.push_back(encode(dtype, value));
+  return bits;
+}
+
+}  // namespace
+
+void Inputs::values(int rank, std::size_t first, std::span<double> out) const {
+  const DType dtype = which().dtype;
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = decode(dtype, bits(rank, first + i));
+}
+
+InputTable::InputTable(const Case& c, std::vector<std::vector<std::uint64_t>> bits)
+    : case_(c), bits_(std::move(bits)) {}
+
+InputTable InputTable::from_values(const Case& c, const std::vector<std::vector<double>>& values) {
+  std::vector<std::vector<std::uint64_t>> bits(values.size());
+  for (std::size_t rank = 0; rank < values.size(); ++rank) {
+    for (double value : values[rank]) bits[rank].push_back(encode(c.dtype, value));
+  }
+  return InputTable(c, std::move(bits));
+}
+
+std::uint64_t InputTable::bits(int rank, std::size_t index) const {
+  return bits_.at(static_cast<std::size_t>(rank)).at(index);
+}
+
+InputGenerator::InputGenerator(const Case& c) : case_(c) {
+  const std::uint64_t base = mix64(c.seed ^ kRankSalt);
+  rank_keys_.resize(static_cast<std::size_t>(std::max(c.nranks, 1)));
+  for (std::size_t rank = 0; rank < rank_keys_.size(); ++rank) rank_keys_[rank] = mix64(base + rank);
+  window_key_ = mix64(c.seed ^ kWindowSalt);
+  specials_ = special_values(c.dtype);
+
+  const bool integer = !is_float(c.dtype);
+  if (c.values == ValueKind::Special) {
+    mode_ = Mode::Special;
+  } else if (integer) {
+    mode_ = c.op == RedOp::Prod ? Mode::OddInteger : Mode::Integer;
+  } else if (c.values == ValueKind::Real) {
+    mode_ = Mode::Real;
+  } else if (c.op == RedOp::Prod) {
+    mode_ = Mode::ExactProd;
+    contributors_ = std::min(c.nranks, kProdScaledRanks);
+  } else {
+    // contributors * magnitude <= 2^precision keeps every partial sum an exact integer.
+    mode_ = Mode::ExactSum;
+    const int precision = float_format(c.dtype).precision();
+    contributors_ = static_cast<int>(std::min<std::int64_t>(c.nranks, std::int64_t{1} << (precision - 1)));
+    magnitude_ = (std::int64_t{1} << precision) / contributors_;
+    scale_ = static_cast<int>(below(mix64(c.seed ^ kScaleSalt), 5)) - 2;  // -2..2: in range for fp8
+    scale_factor_ = std::ldexp(1.0, scale_);
+  }
+}
+
+bool InputGenerator::exact_contributor(int rank, std::size_t index) const {
+  if (contributors_ >= case_.nranks) return true;
+  // A window of `contributors_` consecutive ranks (cyclically), placed per element.
+  const auto start = static_cast<int>(below(mix64(window_key_ + index), static_cast<std::uint64_t>(case_.nranks)));
+  const int distance = (rank - start + case_.nranks) % case_.nranks;
+  return distance < contributors_;
+}
+
+std::int64_t InputGenerator::exact_integer(int rank, std::size_t index) const {
+  if (!exact_contributor(rank, index)) return 0;
+  const std::uint64_t span = 2 * static_cast<std::uint64_t>(magnitude_) + 1;
+  return static_cast<std::int64_t>(below(random(rank, index), span)) - magnitude_;
+}
+
+double InputGenerator::real_value(std::uint64_t r) const {
+  // ±(0.5 .. 1) * 2^e, e in -3..3; prod: ±(0.5 .. 2) so products wander slowly.
+  static constexpr double kPowers[7] = {0.125, 0.25, 0.5, 1, 2, 4, 8};
+  const double fraction = unit_interval(r);
+  const double sign = (r & 1) != 0 ? -1.0 : 1.0;
+  const double magnitude =
+      case_.op == RedOp::Prod ? 0.5 + 1.5 * fraction : (0.5 + 0.5 * fraction) * kPowers[(r >> 1) % 7];
+  return round_to(case_.dtype, sign * magnitude);
+}
+
+std::uint64_t InputGenerator::bits(int rank, std::size_t index) const {
+  const std::uint64_t r = random(rank, index);
+  switch (mode_) {
+    case Mode::Integer:
+      return r & mask_of(case_.dtype);
+    case Mode::OddInteger:
+      return (r | 1) & mask_of(case_.dtype);
+    case Mode::ExactSum:
+      return encode(case_.dtype, static_cast<double>(exact_integer(rank, index)) * scale_factor_);
+    case Mode::ExactProd: {
+      const int exponent = exact_contributor(rank, index) ? static_cast<int>(below(r, 3)) - 1 : 0;
+      const double sign = (r >> 63) != 0 ? -1.0 : 1.0;
+      return encode(case_.dtype, sign * std::ldexp(1.0, exponent));
+    }
+    case Mode::Real:
+      return encode(case_.dtype, real_value(r));
+    case Mode::Special: {
+      // One element in eight is special; the others are real (or full-range integers).
+      if ((r >> 61) == 0) return specials_[below(mix64(r), specials_.size())];
+      return is_float(case_.dtype) ? encode(case_.dtype, real_value(r)) : r & mask_of(case_.dtype);
+    }
+  }
+  return 0;
+}
+
+double InputGenerator::value(int rank, std::size_t index) const {
+  switch (mode_) {
+    case Mode::ExactSum: return static_cast<double>(exact_integer(rank, index)) * scale_factor_;
+    case Mode::Real: return real_value(random(rank, index));
+    default: return decode(case_.dtype, bits(rank, index));
+  }
+}
+
+void InputGenerator::values(int rank, std::size_t first, std::span<double> out) const {
+  switch (mode_) {
+    case Mode::ExactSum:
+      if (contributors_ >= case_.nranks) {  // every rank contributes: the common, hot case
+        const std::uint64_t span = 2 * static_cast<std::uint64_t>(magnitude_) + 1;
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          const auto k = static_cast<std::int64_t>(below(random(rank, first + i), span)) - magnitude_;
+          out[i] = static_cast<double>(k) * scale_factor_;
+        }
+        return;
+      }
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        out[i] = static_cast<double>(exact_integer(rank, first + i)) * scale_factor_;
+      }
+      return;
+    case Mode::Real:
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = real_value(random(rank, first + i));
+      return;
+    default:
+      Inputs::values(rank, first, out);
+      return;
+  }
+}
+
+void InputGenerator::fill(int rank, std::size_t first, std::span<std::byte> out) const {
+  const std::size_t size = size_of(case_.dtype);
+  const std::size_t count = out.size() / size;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t element = bits(rank, first + i);
+    std::memcpy(out.data() + i * size, &element, size);  // little-endian: the low bytes
+  }
+}
+
+std::uint64_t input(const Case& c, int rank, std::size_t index) {
+  return InputGenerator(c).bits(rank, index);
+}
+
+}  // namespace collcheck

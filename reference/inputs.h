@@ -1,0 +1,98 @@
+// Rank r's input element i is a pure function of the case and (r, i), so any rank can
+// compute any rank's input, and so the expected output, without talking to the others.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "reference/case.h"
+#include "reference/random.h"
+
+namespace collcheck {
+
+// Where the oracle reads every rank's input from: the generator below, or a table of given
+// values (hand-written tests, inputs captured from a run).
+class Inputs {
+ public:
+  virtual ~Inputs() = default;
+  virtual const Case& which() const = 0;
+  // The element's bits, little-endian in the low size_of(dtype) bytes.
+  virtual std::uint64_t bits(int rank, std::size_t index) const = 0;
+  // The elements [first, first + out.size()) of rank's input as doubles (exact for every
+  // float dtype, and for integers that fit).
+  virtual void values(int rank, std::size_t first, std::span<double> out) const;
+};
+
+// Given inputs: bits[rank][index]. With values=exact the caller promises what the exact
+// kind promises (see InputGenerator): the oracle then checks bit for bit.
+class InputTable final : public Inputs {
+ public:
+  InputTable(const Case&, std::vector<std::vector<std::uint64_t>> bits);
+  // The same from doubles, each rounded to the dtype (integers must fit).
+  static InputTable from_values(const Case&, const std::vector<std::vector<double>>& values);
+
+  const Case& which() const override { return case_; }
+  std::uint64_t bits(int rank, std::size_t index) const override;
+
+ private:
+  Case case_;
+  std::vector<std::vector<std::uint64_t>> bits_;
+};
+
+// Everything about one case's inputs that does not depend on (rank, index), computed once.
+//
+// Exact values (see docs/oracle.md):
+//   integers, any op but prod: uniform over the whole type (sums wrap around);
+//   integers, prod: odd values over the whole type (a product of odd numbers is never
+//     zero, and any missing or doubled factor other than 1 changes it);
+//   floats, sum and avg: k * 2^scale with |k| <= magnitude, where at most `contributors`
+//     ranks per element are nonzero and contributors * magnitude <= 2^precision, so every
+//     partial sum in every order is an exactly representable integer times 2^scale;
+//   floats, prod: ±1, and ±2 or ±1/2 on at most four ranks per element (a power of two);
+//   floats, min and max: as for sum.
+// Real values: ±(0.5 .. 1) * 2^e with e uniform in -3..3 (for prod: ±(0.5 .. 2)), rounded
+// to the dtype. Special values: real values with one element in eight, per rank, replaced
+// by NaN, ±inf, -0, +0, the smallest and largest subnormal, the smallest normal or ±the
+// largest finite value (integers: 0, ±1, the smallest and largest value).
+class InputGenerator final : public Inputs {
+ public:
+  explicit InputGenerator(const Case&);
+
+  const Case& which() const override { return case_; }
+  std::uint64_t bits(int rank, std::size_t index) const override;
+  void values(int rank, std::size_t first, std::span<double> out) const override;
+  // The element as a double (exact for every float dtype, for integers when they fit).
+  double value(int rank, std::size_t index) const;
+  // For exact floats: the element is exact_integer(rank, index) * 2^scale().
+  std::int64_t exact_integer(int rank, std::size_t index) const;
+  int scale() const { return scale_; }
+
+  // Writes elements [first, first + out.size() / size_of(dtype)) of rank's input.
+  void fill(int rank, std::size_t first, std::span<std::byte> out) const;
+
+ private:
+  enum class Mode { Integer, OddInteger, ExactSum, ExactProd, Real, Special };
+
+  std::uint64_t random(int rank, std::size_t index) const {
+    return mix64(rank_keys_[static_cast<std::size_t>(rank)] + index * 0xd1b54a32d192ed03ull);
+  }
+  bool exact_contributor(int rank, std::size_t index) const;
+  double real_value(std::uint64_t random) const;
+
+  Case case_;
+  Mode mode_ = Mode::Integer;
+  std::vector<std::uint64_t> rank_keys_;  // one random stream per rank
+  std::uint64_t window_key_ = 0;          // exact floats: which ranks are nonzero per element
+  int scale_ = 0;
+  double scale_factor_ = 1;               // 2^scale_
+  std::int64_t magnitude_ = 1;            // exact floats: |k| <= magnitude
+  int contributors_ = 1;                  // exact floats: nonzero ranks per element
+  std::vector<std::uint64_t> specials_;   // special values of the dtype, as bits
+};
+
+// The same as InputGenerator(c).bits(rank, index): the pure function of design idea 1.
+std::uint64_t input(const Case& c, int rank, std::size_t index);
+
+}  // namespace collcheck

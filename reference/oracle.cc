@@ -1,0 +1,327 @@
+// The expected output of every rank: data movement copies inputs; reductions fold every rank's
+// input in exact integer arithmetic where the value kind allows, else in double with a bound.
+#include "reference/oracle.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "reference/float_format.h"
+
+namespace collcheck {
+namespace {
+
+// Higham's gamma_k = k u / (1 - k u): the relative error of k roundings of unit roundoff u.
+double gamma(double k, double u) {
+  const double ku = k * u;
+  return ku < 1 ? ku / (1 - ku) : std::numeric_limits<double>::infinity();
+}
+
+constexpr double kDoubleRoundoff = 0x1.0p-53;
+// Slack for the roundings of the bound's own arithmetic.
+constexpr double kBoundSlack = 1 + 0x1.0p-30;
+
+void store(Expected& out, std::size_t element, std::uint64_t bits) {
+  store_bits(out.dtype, out.data, element, bits);
+}
+
+// Where reduction output element j of `rank` reads its inputs.
+std::size_t input_base(const Case& c, int rank) {
+  return c.collective == Collective::ReduceScatter ? static_cast<std::size_t>(rank) * c.count : 0;
+}
+
+void expect_movement(const Case& c, const Inputs& inputs, int rank, Expected& out) {
+  const std::size_t count = c.count;
+  switch (c.collective) {
+    case Collective::AllGather:  // block r is rank r's input
+      for (int source = 0; source < c.nranks; ++source) {
+        for (std::size_t i = 0; i < count; ++i) {
+          store(out, static_cast<std::size_t>(source) * count + i, inputs.bits(source, i));
+        }
+      }
+      break;
+    case Collective::AllToAll:  // block s is what rank s sent to this rank
+      for (int source = 0; source < c.nranks; ++source) {
+        const std::size_t from = static_cast<std::size_t>(rank) * count;
+        for (std::size_t i = 0; i < count; ++i) {
+          store(out, static_cast<std::size_t>(source) * count + i, inputs.bits(source, from + i));
+        }
+      }
+      break;
+    default:  // broadcast: the root's input
+      for (std::size_t i = 0; i < count; ++i) store(out, i, inputs.bits(c.root, i));
+      break;
+  }
+}
+
+// Integers: NCCL's semantics, bit for bit. Sums and products wrap around; avg divides the
+// wrapped sum, read as signed for signed types, by nranks, truncating toward zero.
+std::uint64_t reduce_integers(const Case& c, const Inputs& inputs, std::size_t index) {
+  const std::size_t width = size_of(c.dtype) * 8;
+  const std::uint64_t mask = width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
+  const std::uint64_t sign = std::uint64_t{1} << (width - 1);
+  const bool is_signed_type = is_signed(c.dtype);
+  // Map to a key whose unsigned order is the type's order (flip the sign bit of signed types).
+  auto key = [&](std::uint64_t bits) { return is_signed_type ? bits ^ sign : bits; };
+
+  std::uint64_t accumulator = inputs.bits(0, index);
+  for (int rank = 1; rank < c.nranks; ++rank) {
+    const std::uint64_t x = inputs.bits(rank, index);
+    switch (c.op) {
+      case RedOp::Sum:
+      case RedOp::Avg: accumulator = (accumulator + x) & mask; break;
+      case RedOp::Prod: accumulator = (accumulator * x) & mask; break;
+      case RedOp::Min: if (key(x) < key(accumulator)) accumulator = x; break;
+      case RedOp::Max: if (key(x) > key(accumulator)) accumulator = x; break;
+    }
+  }
+  if (c.op != RedOp::Avg) return accumulator;
+  const auto divisor = static_cast<std::uint64_t>(c.nranks);
+  if (!is_signed_type) return accumulator / divisor;
+  const auto value = static_cast<std::int64_t>((accumulator ^ sign) - sign);  // sign-extend
+  return static_cast<std::uint64_t>(value / static_cast<std::int64_t>(divisor)) & mask;
+}
+
+// One float reduction's constants, computed once rather than per element.
+struct Reduction {
+  explicit Reduction(const Case& which)
+      : c(which), n(which.nranks),
+        u(float_format(which.dtype).unit_roundoff()), largest(float_format(which.dtype).max_finite()),
+        overflow(largest + ulp(which.dtype, largest) / 2),
+        smallest(float_format(which.dtype).min_subnormal()) {
+    std::frexp(largest, &top);                                       // largest < 2^top
+    std::frexp(float_format(which.dtype).min_normal(), &bottom);     // min_normal = 2^(bottom - 1)
+    const bool average = which.op == RedOp::Avg;
+    // avg: NCCL multiplies each input by 1/n (rounded) before summing; others sum then
+    // divide. Both stay within n+1 roundings; premultiplying can also underflow.
+    sum_gamma = gamma(average ? n + 1 : n - 1, u) + gamma(n, kDoubleRoundoff);
+    prod_gamma = gamma(n - 1, u) + gamma(n, kDoubleRoundoff);
+    overflow_gamma = 1 + gamma(n, u);
+    scale = average ? 1 / n : 1;
+    underflow = average ? (n + 1) * smallest / 2 : 0;
+  }
+  const Case& c;
+  double n, u, largest, overflow, smallest;
+  int top = 0, bottom = 0;
+  double sum_gamma = 0, prod_gamma = 0, overflow_gamma = 0, scale = 1, underflow = 0;
+};
+
+// The inputs of every rank for one output element: rank r's value is at[r * stride].
+struct Column {
+  const double* at;
+  std::size_t stride;
+  double operator[](int rank) const { return at[static_cast<std::size_t>(rank) * stride]; }
+};
+
+// What is known about one output element of a float reduction.
+struct Element {
+  double value = 0;
+  double bound = 0;
+  std::uint8_t accept = 0;
+  double alternative = 0;
+};
+
+// Sum and avg: the sum in double and Higham's bound |computed - exact| <= gamma_(n-1) *
+// sum |x_i| in the dtype's unit roundoff, plus the oracle's own double rounding and the final
+// rounding to the dtype. Additions never underflow (subnormal sums are exact); overflow is
+// possible once sum |x_i| nears the largest finite value, and then ±inf and NaN are accepted.
+// Exact inputs make every partial sum exact, in double too, so their bound is 0.
+Element sum_element(const Reduction& r, Column inputs) {
+  double sum = 0, magnitude = 0;
+  bool nan = false, positive_infinity = false, negative_infinity = false;
+  for (int rank = 0; rank < r.c.nranks; ++rank) {
+    const double x = inputs[rank];
+    if (std::isnan(x)) nan = true;
+    else if (std::isinf(x)) (x > 0 ? positive_infinity : negative_infinity) = true;
+    else { sum += x; magnitude += std::fabs(x); }
+  }
+  Element e;
+  if (magnitude * r.overflow_gamma * kBoundSlack >= r.overflow) {
+    e.accept = AcceptNaN | AcceptPositiveOverflow | AcceptNegativeOverflow;
+  }
+  if (nan || (positive_infinity && negative_infinity)) {
+    e.value = std::numeric_limits<double>::quiet_NaN();
+    return e;
+  }
+  if (positive_infinity || negative_infinity) {
+    e.value = positive_infinity ? std::numeric_limits<double>::infinity()
+                                : -std::numeric_limits<double>::infinity();
+    return e;
+  }
+  if (r.c.op != RedOp::Avg && r.c.values == ValueKind::Exact) {
+    e.value = sum;
+    return e;
+  }
+  e.value = sum * r.scale;
+  e.bound = r.sum_gamma * magnitude * r.scale + r.underflow;
+  e.bound = (e.bound + ulp(r.c.dtype, e.value) / 2) * kBoundSlack;
+  return e;
+}
+
+// Products: relative bound gamma_(n-1) |p| while every partial product stays in the normal
+// range. Any partial product lies between the product of the factors below 1 and the product
+// of those above 1 (in magnitude), so those two decide: past the top, ±inf and NaN are
+// accepted; past the bottom, rounding in the subnormal range can lose every digit, and the
+// element is not checked. Exact inputs are powers of two: the product is exact.
+Element prod_element(const Reduction& r, Column inputs) {
+  double fraction = 1;
+  long exponent = 0, upper_log = 0, lower_log = 0;
+  bool nan = false, zero = false, infinity = false, negative = false;
+  for (int rank = 0; rank < r.c.nranks; ++rank) {
+    const double x = inputs[rank];
+    if (std::isnan(x)) { nan = true; continue; }
+    negative ^= std::signbit(x);
+    if (x == 0) { zero = true; continue; }
+    if (std::isinf(x)) { infinity = true; continue; }
+    int e;
+    const double m = std::frexp(std::fabs(x), &e);  // |x| = m 2^e, m in [0.5, 1)
+    if (e > 0) upper_log += e;          // |x| < 2^e
+    if (e <= 0) lower_log += e - 1;     // |x| >= 2^(e-1)
+    fraction *= m;
+    int renormalize;
+    fraction = std::frexp(fraction, &renormalize);
+    exponent += e + renormalize;
+  }
+  Element e;
+  const bool may_overflow = upper_log >= r.top - 1;
+  const bool may_underflow = lower_log < r.bottom;
+  if (may_overflow) e.accept |= AcceptNaN | AcceptPositiveOverflow | AcceptNegativeOverflow;
+  if (may_underflow && !zero) e.accept |= AcceptAnything;
+  const double sign = negative ? -1.0 : 1.0;
+  if (nan || (zero && infinity)) {
+    e.value = std::numeric_limits<double>::quiet_NaN();
+  } else if (infinity) {
+    e.value = sign * std::numeric_limits<double>::infinity();
+  } else if (zero) {
+    e.value = sign * 0.0;
+  } else {
+    const long clamped = std::clamp(exponent, -4000L, 4000L);
+    e.value = sign * std::ldexp(fraction, static_cast<int>(clamped));
+    if (r.c.values == ValueKind::Exact) return e;
+    e.bound = r.prod_gamma * std::fabs(e.value);
+    e.bound = (e.bound + ulp(r.c.dtype, e.value) / 2) * kBoundSlack;
+  }
+  return e;
+}
+
+// Min and max are exact. With a NaN among the inputs, NCCL-style kernels may propagate it
+// (fmin of a comparison) or drop it (IEEE minNum, __hmin): both are accepted.
+Element minmax_element(const Reduction& r, Column inputs) {
+  const bool minimum = r.c.op == RedOp::Min;
+  bool nan = false, any = false;
+  double best = 0;
+  for (int rank = 0; rank < r.c.nranks; ++rank) {
+    const double x = inputs[rank];
+    if (std::isnan(x)) { nan = true; continue; }
+    if (!any || (minimum ? x < best : x > best)) best = x;
+    any = true;
+  }
+  Element e;
+  e.value = best;
+  if (nan) {
+    e.value = std::numeric_limits<double>::quiet_NaN();
+    if (any) {
+      e.accept = AcceptAlternative;
+      e.alternative = best;
+    }
+  }
+  return e;
+}
+
+Element float_element(const Reduction& r, Column inputs) {
+  switch (r.c.op) {
+    case RedOp::Prod: return prod_element(r, inputs);
+    case RedOp::Min:
+    case RedOp::Max: return minmax_element(r, inputs);
+    default: return sum_element(r, inputs);
+  }
+}
+
+// Whether every element of a float reduction is known bit for bit.
+bool bitwise_float_reduction(const Case& c) {
+  return c.values == ValueKind::Exact && c.op != RedOp::Avg;
+}
+
+// Inputs are gathered a block of elements at a time, every rank's block in one row, so that
+// generating them runs in tight loops; about this many doubles per block.
+constexpr std::size_t kBlockValues = 1 << 15;
+
+void expect_float_reduction(const Case& c, const Inputs& inputs, std::size_t base, Expected& out) {
+  const Reduction reduction(c);
+  const bool bitwise = bitwise_float_reduction(c);
+  if (!bitwise) {
+    out.bound.assign(out.count, 0);
+    out.accept.assign(out.count, 0);
+  }
+  const auto nranks = static_cast<std::size_t>(c.nranks);
+  const std::size_t block = std::max<std::size_t>(1, kBlockValues / nranks);
+  std::vector<double> rows(nranks * block);
+  for (std::size_t first = 0; first < out.count; first += block) {
+    const std::size_t length = std::min(block, out.count - first);
+    for (int rank = 0; rank < c.nranks; ++rank) {
+      inputs.values(rank, base + first, std::span(rows).subspan(static_cast<std::size_t>(rank) * block, length));
+    }
+    for (std::size_t j = 0; j < length; ++j) {
+      const Element e = float_element(reduction, Column{rows.data() + j, block});
+      // Where overflow is accepted, the finite value to compare against saturates.
+      const Saturation saturation = (e.accept & AcceptPositiveOverflow) ? Saturation::Finite : Saturation::None;
+      store(out, first + j, encode(c.dtype, e.value, saturation));
+      if (bitwise) continue;
+      out.bound[first + j] = e.bound;
+      out.accept[first + j] = e.accept;
+      if (e.accept & AcceptAlternative) {
+        if (out.alternative.empty()) out.alternative.assign(out.count, 0);
+        out.alternative[first + j] = e.alternative;
+      }
+    }
+  }
+}
+
+void expect_reduction(const Case& c, const Inputs& inputs, int rank, Expected& out) {
+  const std::size_t base = input_base(c, rank);
+  if (is_float(c.dtype)) {
+    expect_float_reduction(c, inputs, base, out);
+    return;
+  }
+  for (std::size_t j = 0; j < out.count; ++j) store(out, j, reduce_integers(c, inputs, base + j));
+}
+
+}  // namespace
+
+std::uint64_t Expected::bits(std::size_t element) const { return load_bits(dtype, data, element); }
+
+Expected expected(const Case& c, int rank) { return expected(InputGenerator(c), rank); }
+
+Expected expected(const Inputs& inputs, int rank) {
+  const Case& c = inputs.which();
+  Expected out;
+  out.dtype = c.dtype;
+  const bool has_output = c.collective != Collective::Reduce || rank == c.root;
+  out.count = has_output ? output_elements(c) : 0;
+  out.data.resize(out.count * size_of(c.dtype));
+  if (reduces(c.collective)) {
+    expect_reduction(c, inputs, rank, out);
+  } else {
+    expect_movement(c, inputs, rank, out);
+  }
+  return out;
+}
+
+Oracle::Oracle(const Case& c) : case_(c), inputs_(c) {
+  per_rank_.resize(static_cast<std::size_t>(std::max(c.nranks, 0)));
+}
+
+Oracle::~Oracle() = default;
+
+const Expected& Oracle::expected(int rank) {
+  if (rank_identical(case_.collective)) {
+    if (!shared_) shared_ = std::make_unique<Expected>(collcheck::expected(inputs_, 0));
+    return *shared_;
+  }
+  std::unique_ptr<Expected>& slot = per_rank_.at(static_cast<std::size_t>(rank));
+  if (!slot) slot = std::make_unique<Expected>(collcheck::expected(inputs_, rank));
+  return *slot;
+}
+
+}  // namespace collcheck

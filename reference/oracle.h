@@ -1,0 +1,122 @@
+// The CPU oracle: what every rank's output of a case must be, with a per-element error bound
+// for floats that is sound for any reduction order, and the comparison that judges a run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reference/case.h"
+#include "reference/inputs.h"
+
+namespace collcheck {
+
+// Outcomes other than "within the bound" that an element may also have, because some
+// reduction order produces them (see docs/oracle.md).
+enum Accept : std::uint8_t {
+  AcceptNaN = 1,          // some order overflows into inf - inf, or 0 * inf
+  AcceptPositiveOverflow = 2,  // +inf (e4m3: +largest finite or NaN)
+  AcceptNegativeOverflow = 4,
+  AcceptAlternative = 8,  // min/max with a NaN input: NaN, or the min/max of the others
+  AcceptAnything = 16,    // a product whose partial products leave the normal range
+};
+
+// One rank's expected output.
+struct Expected {
+  DType dtype = DType::Float32;
+  std::size_t count = 0;             // elements; 0 where the rank has no output (reduce)
+  std::vector<std::byte> data;       // expected elements, packed as the backend writes them
+  // Empty: every element must match bit for bit (NaN matches any NaN). Otherwise an
+  // element passes when |got - expected| <= bound[i], or when it is one of accept[i].
+  std::vector<double> bound;
+  std::vector<std::uint8_t> accept;
+  std::vector<double> alternative;   // for AcceptAlternative
+
+  bool bitwise() const { return bound.empty(); }
+  std::uint64_t bits(std::size_t element) const;
+};
+
+struct Mismatch {
+  int rank = 0;
+  std::size_t element = 0;
+  std::uint64_t expected_bits = 0;
+  std::uint64_t got_bits = 0;
+  double expected = 0;
+  double got = 0;
+  double ulps = 0;   // |got - expected| in ulps of expected (integers: the difference)
+  double bound = 0;  // 0 for bitwise checks
+};
+
+struct Verdict {
+  bool ok = true;
+  std::size_t checked = 0;     // elements compared
+  std::size_t mismatched = 0;  // elements outside their bound
+  std::size_t unchecked = 0;   // elements that accepted anything (AcceptAnything)
+  double worst_ulps = 0;       // largest |got - expected| in ulps among checked elements
+  std::vector<Mismatch> first; // the first few mismatches, in element order
+  std::string error;           // set when `got` has the wrong size
+
+  std::string describe(DType) const;  // multi-line, for reports
+};
+
+// Expected outputs for every rank of one case, computed on demand and shared between ranks
+// whose outputs are identical (all-reduce, all-gather, broadcast).
+class Oracle {
+ public:
+  explicit Oracle(const Case&);
+  ~Oracle();
+  Oracle(const Oracle&) = delete;
+  Oracle& operator=(const Oracle&) = delete;
+
+  const Case& which() const { return case_; }
+  const InputGenerator& inputs() const { return inputs_; }
+  const Expected& expected(int rank);
+
+ private:
+  Case case_;
+  InputGenerator inputs_;
+  std::vector<std::unique_ptr<Expected>> per_rank_;
+  std::unique_ptr<Expected> shared_;
+};
+
+// A fresh expected output for one rank (the Oracle class caches these).
+Expected expected(const Case&, int rank);
+Expected expected(const Inputs&, int rank);
+
+// Compares rank's output `got` (count elements of the dtype, packed as the backend wrote
+// them) against `expected`. At most `max_reported` mismatches are kept in Verdict::first.
+// Non-root ranks of a reduce have no output: they pass an empty `got`.
+Verdict compare(const Expected&, int rank, std::span<const std::byte> got,
+                std::size_t max_reported = 8);
+Verdict compare(const Case&, int rank, std::span<const std::byte> got);
+
+// Reads element `index` of a packed buffer of dtype elements as bits (little-endian, as
+// every platform collcheck runs on stores them).
+inline std::uint64_t load_bits(DType dtype, std::span<const std::byte> buffer, std::size_t index) {
+  const std::byte* at = buffer.data() + index * size_of(dtype);
+  switch (size_of(dtype)) {
+    case 1: { std::uint8_t v; std::memcpy(&v, at, 1); return v; }
+    case 2: { std::uint16_t v; std::memcpy(&v, at, 2); return v; }
+    case 4: { std::uint32_t v; std::memcpy(&v, at, 4); return v; }
+    default: { std::uint64_t v; std::memcpy(&v, at, 8); return v; }
+  }
+}
+
+inline void store_bits(DType dtype, std::span<std::byte> buffer, std::size_t index, std::uint64_t bits) {
+  std::byte* at = buffer.data() + index * size_of(dtype);
+  switch (size_of(dtype)) {
+    case 1: { const auto v = static_cast<std::uint8_t>(bits); std::memcpy(at, &v, 1); return; }
+    case 2: { const auto v = static_cast<std::uint16_t>(bits); std::memcpy(at, &v, 2); return; }
+    case 4: { const auto v = static_cast<std::uint32_t>(bits); std::memcpy(at, &v, 4); return; }
+    default: std::memcpy(at, &bits, 8); return;
+  }
+}
+
+// "1.5", "-inf", "nan", "0x3c00 (1)": an element for a person.
+std::string format_element(DType, std::uint64_t bits);
+
+}  // namespace collcheck
