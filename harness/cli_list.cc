@@ -1,5 +1,5 @@
-// `collcheck list`: one section per thing a case is made of, each a small table. Everything
-// printed comes from the reference library's own tables, so the list cannot drift from them.
+// `collcheck list`: one section per thing a case is made of, each a small table. Names, sizes and
+// buffer shapes come from the reference library itself, so the list cannot drift from it.
 #include "harness/cli_list.h"
 
 #include <cstddef>

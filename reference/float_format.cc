@@ -20,10 +20,20 @@ constexpr FloatFormat kFloat8E5M2{5, 2, 15, true};
 
 std::uint64_t all_ones(int bits) { return (std::uint64_t{1} << bits) - 1; }
 
-int max_exponent(const FloatFormat& format) {
-  // With infinity the all-ones exponent is reserved; e4m3 uses it for normal values.
-  const int top_field = static_cast<int>(all_ones(format.exponent_bits)) - (format.has_infinity ? 1 : 0);
-  return top_field - format.bias;
+// 2^e, built from its bits where it is a normal double (the hot paths), else by ldexp.
+double pow2(int e) {
+  if (e >= -1022 && e <= 1023) return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52);
+  return std::ldexp(1.0, e);
+}
+
+// The exponent field that holds the largest finite values: with infinity the all-ones
+// field is reserved; e4m3 uses it for normal values (all but its all-ones mantissa, NaN).
+std::uint64_t top_field(const FloatFormat& format) {
+  return all_ones(format.exponent_bits) - (format.has_infinity ? 1 : 0);
+}
+
+std::uint64_t largest_mantissa(const FloatFormat& format) {
+  return all_ones(format.mantissa_bits) - (format.has_infinity ? 0 : 1);
 }
 
 double decode_fields(const FloatFormat& format, std::uint64_t bits) {
@@ -32,60 +42,43 @@ double decode_fields(const FloatFormat& format, std::uint64_t bits) {
   const std::uint64_t exponent_field = (bits >> format.mantissa_bits) & all_ones(format.exponent_bits);
   const std::uint64_t mantissa = bits & all_ones(format.mantissa_bits);
   double magnitude;
-  if (exponent_field == all_ones(format.exponent_bits) && format.has_infinity) {
-    magnitude = mantissa == 0 ? std::numeric_limits<double>::infinity()
-                              : std::numeric_limits<double>::quiet_NaN();
-  } else if (exponent_field == all_ones(format.exponent_bits) &&
-             mantissa == all_ones(format.mantissa_bits)) {
-    magnitude = std::numeric_limits<double>::quiet_NaN();  // e4m3's only NaN
+  if (exponent_field > top_field(format) ||
+      (exponent_field == top_field(format) && mantissa > largest_mantissa(format))) {
+    // IEEE: the all-ones exponent is inf (mantissa 0) or NaN; e4m3: S.1111.111 is NaN.
+    magnitude = format.has_infinity && mantissa == 0 ? std::numeric_limits<double>::infinity()
+                                                     : std::numeric_limits<double>::quiet_NaN();
   } else if (exponent_field == 0) {
-    magnitude = std::ldexp(static_cast<double>(mantissa), format.min_exponent() - format.mantissa_bits);
+    magnitude = static_cast<double>(mantissa) * pow2(format.min_exponent() - format.mantissa_bits);
   } else {
     const double significand = static_cast<double>((std::uint64_t{1} << format.mantissa_bits) | mantissa);
-    magnitude = std::ldexp(significand, static_cast<int>(exponent_field) - format.bias - format.mantissa_bits);
+    magnitude = significand * pow2(static_cast<int>(exponent_field) - format.bias - format.mantissa_bits);
   }
   return negative ? -magnitude : magnitude;
 }
 
-// Whether a format is one of the four narrow ones, decoded through a table.
-bool is_tabled(const FloatFormat& f) {
-  auto same = [&](const FloatFormat& g) {
-    return f.exponent_bits == g.exponent_bits && f.mantissa_bits == g.mantissa_bits && f.bias == g.bias &&
-           f.has_infinity == g.has_infinity;
-  };
-  return same(kFloat16) || same(kBFloat16) || same(kFloat8E4M3) || same(kFloat8E5M2);
-}
-
 // Decoding tables for the 8- and 16-bit formats, built on first use.
-const std::vector<double>& table(const FloatFormat& format) {
-  auto build = [](const FloatFormat& f) {
-    std::vector<double> values(std::size_t{1} << (1 + f.exponent_bits + f.mantissa_bits));
-    for (std::size_t bits = 0; bits < values.size(); ++bits) {
-      values[bits] = decode_fields(f, bits);
-    }
-    return values;
-  };
-  static const std::vector<double> float16 = build(kFloat16);
-  static const std::vector<double> bfloat16 = build(kBFloat16);
-  static const std::vector<double> e4m3 = build(kFloat8E4M3);
-  static const std::vector<double> e5m2 = build(kFloat8E5M2);
-  if (format.mantissa_bits == kFloat16.mantissa_bits) return float16;
-  if (format.mantissa_bits == kBFloat16.mantissa_bits) return bfloat16;
-  if (format.mantissa_bits == kFloat8E4M3.mantissa_bits) return e4m3;
-  return e5m2;
+std::vector<double> build_table(const FloatFormat& format) {
+  std::vector<double> values(std::size_t{1} << (1 + format.exponent_bits + format.mantissa_bits));
+  for (std::size_t bits = 0; bits < values.size(); ++bits) values[bits] = decode_fields(format, bits);
+  return values;
+}
+const std::vector<double>& float16_table() { static const auto t = build_table(kFloat16); return t; }
+const std::vector<double>& bfloat16_table() { static const auto t = build_table(kBFloat16); return t; }
+const std::vector<double>& e4m3_table() { static const auto t = build_table(kFloat8E4M3); return t; }
+const std::vector<double>& e5m2_table() { static const auto t = build_table(kFloat8E5M2); return t; }
+
+bool same_format(const FloatFormat& a, const FloatFormat& b) {
+  return a.exponent_bits == b.exponent_bits && a.mantissa_bits == b.mantissa_bits && a.bias == b.bias &&
+         a.has_infinity == b.has_infinity;
 }
 
-std::uint64_t encode_finite_magnitude(const FloatFormat& format, double magnitude) {
-  if (magnitude == 0) return 0;
-  if (magnitude < format.min_normal()) {
-    return static_cast<std::uint64_t>(magnitude / format.min_subnormal());
-  }
-  int exponent;
-  std::frexp(magnitude, &exponent);
-  const int unbiased = exponent - 1;
-  const double significand = std::ldexp(magnitude, format.mantissa_bits - unbiased);
-  const auto mantissa = static_cast<std::uint64_t>(significand) & all_ones(format.mantissa_bits);
-  return (static_cast<std::uint64_t>(unbiased + format.bias) << format.mantissa_bits) | mantissa;
+// The table of a narrow format given by its fields, or null for any other format.
+const std::vector<double>* table_of(const FloatFormat& format) {
+  if (same_format(format, kFloat16)) return &float16_table();
+  if (same_format(format, kBFloat16)) return &bfloat16_table();
+  if (same_format(format, kFloat8E4M3)) return &e4m3_table();
+  if (same_format(format, kFloat8E5M2)) return &e5m2_table();
+  return nullptr;
 }
 
 std::uint64_t integer_mask(DType dtype) {
@@ -120,14 +113,12 @@ double decode_integer(DType dtype, std::uint64_t bits) {
 }  // namespace
 
 double FloatFormat::max_finite() const {
-  // e4m3: the all-ones mantissa of the top binade is NaN, so the top value is one quantum less.
-  const int reserved = has_infinity ? 0 : 1;
-  const double significand = std::ldexp(1.0, mantissa_bits + 1) - 1 - reserved;
-  return std::ldexp(significand, max_exponent(*this) - mantissa_bits);
+  const double significand = static_cast<double>((std::uint64_t{1} << mantissa_bits) | largest_mantissa(*this));
+  return significand * pow2(static_cast<int>(top_field(*this)) - bias - mantissa_bits);
 }
-double FloatFormat::min_normal() const { return std::ldexp(1.0, min_exponent()); }
-double FloatFormat::min_subnormal() const { return std::ldexp(1.0, min_exponent() - mantissa_bits); }
-double FloatFormat::unit_roundoff() const { return std::ldexp(1.0, -precision()); }
+double FloatFormat::min_normal() const { return pow2(min_exponent()); }
+double FloatFormat::min_subnormal() const { return pow2(min_exponent() - mantissa_bits); }
+double FloatFormat::unit_roundoff() const { return pow2(-precision()); }
 std::uint64_t FloatFormat::nan_bits() const {
   const std::uint64_t exponent = all_ones(exponent_bits) << mantissa_bits;
   return has_infinity ? exponent | (std::uint64_t{1} << (mantissa_bits - 1))
@@ -146,34 +137,39 @@ const FloatFormat& float_format(DType dtype) {
 }
 
 std::uint64_t encode(const FloatFormat& format, double value, Saturation saturation) {
-  const int width = format.exponent_bits + format.mantissa_bits;
   if (std::isnan(value)) return format.nan_bits();
-  const std::uint64_t sign = std::signbit(value) ? std::uint64_t{1} << width : 0;
+  const int m = format.mantissa_bits;
+  const std::uint64_t sign = std::signbit(value) ? std::uint64_t{1} << (format.exponent_bits + m) : 0;
+  const std::uint64_t largest = (top_field(format) << m) | largest_mantissa(format);
+  const std::uint64_t overflow = saturation == Saturation::Finite ? largest
+                                 : format.has_infinity            ? all_ones(format.exponent_bits) << m
+                                                                  : format.nan_bits();
   const double magnitude = std::fabs(value);
-  const std::uint64_t largest = encode_finite_magnitude(format, format.max_finite());
-  const std::uint64_t overflow =
-      saturation == Saturation::Finite ? largest
-      : format.has_infinity            ? all_ones(format.exponent_bits) << format.mantissa_bits
-                                       : format.nan_bits();
   if (std::isinf(magnitude)) return sign | overflow;
   if (magnitude == 0) return sign;
 
-  // Count the value in quanta of its binade (subnormals share the smallest normal's quantum);
-  // the division is exact, and nearbyint() rounds ties to even in the default rounding mode.
+  // Count the value in quanta of its binade (subnormals share the smallest normal's quantum).
+  // The scaling is exact, and nearbyint() rounds ties to even in the default rounding mode.
   int exponent;
   std::frexp(magnitude, &exponent);
-  const int binade = std::max(exponent - 1, format.min_exponent());
-  const int quantum_exponent = binade - format.mantissa_bits;
-  const double rounded = std::ldexp(std::nearbyint(std::ldexp(magnitude, -quantum_exponent)), quantum_exponent);
-  if (rounded > format.max_finite()) return sign | overflow;
-  return sign | encode_finite_magnitude(format, rounded);
+  int binade = std::max(exponent - 1, format.min_exponent());
+  auto quanta = static_cast<std::uint64_t>(std::nearbyint(magnitude * pow2(m - binade)));
+  const std::uint64_t implicit_one = std::uint64_t{1} << m;
+  if (quanta < implicit_one) return sign | quanta;  // subnormal (or rounded to zero)
+  if (quanta == 2 * implicit_one) {                  // rounded up into the next binade
+    quanta = implicit_one;
+    ++binade;
+  }
+  const auto field = static_cast<std::uint64_t>(binade + format.bias);
+  const std::uint64_t mantissa = quanta - implicit_one;
+  if (field > top_field(format) || (field == top_field(format) && mantissa > largest_mantissa(format))) {
+    return sign | overflow;
+  }
+  return sign | (field << m) | mantissa;
 }
 
 double decode(const FloatFormat& format, std::uint64_t bits) {
-  if (is_tabled(format)) {
-    const std::vector<double>& values = table(format);
-    return values[bits & (values.size() - 1)];
-  }
+  if (const std::vector<double>* table = table_of(format)) return (*table)[bits & (table->size() - 1)];
   return decode_fields(format, bits);
 }
 
@@ -189,10 +185,10 @@ std::uint8_t float8_e4m3_from_double(double value, Saturation saturation) {
 std::uint8_t float8_e5m2_from_double(double value, Saturation saturation) {
   return static_cast<std::uint8_t>(encode(kFloat8E5M2, value, saturation));
 }
-double float16_to_double(std::uint16_t bits) { return table(kFloat16)[bits]; }
-double bfloat16_to_double(std::uint16_t bits) { return table(kBFloat16)[bits]; }
-double float8_e4m3_to_double(std::uint8_t bits) { return table(kFloat8E4M3)[bits]; }
-double float8_e5m2_to_double(std::uint8_t bits) { return table(kFloat8E5M2)[bits]; }
+double float16_to_double(std::uint16_t bits) { return float16_table()[bits]; }
+double bfloat16_to_double(std::uint16_t bits) { return bfloat16_table()[bits]; }
+double float8_e4m3_to_double(std::uint8_t bits) { return e4m3_table()[bits]; }
+double float8_e5m2_to_double(std::uint8_t bits) { return e5m2_table()[bits]; }
 
 std::uint64_t encode(DType dtype, double value, Saturation saturation) {
   switch (dtype) {
@@ -221,11 +217,10 @@ double decode(DType dtype, std::uint64_t bits) {
       return std::bit_cast<double>(bits);
     case DType::Float32:
       return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
-    case DType::Float16:
-    case DType::BFloat16:
-    case DType::Float8E4M3:
-    case DType::Float8E5M2:
-      return decode(float_format(dtype), bits);
+    case DType::Float16: return float16_table()[bits & 0xffffu];
+    case DType::BFloat16: return bfloat16_table()[bits & 0xffffu];
+    case DType::Float8E4M3: return e4m3_table()[bits & 0xffu];
+    case DType::Float8E5M2: return e5m2_table()[bits & 0xffu];
     default:
       return decode_integer(dtype, bits);
   }

@@ -3,6 +3,7 @@
 #include "reference/inputs.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -108,15 +109,15 @@ std::int64_t InputGenerator::exact_integer(int rank, std::size_t index) const {
   return static_cast<std::int64_t>(below(random(rank, index), span)) - magnitude_;
 }
 
-double InputGenerator::real_value(std::uint64_t r) const {
-  // ±(0.5 .. 1) * 2^e, e in -3..3; prod: ±(0.5 .. 2) so products wander slowly.
-  static constexpr double kPowers[7] = {0.125, 0.25, 0.5, 1, 2, 4, 8};
-  const double fraction = unit_interval(r);
-  const double sign = (r & 1) != 0 ? -1.0 : 1.0;
-  const double magnitude =
-      case_.op == RedOp::Prod ? 0.5 + 1.5 * fraction : (0.5 + 0.5 * fraction) * kPowers[(r >> 1) % 7];
-  return round_to(case_.dtype, sign * magnitude);
+double InputGenerator::raw_real(std::uint64_t r) const {
+  // Built from the random bits directly: sign bit 63, 52 mantissa bits, and 3 (prod: 1)
+  // bits that choose the binade, ±[2^-5, 8) (prod: ±[0.5, 2), so products wander slowly).
+  constexpr std::uint64_t kSignAndMantissa = (std::uint64_t{1} << 63) | ((std::uint64_t{1} << 52) - 1);
+  const std::uint64_t binade = case_.op == RedOp::Prod ? 1022 + ((r >> 52) & 1) : 1018 + ((r >> 52) & 7);
+  return std::bit_cast<double>((r & kSignAndMantissa) | (binade << 52));
 }
+
+double InputGenerator::real_value(std::uint64_t r) const { return round_to(case_.dtype, raw_real(r)); }
 
 std::uint64_t InputGenerator::bits(int rank, std::size_t index) const {
   const std::uint64_t r = random(rank, index);
@@ -167,6 +168,10 @@ void InputGenerator::values(int rank, std::size_t first, std::span<double> out) 
       }
       return;
     case Mode::Real:
+      if (case_.dtype == DType::Float32) {  // the hot case, with its rounding inlined
+        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(raw_real(random(rank, first + i)));
+        return;
+      }
       for (std::size_t i = 0; i < out.size(); ++i) out[i] = real_value(random(rank, first + i));
       return;
     default:

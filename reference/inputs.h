@@ -52,8 +52,8 @@ class InputTable final : public Inputs {
 //     partial sum in every order is an exactly representable integer times 2^scale;
 //   floats, prod: ±1, and ±2 or ±1/2 on at most four ranks per element (a power of two);
 //   floats, min and max: as for sum.
-// Real values: ±(0.5 .. 1) * 2^e with e uniform in -3..3 (for prod: ±(0.5 .. 2)), rounded
-// to the dtype. Special values: real values with one element in eight, per rank, replaced
+// Real values: ±(0.5 .. 1) * 2^e with e uniform in -4..3, so ±[2^-5, 8) (for prod:
+// ±[0.5, 2)), rounded to the dtype. Special values: real values with one element in eight, per rank, replaced
 // by NaN, ±inf, -0, +0, the smallest and largest subnormal, the smallest normal or ±the
 // largest finite value (integers: 0, ±1, the smallest and largest value).
 class InputGenerator final : public Inputs {
@@ -79,6 +79,7 @@ class InputGenerator final : public Inputs {
     return mix64(rank_keys_[static_cast<std::size_t>(rank)] + index * 0xd1b54a32d192ed03ull);
   }
   bool exact_contributor(int rank, std::size_t index) const;
+  double raw_real(std::uint64_t random) const;    // before rounding to the dtype
   double real_value(std::uint64_t random) const;
 
   Case case_;

@@ -35,9 +35,10 @@ struct Expected {
   std::vector<double> bound;
   std::vector<std::uint8_t> accept;
   std::vector<double> alternative;   // for AcceptAlternative
+  std::size_t unchecked = 0;         // elements with AcceptAnything
 
   bool bitwise() const { return bound.empty(); }
-  std::uint64_t bits(std::size_t element) const;
+  std::uint64_t bits(std::size_t element) const;  // defined below load_bits
 };
 
 struct Mismatch {
@@ -115,6 +116,8 @@ inline void store_bits(DType dtype, std::span<std::byte> buffer, std::size_t ind
     default: std::memcpy(at, &bits, 8); return;
   }
 }
+
+inline std::uint64_t Expected::bits(std::size_t element) const { return load_bits(dtype, data, element); }
 
 // "1.5", "-inf", "nan", "0x3c00 (1)": an element for a person.
 std::string format_element(DType, std::uint64_t bits);

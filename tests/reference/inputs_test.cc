@@ -134,7 +134,7 @@ TEST(Inputs, RealValuesSpanTheirRangeAndAreRoundedToTheDtype) {
       smallest = std::min(smallest, std::fabs(v));
       largest = std::max(largest, std::fabs(v));
     }
-    EXPECT_LT(smallest, 0.1);
+    EXPECT_LT(smallest, 0.05);
     EXPECT_GT(largest, 6.0);
     EXPECT_LE(largest, 8.0);
   }
