@@ -13,6 +13,7 @@
 #include "reference/dtype.h"
 #include "reference/float_format.h"
 #include "reference/random.h"
+#include "tests/reference/mismatch_report.h"
 
 #ifdef COLLCHECK_HAVE_CUDA_HEADERS
 #include <cuda_bf16.h>
@@ -22,6 +23,10 @@
 
 namespace collcheck {
 namespace {
+
+using testing::describe;
+using testing::hex;
+using testing::Mismatches;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -90,32 +95,6 @@ std::uint32_t cuda_encode(DType, double, Saturation) { return 0; }
 std::uint32_t cuda_fp8_from_float(DType, float) { return 0; }
 std::uint32_t cuda_narrow_from_float(DType, float) { return 0; }
 #endif
-
-std::string describe(double x) {
-  char text[80];
-  std::snprintf(text, sizeof text, "%.17g (%a)", x, x);
-  return text;
-}
-
-std::string hex(std::uint64_t bits) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(bits));
-  return text;
-}
-
-class Mismatches {
- public:
-  void add(const std::string& what) {
-    if (count_++ < kShown) shown_ += "  " + what + "\n";
-  }
-  std::size_t count() const { return count_; }
-  std::string report() const { return std::to_string(count_) + " mismatches, the first:\n" + shown_; }
-
- private:
-  static constexpr std::size_t kShown = 12;
-  std::size_t count_ = 0;
-  std::string shown_;
-};
 
 int width(DType dtype) { return static_cast<int>(size_of(dtype)) * 8; }
 std::uint32_t patterns(DType dtype) { return std::uint32_t{1} << width(dtype); }

@@ -16,9 +16,14 @@
 
 #include "reference/dtype.h"
 #include "reference/random.h"
+#include "tests/reference/mismatch_report.h"
 
 namespace collcheck {
 namespace {
+
+using testing::describe;
+using testing::hex;
+using testing::Mismatches;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -81,36 +86,6 @@ bool same_value(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
   return a == b && std::signbit(a) == std::signbit(b);
 }
-
-std::string describe(double x) {
-  char text[80];
-  std::snprintf(text, sizeof text, "%.17g (%a)", x, x);
-  return text;
-}
-
-std::string hex(std::uint64_t bits) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(bits));
-  return text;
-}
-
-// Loops check tens of thousands of inputs; report the first few mismatches and a count
-// rather than one failure per input.
-class Mismatches {
- public:
-  void add(const std::string& what) {
-    if (count_++ < kShown) shown_ += "  " + what + "\n";
-  }
-  std::size_t count() const { return count_; }
-  std::string report() const {
-    return std::to_string(count_) + " mismatches, the first:\n" + shown_;
-  }
-
- private:
-  static constexpr std::size_t kShown = 12;
-  std::size_t count_ = 0;
-  std::string shown_;
-};
 
 // Positive finite values in pattern order (0, smallest subnormal, ..., largest finite);
 // for these formats the order of the patterns is the order of the values.
