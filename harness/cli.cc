@@ -5,6 +5,8 @@
 #include <string>
 
 #include "harness/cli_list.h"
+#include "harness/cli_prove.h"
+#include "harness/cli_simulate.h"
 #include "harness/cli_version.h"
 #include "harness/text_table.h"
 
@@ -15,16 +17,27 @@ constexpr int kUsageError = 2;
 
 int run_help(std::ostream& out);
 
+// A command either takes no arguments (`simple`) or parses its own (`with_arguments`).
 struct Command {
   std::string_view name;
   std::string_view summary;
-  int (*run)(std::ostream& out);
+  int (*simple)(std::ostream& out);
+  int (*with_arguments)(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
 };
 
 constexpr Command kCommands[] = {
-    {"version", "print the version, the build and its optional parts", &run_version},
-    {"list", "print the collectives, dtypes, ops, value kinds and optional parts", &run_list},
-    {"help", "print this help", &run_help},
+    {"version", "print the version, the build and its optional parts", &run_version, nullptr},
+    {"list", "print the collectives, dtypes, ops, algorithms, value kinds and optional parts", &run_list, nullptr},
+    {"prove", "prove reference algorithms symbolically: --algorithm A [--collective C] [--ranks 1..64] "
+              "[--counts LIST] [--roots some|all] [--layout both|inplace|outofplace] [--chunk N] "
+              "[--channels N] [--fan-in N]",
+     nullptr, &run_prove},
+    {"simulate", "run an algorithm on the simulated fabric, check it and predict its time: --algorithm A "
+                 "--collective C --ranks N --counts LIST [--topology ring:N|dgx-h100|ib-fat-tree:NODES|FILE] "
+                 "[--dtype D] [--op O] [--values exact|real|special] [--seed S] [--schedule-seed S] [--inplace] "
+                 "[--root R] [--chunk N] [--channels N] [--fan-in N]",
+     nullptr, &run_simulate},
+    {"help", "print this help", &run_help, nullptr},
 };
 
 std::string command_names() {
@@ -64,12 +77,13 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     err << "collcheck: unknown command '" << args[0] << "': allowed: " << command_names() << '\n';
     return kUsageError;
   }
+  if (command->with_arguments != nullptr) return command->with_arguments(args.subspan(1), out, err);
   if (args.size() > 1) {
     err << "collcheck " << command->name << ": unexpected argument '" << args[1]
         << "': the command takes none\n";
     return kUsageError;
   }
-  return command->run(out);
+  return command->simple(out);
 }
 
 }  // namespace collcheck::cli

@@ -8,6 +8,8 @@
 
 #include "harness/optional_parts.h"
 #include "harness/text_table.h"
+#include "impls/algorithms.h"
+#include "impls/topology.h"
 #include "reference/case.h"
 #include "reference/collective.h"
 #include "reference/dtype.h"
@@ -91,6 +93,21 @@ void print_value_kinds(std::ostream& out) {
   table.print(out);
 }
 
+void print_algorithms(std::ostream& out) {
+  out << "algorithms (prove and simulate with --algorithm NAME; run on sim as NAME@sim later):\n";
+  TextTable table;
+  table.add_row({"  name", "collective", "what it does"});
+  for (const Algorithm& algorithm : all_algorithms()) {
+    table.add_row({"  " + std::string(algorithm.name), std::string(name(algorithm.collective)),
+                   std::string(algorithm.description)});
+  }
+  table.print(out);
+}
+
+void print_topologies(std::ostream& out) {
+  out << "topologies (simulate --topology): " << topology_presets() << ", or a topology file\n";
+}
+
 }  // namespace
 
 int run_list(std::ostream& out) {
@@ -101,6 +118,10 @@ int run_list(std::ostream& out) {
   print_ops(out);
   out << '\n';
   print_value_kinds(out);
+  out << '\n';
+  print_algorithms(out);
+  out << '\n';
+  print_topologies(out);
   out << '\n';
   out << "optional parts:\n";
   print_optional_parts(out);

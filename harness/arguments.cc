@@ -1,0 +1,103 @@
+// Parsing `--flag value` options and the integer grammars of the command line.
+#include "harness/arguments.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace collcheck::cli {
+namespace {
+
+std::string join(std::span<const std::string_view> names, std::string_view prefix) {
+  std::string out;
+  for (std::string_view name : names) out += (out.empty() ? "" : ", ") + std::string(prefix) + std::string(name);
+  return out;
+}
+
+bool contains(std::span<const std::string_view> names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string range_text(std::uint64_t low, std::uint64_t high) {
+  return std::to_string(low) + ".." + std::to_string(high);
+}
+
+}  // namespace
+
+Result<Arguments> Arguments::parse(std::span<const std::string_view> args, std::span<const std::string_view> flags,
+                                   std::span<const std::string_view> switches) {
+  Arguments parsed;
+  const std::string known = join(flags, "--") + (switches.empty() ? "" : ", " + join(switches, "--"));
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (!arg.starts_with("--")) return Error{std::string(arg), "is not an option: options are " + known};
+    arg.remove_prefix(2);
+    std::string_view inline_value;
+    const bool has_inline = arg.find('=') != std::string_view::npos;
+    if (has_inline) {
+      inline_value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+    }
+    if (contains(switches, arg) && !has_inline) {
+      parsed.values_[std::string(arg)].emplace_back("true");
+      continue;
+    }
+    if (!contains(flags, arg)) return Error{"--" + std::string(arg), "is not an option: options are " + known};
+    if (!has_inline) {
+      if (i + 1 == args.size()) return Error{"--" + std::string(arg), "needs a value"};
+      inline_value = args[++i];
+    }
+    parsed.values_[std::string(arg)].emplace_back(inline_value);
+  }
+  return parsed;
+}
+
+std::vector<std::string> Arguments::all(std::string_view flag) const {
+  const auto found = values_.find(std::string(flag));
+  return found == values_.end() ? std::vector<std::string>{} : found->second;
+}
+
+std::string Arguments::get(std::string_view flag, std::string_view fallback) const {
+  const auto found = values_.find(std::string(flag));
+  return found == values_.end() ? std::string(fallback) : found->second.back();
+}
+
+Result<std::uint64_t> parse_count(std::string_view field, std::string_view text, std::uint64_t low,
+                                  std::uint64_t high) {
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  std::string_view suffix(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  int shift = suffix == "K" || suffix == "k" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : suffix.empty() ? 0 : -1;
+  if (text.empty() || error != std::errc{} || shift < 0 || (shift > 0 && value > (high >> shift))) {
+    return Error{std::string(field), "'" + std::string(text) + "': must be an integer in " + range_text(low, high) +
+                                         " (K, M, G suffixes allowed)"};
+  }
+  value <<= shift;
+  if (value < low || value > high) {
+    return Error{std::string(field), std::to_string(value) + ": must be " + range_text(low, high)};
+  }
+  return value;
+}
+
+Result<std::vector<std::uint64_t>> parse_set(std::string_view field, std::string_view text, std::uint64_t low,
+                                             std::uint64_t high) {
+  std::vector<std::uint64_t> values;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, comma - start);
+    const std::size_t dots = item.find("..");
+    Result<std::uint64_t> first = parse_count(field, item.substr(0, dots), low, high);
+    if (!first) return first.error();
+    Result<std::uint64_t> last = dots == std::string_view::npos ? first : parse_count(field, item.substr(dots + 2), low, high);
+    if (!last) return last.error();
+    if (*last < *first) return Error{std::string(field), "'" + std::string(item) + "': the range is empty"};
+    if (*last - *first > 1'000'000) return Error{std::string(field), "'" + std::string(item) + "': more than a million values"};
+    for (std::uint64_t v = *first; v <= *last; ++v) values.push_back(v);
+    start = comma + 1;
+  }
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
+}
+
+}  // namespace collcheck::cli

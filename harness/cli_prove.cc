@@ -1,0 +1,203 @@
+// `collcheck prove --algorithm ring --collective allreduce --ranks 1..1024`: builds every
+// schedule of the sweep, proves it, and prints one table row per band of rank counts.
+#include "harness/cli_prove.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "harness/arguments.h"
+#include "harness/text_table.h"
+#include "impls/algorithms.h"
+#include "impls/proof.h"
+
+namespace collcheck::cli {
+namespace {
+
+constexpr std::string_view kFlags[] = {"algorithm", "collective", "ranks", "counts", "roots",
+                                       "layout", "chunk", "channels", "fan-in"};
+constexpr int kUsageError = 2;
+
+struct Sweep {
+  std::vector<const Algorithm*> algorithms;
+  std::vector<std::uint64_t> ranks;
+  std::vector<std::uint64_t> counts;  // empty: the awkward counts for each rank count
+  bool all_roots = false;
+  std::vector<bool> layouts;          // in_place values
+  Knobs knobs;
+};
+
+// Counts where schedules go wrong: none, one, around nranks, a prime, around the chunk size.
+std::vector<std::size_t> awkward_counts(std::size_t n, std::size_t chunk) {
+  std::vector<std::size_t> counts{0, 1, n - 1, n, n + 1, 7, 3 * n + 2};
+  if (chunk > 0) counts.insert(counts.end(), {chunk - 1, chunk + 1, n * chunk - 1, n * chunk + 1});
+  if (n <= 64) counts.push_back(64 * n + 13);  // large: many chunks per rank
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
+}
+
+std::vector<int> roots_for(Collective collective, int n, bool all) {
+  if (!rooted(collective)) return {0};
+  if (all || n <= 16) {
+    std::vector<int> roots(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) roots[static_cast<std::size_t>(r)] = r;
+    return roots;
+  }
+  std::vector<int> roots{0, 1, n / 2, n - 1};
+  roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+  return roots;
+}
+
+Result<Sweep> parse_sweep(const Arguments& args) {
+  Sweep sweep;
+  const std::string algorithm = args.get("algorithm");
+  if (algorithm.empty()) return Error{"--algorithm", "is required: one of " + algorithm_names() + ", or all"};
+  std::vector<Collective> collectives;
+  for (const std::string& text : args.all("collective")) {
+    Result<Collective> c = parse_collective(text);
+    if (!c) return Error{"--collective", c.error().message};
+    collectives.push_back(*c);
+  }
+  for (const Algorithm& a : all_algorithms()) {
+    const bool named = algorithm == "all" || a.name == algorithm;
+    const bool wanted = collectives.empty() || std::find(collectives.begin(), collectives.end(), a.collective) != collectives.end();
+    if (named && wanted) sweep.algorithms.push_back(&a);
+  }
+  if (sweep.algorithms.empty()) {
+    return Error{"--algorithm", "'" + algorithm + "' with the collectives given: none; algorithms are " +
+                                    algorithm_names() + " (collcheck list shows which collectives each implements)"};
+  }
+  Result<std::vector<std::uint64_t>> ranks = parse_set("--ranks", args.get("ranks", "1..64"), 1, kMaxRanks);
+  if (!ranks) return ranks.error();
+  sweep.ranks = *ranks;
+  if (args.has("counts")) {
+    Result<std::vector<std::uint64_t>> counts = parse_set("--counts", args.get("counts"), 0, 1 << 24);
+    if (!counts) return counts.error();
+    sweep.counts = *counts;
+  }
+  const std::string roots = args.get("roots", "some");
+  if (roots != "some" && roots != "all") return Error{"--roots", "'" + roots + "': must be some or all"};
+  sweep.all_roots = roots == "all";
+  const std::string layout = args.get("layout", "both");
+  if (layout == "both") sweep.layouts = {false, true};
+  else if (layout == "inplace") sweep.layouts = {true};
+  else if (layout == "outofplace") sweep.layouts = {false};
+  else return Error{"--layout", "'" + layout + "': must be both, inplace or outofplace"};
+  Result<std::uint64_t> chunk = parse_count("--chunk", args.get("chunk", "0"), 0, 1 << 24);
+  Result<std::uint64_t> channels = parse_count("--channels", args.get("channels", "1"), 1, 64);
+  Result<std::uint64_t> fan_in = parse_count("--fan-in", args.get("fan-in", "4"), 2, 64);
+  if (!chunk) return chunk.error();
+  if (!channels) return channels.error();
+  if (!fan_in) return fan_in.error();
+  sweep.knobs = Knobs{*chunk, static_cast<int>(*channels), static_cast<int>(*fan_in)};
+  return sweep;
+}
+
+// Rank counts are reported in bands: each count alone up to 16, then powers of two.
+std::string band_of(std::uint64_t n) {
+  if (n <= 16) return std::to_string(n);
+  std::uint64_t low = 17, high = 32;
+  while (n > high) {
+    low = high + 1;
+    high *= 2;
+  }
+  return std::to_string(low) + ".." + std::to_string(high);
+}
+
+struct Band {
+  std::string label;
+  std::size_t cases = 0, failed = 0, steps = 0;
+  double seconds = 0;
+};
+
+struct Failure {
+  std::string what;
+  std::string message;
+};
+
+void prove_one(const Algorithm& algorithm, Case shape, const Knobs& knobs, Band& band, std::vector<Failure>& failures) {
+  const auto begin = std::chrono::steady_clock::now();
+  Result<Schedule> schedule = make_schedule(algorithm.name, shape, knobs);
+  const Proof proof = schedule ? prove(*schedule) : Proof{false, schedule.error().message, 0, 0};
+  band.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  ++band.cases;
+  band.steps += proof.steps;
+  if (proof.ok) return;
+  ++band.failed;
+  std::string replay = "collcheck prove --algorithm " + std::string(algorithm.name) + " --collective " +
+                       std::string(name(shape.collective)) + " --ranks " + std::to_string(shape.nranks) +
+                       " --counts " + std::to_string(shape.count) + " --layout " +
+                       (shape.in_place ? "inplace" : "outofplace") + " --chunk " + std::to_string(knobs.chunk) +
+                       " --channels " + std::to_string(knobs.channels) + " --fan-in " + std::to_string(knobs.fan_in);
+  if (rooted(shape.collective)) replay += " --roots all  (root " + std::to_string(shape.root) + ")";
+  failures.push_back({replay, proof.message});
+}
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f s", seconds);
+  return text;
+}
+
+void print_bands(const Algorithm& algorithm, const std::vector<Band>& bands, std::ostream& out) {
+  out << algorithm.name << " " << name(algorithm.collective) << ":\n";
+  TextTable table;
+  table.add_row({"  ranks", "cases", "proven", "failed", "steps", "time"});
+  for (const Band& band : bands) {
+    table.add_row({"  " + band.label, std::to_string(band.cases), std::to_string(band.cases - band.failed),
+                   std::to_string(band.failed), std::to_string(band.steps), seconds_text(band.seconds)});
+  }
+  table.print(out);
+}
+
+}  // namespace
+
+int run_prove(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
+  Result<Arguments> args = Arguments::parse(raw, kFlags, {});
+  if (!args) {
+    err << "collcheck prove: " << args.error().text() << '\n';
+    return kUsageError;
+  }
+  Result<Sweep> sweep = parse_sweep(*args);
+  if (!sweep) {
+    err << "collcheck prove: " << sweep.error().text() << '\n';
+    return kUsageError;
+  }
+  std::vector<Failure> failures;
+  std::size_t total = 0;
+  for (const Algorithm* algorithm : sweep->algorithms) {
+    std::vector<Band> bands;
+    for (std::uint64_t n : sweep->ranks) {
+      if (bands.empty() || bands.back().label != band_of(n)) bands.push_back(Band{band_of(n)});
+      const std::vector<std::size_t> counts =
+          sweep->counts.empty() ? awkward_counts(n, sweep->knobs.chunk)
+                                : std::vector<std::size_t>(sweep->counts.begin(), sweep->counts.end());
+      for (std::size_t count : counts) {
+        for (int root : roots_for(algorithm->collective, static_cast<int>(n), sweep->all_roots)) {
+          for (bool in_place : sweep->layouts) {
+            Case shape;
+            shape.collective = algorithm->collective;
+            shape.count = count;
+            shape.nranks = static_cast<int>(n);
+            shape.root = root;
+            shape.in_place = in_place;
+            prove_one(*algorithm, shape, sweep->knobs, bands.back(), failures);
+          }
+        }
+      }
+    }
+    print_bands(*algorithm, bands, out);
+    for (const Band& band : bands) total += band.cases;
+  }
+  out << total - failures.size() << " of " << total << " schedules proven";
+  out << (failures.empty() ? "\n" : ", " + std::to_string(failures.size()) + " failed:\n");
+  for (std::size_t i = 0; i < failures.size() && i < 10; ++i) {
+    out << "  " << failures[i].message << "\n    replay: " << failures[i].what << "\n";
+  }
+  return failures.empty() ? 0 : 1;
+}
+
+}  // namespace collcheck::cli

@@ -1,0 +1,162 @@
+// `collcheck simulate --algorithm ring --collective allreduce --ranks 8 --topology dgx-h100`:
+// every count of the list is run numerically on `sim`, checked by the oracle, and timed in
+// virtual time.
+#include "harness/cli_simulate.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "harness/arguments.h"
+#include "harness/text_table.h"
+#include "impls/algorithms.h"
+#include "impls/simulator.h"
+#include "reference/bandwidth.h"
+#include "reference/oracle.h"
+
+namespace collcheck::cli {
+namespace {
+
+constexpr std::string_view kFlags[] = {"algorithm", "collective", "ranks", "counts", "dtype", "op", "values",
+                                       "seed", "schedule-seed", "topology", "root", "chunk", "channels", "fan-in"};
+constexpr std::string_view kSwitches[] = {"inplace"};
+constexpr int kUsageError = 2;
+
+struct Plan {
+  std::string algorithm;
+  Case base;
+  std::vector<std::uint64_t> counts;
+  Knobs knobs;
+  Topology topology;
+  std::uint64_t schedule_seed = 0;
+};
+
+Result<std::uint64_t> number(const Arguments& args, std::string_view flag, std::string_view fallback,
+                             std::uint64_t low, std::uint64_t high) {
+  return parse_count("--" + std::string(flag), args.get(flag, fallback), low, high);
+}
+
+Status parse_case_fields(const Arguments& args, Plan& plan) {
+  Result<Collective> collective = parse_collective(args.get("collective", "allreduce"));
+  Result<DType> dtype = parse_dtype(args.get("dtype", "f32"));
+  Result<RedOp> op = parse_op(args.get("op", "sum"));
+  Result<ValueKind> values = parse_value_kind(args.get("values", "exact"));
+  if (!collective) return Error{"--collective", collective.error().message};
+  if (!dtype) return Error{"--dtype", dtype.error().message};
+  if (!op) return Error{"--op", op.error().message};
+  if (!values) return Error{"--values", values.error().message};
+  Result<std::uint64_t> ranks = number(args, "ranks", "8", 1, kMaxRanks);
+  if (!ranks) return ranks.error();
+  Result<std::uint64_t> root = number(args, "root", "0", 0, *ranks - 1);
+  if (!root) return root.error();
+  Result<std::uint64_t> seed = number(args, "seed", "0", 0, ~std::uint64_t{0});
+  if (!seed) return seed.error();
+  plan.base.collective = *collective;
+  plan.base.dtype = *dtype;
+  plan.base.op = *op;
+  plan.base.values = *values;
+  plan.base.nranks = static_cast<int>(*ranks);
+  plan.base.root = static_cast<int>(*root);
+  plan.base.seed = *seed;
+  plan.base.in_place = args.has("inplace");
+  return Ok{};
+}
+
+Result<Plan> parse_plan(const Arguments& args) {
+  Plan plan;
+  plan.algorithm = args.get("algorithm", "ring");
+  Status fields = parse_case_fields(args, plan);
+  if (!fields) return fields.error();
+  Result<std::vector<std::uint64_t>> counts = parse_set("--counts", args.get("counts", "1K,64K,1M"), 0, 1ull << 28);
+  if (!counts) return counts.error();
+  plan.counts = *counts;
+  Result<std::uint64_t> chunk = number(args, "chunk", "0", 0, 1ull << 28);
+  Result<std::uint64_t> channels = number(args, "channels", "1", 1, 64);
+  Result<std::uint64_t> fan_in = number(args, "fan-in", "4", 2, 64);
+  Result<std::uint64_t> schedule_seed = number(args, "schedule-seed", "0", 0, ~std::uint64_t{0});
+  if (!chunk) return chunk.error();
+  if (!channels) return channels.error();
+  if (!fan_in) return fan_in.error();
+  if (!schedule_seed) return schedule_seed.error();
+  plan.knobs = Knobs{*chunk, static_cast<int>(*channels), static_cast<int>(*fan_in)};
+  plan.schedule_seed = *schedule_seed;
+  const std::string topology = args.get("topology", "ring:" + std::to_string(plan.base.nranks));
+  Result<Topology> loaded = load_topology(topology);
+  if (!loaded) return Error{"--topology", loaded.error().text()};
+  plan.topology = std::move(loaded).value();
+  return plan;
+}
+
+std::string format(const char* pattern, double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, pattern, value);
+  return text;
+}
+
+std::string hex(std::uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof text, "%016" PRIx64, value);
+  return text;
+}
+
+// Checks every rank's output against the oracle; returns the elements that are wrong.
+std::size_t wrong_elements(const Case& c, const SimulatedRun& run, std::string& first) {
+  Oracle oracle(c);
+  std::size_t wrong = 0;
+  for (int rank = 0; rank < c.nranks; ++rank) {
+    const Verdict verdict = compare(oracle.expected(rank), rank, run.outputs[static_cast<std::size_t>(rank)]);
+    wrong += verdict.ok ? 0 : std::max<std::size_t>(verdict.mismatched, 1);
+    if (!verdict.ok && first.empty()) first = verdict.describe(c.dtype);
+  }
+  return wrong;
+}
+
+}  // namespace
+
+int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
+  Result<Arguments> args = Arguments::parse(raw, kFlags, kSwitches);
+  if (!args) {
+    err << "collcheck simulate: " << args.error().text() << '\n';
+    return kUsageError;
+  }
+  Result<Plan> plan = parse_plan(*args);
+  if (!plan) {
+    err << "collcheck simulate: " << plan.error().text() << '\n';
+    return kUsageError;
+  }
+  out << "# " << plan->algorithm << " " << name(plan->base.collective) << " on " << plan->topology.name << ", "
+      << plan->base.nranks << " ranks, " << name(plan->base.dtype) << " " << name(plan->base.op) << ", values "
+      << name(plan->base.values) << ", seed " << plan->base.seed << ", schedule seed " << plan->schedule_seed << "\n";
+  TextTable table;
+  table.add_row({"size(B)", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "trace"});
+  int status = 0;
+  std::string first_wrong;
+  for (std::uint64_t count : plan->counts) {
+    Case c = plan->base;
+    c.count = count;
+    Result<Schedule> schedule = make_schedule(plan->algorithm, c, plan->knobs);
+    if (!schedule) {
+      err << "collcheck simulate: " << schedule.error().text() << '\n';
+      return kUsageError;
+    }
+    const SimulatedRun run = simulate(*schedule, plan->topology, SimulationOptions{plan->schedule_seed, nullptr, true});
+    if (!run.completed) {
+      err << "collcheck simulate: " << to_string(c) << ": " << run.error << '\n';
+      return 1;
+    }
+    const std::size_t wrong = wrong_elements(c, run, first_wrong);
+    if (wrong > 0) status = 1;
+    const double bytes = static_cast<double>(algorithm_bytes(c));
+    const double algbw = run.time > 0 ? bytes / run.time / 1e9 : 0;
+    table.add_row({std::to_string(algorithm_bytes(c)), std::to_string(count), std::string(name(c.dtype)),
+                   std::string(name(c.op)), rooted(c.collective) ? std::to_string(c.root) : "-",
+                   format("%.2f", run.time * 1e6), format("%.2f", algbw),
+                   format("%.2f", algbw * bus_factor(c.collective, c.nranks)), std::to_string(wrong), hex(run.trace)});
+  }
+  table.print(out);
+  if (!first_wrong.empty()) out << "first wrong output:\n" << first_wrong;
+  return status;
+}
+
+}  // namespace collcheck::cli

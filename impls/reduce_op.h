@@ -1,0 +1,25 @@
+// The one reduction-op contract every executor follows (the CPU ones here, the CUDA kernels
+// later): what a ⊕ b is for each dtype and op, and how avg finishes.
+#pragma once
+
+#include <cstddef>
+
+#include "reference/collective.h"
+#include "reference/dtype.h"
+
+namespace collcheck {
+
+// out[i] = a[i] ⊕ b[i] for `count` packed elements; `out` may be `a` or `b`.
+//   integers: sum and prod wrap around (two's complement); min and max in the type's order;
+//   floats: computed in double from the decoded elements and rounded once to the dtype
+//     (ties to even, overflow to ±inf; e4m3 to NaN), as NCCL rounds after every step;
+//   min and max of floats propagate NaN (a NaN operand gives NaN);
+//   avg reduces as sum: finish_average() divides at the end.
+void reduce_elements(DType, RedOp, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count);
+
+// The last step of avg on a fully reduced buffer: integers divide the wrapped sum, read as
+// signed for signed types, by nranks truncating toward zero (NCCL's ncclAvg); floats divide
+// and round once.
+void finish_average(DType, std::byte* data, std::size_t count, int nranks);
+
+}  // namespace collcheck

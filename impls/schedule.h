@@ -1,0 +1,100 @@
+// A collective algorithm as data: for each participant (ranks, then switch nodes), an ordered
+// script of steps over element ranges of its input, output and scratch buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reference/case.h"
+#include "reference/collective.h"
+#include "reference/result.h"
+
+namespace collcheck {
+
+enum class BufferKind : std::uint8_t { Input, Output, Scratch };
+std::string_view name(BufferKind);
+
+// `count` elements of one buffer of the participant that runs the step, from `offset`.
+struct Range {
+  BufferKind buffer = BufferKind::Input;
+  std::size_t offset = 0;
+  std::size_t count = 0;
+
+  friend bool operator==(const Range&, const Range&) = default;
+};
+
+// What one step does; ⊕ is the case's reduction op.
+//   Send        send `from` to `peer`. Sends are buffered: a send completes when posted.
+//   Recv        receive from `peer` into `to`.
+//   RecvReduce  to = from ⊕ (what `peer` sent); `from` and `to` may be the same range.
+//   Copy        to = from.
+//   Reduce      to = to ⊕ from.
+// The k-th send from a to b on channel c is received by the k-th Recv or RecvReduce at b
+// from a on channel c, and must have the same count.
+enum class StepKind : std::uint8_t { Send, Recv, RecvReduce, Copy, Reduce };
+std::string_view name(StepKind);
+
+struct Step {
+  StepKind kind = StepKind::Copy;
+  int peer = -1;  // Send, Recv, RecvReduce: the other participant
+  Range from;     // Send, RecvReduce, Copy, Reduce
+  Range to;       // Recv, RecvReduce, Copy, Reduce
+  int channel = 0;
+  // Steps of one stream run in order, streams run concurrently (MSCCL's thread blocks);
+  // a step also waits for the steps of its participant listed in `after` (MSCCL's depid).
+  int stream = 0;
+  std::vector<int> after;
+
+  bool sends() const { return kind == StepKind::Send; }
+  bool receives() const { return kind == StepKind::Recv || kind == StepKind::RecvReduce; }
+  bool reads() const { return kind != StepKind::Recv; }
+  bool writes() const { return kind != StepKind::Send; }
+};
+
+// A rank owns input and output buffers of the case's sizes; a switch node (in-network
+// aggregation) owns only scratch. Every participant may have scratch.
+struct Participant {
+  bool is_switch = false;
+  std::size_t scratch = 0;  // elements
+  std::vector<Step> steps;
+};
+
+struct Schedule {
+  std::string algorithm;  // `ring`, `tree`, ...
+  Case shape;             // collective, count, nranks, root, in_place (dtype, op, values unused)
+  std::vector<Participant> participants;  // ranks 0..nranks-1 first, then switches
+
+  int nranks() const { return shape.nranks; }
+  int nparticipants() const { return static_cast<int>(participants.size()); }
+  std::size_t buffer_size(int participant, BufferKind) const;
+
+  // Appends a step to participant p and returns it for further setting.
+  Step& add(int participant, Step step);
+  // Shorthands used by the generators: a send from p to q matched by a receive at q.
+  void send_recv(int from, Range source, int to, Range destination, int channel = 0);
+  void send_recv_reduce(int from, Range source, int to, Range local, Range destination, int channel = 0);
+  void copy(int participant, Range from, Range to, int channel = 0);
+  void reduce(int participant, Range from, Range to, int channel = 0);
+};
+
+// Where the in-place layout puts the input inside the output (or the output inside the
+// input), as NCCL defines it: all-gather sends from output + rank*count, reduce-scatter
+// receives into input + rank*count, the others use one buffer for both (but a reduce's
+// non-root ranks, which have no output: their empty output is said to lie in the input).
+struct Alias {
+  BufferKind inside;   // the buffer that lies inside the other one
+  std::size_t offset;  // where, in elements
+};
+Alias in_place_alias(const Case& shape, int rank);
+
+// Checks the schedule is well formed: every participant and peer exists, every range lies
+// inside its buffer (switches have only scratch), no rank writes its input out of place,
+// every send has a matching receive of the same count and vice versa, and `after` names
+// earlier steps. The error names the participant, step and field.
+Status validate(const Schedule&);
+
+std::string describe(const Schedule&, int participant, int step);  // "rank 3 step 7 (send to 4)"
+
+}  // namespace collcheck

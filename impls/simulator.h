@@ -1,0 +1,40 @@
+// The `sim` transport: runs a schedule's participants under a seeded deterministic scheduler
+// on virtual time over a Topology, moving and reducing real data, and hashes the event trace.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "impls/hook.h"
+#include "impls/schedule.h"
+#include "impls/topology.h"
+
+namespace collcheck {
+
+struct SimulationOptions {
+  std::uint64_t seed = 0;     // orders simultaneous events; the inputs come from the case's seed
+  LinkHook* hook = nullptr;   // null: every message delivered, deadline 60 s
+  bool numeric = true;        // move and reduce real data; false: timing only
+};
+
+struct SimulatedRun {
+  bool completed = false;
+  std::string error;          // why not, naming the participant and step
+  double time = 0;            // virtual seconds until the last participant finished
+  std::uint64_t trace = 0;    // hash of every event in order: equal seeds, equal traces
+  std::size_t events = 0;
+  std::size_t messages = 0;
+  std::vector<std::vector<std::byte>> outputs;  // per rank, its output (empty: reduce non-root)
+  std::vector<std::vector<std::byte>> inputs;   // per rank, its input buffer after the run
+};
+
+// Runs `schedule` (its shape carries the case: dtype, op, values, seed) on `topology`: rank r
+// on GPU r, switch participants on the aggregating switches in turn. A message occupies every
+// link of its route for bytes / bandwidth, links serve messages in the order they are sent,
+// and it arrives after the route's latency plus its bytes over the narrowest link (cut-through).
+// Local copies and reductions take bytes / copy_bandwidth.
+SimulatedRun simulate(const Schedule& schedule, const Topology& topology, const SimulationOptions& = {});
+
+}  // namespace collcheck

@@ -1,0 +1,190 @@
+// The `sim` transport: every algorithm's numeric results against the oracle (bit for bit on
+// exact inputs, within the bound on real ones), determinism from the seed, predicted times
+// against the alpha-beta model, and the hook's deadline.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "impls/algorithms.h"
+#include "impls/simulator.h"
+#include "reference/oracle.h"
+
+namespace collcheck {
+namespace {
+
+Case make_case(Collective collective, DType dtype, RedOp op, std::size_t count, int nranks, bool in_place = false,
+               ValueKind values = ValueKind::Exact, int root = 0) {
+  Case c;
+  c.collective = collective;
+  c.dtype = dtype;
+  c.op = op;
+  c.count = count;
+  c.nranks = nranks;
+  c.in_place = in_place;
+  c.values = values;
+  c.root = root;
+  c.seed = 1234;
+  return c;
+}
+
+// A topology with enough GPUs and aggregating switches for any algorithm.
+const Topology& fabric_for(int nranks) {
+  static std::map<int, Topology> cache;
+  auto found = cache.find(nranks);
+  if (found != cache.end()) return found->second;
+  const int nodes = (nranks + 7) / 8;
+  Result<Topology> t = make_topology(nodes == 1 ? "dgx-h100" : "ib-fat-tree:" + std::to_string(nodes));
+  EXPECT_TRUE(t.ok()) << t.error().text();
+  return cache.emplace(nranks, std::move(t).value()).first->second;
+}
+
+// Runs the case on `sim` and returns the oracle's verdict over all ranks ("" when all pass).
+std::string check(const Algorithm& algorithm, const Case& c, const Knobs& knobs = {}, std::uint64_t seed = 0) {
+  Result<Schedule> schedule = make_schedule(algorithm.name, c, knobs);
+  if (!schedule) return schedule.error().text();
+  const SimulatedRun run = simulate(*schedule, fabric_for(c.nranks), SimulationOptions{seed, nullptr, true});
+  if (!run.completed) return run.error;
+  Oracle oracle(c);
+  for (int rank = 0; rank < c.nranks; ++rank) {
+    const Verdict verdict = compare(oracle.expected(rank), rank, run.outputs[static_cast<std::size_t>(rank)]);
+    if (!verdict.ok) return std::string(algorithm.name) + " " + to_string(c) + "\n" + verdict.describe(c.dtype);
+  }
+  if (!c.in_place) {  // out of place, inputs are untouched
+    const InputGenerator inputs(c);
+    for (int rank = 0; rank < c.nranks; ++rank) {
+      std::vector<std::byte> want(run.inputs[static_cast<std::size_t>(rank)].size());
+      inputs.fill(rank, 0, want);
+      if (want != run.inputs[static_cast<std::size_t>(rank)]) return to_string(c) + ": rank input changed";
+    }
+  }
+  return "";
+}
+
+TEST(Simulator, EveryAlgorithmAgreesWithTheOracleOnEveryDtypeAndOp) {
+  for (const Algorithm& algorithm : all_algorithms()) {
+    const std::vector<RedOp> ops = reduces(algorithm.collective) ? std::vector<RedOp>(all_ops().begin(), all_ops().end())
+                                                                 : std::vector<RedOp>{RedOp::Sum};
+    for (DType dtype : all_dtypes()) {
+      for (RedOp op : ops) {
+        const Case c = make_case(algorithm.collective, dtype, op, 13, 5, false, ValueKind::Exact, 3);
+        EXPECT_EQ(check(algorithm, c), "");
+      }
+    }
+  }
+}
+
+TEST(Simulator, EveryAlgorithmAgreesOnAwkwardShapes) {
+  for (const Algorithm& algorithm : all_algorithms()) {
+    for (int n : {1, 2, 3, 7, 8, 12}) {
+      for (std::size_t count : {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(n) + 1, std::size_t{3} * n + 2}) {
+        for (bool in_place : {false, true}) {
+          const Case c = make_case(algorithm.collective, DType::Int32, RedOp::Sum, count, n, in_place,
+                                   ValueKind::Exact, n - 1);
+          EXPECT_EQ(check(algorithm, c, Knobs{2, 2, 3}), "");
+        }
+      }
+    }
+  }
+}
+
+TEST(Simulator, RealValuesStayWithinTheBound) {
+  for (const Algorithm& algorithm : all_algorithms()) {
+    if (!reduces(algorithm.collective)) continue;
+    for (DType dtype : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
+      for (RedOp op : all_ops()) {
+        for (ValueKind values : {ValueKind::Real, ValueKind::Special}) {
+          const Case c = make_case(algorithm.collective, dtype, op, 40, 6, false, values, 2);
+          EXPECT_EQ(check(algorithm, c, Knobs{4, 1, 4}), "");
+        }
+      }
+    }
+  }
+}
+
+TEST(Simulator, TheSameSeedGivesTheSameTraceAndOtherSeedsOtherTraces) {
+  const Case c = make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 1000, 8);
+  Result<Schedule> schedule = make_schedule("ring", c, Knobs{16, 2, 4});
+  ASSERT_TRUE(schedule.ok()) << schedule.error().text();
+  const Topology& topology = fabric_for(8);
+  const SimulatedRun first = simulate(*schedule, topology, SimulationOptions{7, nullptr, true});
+  const SimulatedRun again = simulate(*schedule, topology, SimulationOptions{7, nullptr, true});
+  ASSERT_TRUE(first.completed) << first.error;
+  EXPECT_EQ(first.trace, again.trace);
+  EXPECT_EQ(first.outputs, again.outputs);
+  std::set<std::uint64_t> traces{first.trace};
+  for (std::uint64_t seed = 8; seed < 12; ++seed) {
+    const SimulatedRun other = simulate(*schedule, topology, SimulationOptions{seed, nullptr, true});
+    traces.insert(other.trace);
+    EXPECT_EQ(other.outputs, first.outputs) << "exact inputs: every interleaving gives the same bits";
+  }
+  EXPECT_GT(traces.size(), 3u);
+}
+
+TEST(Simulator, RingAllReduceTimeMatchesTheAlphaBetaModel) {
+  // On a uniform ring, a non-pipelined ring all-reduce takes 2(p-1) steps of one latency
+  // plus (n/p) bytes over the bandwidth each: 2(p-1)α + 2(p-1)/p · n · β.
+  for (int p : {2, 4, 8, 16}) {
+    const std::size_t count = 1 << 20;  // elements; f32
+    const Case c = make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, count, p);
+    Result<Schedule> schedule = make_schedule("ring", c, Knobs{});
+    ASSERT_TRUE(schedule.ok()) << schedule.error().text();
+    Result<Topology> ring = make_topology("ring:" + std::to_string(p));
+    ASSERT_TRUE(ring.ok()) << ring.error().text();
+    const SimulatedRun run = simulate(*schedule, *ring, SimulationOptions{0, nullptr, false});
+    ASSERT_TRUE(run.completed) << run.error;
+    const double alpha = ring->links[0].latency, beta = 1 / ring->links[0].bandwidth;
+    const double bytes = static_cast<double>(count * 4);
+    const double model = 2 * (p - 1) * alpha + 2.0 * (p - 1) / p * bytes * beta;
+    EXPECT_NEAR(run.time, model, 0.05 * model) << "p=" << p;
+  }
+}
+
+double predicted(const std::string& algorithm, Collective collective, std::size_t count, int nranks,
+                 const std::string& topology) {
+  const Case c = make_case(collective, DType::Float32, RedOp::Sum, count, nranks);
+  Result<Schedule> schedule = make_schedule(algorithm, c, Knobs{});
+  EXPECT_TRUE(schedule.ok()) << schedule.error().text();
+  Result<Topology> t = make_topology(topology);
+  EXPECT_TRUE(t.ok()) << t.error().text();
+  const SimulatedRun run = simulate(*schedule, *t, SimulationOptions{0, nullptr, false});
+  EXPECT_TRUE(run.completed) << run.error;
+  return run.time;
+}
+
+TEST(Simulator, TreeAndInNetworkWinOnSmallMessages) {
+  // Small all-reduces are latency-bound: the ring's 2(p-1) steps lose to a tree's 2 log p
+  // and to the switch's one round trip.
+  for (auto [nranks, topology] : {std::pair{8, "dgx-h100"}, std::pair{32, "ib-fat-tree:4"}}) {
+    const double ring = predicted("ring", Collective::AllReduce, 64, nranks, topology);
+    EXPECT_LT(predicted("tree", Collective::AllReduce, 64, nranks, topology), ring) << topology;
+    EXPECT_LT(predicted("innet", Collective::AllReduce, 64, nranks, topology), ring) << topology;
+  }
+}
+
+// A hook that drops one message: the receiver waits, the run reports it at the deadline.
+class DropOne final : public LinkHook {
+ public:
+  SendDecision on_send(const Message& message, std::span<std::byte>) override {
+    ++seen;
+    return {message.from == 2 && message.sequence == 0, 0};
+  }
+  double deadline() const override { return 0.5; }
+  int seen = 0;
+};
+
+TEST(Simulator, AParticipantWaitingPastTheDeadlineIsReportedNotHung) {
+  const Case c = make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 64, 4);
+  Result<Schedule> schedule = make_schedule("ring", c, Knobs{});
+  ASSERT_TRUE(schedule.ok());
+  DropOne hook;
+  const SimulatedRun run = simulate(*schedule, fabric_for(4), SimulationOptions{0, &hook, true});
+  EXPECT_FALSE(run.completed);
+  EXPECT_NE(run.error.find("was still waiting at the deadline"), std::string::npos) << run.error;
+  EXPECT_NE(run.error.find("rank 3"), std::string::npos) << run.error;  // rank 2's ring successor
+  EXPECT_GT(hook.seen, 0);
+}
+
+}  // namespace
+}  // namespace collcheck
