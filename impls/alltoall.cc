@@ -38,11 +38,10 @@ namespace {
 
 using generators::at;
 using generators::check;
+using generators::modulo;
 using generators::Piece;
 using generators::recv;
 using generators::send;
-
-int modulo(int value, int n) { return ((value % n) + n) % n; }
 
 Slice block_of(int b, std::size_t count, const Piece& piece) {
   return Slice{static_cast<std::size_t>(b) * count + piece.offset, piece.count};

@@ -37,7 +37,8 @@ Slice chunk_of(std::size_t length, std::size_t chunk, std::size_t k);
 std::size_t chunk_count(std::size_t length, std::size_t chunk);
 
 // Steps of one participant; the step runs on the stream of its channel, like the
-// shorthands of Schedule. A message of zero elements is never added: callers skip both ends.
+// shorthands of Schedule. An empty message is an invariant failure (callers skip both ends);
+// copy() leaves out an empty copy and a copy onto itself.
 void send(Schedule& schedule, int participant, int to, Range from, int channel);
 void recv(Schedule& schedule, int participant, int from_peer, Range to, int channel);
 void recv_reduce(Schedule& schedule, int participant, int from_peer, Range from, Range to, int channel);
@@ -56,8 +57,10 @@ inline Range at(BufferKind buffer, std::size_t offset, std::size_t count) { retu
 int floor_power_of_two(int n);
 int ceil_log2(int n);
 
-// A rank's position counted from `root` around the ranks (0 for the root), and back.
-inline int relative(int rank, int root, int nranks) { return (rank - root + nranks) % nranks; }
+// value mod n in 0..n-1, also for negative values: ranks around a ring.
+inline int modulo(int value, int n) { return ((value % n) + n) % n; }
+
+// The rank at `position` counted from `root` around the ranks (position 0 is the root).
 inline int absolute(int position, int root, int nranks) { return (position + root) % nranks; }
 
 }  // namespace collcheck::generators

@@ -36,11 +36,10 @@ namespace {
 
 using generators::at;
 using generators::check;
+using generators::modulo;
 using generators::recv;
 using generators::recv_reduce;
 using generators::send;
-
-int modulo(int value, int n) { return ((value % n) + n) % n; }
 
 // The k-th chunk of block b of a channel's `part`, as offsets into the whole buffer.
 Slice chunk_of_block(Slice part, int n, int b, std::size_t chunk, std::size_t k) {
