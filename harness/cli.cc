@@ -21,23 +21,25 @@ int run_help(std::ostream& out);
 struct Command {
   std::string_view name;
   std::string_view summary;
+  std::string_view options;  // printed under the table; empty for commands without any
   int (*simple)(std::ostream& out);
   int (*with_arguments)(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
 };
 
 constexpr Command kCommands[] = {
-    {"version", "print the version, the build and its optional parts", &run_version, nullptr},
-    {"list", "print the collectives, dtypes, ops, algorithms, value kinds and optional parts", &run_list, nullptr},
-    {"prove", "prove reference algorithms symbolically: --algorithm A [--collective C] [--ranks 1..64] "
-              "[--counts LIST] [--roots some|all] [--layout both|inplace|outofplace] [--chunk N] "
-              "[--channels N] [--fan-in N]",
+    {"version", "print the version, the build and its optional parts", "", &run_version, nullptr},
+    {"list", "print the collectives, dtypes, ops, algorithms, value kinds and optional parts", "", &run_list,
+     nullptr},
+    {"prove", "prove reference algorithms symbolically over ranges of shapes",
+     "--algorithm A|all [--collective C] [--ranks 1..64] [--counts LIST] [--roots some|all]\n"
+     "      [--layout both|inplace|outofplace] [--chunk N] [--channels N] [--fan-in N]",
      nullptr, &run_prove},
-    {"simulate", "run an algorithm on the simulated fabric, check it and predict its time: --algorithm A "
-                 "--collective C --ranks N --counts LIST [--topology ring:N|dgx-h100|ib-fat-tree:NODES|FILE] "
-                 "[--dtype D] [--op O] [--values exact|real|special] [--seed S] [--schedule-seed S] [--inplace] "
-                 "[--root R] [--chunk N] [--channels N] [--fan-in N]",
+    {"simulate", "run an algorithm on the simulated fabric, check it, predict its time",
+     "--algorithm A [--collective C] [--ranks N] [--counts LIST] [--dtype D] [--op O]\n"
+     "      [--values exact|real|special] [--seed S] [--schedule-seed S] [--inplace] [--root R]\n"
+     "      [--topology ring:N|dgx-h100|ib-fat-tree:NODES|FILE] [--chunk N] [--channels N] [--fan-in N]",
      nullptr, &run_simulate},
-    {"help", "print this help", &run_help, nullptr},
+    {"help", "print this help", "", &run_help, nullptr},
 };
 
 std::string command_names() {
@@ -57,6 +59,10 @@ int run_help(std::ostream& out) {
     table.add_row({std::string(command.name), std::string(command.summary)});
   }
   table.print(out);
+  out << "\noptions (LIST: 1,2,8..16; counts take K, M, G):\n";
+  for (const Command& command : kCommands) {
+    if (!command.options.empty()) out << "  collcheck " << command.name << " " << command.options << "\n";
+  }
   return 0;
 }
 
