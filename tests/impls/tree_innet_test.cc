@@ -184,6 +184,10 @@ struct InNetworkCase {
   InNetworkGenerator generate;
 };
 
+// How gtest (and so ctest's test names) print the parameters.
+void PrintTo(const InNetworkCase& c, std::ostream* out) { *out << name(c.collective); }
+void PrintTo(RankGroup group, std::ostream* out) { *out << name(group); }
+
 class InNetwork : public testing::TestWithParam<InNetworkCase> {};
 
 // The block collectives move nranks*count elements, so above 20 ranks they leave out 3n+2 and
