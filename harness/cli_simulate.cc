@@ -140,7 +140,7 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
       err << "collcheck simulate: " << schedule.error().text() << '\n';
       return kUsageError;
     }
-    const SimulatedRun run = simulate(*schedule, plan->topology, SimulationOptions{plan->schedule_seed, nullptr, true});
+    const SimulatedRun run = simulate(*schedule, plan->topology, SimulationOptions(plan->schedule_seed, nullptr, true));
     if (!run.completed) {
       err << "collcheck simulate: " << to_string(c) << ": " << run.error << '\n';
       return 1;

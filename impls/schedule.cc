@@ -16,8 +16,8 @@ Error step_error(const Schedule& s, int p, int index, const std::string& message
   return Error{"schedule", describe(s, p, index) + ": " + message};
 }
 
-bool inside(const Schedule& s, int p, const Range& range) {
-  const std::size_t size = s.buffer_size(p, range.buffer);
+bool inside(const Schedule& s, int p, const Range& range, std::size_t slack) {
+  const std::size_t size = s.buffer_size(p, range.buffer) + slack;
   return range.offset <= size && range.count <= size - range.offset;
 }
 
@@ -26,11 +26,11 @@ std::string show(const Range& range) {
          std::to_string(range.offset + range.count) + ")";
 }
 
-Status validate_ranges(const Schedule& s, int p, int index, const Step& step) {
+Status validate_ranges(const Schedule& s, int p, int index, const Step& step, std::size_t slack) {
   for (const Range* range : {&step.from, &step.to}) {
     const bool used = range == &step.from ? step.reads() : step.writes();
     if (!used) continue;
-    if (!inside(s, p, *range)) {
+    if (!inside(s, p, *range, slack)) {
       return step_error(s, p, index, show(*range) + " lies outside the buffer of " +
                                          std::to_string(s.buffer_size(p, range->buffer)) + " elements");
     }
@@ -114,7 +114,7 @@ Alias in_place_alias(const Case& shape, int rank) {
   }
 }
 
-Status validate(const Schedule& s) {
+Status validate(const Schedule& s, std::size_t slack) {
   if (s.nparticipants() < s.nranks()) {
     return Error{"schedule", std::to_string(s.nparticipants()) + " participants for " + std::to_string(s.nranks()) +
                                  " ranks"};
@@ -138,7 +138,7 @@ Status validate(const Schedule& s) {
           return step_error(s, p, index, "waits for step " + std::to_string(earlier) + ", not an earlier step");
         }
       }
-      Status ranges = validate_ranges(s, p, index, step);
+      Status ranges = validate_ranges(s, p, index, step, slack);
       if (!ranges) return ranges;
       if (step.sends()) sent[{p, step.peer, step.channel}].push_back(step.from.count);
       if (step.receives()) received[{step.peer, p, step.channel}].push_back(step.to.count);

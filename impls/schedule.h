@@ -92,8 +92,10 @@ Alias in_place_alias(const Case& shape, int rank);
 // Checks the schedule is well formed: every participant and peer exists, every range lies
 // inside its buffer (switches have only scratch), no rank writes its input out of place,
 // every send has a matching receive of the same count and vice versa, and `after` names
-// earlier steps. The error names the participant, step and field.
-Status validate(const Schedule&);
+// earlier steps. The error names the participant, step and field. `slack` lets ranges run
+// that many elements past the end of a buffer (into an executor's guard zone, where a
+// broken schedule's overrun is caught afterwards instead of refused up front).
+Status validate(const Schedule&, std::size_t slack = 0);
 
 std::string describe(const Schedule&, int participant, int step);  // "rank 3 step 7 (send to 4)"
 

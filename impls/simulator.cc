@@ -111,30 +111,54 @@ class Simulation {
       for (int k = 0; k < static_cast<int>(steps.size()); ++k) by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
       for (auto& entry : by_stream) streams_[q].push_back(Stream{std::move(entry.second), 0, false});
       if (!options_.numeric) continue;
-      scratch_[q].resize(s_.buffer_size(p, BufferKind::Scratch) * element_);
+      allocate(scratch_[q], s_.buffer_size(p, BufferKind::Scratch));
       if (s_.participants[q].is_switch) continue;
-      output_[q].resize(s_.buffer_size(p, BufferKind::Output) * element_);
+      allocate(output_[q], s_.buffer_size(p, BufferKind::Output));
       const bool input_stored = !s_.shape.in_place || in_place_alias(s_.shape, p).inside == BufferKind::Output;
-      if (input_stored) input_[q].resize(s_.buffer_size(p, BufferKind::Input) * element_);
+      if (input_stored) allocate(input_[q], s_.buffer_size(p, BufferKind::Input));
       const std::size_t count = s_.buffer_size(p, BufferKind::Input);
       inputs.fill(p, 0, {at(p, BufferKind::Input, 0), count * element_});
     }
   }
 
+  static constexpr std::byte kGuardPattern{0xa5};
+
+  // A buffer of `count` elements between two guard zones.
+  void allocate(std::vector<std::byte>& buffer, std::size_t count) {
+    buffer.assign((count + 2 * options_.guard) * element_, std::byte{0});
+    std::fill(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(options_.guard * element_), kGuardPattern);
+    std::fill(buffer.end() - static_cast<std::ptrdiff_t>(options_.guard * element_), buffer.end(), kGuardPattern);
+  }
+
+  bool guards_intact(const std::vector<std::byte>& buffer) const {
+    if (buffer.empty()) return true;
+    const std::size_t bytes = options_.guard * element_;
+    auto is_pattern = [](std::byte b) { return b == kGuardPattern; };
+    return std::all_of(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(bytes), is_pattern) &&
+           std::all_of(buffer.end() - static_cast<std::ptrdiff_t>(bytes), buffer.end(), is_pattern);
+  }
+
+  std::byte* base(std::vector<std::byte>& buffer) { return buffer.data() + options_.guard * element_; }
+
   // The memory behind element `offset` of a buffer of p, after in-place aliasing.
   std::byte* at(int p, BufferKind buffer, std::size_t offset) {
     const auto q = static_cast<std::size_t>(p);
-    if (buffer == BufferKind::Scratch) return scratch_[q].data() + offset * element_;
+    if (buffer == BufferKind::Scratch) return base(scratch_[q]) + offset * element_;
     if (s_.shape.in_place && !s_.participants[q].is_switch) {
       const Alias alias = in_place_alias(s_.shape, p);
       if (alias.inside == BufferKind::Input && buffer == BufferKind::Input) {
-        return output_[q].data() + (alias.offset + offset) * element_;
+        return base(output_[q]) + (alias.offset + offset) * element_;
       }
       if (alias.inside == BufferKind::Output && buffer == BufferKind::Output) {
-        return input_[q].data() + (alias.offset + offset) * element_;
+        return base(input_[q]) + (alias.offset + offset) * element_;
       }
     }
-    return (buffer == BufferKind::Input ? input_[q] : output_[q]).data() + offset * element_;
+    return base(buffer == BufferKind::Input ? input_[q] : output_[q]) + offset * element_;
+  }
+
+  void reduce(const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
+    auto apply = options_.reduction.reduce ? options_.reduction.reduce : &reduce_elements;
+    apply(s_.shape.dtype, s_.shape.op, a, b, out, count);
   }
 
   void push(double time, EventKind kind, int p, int step, std::size_t message) {
@@ -225,7 +249,7 @@ class Simulation {
       case StepKind::Reduce:
         if (options_.numeric && step.to.count > 0) {
           std::byte* to = at(p, step.to.buffer, step.to.offset);
-          reduce_elements(s_.shape.dtype, s_.shape.op, to, at(p, step.from.buffer, step.from.offset), to, step.to.count);
+          reduce(to, at(p, step.from.buffer, step.from.offset), to, step.to.count);
         }
         return compute_time(step.to.count);
     }
@@ -272,8 +296,7 @@ class Simulation {
       std::memcpy(to, payload.data(), payload.size());
       return;
     }
-    reduce_elements(s_.shape.dtype, s_.shape.op, at(p, step.from.buffer, step.from.offset), payload.data(), to,
-                    step.to.count);
+    reduce(at(p, step.from.buffer, step.from.offset), payload.data(), to, step.to.count);
   }
 
   void finish(double deadline) {
@@ -293,12 +316,16 @@ class Simulation {
       const std::size_t count = s_.buffer_size(rank, BufferKind::Output);
       std::byte* output = count > 0 ? at(rank, BufferKind::Output, 0) : nullptr;
       if (s_.shape.op == RedOp::Avg && reduces(s_.shape.collective) && count > 0) {
-        finish_average(s_.shape.dtype, output, count, s_.nranks());
+        auto finish = options_.reduction.finish_average ? options_.reduction.finish_average : &finish_average;
+        finish(s_.shape.dtype, output, count, s_.nranks());
       }
       result_.outputs.emplace_back(output, output + count * element_);
       const std::size_t inputs = s_.buffer_size(rank, BufferKind::Input);
       const std::byte* input = inputs > 0 ? at(rank, BufferKind::Input, 0) : nullptr;
       result_.inputs.emplace_back(input, input + inputs * element_);
+      const auto q = static_cast<std::size_t>(rank);
+      result_.guards_intact.push_back(guards_intact(input_[q]) && guards_intact(output_[q]) &&
+                                      guards_intact(scratch_[q]));
     }
   }
 
@@ -327,7 +354,7 @@ class Simulation {
 }  // namespace
 
 SimulatedRun simulate(const Schedule& schedule, const Topology& topology, const SimulationOptions& options) {
-  Status valid = validate(schedule);
+  Status valid = validate(schedule, options.guard);
   if (!valid) {
     SimulatedRun run;
     run.error = valid.error().message;

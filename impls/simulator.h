@@ -13,10 +13,23 @@
 
 namespace collcheck {
 
+// A replacement for the reduction-op contract (reduce_op.h), for deliberately broken variants.
+struct ReductionOverride {
+  void (*reduce)(DType, RedOp, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) = nullptr;
+  void (*finish_average)(DType, std::byte* data, std::size_t count, int nranks) = nullptr;
+};
+
 struct SimulationOptions {
+  explicit SimulationOptions(std::uint64_t schedule_seed = 0, LinkHook* link_hook = nullptr, bool numbers = true)
+      : seed(schedule_seed), hook(link_hook), numeric(numbers) {}
+
   std::uint64_t seed = 0;     // orders simultaneous events; the inputs come from the case's seed
   LinkHook* hook = nullptr;   // null: every message delivered, deadline 60 s
   bool numeric = true;        // move and reduce real data; false: timing only
+  // Elements of guard zone after every buffer (and as many before it), filled with a pattern
+  // and checked afterwards; schedules may address them (validate's slack) and are reported.
+  std::size_t guard = 0;
+  ReductionOverride reduction;  // null members: the standard contract
 };
 
 struct SimulatedRun {
@@ -28,6 +41,7 @@ struct SimulatedRun {
   std::size_t messages = 0;
   std::vector<std::vector<std::byte>> outputs;  // per rank, its output (empty: reduce non-root)
   std::vector<std::vector<std::byte>> inputs;   // per rank, its input buffer after the run
+  std::vector<bool> guards_intact;              // per rank: its guard zones still hold the pattern
 };
 
 // Runs `schedule` (its shape carries the case: dtype, op, values, seed) on `topology`: rank r
@@ -35,6 +49,6 @@ struct SimulatedRun {
 // link of its route for bytes / bandwidth, links serve messages in the order they are sent,
 // and it arrives after the route's latency plus its bytes over the narrowest link (cut-through).
 // Local copies and reductions take bytes / copy_bandwidth.
-SimulatedRun simulate(const Schedule& schedule, const Topology& topology, const SimulationOptions& = {});
+SimulatedRun simulate(const Schedule& schedule, const Topology& topology, const SimulationOptions& = SimulationOptions());
 
 }  // namespace collcheck

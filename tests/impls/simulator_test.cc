@@ -44,7 +44,7 @@ const Topology& fabric_for(int nranks) {
 std::string check(const Algorithm& algorithm, const Case& c, const Knobs& knobs = {}, std::uint64_t seed = 0) {
   Result<Schedule> schedule = make_schedule(algorithm.name, c, knobs);
   if (!schedule) return schedule.error().text();
-  const SimulatedRun run = simulate(*schedule, fabric_for(c.nranks), SimulationOptions{seed, nullptr, true});
+  const SimulatedRun run = simulate(*schedule, fabric_for(c.nranks), SimulationOptions(seed, nullptr, true));
   if (!run.completed) return run.error;
   Oracle oracle(c);
   for (int rank = 0; rank < c.nranks; ++rank) {
@@ -108,14 +108,14 @@ TEST(Simulator, TheSameSeedGivesTheSameTraceAndOtherSeedsOtherTraces) {
   Result<Schedule> schedule = make_schedule("ring", c, Knobs{16, 2, 4});
   ASSERT_TRUE(schedule.ok()) << schedule.error().text();
   const Topology& topology = fabric_for(8);
-  const SimulatedRun first = simulate(*schedule, topology, SimulationOptions{7, nullptr, true});
-  const SimulatedRun again = simulate(*schedule, topology, SimulationOptions{7, nullptr, true});
+  const SimulatedRun first = simulate(*schedule, topology, SimulationOptions(7, nullptr, true));
+  const SimulatedRun again = simulate(*schedule, topology, SimulationOptions(7, nullptr, true));
   ASSERT_TRUE(first.completed) << first.error;
   EXPECT_EQ(first.trace, again.trace);
   EXPECT_EQ(first.outputs, again.outputs);
   std::set<std::uint64_t> traces{first.trace};
   for (std::uint64_t seed = 8; seed < 12; ++seed) {
-    const SimulatedRun other = simulate(*schedule, topology, SimulationOptions{seed, nullptr, true});
+    const SimulatedRun other = simulate(*schedule, topology, SimulationOptions(seed, nullptr, true));
     traces.insert(other.trace);
     EXPECT_EQ(other.outputs, first.outputs) << "exact inputs: every interleaving gives the same bits";
   }
@@ -132,7 +132,7 @@ TEST(Simulator, RingAllReduceTimeMatchesTheAlphaBetaModel) {
     ASSERT_TRUE(schedule.ok()) << schedule.error().text();
     Result<Topology> ring = make_topology("ring:" + std::to_string(p));
     ASSERT_TRUE(ring.ok()) << ring.error().text();
-    const SimulatedRun run = simulate(*schedule, *ring, SimulationOptions{0, nullptr, false});
+    const SimulatedRun run = simulate(*schedule, *ring, SimulationOptions(0, nullptr, false));
     ASSERT_TRUE(run.completed) << run.error;
     const double alpha = ring->links[0].latency, beta = 1 / ring->links[0].bandwidth;
     const double bytes = static_cast<double>(count * 4);
@@ -148,7 +148,7 @@ double predicted(const std::string& algorithm, Collective collective, std::size_
   EXPECT_TRUE(schedule.ok()) << schedule.error().text();
   Result<Topology> t = make_topology(topology);
   EXPECT_TRUE(t.ok()) << t.error().text();
-  const SimulatedRun run = simulate(*schedule, *t, SimulationOptions{0, nullptr, false});
+  const SimulatedRun run = simulate(*schedule, *t, SimulationOptions(0, nullptr, false));
   EXPECT_TRUE(run.completed) << run.error;
   return run.time;
 }
@@ -179,7 +179,7 @@ TEST(Simulator, AParticipantWaitingPastTheDeadlineIsReportedNotHung) {
   Result<Schedule> schedule = make_schedule("ring", c, Knobs{});
   ASSERT_TRUE(schedule.ok());
   DropOne hook;
-  const SimulatedRun run = simulate(*schedule, fabric_for(4), SimulationOptions{0, &hook, true});
+  const SimulatedRun run = simulate(*schedule, fabric_for(4), SimulationOptions(0, &hook, true));
   EXPECT_FALSE(run.completed);
   EXPECT_NE(run.error.find("was still waiting at the deadline"), std::string::npos) << run.error;
   EXPECT_NE(run.error.find("rank 3"), std::string::npos) << run.error;  // rank 2's ring successor

@@ -1,0 +1,82 @@
+// What the harness sees of anything under test: its capabilities, and one call that runs a
+// case on all ranks and hands back every rank's output. Our algorithms on `sim`, and later
+// NCCL, MPI, Gloo and plugins, all sit behind it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reference/case.h"
+#include "reference/result.h"
+
+namespace collcheck {
+
+struct Capabilities {
+  std::vector<Collective> collectives;
+  std::vector<DType> dtypes;
+  std::vector<RedOp> ops;
+  bool in_place = true;
+  int max_ranks = kMaxRanks;
+  std::string memory = "host";  // where its buffers live: host, device
+  bool deterministic = true;    // the same case twice gives the same bits
+  bool rank_identical = true;   // all-reduce, all-gather, broadcast give every rank the same bits
+
+  bool supports(const Case&) const;
+};
+
+// How a run ended, before the oracle looks at the data: `Ok` (every rank returned), `Detected`
+// (every rank reported an error), `Hang` (the deadline passed), `Crash`. The harness turns
+// an Ok with wrong data into `Corrupt`.
+enum class Outcome { Ok, Detected, Hang, Corrupt, Crash };
+std::string_view name(Outcome);
+
+struct RankResult {
+  std::vector<std::byte> output;      // the rank's output, packed (empty: reduce non-root)
+  std::vector<std::byte> input;       // its input buffer after the call
+  bool guards_intact = true;          // nothing written just before or after any buffer
+};
+
+struct Run {
+  Outcome outcome = Outcome::Ok;
+  std::string error;                  // why not Ok
+  std::vector<RankResult> ranks;
+  double seconds = 0;                 // virtual on sim, wall-clock elsewhere
+  std::uint64_t trace = 0;            // sim: the event trace hash
+};
+
+// Options a run takes besides the case. `calls` > 1 is a training loop: the collective runs
+// that many times back to back on the same buffers, each rank writing the inputs of call k
+// (the case with seed + k) as soon as its own call k-1 has returned; `results` then holds
+// every call's outputs, call by call.
+struct RunOptions {
+  std::uint64_t schedule_seed = 0;  // sim: the interleaving
+  int calls = 1;
+};
+
+struct RepeatedRun {
+  Outcome outcome = Outcome::Ok;
+  std::string error;
+  std::vector<std::vector<RankResult>> calls;  // calls[k][rank]
+  std::uint64_t trace = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // as the user wrote it: `ring@sim:chunk=4`
+  virtual Capabilities capabilities() const = 0;
+  virtual RepeatedRun run(const Case&, const RunOptions&) = 0;
+  virtual void abort() {}
+};
+
+// The backends the grammar names (`ring@sim`, `ring@sim:chunk=4096,channels=2`,
+// `mutant:NAME@sim`, `all@sim`): one spec may stand for several backends (`all@sim`).
+// Errors name the part that is wrong and list what is allowed.
+Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spec);
+std::string backend_names();  // every name `all@sim` expands to, for help and errors
+
+}  // namespace collcheck
