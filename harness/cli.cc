@@ -2,9 +2,14 @@
 // dispatch that turns a wrong command or stray argument into a message and exit status 2.
 #include "harness/cli.h"
 
+#include "collcheck/config.h"
+
 #include <string>
 
 #include "harness/cli_list.h"
+#if COLLCHECK_HAVE_RAPIDCHECK
+#include "harness/cli_check.h"
+#endif
 #include "harness/cli_prove.h"
 #include "harness/cli_simulate.h"
 #include "harness/cli_version.h"
@@ -39,6 +44,16 @@ constexpr Command kCommands[] = {
      "      [--values exact|real|special] [--seed S] [--schedule-seed S] [--inplace] [--root R]\n"
      "      [--topology ring:N|dgx-h100|ib-fat-tree:NODES|FILE] [--chunk N] [--channels N] [--fan-in N]",
      nullptr, &run_simulate},
+#if COLLCHECK_HAVE_RAPIDCHECK
+    {"check", "run random cases on backends, check every property, shrink failures",
+     "[--backend B ...] [--collective C ...] [--dtype D ...] [--op O ...] [--ranks 1..64]\n"
+     "      [--count 0..64K] [--cases N] [--seed S] [--time-budget 60s] [--property P ...]\n"
+     "      [--json FILE] [--junit FILE]      (backends: all@sim, ALGORITHM@sim[:chunk=N,channels=N,fan-in=N],\n"
+     "      mutant:NAME@sim)",
+     nullptr, &run_check},
+    {"replay", "rerun one case on one backend with per-rank detail",
+     "--backend B [--schedule-seed S] [--property P] 'CASE'", nullptr, &run_replay},
+#endif
     {"help", "print this help", "", &run_help, nullptr},
 };
 

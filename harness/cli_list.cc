@@ -94,7 +94,7 @@ void print_value_kinds(std::ostream& out) {
 }
 
 void print_algorithms(std::ostream& out) {
-  out << "algorithms (prove and simulate with --algorithm NAME; run on sim as NAME@sim later):\n";
+  out << "algorithms (prove and simulate with --algorithm NAME; check and replay with --backend NAME@sim):\n";
   TextTable table;
   table.add_row({"  name", "collective", "what it does"});
   for (const Algorithm& algorithm : all_algorithms()) {

@@ -22,13 +22,6 @@ constexpr double kDoubleRoundoff = 0x1.0p-53;
 // Slack for the roundings of the bound's own arithmetic.
 constexpr double kBoundSlack = 1 + 0x1.0p-30;
 
-// Bounds are kept as floats (half the memory of a large check): never smaller than computed.
-float round_up_to_float(double bound) {
-  auto narrow = static_cast<float>(bound);
-  if (static_cast<double>(narrow) < bound) narrow = std::nextafter(narrow, std::numeric_limits<float>::infinity());
-  return narrow;
-}
-
 void store(Expected& out, std::size_t element, std::uint64_t bits) {
   store_bits(out.dtype, out.data, element, bits);
 }
@@ -138,6 +131,18 @@ struct Element {
 // rounding to the dtype. Additions never underflow (subnormal sums are exact); overflow is
 // possible once sum |x_i| nears the largest finite value, and then ±inf and NaN are accepted.
 // Exact inputs make every partial sum exact, in double too, so their bound is 0.
+// The finite inputs' sum and sum of magnitudes in long double: for float64 inputs near the
+// largest finite value, whose partial sums overflow double although the sum itself may not.
+std::pair<long double, long double> wide_sums(const Reduction& r, Column inputs) {
+  long double sum = 0, magnitude = 0;
+  for (int rank = 0; rank < r.c.nranks; ++rank) {
+    if (!std::isfinite(inputs[rank])) continue;
+    sum += inputs[rank];
+    magnitude += std::fabs(static_cast<long double>(inputs[rank]));
+  }
+  return {sum, magnitude};
+}
+
 Element sum_element(const Reduction& r, Column inputs) {
   double sum = 0, magnitude = 0;
   bool nan = false, positive_infinity = false, negative_infinity = false;
@@ -164,8 +169,14 @@ Element sum_element(const Reduction& r, Column inputs) {
     e.value = sum;
     return e;
   }
-  e.value = sum * r.scale;
-  e.bound = r.sum_gamma * magnitude * r.scale + r.underflow;
+  if (!std::isfinite(magnitude)) {
+    const auto [wide_sum, wide_magnitude] = wide_sums(r, inputs);
+    e.value = static_cast<double>(wide_sum * r.scale);
+    e.bound = static_cast<double>(r.sum_gamma * wide_magnitude * r.scale) + r.underflow;
+  } else {
+    e.value = sum * r.scale;
+    e.bound = r.sum_gamma * magnitude * r.scale + r.underflow;
+  }
   e.bound = (e.bound + r.half_ulp(e.value)) * kBoundSlack;
   return e;
 }
@@ -279,7 +290,7 @@ void expect_float_reduction(const Case& c, const Inputs& inputs, std::size_t bas
       const Saturation saturation = (e.accept & AcceptPositiveOverflow) ? Saturation::Finite : Saturation::None;
       store(out, first + j, encode(c.dtype, e.value, saturation));
       if (bitwise) continue;
-      out.bound[first + j] = round_up_to_float(e.bound);
+      out.bound[first + j] = e.bound;
       out.accept[first + j] = e.accept;
       if (e.accept & AcceptAnything) ++out.unchecked;
       if (e.accept & AcceptAlternative) {

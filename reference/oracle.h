@@ -32,7 +32,7 @@ struct Expected {
   std::vector<std::byte> data;       // expected elements, packed as the backend writes them
   // Empty: every element must match bit for bit (NaN matches any NaN). Otherwise an
   // element passes when |got - expected| <= bound[i], or when it is one of accept[i].
-  std::vector<float> bound;          // rounded up from the double the oracle computed
+  std::vector<double> bound;
   std::vector<std::uint8_t> accept;
   std::vector<double> alternative;   // for AcceptAlternative
   std::size_t unchecked = 0;         // elements with AcceptAnything

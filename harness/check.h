@@ -1,0 +1,64 @@
+// The property loop behind `collcheck check`: random cases per backend within a time budget,
+// every property on every case, and each failure shrunk to the smallest case that still fails.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "harness/case_generator.h"
+#include "impls/backend.h"
+
+namespace collcheck {
+
+struct CheckOptions {
+  CaseLimits limits;
+  std::size_t cases = 0;             // per backend; 0: as many as the budget allows
+  std::uint64_t seed = 0;
+  double time_budget = 60;           // seconds for all backends together
+  std::vector<std::string> properties;  // empty: every property
+  bool stop_at_first_failure = false;    // per backend: move on once one property failed
+};
+
+struct Failure {
+  std::string backend;
+  Collective collective = Collective::AllReduce;
+  std::string property;
+  Case shrunk;
+  Case original;
+  std::uint64_t schedule_seed = 0;
+  std::string detail;                // what the property saw on the shrunk case
+  std::string replay;                // the command that reruns it
+  std::size_t cases_until = 0;       // cases run on the backend until this one failed
+  std::size_t shrink_runs = 0;
+};
+
+struct Tally {
+  std::size_t cases = 0, passed = 0, failed = 0, skipped = 0;
+};
+
+struct CheckReport {
+  std::uint64_t seed = 0;
+  double seconds = 0;
+  std::vector<std::string> backends;
+  std::map<std::pair<std::string, Collective>, Tally> table;  // backend × collective
+  std::map<std::tuple<std::string, Collective, std::string>, Tally> per_property;
+  std::map<std::tuple<std::string, Collective, std::string>, std::string> first_failure;
+  std::vector<Failure> failures;
+
+  Tally total() const;
+};
+
+// Runs the loop. `progress`, when set, gets a progress line now and then (\r-terminated).
+CheckReport run_check(const CheckOptions&, std::vector<std::unique_ptr<Backend>>& backends, std::ostream* progress);
+
+// The command that replays a failure: `collcheck replay --backend B --schedule-seed S 'CASE'`.
+std::string replay_command(const std::string& backend, const Case&, std::uint64_t schedule_seed,
+                           const std::string& property);
+
+}  // namespace collcheck

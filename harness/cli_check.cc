@@ -1,0 +1,221 @@
+// `collcheck check --backend ring@sim --time-budget 60s` and `collcheck replay --backend B CASE`:
+// options into a CheckOptions, backends from the grammar, the report out, exit codes as
+// docs/cli.md says (0 held, 1 failed, 2 usage, 77 nothing available here).
+#include "harness/cli_check.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "harness/arguments.h"
+#include "harness/check.h"
+#include "harness/report.h"
+#include "properties/property.h"
+#include "reference/oracle.h"
+
+namespace collcheck::cli {
+namespace {
+
+constexpr int kUsageError = 2;
+constexpr int kUnavailable = 77;
+constexpr std::string_view kCheckFlags[] = {"backend", "collective", "dtype", "op", "ranks", "count", "cases",
+                                            "seed", "time-budget", "property", "json", "junit"};
+constexpr std::string_view kReplayFlags[] = {"backend", "schedule-seed", "property"};
+
+// `60s`, `2m`, `90` (seconds), `1.5m`.
+Result<double> parse_duration(std::string_view flag, const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  const std::string unit(end);
+  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
+  if (end == text.c_str() || scale < 0 || value < 0 || value * scale > 86400) {
+    return Error{std::string(flag), "'" + text + "': must be a duration such as 30s, 2m or 90 (seconds), at most 24h"};
+  }
+  return value * scale;
+}
+
+Result<std::pair<std::uint64_t, std::uint64_t>> parse_range(std::string_view flag, const std::string& text,
+                                                            std::uint64_t low, std::uint64_t high) {
+  Result<std::vector<std::uint64_t>> values = parse_set(flag, text.find("..") == std::string::npos ? text : text.substr(0, text.find("..")), low, high);
+  if (!values) return values.error();
+  const std::uint64_t first = values->front();
+  std::uint64_t last = values->back();
+  if (text.find("..") != std::string::npos) {
+    Result<std::uint64_t> end = parse_count(flag, text.substr(text.find("..") + 2), low, high);
+    if (!end) return end.error();
+    last = *end;
+  }
+  if (last < first) return Error{std::string(flag), "'" + text + "': the range is empty"};
+  return std::pair{first, last};
+}
+
+template <typename T, typename Parse>
+Status parse_list(const Arguments& args, std::string_view flag, Parse parse, std::vector<T>& out) {
+  for (const std::string& text : args.all(flag)) {
+    Result<T> value = parse(text);
+    if (!value) return Error{"--" + std::string(flag), value.error().message};
+    out.push_back(*value);
+  }
+  return Ok{};
+}
+
+Status parse_limits(const Arguments& args, CaseLimits& limits) {
+  Status s = parse_list<Collective>(args, "collective", parse_collective, limits.collectives);
+  if (s) s = parse_list<DType>(args, "dtype", parse_dtype, limits.dtypes);
+  if (s) s = parse_list<RedOp>(args, "op", parse_op, limits.ops);
+  if (!s) return s;
+  Result<std::pair<std::uint64_t, std::uint64_t>> ranks = parse_range("--ranks", args.get("ranks", "1..64"), 1, kMaxRanks);
+  if (!ranks) return ranks.error();
+  Result<std::pair<std::uint64_t, std::uint64_t>> count = parse_range("--count", args.get("count", "0..64K"), 0, 1 << 24);
+  if (!count) return count.error();
+  limits.min_ranks = static_cast<int>(ranks->first);
+  limits.max_ranks = static_cast<int>(ranks->second);
+  limits.min_count = count->first;
+  limits.max_count = count->second;
+  return Ok{};
+}
+
+Result<CheckOptions> parse_options(const Arguments& args) {
+  CheckOptions options;
+  Status limits = parse_limits(args, options.limits);
+  if (!limits) return limits.error();
+  Result<std::uint64_t> cases = parse_count("--cases", args.get("cases", "0"), 0, 1u << 30);
+  if (!cases) return cases.error();
+  options.cases = *cases;
+  const std::string seed = args.get("seed");
+  if (seed.empty()) {
+    options.seed = std::random_device{}() ^ static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+    options.seed %= 1000000007;
+  } else {
+    Result<std::uint64_t> parsed = parse_count("--seed", seed, 0, ~std::uint64_t{0});
+    if (!parsed) return parsed.error();
+    options.seed = *parsed;
+  }
+  Result<double> budget = parse_duration("--time-budget", args.get("time-budget", "60s"));
+  if (!budget) return budget.error();
+  options.time_budget = *budget;
+  for (const std::string& property : args.all("property")) {
+    if (!find_property(property)) return Error{"--property", "'" + property + "': must be one of " + property_names()};
+    options.properties.push_back(property);
+  }
+  return options;
+}
+
+Result<std::vector<std::unique_ptr<Backend>>> backends_of(const std::vector<std::string>& specs) {
+  std::vector<std::unique_ptr<Backend>> all;
+  for (const std::string& spec : specs) {
+    auto made = make_backends(spec);
+    if (!made) return made.error();
+    for (auto& backend : made.value()) all.push_back(std::move(backend));
+  }
+  return all;
+}
+
+bool write_file(const std::string& path, void (*writer)(const CheckReport&, std::ostream&), const CheckReport& report,
+                std::ostream& err) {
+  std::ofstream file(path);
+  if (file) writer(report, file);
+  if (file) return true;
+  err << "collcheck check: cannot write '" << path << "'\n";
+  return false;
+}
+
+}  // namespace
+
+int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
+  Result<Arguments> args = Arguments::parse(raw, kCheckFlags, {});
+  if (!args) {
+    err << "collcheck check: " << args.error().text() << '\n';
+    return kUsageError;
+  }
+  Result<CheckOptions> options = parse_options(*args);
+  std::vector<std::string> specs = args->all("backend");
+  if (specs.empty()) specs.push_back("all@sim");
+  auto backends = options ? backends_of(specs) : Result<std::vector<std::unique_ptr<Backend>>>(options.error());
+  if (!backends) {
+    err << "collcheck check: " << backends.error().text() << '\n';
+    return kUsageError;
+  }
+  out << "collcheck check: seed " << options->seed << ", " << backends->size() << " backend"
+      << (backends->size() == 1 ? "" : "s") << ", budget " << options->time_budget << " s\n" << std::flush;
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  const CheckReport report = collcheck::run_check(*options, backends.value(), terminal ? &err : nullptr);
+  print_report(report, out);
+  if (args->has("json") && !write_file(args->get("json"), &write_json, report, err)) return kUsageError;
+  if (args->has("junit") && !write_file(args->get("junit"), &write_junit, report, err)) return kUsageError;
+  if (report.total().cases == 0) {
+    err << "collcheck check: no backend could run a case with these options\n";
+    return kUnavailable;
+  }
+  return report.failures.empty() ? 0 : 1;
+}
+
+int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
+  // The case is the one argument that is neither an option nor an option's value.
+  std::vector<std::string_view> options;
+  std::string_view case_text;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i].starts_with("--")) {
+      options.push_back(raw[i]);
+      if (raw[i].find('=') == std::string_view::npos && i + 1 < raw.size()) options.push_back(raw[++i]);
+    } else if (case_text.empty()) {
+      case_text = raw[i];
+    } else {
+      err << "collcheck replay: '" << raw[i] << "': one case only (the first was '" << case_text << "')\n";
+      return kUsageError;
+    }
+  }
+  Result<Arguments> args = Arguments::parse(options, kReplayFlags, {});
+  if (!args) {
+    err << "collcheck replay: " << args.error().text() << '\n';
+    return kUsageError;
+  }
+  if (case_text.empty()) {
+    err << "collcheck replay: give the case to replay, e.g. 'allreduce/f32/sum/n=1000/ranks=7'\n";
+    return kUsageError;
+  }
+  Result<Case> c = parse_case(case_text);
+  Result<std::uint64_t> schedule_seed = parse_count("--schedule-seed", args->get("schedule-seed", "0"), 0, ~std::uint64_t{0});
+  auto backends = backends_of({args->get("backend", "ring@sim")});
+  const std::string property_name = args->get("property");
+  const Property* only = property_name.empty() ? nullptr : find_property(property_name);
+  if (!c || !schedule_seed || !backends || (!property_name.empty() && !only)) {
+    const std::string why = !c ? c.error().text() : !schedule_seed ? schedule_seed.error().text()
+                            : !backends ? backends.error().text()
+                                        : "--property '" + property_name + "': must be one of " + property_names();
+    err << "collcheck replay: " << why << '\n';
+    return kUsageError;
+  }
+  Backend& backend = *backends.value().front();
+  if (!backend.capabilities().supports(*c)) {
+    err << "collcheck replay: " << backend.name() << " cannot run " << to_string(*c) << '\n';
+    return kUnavailable;
+  }
+  const RepeatedRun base = backend.run(*c, RunOptions{*schedule_seed, 1});
+  out << "replay " << to_string(*c) << " on " << backend.name() << " (schedule seed " << *schedule_seed << ")\n"
+      << "outcome: " << name(base.outcome) << (base.error.empty() ? "" : ": " + base.error) << "\n";
+  if (base.outcome == Outcome::Ok && !base.calls.empty()) {
+    Oracle oracle(*c);
+    for (int rank = 0; rank < c->nranks; ++rank) {
+      const RankResult& result = base.calls[0][static_cast<std::size_t>(rank)];
+      const Verdict verdict = compare(oracle.expected(rank), rank, result.output);
+      out << "  rank " << rank << ": " << (verdict.ok ? "ok" : "WRONG") << ", " << verdict.checked << " elements checked"
+          << (result.guards_intact ? "" : ", guard zone damaged") << "\n";
+      if (!verdict.ok) out << "    " << verdict.describe(c->dtype);
+    }
+  }
+  bool failed = false;
+  for (const Property& property : all_properties()) {
+    if (only && only != &property) continue;
+    const PropertyResult result = property.check(*c, backend, base, PropertyContext{*schedule_seed});
+    out << (result.skipped ? "skipped " : result.ok ? "held    " : "FAILED  ") << property.name
+        << (result.detail.empty() ? "" : ": " + result.detail) << "\n";
+    failed |= !result.ok;
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace collcheck::cli

@@ -1,0 +1,144 @@
+// Text, JSON and JUnit renderings of a CheckReport.
+#include "harness/report.h"
+
+#include <cstdio>
+
+#include "harness/text_table.h"
+
+namespace collcheck {
+namespace {
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof escaped, "\\u%04x", ch);
+          out += escaped;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string xml_text(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    switch (ch) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", seconds);
+  return text;
+}
+
+std::string indent(const std::string& text, const std::string& prefix) {
+  std::string out = prefix;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    out += text[i];
+    if (text[i] == '\n' && i + 1 < text.size()) out += prefix;
+  }
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  return out;
+}
+
+}  // namespace
+
+void print_report(const CheckReport& report, std::ostream& out) {
+  cli::TextTable table;
+  table.add_row({"backend", "collective", "cases", "passed", "failed", "skipped"});
+  for (const auto& [key, tally] : report.table) {
+    table.add_row({key.first, std::string(name(key.second)), std::to_string(tally.cases), std::to_string(tally.passed),
+                   std::to_string(tally.failed), std::to_string(tally.skipped)});
+  }
+  table.print(out);
+  const Tally total = report.total();
+  out << total.cases << " cases in " << seconds_text(report.seconds) << " s: " << total.passed << " passed, "
+      << total.failed << " failed, " << total.skipped << " skipped (seed " << report.seed << ")\n";
+  for (const Failure& f : report.failures) {
+    out << "\nFAILED " << f.property << " on " << f.backend << " after " << f.cases_until << " case"
+        << (f.cases_until == 1 ? "" : "s") << ", shrunk in " << f.shrink_runs << " runs to:\n  " << to_string(f.shrunk)
+        << "\n" << indent(f.detail, "  ") << "  replay: " << f.replay << "\n";
+  }
+}
+
+void write_json(const CheckReport& report, std::ostream& out) {
+  const Tally total = report.total();
+  out << "{\n  \"seed\": " << report.seed << ",\n  \"seconds\": " << seconds_text(report.seconds)
+      << ",\n  \"backends\": [";
+  for (std::size_t i = 0; i < report.backends.size(); ++i) out << (i ? ", " : "") << json_string(report.backends[i]);
+  out << "],\n  \"summary\": {\"cases\": " << total.cases << ", \"passed\": " << total.passed
+      << ", \"failed\": " << total.failed << ", \"skipped\": " << total.skipped << "},\n  \"table\": [";
+  bool first = true;
+  for (const auto& [key, tally] : report.table) {
+    out << (first ? "\n" : ",\n") << "    {\"backend\": " << json_string(key.first) << ", \"collective\": "
+        << json_string(std::string(name(key.second))) << ", \"cases\": " << tally.cases << ", \"passed\": "
+        << tally.passed << ", \"failed\": " << tally.failed << ", \"skipped\": " << tally.skipped << "}";
+    first = false;
+  }
+  out << (first ? "" : "\n  ") << "],\n  \"failures\": [";
+  first = true;
+  for (const Failure& f : report.failures) {
+    out << (first ? "\n" : ",\n") << "    {\"backend\": " << json_string(f.backend) << ", \"collective\": "
+        << json_string(std::string(name(f.collective))) << ", \"property\": " << json_string(f.property)
+        << ", \"case\": " << json_string(to_string(f.shrunk)) << ", \"original_case\": "
+        << json_string(to_string(f.original)) << ", \"schedule_seed\": " << f.schedule_seed
+        << ", \"cases_until\": " << f.cases_until << ", \"detail\": " << json_string(f.detail)
+        << ", \"replay\": " << json_string(f.replay) << "}";
+    first = false;
+  }
+  out << (first ? "" : "\n  ") << "]\n}\n";
+}
+
+void write_junit(const CheckReport& report, std::ostream& out) {
+  std::size_t failures = 0, skipped = 0;
+  for (const auto& [key, tally] : report.per_property) {
+    failures += tally.failed > 0;
+    skipped += tally.failed == 0 && tally.passed == 0;
+  }
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<testsuites name=\"collcheck\" tests=\"" << report.per_property.size() << "\" failures=\"" << failures
+      << "\" skipped=\"" << skipped << "\" time=\"" << seconds_text(report.seconds) << "\">\n"
+      << "  <testsuite name=\"collcheck check seed " << report.seed << "\" tests=\"" << report.per_property.size()
+      << "\" failures=\"" << failures << "\" skipped=\"" << skipped << "\">\n";
+  for (const auto& [key, tally] : report.per_property) {
+    const auto& [backend, collective, property] = key;
+    out << "    <testcase classname=\"" << xml_text(backend + "." + std::string(name(collective))) << "\" name=\""
+        << xml_text(property) << "\">";
+    auto failure = report.first_failure.find(key);
+    if (tally.failed > 0) {
+      std::string replay;
+      for (const Failure& f : report.failures) {
+        if (f.backend == backend && f.property == property) replay = f.replay;
+      }
+      out << "\n      <failure message=\"" << xml_text(property + " failed in " + std::to_string(tally.failed) + " of " +
+                                                         std::to_string(tally.cases) + " cases")
+          << "\">" << xml_text((failure != report.first_failure.end() ? failure->second : "") + "\nreplay: " + replay)
+          << "</failure>\n    ";
+    } else if (tally.passed == 0) {
+      out << "<skipped message=\"the property did not apply to any case\"/>";
+    }
+    out << "</testcase>\n";
+  }
+  out << "  </testsuite>\n</testsuites>\n";
+}
+
+}  // namespace collcheck

@@ -1,0 +1,109 @@
+// The backend grammar: `ALGORITHM@sim[:key=value,...]`, `mutant:NAME@sim`, `all@sim`; and the
+// small pieces of the Backend interface.
+#include "impls/backend.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "impls/mutants.h"
+#include "impls/sim_backend.h"
+
+namespace collcheck {
+namespace {
+
+constexpr std::string_view kTransports = "sim (proc, cuda, ib, nccl, mpi, gloo and plugins arrive later)";
+
+Error spec_error(std::string_view spec, const std::string& message) {
+  return Error{"--backend", "'" + std::string(spec) + "': " + message};
+}
+
+// `chunk=4096,channels=2,fan-in=3` into knobs.
+Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, comma - start);
+    const std::size_t equals = item.find('=');
+    const std::string_view key = item.substr(0, equals);
+    std::uint64_t value = 0;
+    const std::string_view number = equals == std::string_view::npos ? "" : item.substr(equals + 1);
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (number.empty() || error != std::errc{} || end != number.data() + number.size()) {
+      return spec_error(spec, "option '" + std::string(item) + "' must be KEY=NUMBER with KEY chunk, channels or fan-in");
+    }
+    if (key == "chunk") knobs.chunk = value;
+    else if (key == "channels" && value >= 1 && value <= 64) knobs.channels = static_cast<int>(value);
+    else if ((key == "fan-in" || key == "fan_in") && value >= 2 && value <= 64) knobs.fan_in = static_cast<int>(value);
+    else if (key == "channels") return spec_error(spec, "channels=" + std::string(number) + ": must be 1..64");
+    else if (key == "fan-in" || key == "fan_in") return spec_error(spec, "fan-in=" + std::string(number) + ": must be 2..64");
+    else return spec_error(spec, "unknown option '" + std::string(key) + "': options are chunk, channels, fan-in");
+    start = comma + 1;
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+bool Capabilities::supports(const Case& c) const {
+  auto has = [](const auto& list, auto value) { return std::find(list.begin(), list.end(), value) != list.end(); };
+  return has(collectives, c.collective) && has(dtypes, c.dtype) && (!reduces(c.collective) || has(ops, c.op)) &&
+         (in_place || !c.in_place) && c.nranks <= max_ranks;
+}
+
+std::string_view name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::Ok: return "ok";
+    case Outcome::Detected: return "detected";
+    case Outcome::Hang: return "hang";
+    case Outcome::Corrupt: return "corrupt";
+    default: return "crash";
+  }
+}
+
+std::string backend_names() {
+  std::string out;
+  for (const std::string& n : algorithm_variant_names()) out += (out.empty() ? "" : ", ") + n + "@sim";
+  return out;
+}
+
+Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spec) {
+  const std::size_t at = spec.find('@');
+  if (at == std::string_view::npos) {
+    return spec_error(spec, "must be ALGORITHM@TRANSPORT[:OPTIONS], e.g. ring@sim or 'ring@sim:chunk=4096,channels=2'; "
+                            "backends: all@sim, " + backend_names() + ", mutant:NAME@sim");
+  }
+  const std::string_view what = spec.substr(0, at);
+  std::string_view rest = spec.substr(at + 1);
+  const std::size_t colon = rest.find(':');
+  const std::string_view transport = rest.substr(0, colon);
+  const std::string_view options = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
+  if (transport != "sim") return spec_error(spec, "transport '" + std::string(transport) + "': must be " + std::string(kTransports));
+  Knobs knobs;
+  Status parsed = parse_knobs(spec, options, knobs);
+  if (!parsed) return parsed.error();
+
+  std::vector<std::unique_ptr<Backend>> backends;
+  const std::string suffix = "@sim" + (options.empty() ? "" : ":" + std::string(options));
+  if (what == "all") {
+    for (const std::string& algorithm : algorithm_variant_names()) {
+      backends.push_back(make_sim_backend(algorithm_variant(algorithm).value(), knobs, algorithm + suffix));
+    }
+    return backends;
+  }
+  if (what.starts_with("mutant:")) {
+    const Mutant* mutant = find_mutant(what);
+    if (mutant == nullptr) {
+      std::string names;
+      for (const Mutant& m : all_mutants()) names += (names.empty() ? "" : ", ") + m.variant.name;
+      return spec_error(spec, "no such mutant: mutants are " + names);
+    }
+    backends.push_back(make_sim_backend(mutant->variant, knobs, std::string(what) + suffix));
+    return backends;
+  }
+  Result<SimVariant> variant = algorithm_variant(what);
+  if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME");
+  backends.push_back(make_sim_backend(std::move(variant).value(), knobs, std::string(what) + suffix));
+  return backends;
+}
+
+}  // namespace collcheck

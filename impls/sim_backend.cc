@@ -1,0 +1,122 @@
+// `ALGORITHM@sim` backends: the case's schedule is simulated numerically with guard zones on a
+// one-switch fabric, each call with its own interleaving, and every rank's buffers returned.
+#include "impls/sim_backend.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "reference/random.h"
+
+namespace collcheck {
+namespace {
+
+constexpr std::size_t kGuard = 8;  // elements of guard zone around every buffer
+
+class SimBackend final : public Backend {
+ public:
+  SimBackend(SimVariant variant, Knobs knobs, std::string spec)
+      : variant_(std::move(variant)), knobs_(knobs), spec_(std::move(spec)) {}
+
+  std::string name() const override { return spec_; }
+
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.collectives = variant_.collectives;
+    c.dtypes.assign(all_dtypes().begin(), all_dtypes().end());
+    c.ops.assign(all_ops().begin(), all_ops().end());
+    c.deterministic = variant_.deterministic;
+    return c;
+  }
+
+  RepeatedRun run(const Case& c, const RunOptions& options) override {
+    RepeatedRun result;
+    for (int call = 0; call < std::max(options.calls, 1); ++call) {
+      Case this_call = c;
+      this_call.seed = c.seed + static_cast<std::uint64_t>(call);
+      Result<Schedule> schedule = variant_.schedule(this_call, knobs_);
+      if (!schedule) {
+        result.outcome = Outcome::Crash;
+        result.error = schedule.error().text();
+        return result;
+      }
+      SimulationOptions sim(mix64(options.schedule_seed + static_cast<std::uint64_t>(call)), nullptr, true);
+      sim.guard = kGuard;
+      sim.reduction = variant_.reduction;
+      SimulatedRun run = simulate(*schedule, sim_fabric(c.nranks), sim);
+      result.trace = mix64(result.trace ^ run.trace);
+      if (!run.completed) {
+        result.outcome = run.error.find("deadline") != std::string::npos ? Outcome::Hang : Outcome::Crash;
+        result.error = run.error;
+        return result;
+      }
+      std::vector<RankResult> ranks(static_cast<std::size_t>(c.nranks));
+      for (std::size_t r = 0; r < ranks.size(); ++r) {
+        ranks[r] = RankResult{std::move(run.outputs[r]), std::move(run.inputs[r]), run.guards_intact[r]};
+      }
+      result.calls.push_back(std::move(ranks));
+    }
+    return result;
+  }
+
+ private:
+  SimVariant variant_;
+  Knobs knobs_;
+  std::string spec_;
+};
+
+Topology build_sim_fabric(int nranks) {
+  Topology t;
+  t.name = "sim:" + std::to_string(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    t.vertices.push_back(Vertex{VertexKind::Gpu, "gpu" + std::to_string(r), false});
+    t.gpus.push_back(r);
+  }
+  t.vertices.push_back(Vertex{VertexKind::Switch, "switch", true});
+  for (int r = 0; r < nranks; ++r) {
+    t.links.push_back(Link{r, nranks, LinkKind::NVLink, 1e-6, 25e9});
+    t.links.push_back(Link{nranks, r, LinkKind::NVLink, 1e-6, 25e9});
+  }
+  return t;
+}
+
+}  // namespace
+
+const Topology& sim_fabric(int nranks) {
+  static std::mutex lock;
+  static std::map<int, Topology> fabrics;
+  std::lock_guard<std::mutex> guard(lock);
+  auto found = fabrics.find(nranks);
+  if (found == fabrics.end()) found = fabrics.emplace(nranks, build_sim_fabric(nranks)).first;
+  return found->second;
+}
+
+std::vector<std::string> algorithm_variant_names() {
+  std::vector<std::string> names;
+  for (const Algorithm& a : all_algorithms()) {
+    if (std::find(names.begin(), names.end(), a.name) == names.end()) names.emplace_back(a.name);
+  }
+  return names;
+}
+
+Result<SimVariant> algorithm_variant(std::string_view algorithm) {
+  SimVariant variant;
+  variant.name = std::string(algorithm);
+  for (const Algorithm& a : all_algorithms()) {
+    if (a.name == algorithm) variant.collectives.push_back(a.collective);
+  }
+  if (variant.collectives.empty()) {
+    std::string names;
+    for (const std::string& n : algorithm_variant_names()) names += (names.empty() ? "" : ", ") + n;
+    return Error{"backend", "'" + std::string(algorithm) + "' is not an algorithm: algorithms are " + names};
+  }
+  variant.description = "the reference " + variant.name + " algorithms on the simulated fabric";
+  variant.schedule = [name = variant.name](const Case& c, const Knobs& knobs) { return make_schedule(name, c, knobs); };
+  return variant;
+}
+
+std::unique_ptr<Backend> make_sim_backend(SimVariant variant, Knobs knobs, std::string spec) {
+  return std::make_unique<SimBackend>(std::move(variant), knobs, std::move(spec));
+}
+
+}  // namespace collcheck

@@ -1,0 +1,171 @@
+// The properties: each runs what it needs on the backend and judges with the oracle or by
+// comparing runs bit for bit.
+#include "properties/property.h"
+
+#include <algorithm>
+
+#include "reference/oracle.h"
+#include "reference/random.h"
+
+namespace collcheck {
+namespace {
+
+PropertyResult pass() { return {}; }
+PropertyResult fail(std::string detail) { return {false, false, std::move(detail)}; }
+PropertyResult skip(std::string why) { return {true, true, std::move(why)}; }
+
+bool completed(const RepeatedRun& run) { return run.outcome == Outcome::Ok && !run.calls.empty(); }
+
+// Every rank's output against the oracle, for one call's case.
+PropertyResult match_oracle(const Case& c, const std::vector<RankResult>& ranks, const std::string& call) {
+  Oracle oracle(c);
+  for (int rank = 0; rank < c.nranks; ++rank) {
+    const Verdict verdict = compare(oracle.expected(rank), rank, ranks[static_cast<std::size_t>(rank)].output);
+    if (!verdict.ok) return fail(call + verdict.describe(c.dtype));
+  }
+  return pass();
+}
+
+PropertyResult oracle_property(const Case& c, Backend&, const RepeatedRun& base, const PropertyContext&) {
+  if (!completed(base)) return skip("the run did not complete (see liveness)");
+  return match_oracle(c, base.calls[0], "");
+}
+
+// The first rank whose output differs from rank 0's, described.
+std::string first_difference(const Case& c, const std::vector<RankResult>& a, const std::vector<RankResult>& b,
+                             const std::string& left, const std::string& right) {
+  for (std::size_t rank = 0; rank < a.size() && rank < b.size(); ++rank) {
+    const auto& x = a[rank].output;
+    const auto& y = b[rank].output;
+    if (x == y) continue;
+    if (x.size() != y.size()) {
+      return "rank " + std::to_string(rank) + ": " + std::to_string(x.size()) + " vs " + std::to_string(y.size()) + " bytes";
+    }
+    for (std::size_t i = 0; i * size_of(c.dtype) < x.size(); ++i) {
+      const std::uint64_t p = load_bits(c.dtype, x, i), q = load_bits(c.dtype, y, i);
+      if (p == q) continue;
+      return "rank " + std::to_string(rank) + " element " + std::to_string(i) + ": " + left + " " +
+             format_element(c.dtype, p) + ", " + right + " " + format_element(c.dtype, q);
+    }
+  }
+  return "";
+}
+
+PropertyResult rank_agreement(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext&) {
+  if (!rank_identical(c.collective)) return skip(std::string(name(c.collective)) + " gives ranks different outputs");
+  if (!backend.capabilities().rank_identical) return skip("the backend does not claim rank-identical results");
+  if (!completed(base)) return skip("the run did not complete (see liveness)");
+  const auto& ranks = base.calls[0];
+  for (std::size_t rank = 1; rank < ranks.size(); ++rank) {
+    if (ranks[rank].output == ranks[0].output) continue;
+    const std::vector<RankResult> zero(ranks.size(), ranks[0]);
+    return fail("ranks disagree: " + first_difference(c, zero, ranks, "rank 0 has", "this rank has"));
+  }
+  return pass();
+}
+
+PropertyResult determinism(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
+  if (!backend.capabilities().deterministic) return skip("the backend does not claim determinism");
+  if (!completed(base)) return skip("the run did not complete (see liveness)");
+  const RepeatedRun again = backend.run(c, RunOptions{mix64(context.schedule_seed + 0x5eed), 1});
+  if (!completed(again)) return fail("the second run did not complete: " + again.error);
+  const std::string difference = first_difference(c, base.calls[0], again.calls[0], "first run", "second run");
+  return difference.empty() ? pass() : fail("two runs (other interleaving) differ: " + difference);
+}
+
+PropertyResult in_place(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
+  if (!backend.capabilities().in_place) return skip("the backend does not run in place");
+  if (!completed(base)) return skip("the run did not complete (see liveness)");
+  Case other = c;
+  other.in_place = !c.in_place;
+  const RepeatedRun run = backend.run(other, RunOptions{context.schedule_seed, 1});
+  if (!completed(run)) return fail(std::string(other.in_place ? "in place" : "out of place") + " the run did not complete: " + run.error);
+  const std::string difference = first_difference(c, base.calls[0], run.calls[0], c.in_place ? "in place" : "out of place",
+                                                  other.in_place ? "in place" : "out of place");
+  return difference.empty() ? pass() : fail("in place and out of place differ: " + difference);
+}
+
+// Reduce-scatter's blocks, side by side, are the all-reduce (bit for bit on exact values).
+PropertyResult composition(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
+  if (c.collective != Collective::AllReduce) return skip("composition is checked on all-reduce cases");
+  if (c.values != ValueKind::Exact) return skip("composition needs exact values to compare bit for bit");
+  if (c.count % static_cast<std::size_t>(c.nranks) != 0) return skip("the count does not split into ranks blocks");
+  Case scatter = c;
+  scatter.collective = Collective::ReduceScatter;
+  scatter.count = c.count / static_cast<std::size_t>(c.nranks);
+  scatter.in_place = false;
+  if (!backend.capabilities().supports(scatter)) return skip("the backend has no reduce-scatter");
+  if (!completed(base)) return skip("the run did not complete (see liveness)");
+  const RepeatedRun run = backend.run(scatter, RunOptions{context.schedule_seed, 1});
+  if (!completed(run)) return fail("the reduce-scatter did not complete: " + run.error);
+  std::vector<std::byte> joined;
+  for (const RankResult& rank : run.calls[0]) joined.insert(joined.end(), rank.output.begin(), rank.output.end());
+  const std::vector<RankResult> as_all_reduce(static_cast<std::size_t>(c.nranks), RankResult{joined, {}, true});
+  const std::string difference = first_difference(c, base.calls[0], as_all_reduce, "all-reduce", "reduce-scatter");
+  return difference.empty() ? pass() : fail("reduce-scatter's blocks are not the all-reduce: " + difference);
+}
+
+PropertyResult buffer_safety(const Case& c, Backend&, const RepeatedRun& base, const PropertyContext&) {
+  if (!completed(base)) return skip("the run did not complete (see liveness)");
+  const InputGenerator inputs(c);
+  for (int rank = 0; rank < c.nranks; ++rank) {
+    const RankResult& result = base.calls[0][static_cast<std::size_t>(rank)];
+    if (!result.guards_intact) return fail("rank " + std::to_string(rank) + " wrote outside its buffers (a guard zone changed)");
+    if (c.in_place) continue;
+    std::vector<std::byte> want(result.input.size());
+    inputs.fill(rank, 0, want);
+    if (want != result.input) return fail("rank " + std::to_string(rank) + " changed its out-of-place input");
+  }
+  return pass();
+}
+
+PropertyResult repeat(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
+  if (!completed(base)) return skip("the run did not complete (see liveness)");
+  constexpr int kCalls = 3;
+  const RepeatedRun run = backend.run(c, RunOptions{context.schedule_seed, kCalls});
+  if (!completed(run) || run.calls.size() != kCalls) return fail("the repeated calls did not complete: " + run.error);
+  for (int call = 0; call < kCalls; ++call) {
+    Case this_call = c;
+    this_call.seed = c.seed + static_cast<std::uint64_t>(call);
+    PropertyResult r = match_oracle(this_call, run.calls[static_cast<std::size_t>(call)], "call " + std::to_string(call) + ": ");
+    if (!r.ok) return r;
+  }
+  return pass();
+}
+
+PropertyResult liveness(const Case&, Backend&, const RepeatedRun& base, const PropertyContext&) {
+  if (base.outcome == Outcome::Ok) return pass();
+  return fail(std::string(name(base.outcome)) + ": " + base.error);
+}
+
+constexpr Property kProperties[] = {
+    {"liveness", "the case completes before its deadline (a hang or a crash fails it)", &liveness},
+    {"oracle", "every rank's output matches the CPU oracle: bit for bit on exact inputs, within the bound on real ones",
+     &oracle_property},
+    {"rank-agreement", "all-reduce, all-gather and broadcast leave identical bits on every rank", &rank_agreement},
+    {"buffer-safety", "guard zones around every buffer are untouched and an out-of-place input is unchanged",
+     &buffer_safety},
+    {"determinism", "the same case run again, under another interleaving, gives identical bits", &determinism},
+    {"in-place", "in-place and out-of-place calls give identical bits", &in_place},
+    {"composition", "reduce-scatter's blocks side by side are the all-reduce, bit for bit", &composition},
+    {"repeat", "three calls back to back on the same buffers each match the oracle for their own inputs", &repeat},
+};
+
+}  // namespace
+
+std::span<const Property> all_properties() { return kProperties; }
+
+const Property* find_property(std::string_view property) {
+  for (const Property& p : kProperties) {
+    if (p.name == property) return &p;
+  }
+  return nullptr;
+}
+
+std::string property_names() {
+  std::string out;
+  for (const Property& p : kProperties) out += (out.empty() ? "" : ", ") + std::string(p.name);
+  return out;
+}
+
+}  // namespace collcheck

@@ -1,0 +1,130 @@
+// The check loop end to end: every mutant is caught by the property meant to catch it and
+// shrunk small; good backends pass; the same seed draws the same cases; reports are well formed.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "harness/check.h"
+#include "harness/report.h"
+#include "impls/mutants.h"
+#include "properties/property.h"
+
+namespace collcheck {
+namespace {
+
+std::vector<std::unique_ptr<Backend>> backends(const std::string& spec) {
+  auto made = make_backends(spec);
+  EXPECT_TRUE(made.ok()) << made.error().text();
+  return made ? std::move(made).value() : std::vector<std::unique_ptr<Backend>>{};
+}
+
+CheckOptions options(std::uint64_t seed, double budget, std::size_t cases = 0) {
+  CheckOptions o;
+  o.seed = seed;
+  o.time_budget = budget;
+  o.cases = cases;
+  o.limits.max_ranks = 16;
+  o.limits.max_count = 4096;
+  return o;
+}
+
+// Bugs that cannot show on a small case: none of ours so far.
+bool shrinks_small(const Failure& f) { return f.shrunk.nranks <= 8 && input_elements(f.shrunk) <= 64 * 8; }
+
+TEST(Mutants, EveryMutantIsCaughtByTheRightPropertyAndShrunk) {
+  ASSERT_GE(all_mutants().size(), 12u);
+  std::string table = "mutant                     caught  by              cases  seconds  shrunk case\n";
+  int missed = 0;
+  for (const Mutant& mutant : all_mutants()) {
+    auto list = backends(mutant.variant.name + "@sim");
+    CheckOptions o = options(1, 20);
+    o.stop_at_first_failure = true;
+    const auto start = std::chrono::steady_clock::now();
+    const CheckReport report = run_check(o, list, nullptr);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const Failure* right = nullptr;
+    for (const Failure& f : report.failures) {
+      for (std::string_view property : mutant.caught_by) {
+        if (f.property == property && right == nullptr) right = &f;
+      }
+    }
+    char line[512];
+    std::snprintf(line, sizeof line, "%-26s %-7s %-15s %-6zu %-8.1f %s\n", mutant.variant.name.c_str(),
+                  right ? "yes" : "NO", right ? right->property.c_str() : "-", right ? right->cases_until : 0, seconds,
+                  right ? to_string(right->shrunk).c_str() : "-");
+    table += line;
+    if (right == nullptr) {
+      ++missed;
+      ADD_FAILURE() << mutant.variant.name << " was not caught by " << mutant.caught_by.front();
+      continue;
+    }
+    EXPECT_TRUE(shrinks_small(*right)) << mutant.variant.name << " shrunk only to " << to_string(right->shrunk);
+  }
+  std::printf("%s", table.c_str());
+  EXPECT_EQ(missed, 0);
+}
+
+TEST(Check, GoodBackendsPassEveryProperty) {
+  auto list = backends("all@sim");
+  const CheckReport report = run_check(options(2, 30, 40), list, nullptr);
+  for (const Failure& f : report.failures) ADD_FAILURE() << f.backend << " " << f.property << ": " << f.detail << "\n" << f.replay;
+  EXPECT_GT(report.total().passed, 200u);
+}
+
+TEST(Check, TheSameSeedDrawsTheSameCases) {
+  auto first = backends("ring@sim");
+  auto second = backends("ring@sim");
+  const CheckReport a = run_check(options(99, 30, 25), first, nullptr);
+  const CheckReport b = run_check(options(99, 30, 25), second, nullptr);
+  ASSERT_EQ(a.table.size(), b.table.size());
+  for (const auto& [key, tally] : a.table) EXPECT_EQ(tally.cases, b.table.at(key).cases);
+}
+
+TEST(Check, ReportsAreWellFormedAndCarryTheFailures) {
+  auto list = backends("mutant:drop-remainder@sim");
+  CheckOptions o = options(3, 20);
+  o.stop_at_first_failure = true;
+  const CheckReport report = run_check(o, list, nullptr);
+  ASSERT_FALSE(report.failures.empty());
+  std::ostringstream json, junit, text;
+  write_json(report, json);
+  write_junit(report, junit);
+  print_report(report, text);
+  EXPECT_NE(json.str().find("\"seed\": 3"), std::string::npos);
+  EXPECT_NE(json.str().find("\"summary\": {\"cases\": "), std::string::npos);
+  EXPECT_NE(json.str().find("\"property\": \"oracle\""), std::string::npos);
+  EXPECT_NE(json.str().find("\"replay\": \"collcheck replay --backend 'mutant:drop-remainder@sim'"), std::string::npos);
+  EXPECT_NE(junit.str().find("<testsuites name=\"collcheck\""), std::string::npos);
+  EXPECT_NE(junit.str().find("<failure message=\"oracle failed"), std::string::npos);
+  EXPECT_NE(text.str().find("FAILED oracle on mutant:drop-remainder@sim"), std::string::npos);
+  EXPECT_NE(text.str().find("replay: collcheck replay"), std::string::npos);
+}
+
+TEST(BackendGrammar, NamesEveryPartThatIsWrong) {
+  EXPECT_EQ(make_backends("all@sim").value().size(), 9u);
+  EXPECT_EQ(make_backends("ring@sim:chunk=4096,channels=2").value().front()->name(), "ring@sim:chunk=4096,channels=2");
+  EXPECT_EQ(make_backends("mutant:drop-remainder@sim").value().size(), 1u);
+  auto message = [](std::string_view spec) { return make_backends(spec).error().text(); };
+  EXPECT_NE(message("ring").find("must be ALGORITHM@TRANSPORT"), std::string::npos);
+  EXPECT_NE(message("ring@gpu").find("transport 'gpu': must be sim"), std::string::npos);
+  EXPECT_NE(message("wheel@sim").find("'wheel' is not an algorithm: algorithms are ring, "), std::string::npos);
+  EXPECT_NE(message("ring@sim:chunk=x").find("must be KEY=NUMBER"), std::string::npos);
+  EXPECT_NE(message("ring@sim:channels=99").find("channels=99: must be 1..64"), std::string::npos);
+  EXPECT_NE(message("ring@sim:speed=2").find("unknown option 'speed'"), std::string::npos);
+  EXPECT_NE(message("mutant:nope@sim").find("no such mutant: mutants are mutant:"), std::string::npos);
+}
+
+TEST(Properties, EveryPropertyHasANameAndADocLine) {
+  EXPECT_EQ(all_properties().size(), 8u);
+  for (const Property& p : all_properties()) {
+    EXPECT_FALSE(p.name.empty());
+    EXPECT_GT(p.doc.size(), 20u) << p.name;
+  }
+  EXPECT_NE(find_property("oracle"), nullptr);
+  EXPECT_EQ(find_property("nope"), nullptr);
+}
+
+}  // namespace
+}  // namespace collcheck
