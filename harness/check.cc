@@ -36,7 +36,7 @@ std::vector<const Property*> selected_properties(const CheckOptions& options) {
 }
 
 PropertyResult run_property(const Property& property, const Case& c, Backend& backend, std::uint64_t schedule_seed) {
-  const RepeatedRun base = backend.run(c, RunOptions{schedule_seed, 1});
+  const RepeatedRun base = backend.run(c, RunOptions{schedule_seed, 1, nullptr});
   return property.check(c, backend, base, PropertyContext{schedule_seed});
 }
 
@@ -122,7 +122,7 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
       const rc::Shrinkable<Case> drawn = generator(random.split(), static_cast<int>(std::min<std::size_t>(10 + 3 * i, 100)));
       const Case c = drawn.value();
       const std::uint64_t schedule_seed = mix64(options.seed + i);
-      const RepeatedRun base = backend.run(c, RunOptions{schedule_seed, 1});
+      const RepeatedRun base = backend.run(c, RunOptions{schedule_seed, 1, nullptr});
       Tally& cell = report.table[{backend.name(), c.collective}];
       ++cell.cases;
       ++all_cases;

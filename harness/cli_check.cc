@@ -37,19 +37,16 @@ Result<double> parse_duration(std::string_view flag, const std::string& text) {
   return value * scale;
 }
 
+// `A..B` or `N` (the range N..N), each end within [low, high].
 Result<std::pair<std::uint64_t, std::uint64_t>> parse_range(std::string_view flag, const std::string& text,
                                                             std::uint64_t low, std::uint64_t high) {
-  Result<std::vector<std::uint64_t>> values = parse_set(flag, text.find("..") == std::string::npos ? text : text.substr(0, text.find("..")), low, high);
-  if (!values) return values.error();
-  const std::uint64_t first = values->front();
-  std::uint64_t last = values->back();
-  if (text.find("..") != std::string::npos) {
-    Result<std::uint64_t> end = parse_count(flag, text.substr(text.find("..") + 2), low, high);
-    if (!end) return end.error();
-    last = *end;
-  }
-  if (last < first) return Error{std::string(flag), "'" + text + "': the range is empty"};
-  return std::pair{first, last};
+  const std::size_t dots = text.find("..");
+  Result<std::uint64_t> first = parse_count(flag, text.substr(0, dots), low, high);
+  if (!first) return first.error();
+  Result<std::uint64_t> last = dots == std::string::npos ? first : parse_count(flag, text.substr(dots + 2), low, high);
+  if (!last) return last.error();
+  if (*last < *first) return Error{std::string(flag), "'" + text + "': the range is empty"};
+  return std::pair{*first, *last};
 }
 
 template <typename T, typename Parse>
@@ -194,7 +191,7 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
     err << "collcheck replay: " << backend.name() << " cannot run " << to_string(*c) << '\n';
     return kUnavailable;
   }
-  const RepeatedRun base = backend.run(*c, RunOptions{*schedule_seed, 1});
+  const RepeatedRun base = backend.run(*c, RunOptions{*schedule_seed, 1, nullptr});
   out << "replay " << to_string(*c) << " on " << backend.name() << " (schedule seed " << *schedule_seed << ")\n"
       << "outcome: " << name(base.outcome) << (base.error.empty() ? "" : ": " + base.error) << "\n";
   if (base.outcome == Outcome::Ok && !base.calls.empty()) {

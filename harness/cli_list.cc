@@ -9,6 +9,7 @@
 #include "harness/optional_parts.h"
 #include "harness/text_table.h"
 #include "impls/algorithms.h"
+#include "impls/mutants.h"
 #include "impls/topology.h"
 #include "reference/case.h"
 #include "reference/collective.h"
@@ -104,6 +105,18 @@ void print_algorithms(std::ostream& out) {
   table.print(out);
 }
 
+void print_mutants(std::ostream& out) {
+  out << "mutants (deliberately broken variants: check --backend mutant:NAME@sim):\n";
+  TextTable table;
+  table.add_row({"  name", "caught by", "what it gets wrong"});
+  for (const Mutant& mutant : all_mutants()) {
+    std::string caught;
+    for (std::string_view property : mutant.caught_by) caught += (caught.empty() ? "" : ", ") + std::string(property);
+    table.add_row({"  " + mutant.variant.name, caught, mutant.variant.description});
+  }
+  table.print(out);
+}
+
 void print_topologies(std::ostream& out) {
   out << "topologies (simulate --topology): " << topology_presets() << ", or a topology file\n";
 }
@@ -120,6 +133,8 @@ int run_list(std::ostream& out) {
   print_value_kinds(out);
   out << '\n';
   print_algorithms(out);
+  out << '\n';
+  print_mutants(out);
   out << '\n';
   print_topologies(out);
   out << '\n';

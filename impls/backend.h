@@ -55,6 +55,9 @@ struct Run {
 struct RunOptions {
   std::uint64_t schedule_seed = 0;  // sim: the interleaving
   int calls = 1;
+  // Given inputs, rank by rank, instead of the generated ones (with calls == 1): how the
+  // composition property feeds one collective's outputs into the next.
+  const std::vector<std::vector<std::byte>>* inputs = nullptr;
 };
 
 struct RepeatedRun {

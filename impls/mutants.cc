@@ -437,6 +437,14 @@ Result<Schedule> ring_schedule(const Case& shape, const Knobs& knobs) {
   return make_schedule("ring", shape, knobs);
 }
 
+// ---------------------------------------------------------------------------------------------
+// 14. gather-rotated. A backend whose all-reduce and reduce-scatter are right but whose
+// all-gather is allgather-order's: composing its reduce-scatter and all-gather no longer gives
+// its all-reduce (the composition property), and its all-gather alone fails the oracle.
+Result<Schedule> gather_rotated(const Case& shape, const Knobs& knobs) {
+  return shape.collective == Collective::AllGather ? allgather_order(shape, knobs) : ring_schedule(shape, knobs);
+}
+
 Mutant mutant(std::string_view name, std::string_view description, std::vector<Collective> collectives,
               ScheduleFunction schedule, std::vector<std::string_view> caught_by, ReductionOverride reduction = {}) {
   Mutant m;
@@ -446,6 +454,16 @@ Mutant mutant(std::string_view name, std::string_view description, std::vector<C
   m.variant.schedule = schedule;
   m.variant.reduction = reduction;
   m.caught_by = std::move(caught_by);
+  return m;
+}
+
+// 15. registered-once. Every call of a run reads the inputs of the first call, as a backend
+// whose buffer registration cache hands back a stale mapping: each call alone is right (the
+// oracle holds), calls after the first are not (the repeat property).
+Mutant registered_once() {
+  Mutant m = mutant("registered-once", "ring all-reduce reading the first call's inputs on every later call (stale cache)",
+                    {Collective::AllReduce}, ring_schedule, {"repeat"});
+  m.variant.stale_inputs = true;
   return m;
 }
 
@@ -482,6 +500,10 @@ std::vector<Mutant> make_mutants() {
              allreduce, interleaving_race, {"determinism", "oracle", "in-place"}),
       mutant("deadlock", "ring all-reduce where every rank receives before its first send: a cyclic wait",
              allreduce, deadlock, {"liveness"}),
+      mutant("gather-rotated", "ring all-reduce and reduce-scatter with allgather-order's all-gather: they do not compose",
+             {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}, gather_rotated,
+             {"composition", "oracle"}),
+      registered_once(),
   };
 }
 

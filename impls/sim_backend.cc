@@ -33,7 +33,8 @@ class SimBackend final : public Backend {
     RepeatedRun result;
     for (int call = 0; call < std::max(options.calls, 1); ++call) {
       Case this_call = c;
-      this_call.seed = c.seed + static_cast<std::uint64_t>(call);
+      // Call k's inputs are the case with seed + k, unless the variant keeps stale ones.
+      if (!variant_.stale_inputs) this_call.seed = c.seed + static_cast<std::uint64_t>(call);
       Result<Schedule> schedule = variant_.schedule(this_call, knobs_);
       if (!schedule) {
         result.outcome = Outcome::Crash;
@@ -43,6 +44,7 @@ class SimBackend final : public Backend {
       SimulationOptions sim(mix64(options.schedule_seed + static_cast<std::uint64_t>(call)), nullptr, true);
       sim.guard = kGuard;
       sim.reduction = variant_.reduction;
+      sim.inputs = options.inputs;
       SimulatedRun run = simulate(*schedule, sim_fabric(c.nranks), sim);
       result.trace = mix64(result.trace ^ run.trace);
       if (!run.completed) {

@@ -22,6 +22,7 @@ struct SimVariant {
   std::function<Result<Schedule>(const Case&, const Knobs&)> schedule;
   ReductionOverride reduction;          // null members: the standard contract
   bool deterministic = true;            // what it claims (the determinism property holds it to it)
+  bool stale_inputs = false;            // broken: every call of a run reads the first call's inputs
 };
 
 // The variant of a registered algorithm name (every collective it implements).

@@ -117,7 +117,13 @@ class Simulation {
       const bool input_stored = !s_.shape.in_place || in_place_alias(s_.shape, p).inside == BufferKind::Output;
       if (input_stored) allocate(input_[q], s_.buffer_size(p, BufferKind::Input));
       const std::size_t count = s_.buffer_size(p, BufferKind::Input);
-      inputs.fill(p, 0, {at(p, BufferKind::Input, 0), count * element_});
+      std::byte* input = at(p, BufferKind::Input, 0);
+      if (options_.inputs == nullptr) {
+        inputs.fill(p, 0, {input, count * element_});
+      } else {
+        const std::vector<std::byte>& given = options_.inputs->at(q);
+        std::copy_n(given.begin(), std::min(given.size(), count * element_), input);
+      }
     }
   }
 

@@ -30,6 +30,9 @@ struct SimulationOptions {
   // and checked afterwards; schedules may address them (validate's slack) and are reported.
   std::size_t guard = 0;
   ReductionOverride reduction;  // null members: the standard contract
+  // Given inputs, rank by rank (each exactly the rank's input buffer, packed), instead of the
+  // case's generated ones: to feed one collective's outputs into another.
+  const std::vector<std::vector<std::byte>>* inputs = nullptr;
 };
 
 struct SimulatedRun {

@@ -67,7 +67,7 @@ PropertyResult rank_agreement(const Case& c, Backend& backend, const RepeatedRun
 PropertyResult determinism(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
   if (!backend.capabilities().deterministic) return skip("the backend does not claim determinism");
   if (!completed(base)) return skip("the run did not complete (see liveness)");
-  const RepeatedRun again = backend.run(c, RunOptions{mix64(context.schedule_seed + 0x5eed), 1});
+  const RepeatedRun again = backend.run(c, RunOptions{mix64(context.schedule_seed + 0x5eed), 1, nullptr});
   if (!completed(again)) return fail("the second run did not complete: " + again.error);
   const std::string difference = first_difference(c, base.calls[0], again.calls[0], "first run", "second run");
   return difference.empty() ? pass() : fail("two runs (other interleaving) differ: " + difference);
@@ -78,31 +78,66 @@ PropertyResult in_place(const Case& c, Backend& backend, const RepeatedRun& base
   if (!completed(base)) return skip("the run did not complete (see liveness)");
   Case other = c;
   other.in_place = !c.in_place;
-  const RepeatedRun run = backend.run(other, RunOptions{context.schedule_seed, 1});
+  const RepeatedRun run = backend.run(other, RunOptions{context.schedule_seed, 1, nullptr});
   if (!completed(run)) return fail(std::string(other.in_place ? "in place" : "out of place") + " the run did not complete: " + run.error);
   const std::string difference = first_difference(c, base.calls[0], run.calls[0], c.in_place ? "in place" : "out of place",
                                                   other.in_place ? "in place" : "out of place");
   return difference.empty() ? pass() : fail("in place and out of place differ: " + difference);
 }
 
-// Reduce-scatter's blocks, side by side, are the all-reduce (bit for bit on exact values).
-PropertyResult composition(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
-  if (c.collective != Collective::AllReduce) return skip("composition is checked on all-reduce cases");
+std::vector<std::vector<std::byte>> outputs_of(const std::vector<RankResult>& ranks) {
+  std::vector<std::vector<std::byte>> outputs;
+  for (const RankResult& rank : ranks) outputs.push_back(rank.output);
+  return outputs;
+}
+
+// Reduce-scatter, then all-gather of its blocks, is the all-reduce (bit for bit on exact values).
+PropertyResult compose_all_reduce(const Case& c, Backend& backend, const RepeatedRun& base, std::uint64_t seed) {
   if (c.values != ValueKind::Exact) return skip("composition needs exact values to compare bit for bit");
   if (c.count % static_cast<std::size_t>(c.nranks) != 0) return skip("the count does not split into ranks blocks");
   Case scatter = c;
   scatter.collective = Collective::ReduceScatter;
   scatter.count = c.count / static_cast<std::size_t>(c.nranks);
   scatter.in_place = false;
-  if (!backend.capabilities().supports(scatter)) return skip("the backend has no reduce-scatter");
+  Case gather = scatter;
+  gather.collective = Collective::AllGather;
+  if (!backend.capabilities().supports(scatter) || !backend.capabilities().supports(gather)) {
+    return skip("the backend lacks reduce-scatter or all-gather");
+  }
+  const RepeatedRun scattered = backend.run(scatter, RunOptions{seed, 1, nullptr});
+  if (!completed(scattered)) return fail("the reduce-scatter did not complete: " + scattered.error);
+  const std::vector<std::vector<std::byte>> blocks = outputs_of(scattered.calls[0]);
+  const RepeatedRun gathered = backend.run(gather, RunOptions{seed, 1, &blocks});
+  if (!completed(gathered)) return fail("the all-gather did not complete: " + gathered.error);
+  const std::string difference = first_difference(c, base.calls[0], gathered.calls[0], "all-reduce", "reduce-scatter + all-gather");
+  return difference.empty() ? pass() : fail("reduce-scatter then all-gather is not the all-reduce: " + difference);
+}
+
+// All-to-all of all-to-all's output gives every rank its input back.
+PropertyResult compose_all_to_all(const Case& c, Backend& backend, const RepeatedRun& base, std::uint64_t seed) {
+  Case again = c;
+  again.in_place = false;
+  const std::vector<std::vector<std::byte>> first = outputs_of(base.calls[0]);
+  const RepeatedRun twice = backend.run(again, RunOptions{seed, 1, &first});
+  if (!completed(twice)) return fail("the second all-to-all did not complete: " + twice.error);
+  const InputGenerator inputs(c);
+  std::vector<RankResult> original;
+  for (int rank = 0; rank < c.nranks; ++rank) {
+    std::vector<std::byte> input(input_elements(c) * size_of(c.dtype));
+    inputs.fill(rank, 0, input);
+    original.push_back(RankResult{std::move(input), {}, true});
+  }
+  const std::string difference = first_difference(c, original, twice.calls[0], "input", "after all-to-all twice");
+  return difference.empty() ? pass() : fail("all-to-all twice does not give the input back: " + difference);
+}
+
+PropertyResult composition(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
+  if (c.collective != Collective::AllReduce && c.collective != Collective::AllToAll) {
+    return skip("composition is checked on all-reduce and all-to-all cases");
+  }
   if (!completed(base)) return skip("the run did not complete (see liveness)");
-  const RepeatedRun run = backend.run(scatter, RunOptions{context.schedule_seed, 1});
-  if (!completed(run)) return fail("the reduce-scatter did not complete: " + run.error);
-  std::vector<std::byte> joined;
-  for (const RankResult& rank : run.calls[0]) joined.insert(joined.end(), rank.output.begin(), rank.output.end());
-  const std::vector<RankResult> as_all_reduce(static_cast<std::size_t>(c.nranks), RankResult{joined, {}, true});
-  const std::string difference = first_difference(c, base.calls[0], as_all_reduce, "all-reduce", "reduce-scatter");
-  return difference.empty() ? pass() : fail("reduce-scatter's blocks are not the all-reduce: " + difference);
+  return c.collective == Collective::AllReduce ? compose_all_reduce(c, backend, base, context.schedule_seed)
+                                               : compose_all_to_all(c, backend, base, context.schedule_seed);
 }
 
 PropertyResult buffer_safety(const Case& c, Backend&, const RepeatedRun& base, const PropertyContext&) {
@@ -122,7 +157,7 @@ PropertyResult buffer_safety(const Case& c, Backend&, const RepeatedRun& base, c
 PropertyResult repeat(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
   if (!completed(base)) return skip("the run did not complete (see liveness)");
   constexpr int kCalls = 3;
-  const RepeatedRun run = backend.run(c, RunOptions{context.schedule_seed, kCalls});
+  const RepeatedRun run = backend.run(c, RunOptions{context.schedule_seed, kCalls, nullptr});
   if (!completed(run) || run.calls.size() != kCalls) return fail("the repeated calls did not complete: " + run.error);
   for (int call = 0; call < kCalls; ++call) {
     Case this_call = c;
@@ -147,7 +182,8 @@ constexpr Property kProperties[] = {
      &buffer_safety},
     {"determinism", "the same case run again, under another interleaving, gives identical bits", &determinism},
     {"in-place", "in-place and out-of-place calls give identical bits", &in_place},
-    {"composition", "reduce-scatter's blocks side by side are the all-reduce, bit for bit", &composition},
+    {"composition", "reduce-scatter then all-gather equals all-reduce (bit for bit on exact values); all-to-all twice "
+                    "gives the input back", &composition},
     {"repeat", "three calls back to back on the same buffers each match the oracle for their own inputs", &repeat},
 };
 

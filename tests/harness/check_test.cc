@@ -34,7 +34,7 @@ CheckOptions options(std::uint64_t seed, double budget, std::size_t cases = 0) {
 bool shrinks_small(const Failure& f) { return f.shrunk.nranks <= 8 && input_elements(f.shrunk) <= 64 * 8; }
 
 TEST(Mutants, EveryMutantIsCaughtByTheRightPropertyAndShrunk) {
-  ASSERT_GE(all_mutants().size(), 12u);
+  ASSERT_GE(all_mutants().size(), 15u);
   std::string table = "mutant                     caught  by              cases  seconds  shrunk case\n";
   int missed = 0;
   for (const Mutant& mutant : all_mutants()) {
@@ -114,6 +114,37 @@ TEST(BackendGrammar, NamesEveryPartThatIsWrong) {
   EXPECT_NE(message("ring@sim:channels=99").find("channels=99: must be 1..64"), std::string::npos);
   EXPECT_NE(message("ring@sim:speed=2").find("unknown option 'speed'"), std::string::npos);
   EXPECT_NE(message("mutant:nope@sim").find("no such mutant: mutants are mutant:"), std::string::npos);
+}
+
+// Runs one property on one case of a backend, as the check loop does.
+PropertyResult run_one(const std::string& spec, const std::string& property, const Case& c) {
+  auto list = backends(spec);
+  const RepeatedRun base = list.front()->run(c, RunOptions{1, 1, nullptr});
+  return find_property(property)->check(c, *list.front(), base, PropertyContext{1});
+}
+
+TEST(Properties, CompositionFailsWhenReduceScatterAndAllGatherDoNotComposeIntoAllReduce) {
+  const Case c = parse_case("allreduce/i32/sum/n=12/ranks=3").value();
+  EXPECT_TRUE(run_one("ring@sim", "composition", c).ok);
+  const PropertyResult broken = run_one("mutant:gather-rotated@sim", "composition", c);
+  EXPECT_FALSE(broken.ok);
+  EXPECT_NE(broken.detail.find("reduce-scatter then all-gather is not the all-reduce"), std::string::npos) << broken.detail;
+  EXPECT_TRUE(run_one("mutant:gather-rotated@sim", "oracle", c).ok) << "its all-reduce itself is right";
+}
+
+TEST(Properties, AllToAllTwiceGivesTheInputBack) {
+  const Case c = parse_case("alltoall/f16/sum/n=5/ranks=4/values=special").value();
+  EXPECT_TRUE(run_one("pairwise@sim", "composition", c).ok);
+  EXPECT_TRUE(run_one("bruck@sim", "composition", c).ok);
+}
+
+TEST(Properties, RepeatFailsWhenLaterCallsReadStaleInputs) {
+  const Case c = parse_case("allreduce/f32/sum/n=9/ranks=3").value();
+  EXPECT_TRUE(run_one("ring@sim", "repeat", c).ok);
+  EXPECT_TRUE(run_one("mutant:registered-once@sim", "oracle", c).ok) << "one call alone is right";
+  const PropertyResult broken = run_one("mutant:registered-once@sim", "repeat", c);
+  EXPECT_FALSE(broken.ok);
+  EXPECT_NE(broken.detail.find("call 1: "), std::string::npos) << broken.detail;
 }
 
 TEST(Properties, EveryPropertyHasANameAndADocLine) {
