@@ -497,7 +497,7 @@ std::vector<Mutant> make_mutants() {
       mutant("rank-order-reduce", "direct all-reduce where each rank reduces in its own order, starting from itself",
              allreduce, rank_order_reduce, {"rank-agreement"}),
       mutant("interleaving-race", "reduce-broadcast all-reduce missing a cross-stream wait: a seed-dependent race",
-             allreduce, interleaving_race, {"determinism", "oracle", "in-place"}),
+             allreduce, interleaving_race, {"determinism", "oracle", "in-place", "repeat"}),
       mutant("deadlock", "ring all-reduce where every rank receives before its first send: a cyclic wait",
              allreduce, deadlock, {"liveness"}),
       mutant("gather-rotated", "ring all-reduce and reduce-scatter with allgather-order's all-gather: they do not compose",

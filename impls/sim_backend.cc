@@ -6,7 +6,6 @@
 #include <map>
 #include <mutex>
 
-#include "reference/random.h"
 
 namespace collcheck {
 namespace {
@@ -29,35 +28,38 @@ class SimBackend final : public Backend {
     return c;
   }
 
+  // All calls run in one simulation, back to back with no barrier (SimulationOptions::calls).
   RepeatedRun run(const Case& c, const RunOptions& options) override {
     RepeatedRun result;
-    for (int call = 0; call < std::max(options.calls, 1); ++call) {
-      Case this_call = c;
-      // Call k's inputs are the case with seed + k, unless the variant keeps stale ones.
-      if (!variant_.stale_inputs) this_call.seed = c.seed + static_cast<std::uint64_t>(call);
-      Result<Schedule> schedule = variant_.schedule(this_call, knobs_);
-      if (!schedule) {
-        result.outcome = Outcome::Crash;
-        result.error = schedule.error().text();
-        return result;
-      }
-      SimulationOptions sim(mix64(options.schedule_seed + static_cast<std::uint64_t>(call)), nullptr, true);
-      sim.guard = kGuard;
-      sim.reduction = variant_.reduction;
-      sim.inputs = options.inputs;
-      SimulatedRun run = simulate(*schedule, sim_fabric(c.nranks), sim);
-      result.trace = mix64(result.trace ^ run.trace);
-      if (!run.completed) {
-        result.outcome = run.error.find("deadline") != std::string::npos ? Outcome::Hang : Outcome::Crash;
-        result.error = run.error;
-        return result;
-      }
-      std::vector<RankResult> ranks(static_cast<std::size_t>(c.nranks));
-      for (std::size_t r = 0; r < ranks.size(); ++r) {
-        ranks[r] = RankResult{std::move(run.outputs[r]), std::move(run.inputs[r]), run.guards_intact[r]};
-      }
+    Result<Schedule> schedule = variant_.schedule(c, knobs_);
+    if (!schedule) {
+      result.outcome = Outcome::Crash;
+      result.error = schedule.error().text();
+      return result;
+    }
+    SimulationOptions sim(options.schedule_seed, nullptr, true);
+    sim.guard = kGuard;
+    sim.reduction = variant_.reduction;
+    sim.inputs = options.inputs;
+    sim.calls = std::max(options.calls, 1);
+    sim.call_seed_step = variant_.stale_inputs ? 0 : 1;
+    SimulatedRun run = simulate(*schedule, sim_fabric(c.nranks), sim);
+    result.trace = run.trace;
+    if (!run.completed) {
+      result.outcome = run.error.find("deadline") != std::string::npos ? Outcome::Hang : Outcome::Crash;
+      result.error = run.error;
+      return result;
+    }
+    for (auto& outputs : run.earlier_outputs) {
+      std::vector<RankResult> ranks;
+      for (auto& output : outputs) ranks.push_back(RankResult{std::move(output), {}, true});
       result.calls.push_back(std::move(ranks));
     }
+    std::vector<RankResult> last(static_cast<std::size_t>(c.nranks));
+    for (std::size_t r = 0; r < last.size(); ++r) {
+      last[r] = RankResult{std::move(run.outputs[r]), std::move(run.inputs[r]), run.guards_intact[r]};
+    }
+    result.calls.push_back(std::move(last));
     return result;
   }
 

@@ -33,6 +33,12 @@ struct SimulationOptions {
   // Given inputs, rank by rank (each exactly the rank's input buffer, packed), instead of the
   // case's generated ones: to feed one collective's outputs into another.
   const std::vector<std::vector<std::byte>>* inputs = nullptr;
+  // A training loop: every participant runs its script `calls` times back to back with no
+  // barrier in between. As soon as a rank's call k has finished it writes the inputs of call
+  // k+1 (the case with seed + (k+1) * call_seed_step) into its buffers and starts again, while
+  // its neighbours may still be busy with call k. Scratch keeps whatever the last call left.
+  int calls = 1;
+  std::uint64_t call_seed_step = 1;
 };
 
 struct SimulatedRun {
@@ -42,7 +48,8 @@ struct SimulatedRun {
   std::uint64_t trace = 0;    // hash of every event in order: equal seeds, equal traces
   std::size_t events = 0;
   std::size_t messages = 0;
-  std::vector<std::vector<std::byte>> outputs;  // per rank, its output (empty: reduce non-root)
+  std::vector<std::vector<std::byte>> outputs;  // per rank, its output (empty: reduce non-root), last call
+  std::vector<std::vector<std::vector<std::byte>>> earlier_outputs;  // [call][rank], the calls before the last
   std::vector<std::vector<std::byte>> inputs;   // per rank, its input buffer after the run
   std::vector<bool> guards_intact;              // per rank: its guard zones still hold the pattern
 };

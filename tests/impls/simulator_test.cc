@@ -188,3 +188,35 @@ TEST(Simulator, AParticipantWaitingPastTheDeadlineIsReportedNotHung) {
 
 }  // namespace
 }  // namespace collcheck
+
+namespace collcheck {
+namespace {
+
+TEST(Simulator, RepeatedCallsRunBackToBackWithoutABarrier) {
+  // A chain broadcast's root is done with call k long before the chain's tail: with no
+  // barrier it starts call k+1 at once, so three calls take less than three times one.
+  const Case c = make_case(Collective::Broadcast, DType::Int32, RedOp::Sum, 4096, 8);
+  Result<Schedule> schedule = make_schedule("chain", c, Knobs{512, 1, 4});
+  ASSERT_TRUE(schedule.ok());
+  SimulationOptions once(3, nullptr, true);
+  SimulationOptions thrice(3, nullptr, true);
+  thrice.calls = 3;
+  const SimulatedRun one = simulate(*schedule, fabric_for(8), once);
+  const SimulatedRun three = simulate(*schedule, fabric_for(8), thrice);
+  ASSERT_TRUE(three.completed) << three.error;
+  EXPECT_LT(three.time, 3 * one.time * 0.9);
+  ASSERT_EQ(three.earlier_outputs.size(), 2u);
+  for (std::uint64_t call = 0; call < 3; ++call) {  // call k's inputs come from seed + k
+    Case this_call = c;
+    this_call.seed = c.seed + call;
+    Oracle oracle(this_call);
+    for (int rank = 0; rank < c.nranks; ++rank) {
+      const auto& got = call < 2 ? three.earlier_outputs[call][static_cast<std::size_t>(rank)]
+                                 : three.outputs[static_cast<std::size_t>(rank)];
+      EXPECT_TRUE(compare(oracle.expected(rank), rank, got).ok) << "call " << call << " rank " << rank;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace collcheck
