@@ -50,11 +50,12 @@ rc::Gen<std::size_t> kind(std::vector<std::size_t> weights) {
 }
 
 // Counts relative to n, simplest kinds first: 0, 1, below n, n-1..n+1, k*n + k%n (a remainder
-// unless k is a multiple of n), anything in the range.
-std::size_t count_for(int nranks, std::size_t low, std::size_t high) {
+// unless k is a multiple of n), anything in the range, and — for a backend with a pipeline
+// chunk — one off either side of a multiple of the chunk.
+std::size_t count_for(int nranks, std::size_t chunk, std::size_t low, std::size_t high) {
   const auto n = static_cast<std::size_t>(nranks);
   std::size_t count = 0;
-  switch (*kind({2, 2, 3, 3, 4, 2})) {
+  switch (*kind({2, 2, 3, 3, 4, 2, chunk > 0 ? std::size_t{4} : std::size_t{0}})) {
     case 0: count = 0; break;
     case 1: count = 1; break;
     case 2: count = *rc::gen::inRange<std::size_t>(0, std::max<std::size_t>(n, 1)); break;
@@ -64,7 +65,8 @@ std::size_t count_for(int nranks, std::size_t low, std::size_t high) {
       count = k * n + k % n;
       break;
     }
-    default: count = *rc::gen::inRange<std::size_t>(low, high + 1); break;
+    case 5: count = *rc::gen::inRange<std::size_t>(low, high + 1); break;
+    default: count = *rc::gen::inRange<std::size_t>(1, 4 * n + 1) * chunk + *rc::gen::inRange<std::size_t>(0, 3) - 1; break;
   }
   return std::clamp(count, low, high);
 }
@@ -83,12 +85,13 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
   std::vector<RedOp> ops = allowed(capabilities.ops, limits.ops);
   const std::vector<int> ranks = rank_counts(limits.min_ranks, std::min(limits.max_ranks, capabilities.max_ranks));
   const bool in_place = capabilities.in_place;
+  const std::size_t chunk = capabilities.chunk;
   const std::size_t min_count = limits.min_count, max_count = limits.max_count;
   return rc::gen::exec([=] {
     Case c;
     c.collective = *pick(collectives);
     c.nranks = *pick(ranks);
-    c.count = count_for(c.nranks, min_count, max_count);
+    c.count = count_for(c.nranks, chunk, min_count, max_count);
     c.dtype = *pick(dtypes);
     c.op = reduces(c.collective) ? *pick(ops) : RedOp::Sum;
     c.root = rooted(c.collective) ? *rc::gen::inRange(0, c.nranks) : 0;

@@ -24,6 +24,7 @@ struct Capabilities {
   std::string memory = "host";  // where its buffers live: host, device
   bool deterministic = true;    // the same case twice gives the same bits
   bool rank_identical = true;   // all-reduce, all-gather, broadcast give every rank the same bits
+  std::size_t chunk = 0;        // its pipeline chunk in elements, if it has one (0: none known)
 
   bool supports(const Case&) const;
 };

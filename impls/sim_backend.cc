@@ -25,6 +25,7 @@ class SimBackend final : public Backend {
     c.dtypes.assign(all_dtypes().begin(), all_dtypes().end());
     c.ops.assign(all_ops().begin(), all_ops().end());
     c.deterministic = variant_.deterministic;
+    c.chunk = knobs_.chunk;
     return c;
   }
 
