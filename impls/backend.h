@@ -41,17 +41,9 @@ struct RankResult {
   bool guards_intact = true;          // nothing written just before or after any buffer
 };
 
-struct Run {
-  Outcome outcome = Outcome::Ok;
-  std::string error;                  // why not Ok
-  std::vector<RankResult> ranks;
-  double seconds = 0;                 // virtual on sim, wall-clock elsewhere
-  std::uint64_t trace = 0;            // sim: the event trace hash
-};
-
 // Options a run takes besides the case. `calls` > 1 is a training loop: the collective runs
 // that many times back to back on the same buffers, each rank writing the inputs of call k
-// (the case with seed + k) as soon as its own call k-1 has returned; `results` then holds
+// (the case with seed + k) as soon as its own call k-1 has returned; RepeatedRun::calls then holds
 // every call's outputs, call by call.
 struct RunOptions {
   std::uint64_t schedule_seed = 0;  // sim: the interleaving
@@ -61,6 +53,7 @@ struct RunOptions {
   const std::vector<std::vector<std::byte>>* inputs = nullptr;
 };
 
+// How a run ended and what every rank holds after each call.
 struct RepeatedRun {
   Outcome outcome = Outcome::Ok;
   std::string error;
