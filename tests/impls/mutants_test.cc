@@ -8,6 +8,7 @@
 #include <string>
 
 #include "impls/mutants.h"
+#include "tests/support/cases.h"
 #include "reference/oracle.h"
 
 namespace collcheck {
@@ -16,12 +17,7 @@ namespace {
 constexpr std::size_t kGuard = 8;  // as the sim backend runs them
 
 Case make_case(Collective collective, DType dtype, RedOp op, std::size_t count, int nranks) {
-  Case c;
-  c.collective = collective;
-  c.dtype = dtype;
-  c.op = op;
-  c.count = count;
-  c.nranks = nranks;
+  Case c = testing::make_case(collective, dtype, op, count, nranks);
   c.seed = 77;
   return c;
 }

@@ -9,6 +9,7 @@
 
 #include "impls/algorithms.h"
 #include "impls/simulator.h"
+#include "tests/support/cases.h"
 #include "reference/oracle.h"
 
 namespace collcheck {
@@ -16,12 +17,7 @@ namespace {
 
 Case make_case(Collective collective, DType dtype, RedOp op, std::size_t count, int nranks, bool in_place = false,
                ValueKind values = ValueKind::Exact, int root = 0) {
-  Case c;
-  c.collective = collective;
-  c.dtype = dtype;
-  c.op = op;
-  c.count = count;
-  c.nranks = nranks;
+  Case c = testing::make_case(collective, dtype, op, count, nranks);
   c.in_place = in_place;
   c.values = values;
   c.root = root;

@@ -8,6 +8,7 @@
 
 #include "reference/float_format.h"
 #include "reference/oracle.h"
+#include "tests/support/cases.h"
 
 namespace collcheck {
 namespace {
@@ -18,12 +19,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Case make_case(Collective collective, DType dtype, RedOp op, std::size_t count, int nranks,
                int root = 0, ValueKind values = ValueKind::Exact) {
-  Case c;
-  c.collective = collective;
-  c.dtype = dtype;
-  c.op = op;
-  c.count = count;
-  c.nranks = nranks;
+  Case c = testing::make_case(collective, dtype, op, count, nranks);
   c.root = root;
   c.values = values;
   return c;
