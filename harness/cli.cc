@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "harness/cli_bench.h"
 #include "harness/cli_list.h"
 #if COLLCHECK_HAVE_RAPIDCHECK
 #include "harness/cli_check.h"
@@ -13,6 +14,7 @@
 #include "harness/cli_prove.h"
 #include "harness/cli_simulate.h"
 #include "harness/cli_version.h"
+#include "harness/cli_worker.h"
 #include "harness/text_table.h"
 
 namespace collcheck::cli {
@@ -54,6 +56,12 @@ constexpr Command kCommands[] = {
     {"replay", "rerun one case on one backend with per-rank detail",
      "--backend B [--schedule-seed S] [--property P] 'CASE'", nullptr, &run_replay},
 #endif
+    {"bench", "time a backend with nccl-tests' flags and columns, optionally against another",
+     "[--backend B] [--vs B] [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-i STEP] [-n ITERS] [-w WARMUP]\n"
+     "      [-c 0|1] [-d DTYPE] [-o OP] [-r ROOT] [--collective C] [--ranks N] [--csv FILE] [--svg FILE]",
+     nullptr, &run_bench},
+    {"worker", "one rank of a world launched by check or bench through mpirun (not run by hand)",
+     "--backend B --connect HOST:PORT", nullptr, &run_worker},
     {"help", "print this help", "", &run_help, nullptr},
 };
 

@@ -17,6 +17,8 @@ Error spec_error(std::string_view spec, const std::string& message) {
   return Error{"--backend", "'" + std::string(spec) + "': " + message};
 }
 
+}  // namespace
+
 // `chunk=4096,channels=2,fan-in=3` into knobs.
 Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs) {
   std::size_t start = 0;
@@ -41,8 +43,6 @@ Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs) {
   }
   return Ok{};
 }
-
-}  // namespace
 
 bool Capabilities::supports(const Case& c) const {
   auto has = [](const auto& list, auto value) { return std::find(list.begin(), list.end(), value) != list.end(); };

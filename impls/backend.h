@@ -51,6 +51,16 @@ struct RunOptions {
   // Given inputs, rank by rank, instead of the generated ones (with calls == 1): how the
   // composition property feeds one collective's outputs into the next.
   const std::vector<std::vector<std::byte>>* inputs = nullptr;
+  // Seconds the run may take before it is reported as a hang; 0: the backend's default,
+  // derived from the case's size.
+  double deadline = 0;
+  // Timing (`collcheck bench`): inputs written once, `warmup` untimed calls, then `iterations`
+  // timed ones on the same buffers; RepeatedRun::seconds is the mean time per timed call (the
+  // slowest rank's). When `checked`, calls[k] holds timed call k's outputs for the oracle.
+  bool timed = false;
+  int warmup = 0;
+  int iterations = 0;
+  bool checked = false;
 };
 
 // How a run ended and what every rank holds after each call.
@@ -59,6 +69,7 @@ struct RepeatedRun {
   std::string error;
   std::vector<std::vector<RankResult>> calls;  // calls[k][rank]
   std::uint64_t trace = 0;
+  double seconds = 0;  // timed: mean seconds per call; on `sim` the predicted (virtual) time
 };
 
 class Backend {

@@ -32,6 +32,9 @@ std::vector<std::string> algorithm_variant_names();  // ring, tree, ... without 
 // `spec` is the name the backend reports (`ring@sim:chunk=4`).
 std::unique_ptr<Backend> make_sim_backend(SimVariant variant, Knobs knobs, std::string spec);
 
+// `chunk=4096,channels=2,fan-in=3` into knobs; errors name `spec` and the allowed options.
+Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs);
+
 // The fabric every sim backend runs on: nranks GPUs on one aggregating switch, 1 us and
 // 25 GB/s per link, local copies free.
 const Topology& sim_fabric(int nranks);

@@ -1,0 +1,13 @@
+// `collcheck worker`: one rank of a world that `collcheck check` or `bench` launched through
+// mpirun; it takes cases from the launching process and sends back its rank's results.
+#pragma once
+
+#include <ostream>
+#include <span>
+#include <string_view>
+
+namespace collcheck::cli {
+
+int run_worker(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
+
+}  // namespace collcheck::cli

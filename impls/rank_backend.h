@@ -1,0 +1,80 @@
+// One rank's part of a backend that runs across processes (`ALGORITHM@proc`, `mpi`, `gloo`):
+// every member of a world calls run() with the same case at the same time, and gets back its
+// own rank's buffers. The harness runs these in lockstep under mpirun, or launches them.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "impls/backend.h"
+#include "impls/hook.h"
+#include "impls/world.h"
+#include "reference/case.h"
+#include "reference/result.h"
+
+namespace collcheck {
+
+struct RankRunOptions {
+  int calls = 1;  // back to back on the same buffers, as RunOptions::calls
+  // This rank's given input (exactly its input buffer, packed) instead of the generated one,
+  // with calls == 1.
+  const std::vector<std::byte>* input = nullptr;
+  // Seconds from the start of the run after which a wait gives up and the run ends with an
+  // error (where the backend can: our executors can, a vendor call may not return at all).
+  double deadline = 60;
+  LinkHook* hook = nullptr;  // ours: every send and wait passes through it; null: none
+  // Timing (bench): inputs written once, `warmup` untimed calls, then `iterations` timed ones
+  // on the same buffers; RankRun::seconds is the mean time per timed call and `calls` is
+  // ignored. When `checked`, the timed calls' outputs are returned too (one RankResult each).
+  bool timed = false;
+  int warmup = 0;
+  int iterations = 0;
+  bool checked = false;
+};
+
+struct RankRun {
+  Outcome outcome = Outcome::Ok;  // Ok, or Detected when this rank saw an error
+  std::string error;              // what this rank saw, naming the step or call
+  std::vector<RankResult> calls;  // this rank's results, call by call
+  double seconds = 0;             // timed: mean seconds per call; otherwise the whole run
+};
+
+class RankBackend {
+ public:
+  virtual ~RankBackend() = default;
+  virtual std::string name() const = 0;
+  // The case has nranks == the world's size; every member passes the same case and options
+  // (but its own `input`).
+  virtual RankRun run(const Case&, const RankRunOptions&) = 0;
+};
+
+// A backend that runs across processes, before any world exists: its name, what it can run,
+// the environment its processes need (set before MPI is initialised: mpirun -x NAME=VALUE),
+// and how to make its rank part once a world is there.
+struct RankBackendSpec {
+  std::string name;  // as the user wrote it, or as an expansion named it: `mpi:allreduce=ring`
+  Capabilities capabilities;
+  std::vector<std::pair<std::string, std::string>> environment;
+  std::function<Result<std::unique_ptr<RankBackend>>(World&)> make;
+};
+
+// True when the spec names a backend that runs across processes: `ALGORITHM@proc[...]`,
+// `mutant:NAME@proc`, `mpi[...]`, `gloo[...]`.
+bool runs_across_processes(std::string_view spec);
+
+// The specs one --backend names (`all@proc`, `mpi:all-algorithms` stand for several). Errors
+// name the part that is wrong and list what is allowed, or say the build lacks MPI or Gloo.
+Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec);
+
+// The pieces of the registry, one per family (each in its own file).
+Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, std::string_view options,
+                                                        std::string_view spec);
+Result<std::vector<RankBackendSpec>> mpi_backend_specs(std::string_view options, std::string_view spec);
+Result<std::vector<RankBackendSpec>> gloo_backend_specs(std::string_view options, std::string_view spec);
+
+}  // namespace collcheck
