@@ -76,14 +76,14 @@ std::size_t count_for(int nranks, std::size_t chunk, std::size_t low, std::size_
 bool any_case_possible(const Capabilities& capabilities, const CaseLimits& limits) {
   return !allowed(capabilities.collectives, limits.collectives).empty() &&
          !allowed(capabilities.dtypes, limits.dtypes).empty() && !allowed(capabilities.ops, limits.ops).empty() &&
-         limits.min_ranks <= std::min(limits.max_ranks, capabilities.max_ranks);
+         std::max(limits.min_ranks, capabilities.min_ranks) <= std::min(limits.max_ranks, capabilities.max_ranks);
 }
 
 rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits& limits) {
   const std::vector<Collective> collectives = allowed(capabilities.collectives, limits.collectives);
   const std::vector<DType> dtypes = allowed(allowed(kDtypeOrder, capabilities.dtypes), limits.dtypes);
   std::vector<RedOp> ops = allowed(capabilities.ops, limits.ops);
-  const std::vector<int> ranks = rank_counts(limits.min_ranks, std::min(limits.max_ranks, capabilities.max_ranks));
+  const std::vector<int> ranks = rank_counts(std::max(limits.min_ranks, capabilities.min_ranks), std::min(limits.max_ranks, capabilities.max_ranks));
   const bool in_place = capabilities.in_place;
   const std::size_t chunk = capabilities.chunk;
   const std::size_t min_count = limits.min_count, max_count = limits.max_count;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "properties/property.h"
 #include "reference/random.h"
@@ -35,32 +36,55 @@ std::vector<const Property*> selected_properties(const CheckOptions& options) {
   return selected;
 }
 
-PropertyResult run_property(const Property& property, const Case& c, Backend& backend, std::uint64_t schedule_seed) {
-  const RepeatedRun base = backend.run(c, RunOptions{schedule_seed, 1, nullptr});
+// Whether the clock has passed `deadline`: in lockstep, as rank 0's clock says.
+bool past(const CheckOptions& options, Clock::time_point deadline) {
+  const bool passed = Clock::now() >= deadline;
+  return options.agree ? options.agree(passed) != 0 : passed;
+}
+
+RunOptions run_options(const CheckOptions& options, std::uint64_t schedule_seed) {
+  RunOptions run{schedule_seed, 1, nullptr};
+  run.deadline = options.deadline;
+  return run;
+}
+
+// Lockstep: every rank saw the same runs, so it must reach the same verdicts as rank 0.
+void agree_on_verdict(const CheckOptions& options, const Case& c, bool failed, const std::string& detail) {
+  if (!options.agree) return;
+  const std::uint64_t mine = mix64(hash_text(to_string(c)) ^ hash_text(detail) ^ (failed ? 1 : 0));
+  if (options.agree(mine) == mine) return;
+  std::fprintf(stderr, "collcheck check: this rank's verdict on '%s' differs from rank 0's; stopping\n", to_string(c).c_str());
+  std::abort();
+}
+
+PropertyResult run_property(const Property& property, const Case& c, Backend& backend, std::uint64_t schedule_seed,
+                            const CheckOptions& options) {
+  const RepeatedRun base = backend.run(c, run_options(options, schedule_seed));
   return property.check(c, backend, base, PropertyContext{schedule_seed});
 }
 
 // Walks down the shrink tree: the first smaller case that still fails becomes the current one.
 Failure shrink(const rc::Shrinkable<Case>& failing, const Property& property, Backend& backend,
-               std::uint64_t schedule_seed, std::string detail, Clock::time_point deadline) {
+               std::uint64_t schedule_seed, std::string detail, Clock::time_point deadline, const CheckOptions& options) {
   Failure failure;
   rc::Shrinkable<Case> current = failing;
   bool smaller = true;
-  while (smaller && failure.shrink_runs < kMaxShrinkRuns && Clock::now() < deadline) {
+  while (smaller && failure.shrink_runs < kMaxShrinkRuns && !past(options, deadline)) {
     smaller = false;
     rc::Seq<rc::Shrinkable<Case>> candidates = current.shrinks();
     while (auto next = candidates.next()) {
       const Case candidate = next->value();
       if (!backend.capabilities().supports(candidate) || !validate(candidate)) continue;
       ++failure.shrink_runs;
-      const PropertyResult result = run_property(property, candidate, backend, schedule_seed);
+      const PropertyResult result = run_property(property, candidate, backend, schedule_seed, options);
+      agree_on_verdict(options, candidate, !result.ok, result.detail);
       if (!result.ok) {
         current = *next;
         detail = result.detail;
         smaller = true;
         break;
       }
-      if (failure.shrink_runs >= kMaxShrinkRuns || Clock::now() >= deadline) break;
+      if (failure.shrink_runs >= kMaxShrinkRuns || past(options, deadline)) break;
     }
   }
   failure.shrunk = current.value();
@@ -117,12 +141,12 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
     rc::Random random(options.seed ^ hash_text(backend.name()));
     std::vector<std::string> failed_properties;
     for (std::size_t i = 0; options.cases == 0 || i < options.cases; ++i) {
-      if (Clock::now() >= backend_deadline) break;
+      if (past(options, backend_deadline)) break;
       // RapidCheck's sizes: small cases first, full-sized ones (100) from the 30th case on.
       const rc::Shrinkable<Case> drawn = generator(random.split(), static_cast<int>(std::min<std::size_t>(10 + 3 * i, 100)));
       const Case c = drawn.value();
       const std::uint64_t schedule_seed = mix64(options.seed + i);
-      const RepeatedRun base = backend.run(c, RunOptions{schedule_seed, 1, nullptr});
+      const RepeatedRun base = backend.run(c, run_options(options, schedule_seed));
       Tally& cell = report.table[{backend.name(), c.collective}];
       ++cell.cases;
       ++all_cases;
@@ -131,6 +155,7 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
         const std::string property_name(property->name);
         if (std::find(failed_properties.begin(), failed_properties.end(), property_name) != failed_properties.end()) continue;
         const PropertyResult result = property->check(c, backend, base, PropertyContext{schedule_seed});
+        agree_on_verdict(options, c, !result.ok, result.detail);
         Tally& per = report.per_property[{backend.name(), c.collective, property_name}];
         ++per.cases;
         if (result.skipped) {
@@ -145,7 +170,7 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
         ++per.failed;
         failed = true;
         failed_properties.push_back(property_name);
-        Failure failure = shrink(drawn, *property, backend, schedule_seed, result.detail, deadline);
+        Failure failure = shrink(drawn, *property, backend, schedule_seed, result.detail, deadline, options);
         failure.backend = backend.name();
         failure.collective = failure.shrunk.collective;
         failure.property = property_name;

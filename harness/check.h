@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -23,6 +24,11 @@ struct CheckOptions {
   double time_budget = 60;           // seconds for all backends together
   std::vector<std::string> properties;  // empty: every property
   bool stop_at_first_failure = false;    // per backend: move on once one property failed
+  double deadline = 0;                   // seconds per run before it is a hang; 0: the backend's default
+  // Lockstep (every rank of a launched world runs this loop): returns rank 0's value of its
+  // argument, so decisions that depend on the clock are taken once, by rank 0, and verdicts
+  // can be compared. Unset: a single process.
+  std::function<std::uint64_t(std::uint64_t)> agree;
 };
 
 struct Failure {

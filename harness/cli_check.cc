@@ -5,14 +5,19 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
+#include <sstream>
 
 #include "harness/arguments.h"
 #include "harness/check.h"
 #include "harness/report.h"
+#include "impls/mpi_world.h"
+#include "impls/rank_backend.h"
 #include "properties/property.h"
 #include "reference/oracle.h"
 
@@ -22,8 +27,9 @@ namespace {
 constexpr int kUsageError = 2;
 constexpr int kUnavailable = 77;
 constexpr std::string_view kCheckFlags[] = {"backend", "collective", "dtype", "op", "ranks", "count", "cases",
-                                            "seed", "time-budget", "property", "json", "junit"};
-constexpr std::string_view kReplayFlags[] = {"backend", "schedule-seed", "property"};
+                                            "seed", "time-budget", "property", "json", "junit",
+                                            "deadline", "mpirun-args"};
+constexpr std::string_view kReplayFlags[] = {"backend", "schedule-seed", "property", "deadline", "mpirun-args"};
 
 // `60s`, `2m`, `90` (seconds), `1.5m`.
 Result<double> parse_duration(std::string_view flag, const std::string& text) {
@@ -75,10 +81,50 @@ Status parse_limits(const Arguments& args, CaseLimits& limits) {
   return Ok{};
 }
 
-Result<CheckOptions> parse_options(const Arguments& args) {
+// Under mpirun or srun, with backends that run across processes, this process is one rank of
+// the world: every rank runs the same loop, rank 0 alone prints.
+struct Lockstep {
+  World* world = nullptr;
+  bool quiet = false;  // not rank 0
+  std::ostringstream discard;
+};
+
+Status join_lockstep(const std::vector<std::string>& specs, Lockstep& lockstep) {
+  if (!launched_by_launcher()) return Ok{};
+  const bool across = std::any_of(specs.begin(), specs.end(), [](const std::string& s) { return runs_across_processes(s); });
+  if (!across) return Ok{};
+  if (!std::all_of(specs.begin(), specs.end(), [](const std::string& s) { return runs_across_processes(s); })) {
+    return Error{"--backend", "under mpirun every backend must run across processes (@proc, mpi, gloo); run @sim ones alone"};
+  }
+  Result<World*> world = launched_world();
+  if (!world) return world.error();
+  lockstep.world = *world;
+  lockstep.quiet = (*world)->rank() != 0;
+  return Ok{};
+}
+
+Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockstep) {
   CheckOptions options;
   Status limits = parse_limits(args, options.limits);
   if (!limits) return limits.error();
+  if (lockstep.world != nullptr) {
+    // Every case runs on the whole world the launcher started.
+    const int n = lockstep.world->size();
+    if (args.has("ranks") && (options.limits.min_ranks > n || options.limits.max_ranks < n)) {
+      return Error{"--ranks", "'" + args.get("ranks") + "': under mpirun every case runs on all " + std::to_string(n) +
+                                  " ranks of the world; leave --ranks out or include " + std::to_string(n)};
+    }
+    options.limits.min_ranks = options.limits.max_ranks = n;
+    World* world = lockstep.world;
+    options.agree = [world](std::uint64_t mine) {
+      std::byte bytes[8];
+      std::memcpy(bytes, &mine, 8);
+      const std::vector<std::vector<std::byte>> all = world->allgather(bytes);
+      std::uint64_t first = 0;
+      std::memcpy(&first, all.front().data(), 8);
+      return first;
+    };
+  }
   Result<std::uint64_t> cases = parse_count("--cases", args.get("cases", "0"), 0, 1u << 30);
   if (!cases) return cases.error();
   options.cases = *cases;
@@ -101,10 +147,26 @@ Result<CheckOptions> parse_options(const Arguments& args) {
   return options;
 }
 
-Result<std::vector<std::unique_ptr<Backend>>> backends_of(const std::vector<std::string>& specs) {
+// --deadline and --mpirun-args, for backends that run across processes.
+Result<BackendOptions> backend_options(const Arguments& args) {
+  BackendOptions options;
+  if (args.has("deadline")) {
+    Result<double> deadline = parse_duration("--deadline", args.get("deadline"));
+    if (!deadline) return deadline.error();
+    if (*deadline <= 0) return Error{"--deadline", "'" + args.get("deadline") + "': must be more than 0 s"};
+    options.deadline = *deadline;
+  }
+  std::istringstream words(args.get("mpirun-args"));
+  for (std::string word; words >> word;) options.launcher_arguments.push_back(word);
+  return options;
+}
+
+Result<std::vector<std::unique_ptr<Backend>>> backends_of(const std::vector<std::string>& specs, const Arguments& args) {
+  Result<BackendOptions> options = backend_options(args);
+  if (!options) return options.error();
   std::vector<std::unique_ptr<Backend>> all;
   for (const std::string& spec : specs) {
-    auto made = make_backends(spec);
+    auto made = make_backends(spec, *options);
     if (!made) return made.error();
     for (auto& backend : made.value()) all.push_back(std::move(backend));
   }
@@ -128,23 +190,32 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
     err << "collcheck check: " << args.error().text() << '\n';
     return kUsageError;
   }
-  Result<CheckOptions> options = parse_options(*args);
   std::vector<std::string> specs = args->all("backend");
   if (specs.empty()) specs.push_back("all@sim");
-  auto backends = options ? backends_of(specs) : Result<std::vector<std::unique_ptr<Backend>>>(options.error());
+  Lockstep lockstep;
+  Status joined = join_lockstep(specs, lockstep);
+  Result<CheckOptions> options = joined ? parse_options(*args, lockstep) : Result<CheckOptions>(joined.error());
+  auto backends = options ? backends_of(specs, *args) : Result<std::vector<std::unique_ptr<Backend>>>(options.error());
   if (!backends) {
     err << "collcheck check: " << backends.error().text() << '\n';
     return kUsageError;
   }
-  out << "collcheck check: seed " << options->seed << ", " << backends->size() << " backend"
-      << (backends->size() == 1 ? "" : "s") << ", budget " << options->time_budget << " s\n" << std::flush;
-  const bool terminal = isatty(STDERR_FILENO) != 0;
+  // In lockstep every rank runs the loop; rank 0 alone speaks and writes files.
+  std::ostream& speak = lockstep.quiet ? lockstep.discard : out;
+  std::ostream& complain = lockstep.quiet ? lockstep.discard : err;
+  speak << "collcheck check: seed " << options->seed << ", " << backends->size() << " backend"
+        << (backends->size() == 1 ? "" : "s") << ", budget " << options->time_budget << " s"
+        << (lockstep.world ? ", in lockstep on " + std::to_string(lockstep.world->size()) + " ranks" : "") << "\n"
+        << std::flush;
+  const bool terminal = isatty(STDERR_FILENO) != 0 && !lockstep.quiet;
   const CheckReport report = collcheck::run_check(*options, backends.value(), terminal ? &err : nullptr);
-  print_report(report, out);
-  if (args->has("json") && !write_file(args->get("json"), &write_json, report, err)) return kUsageError;
-  if (args->has("junit") && !write_file(args->get("junit"), &write_junit, report, err)) return kUsageError;
+  print_report(report, speak);
+  if (!lockstep.quiet) {
+    if (args->has("json") && !write_file(args->get("json"), &write_json, report, err)) return kUsageError;
+    if (args->has("junit") && !write_file(args->get("junit"), &write_junit, report, err)) return kUsageError;
+  }
   if (report.total().cases == 0) {
-    err << "collcheck check: no backend could run a case with these options\n";
+    complain << "collcheck check: no backend could run a case with these options\n";
     return kUnavailable;
   }
   return report.failures.empty() ? 0 : 1;
@@ -176,7 +247,7 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
   }
   Result<Case> c = parse_case(case_text);
   Result<std::uint64_t> schedule_seed = parse_count("--schedule-seed", args->get("schedule-seed", "0"), 0, ~std::uint64_t{0});
-  auto backends = backends_of({args->get("backend", "ring@sim")});
+  auto backends = backends_of({args->get("backend", "ring@sim")}, *args);
   const std::string property_name = args->get("property");
   const Property* only = property_name.empty() ? nullptr : find_property(property_name);
   if (!c || !schedule_seed || !backends || (!property_name.empty() && !only)) {

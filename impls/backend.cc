@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <charconv>
 
+#include "impls/launched_backend.h"
+#include "impls/mpi_world.h"
 #include "impls/mutants.h"
+#include "impls/rank_backend.h"
 #include "impls/sim_backend.h"
 
 namespace collcheck {
 namespace {
 
-constexpr std::string_view kTransports = "sim (proc, cuda, ib, nccl, mpi, gloo and plugins arrive later)";
+constexpr std::string_view kTransports = "sim or proc (mpi and gloo are named alone: mpi, gloo:NAME)";
 
 Error spec_error(std::string_view spec, const std::string& message) {
   return Error{"--backend", "'" + std::string(spec) + "': " + message};
@@ -47,7 +50,7 @@ Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs) {
 bool Capabilities::supports(const Case& c) const {
   auto has = [](const auto& list, auto value) { return std::find(list.begin(), list.end(), value) != list.end(); };
   return has(collectives, c.collective) && has(dtypes, c.dtype) && (!reduces(c.collective) || has(ops, c.op)) &&
-         (in_place || !c.in_place) && c.nranks <= max_ranks;
+         (in_place || !c.in_place) && c.nranks >= min_ranks && c.nranks <= max_ranks;
 }
 
 std::string_view name(Outcome outcome) {
@@ -66,11 +69,36 @@ std::string backend_names() {
   return out;
 }
 
-Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spec) {
+namespace {
+
+// Backends across processes: lockstep when a launcher started this process, else launched.
+Result<std::vector<std::unique_ptr<Backend>>> make_process_backends(std::string_view spec, const BackendOptions& options) {
+  Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
+  if (!specs) return specs.error();
+  std::vector<std::unique_ptr<Backend>> backends;
+  if (!launched_by_launcher()) {
+    for (RankBackendSpec& one : *specs) backends.push_back(make_launched_backend(std::move(one), options));
+    return backends;
+  }
+  Result<World*> world = launched_world();
+  if (!world) return world.error();
+  for (RankBackendSpec& one : *specs) {
+    Result<std::unique_ptr<Backend>> backend = make_lockstep_backend(std::move(one), **world, options);
+    if (!backend) return backend.error();
+    backends.push_back(std::move(*backend));
+  }
+  return backends;
+}
+
+}  // namespace
+
+Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spec, const BackendOptions& process_options) {
+  if (runs_across_processes(spec)) return make_process_backends(spec, process_options);
   const std::size_t at = spec.find('@');
   if (at == std::string_view::npos) {
     return spec_error(spec, "must be ALGORITHM@TRANSPORT[:OPTIONS], e.g. ring@sim or 'ring@sim:chunk=4096,channels=2'; "
-                            "backends: all@sim, " + backend_names() + ", mutant:NAME@sim");
+                            "backends: all@sim, " + backend_names() + ", mutant:NAME@sim, the same @proc, "
+                            "mpi[:COLL=ALG,...|:all-algorithms], gloo[:NAME|:all-algorithms]");
   }
   const std::string_view what = spec.substr(0, at);
   std::string_view rest = spec.substr(at + 1);

@@ -20,6 +20,7 @@ struct Capabilities {
   std::vector<DType> dtypes;
   std::vector<RedOp> ops;
   bool in_place = true;
+  int min_ranks = 1;
   int max_ranks = kMaxRanks;
   std::string memory = "host";  // where its buffers live: host, device
   bool deterministic = true;    // the same case twice gives the same bits
@@ -72,6 +73,13 @@ struct RepeatedRun {
   double seconds = 0;  // timed: mean seconds per call; on `sim` the predicted (virtual) time
 };
 
+// How backends that run across processes are started.
+struct BackendOptions {
+  double deadline = 0;  // seconds per run before it is a hang; 0: default_deadline()
+  // Extra arguments for mpirun when launching worlds (--hostfile ..., --mca ...).
+  std::vector<std::string> launcher_arguments;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -82,9 +90,12 @@ class Backend {
 };
 
 // The backends the grammar names (`ring@sim`, `ring@sim:chunk=4096,channels=2`,
-// `mutant:NAME@sim`, `all@sim`): one spec may stand for several backends (`all@sim`).
+// `mutant:NAME@sim`, `all@sim`; across processes `ring@proc`, `mpi:allreduce=ring`,
+// `gloo:allreduce_ring`, see rank_backend.h): one spec may stand for several backends
+// (`all@sim`). Backends across processes run in lockstep when this process was started by
+// mpirun or srun, and otherwise launch their own worlds through mpirun.
 // Errors name the part that is wrong and list what is allowed.
-Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spec);
+Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spec, const BackendOptions& = {});
 std::string backend_names();  // every name `all@sim` expands to, for help and errors
 
 }  // namespace collcheck

@@ -1,0 +1,64 @@
+// The control channel between a launching process and the workers it started: framed messages
+// over TCP, with deadlines on every wait. Not under test: no fault is ever injected here.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reference/result.h"
+
+namespace collcheck {
+
+enum class FrameKind : std::uint32_t { Hello = 1, Run = 2, Result = 3, Dying = 4, Quit = 5 };
+
+struct Frame {
+  FrameKind kind = FrameKind::Quit;
+  std::vector<std::byte> payload;
+};
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+class ControlSocket {
+ public:
+  ControlSocket() = default;
+  explicit ControlSocket(int fd) : fd_(fd) {}
+  ControlSocket(ControlSocket&&) noexcept;
+  ControlSocket& operator=(ControlSocket&&) noexcept;
+  ~ControlSocket();
+
+  static Result<ControlSocket> connect(const std::string& host, int port, SteadyTime deadline);
+
+  bool open() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  Status send(FrameKind, std::span<const std::byte>);
+  // The next frame; an error "closed" when the peer is gone, "timeout" past the deadline.
+  Result<Frame> receive(SteadyTime deadline);
+  // Reads whatever of the next frame is available without waiting; true once it is complete.
+  Result<bool> receive_some(Frame& into);
+  void close();
+
+ private:
+  int fd_ = -1;
+  std::vector<std::byte> pending_;  // bytes of a frame read so far
+};
+
+class Listener {
+ public:
+  Listener() = default;
+  Listener(Listener&&) noexcept;
+  Listener& operator=(Listener&&) noexcept;
+  ~Listener();
+  static Result<Listener> open();  // every interface, an ephemeral port
+  int port() const { return port_; }
+  Result<ControlSocket> accept(SteadyTime deadline);
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+}  // namespace collcheck

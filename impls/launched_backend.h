@@ -1,0 +1,32 @@
+// Backends that run across processes, seen from one process: launched worlds (this process
+// starts the ranks through mpirun and drives them) and lockstep (this process is one rank of
+// a world the user started with mpirun or srun, and every rank runs the same check loop).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "impls/backend.h"
+#include "impls/rank_backend.h"
+#include "impls/world.h"
+
+namespace collcheck {
+
+// The deadline of one run when BackendOptions gives none: 20 s, plus a second for every 50 MB
+// the case moves (all calls, all ranks), so slow-but-progressing runs are not called hangs.
+double default_deadline(const Case&, const RunOptions&);
+
+// Runs the spec on worlds of `collcheck worker` processes that it launches through mpirun,
+// one world per rank count, kept for the next case. A run past its deadline is a `hang`, a
+// rank that dies is a `crash`; either way that world's processes are killed and the next case
+// on that rank count launches a fresh one. No process outlives the backend.
+std::unique_ptr<Backend> make_launched_backend(RankBackendSpec, const BackendOptions&);
+
+// This process is rank world.rank(): run() runs the rank's part and then gathers every rank's
+// results over the world's control channel, so every rank sees the same RepeatedRun. Cases
+// must have nranks == world.size() (the capabilities say so). A run past its deadline stops
+// the whole world with a message naming the case (a hung rank cannot be waited for).
+Result<std::unique_ptr<Backend>> make_lockstep_backend(RankBackendSpec, World&, const BackendOptions&);
+
+}  // namespace collcheck
