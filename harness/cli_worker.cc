@@ -108,15 +108,15 @@ int serve(ControlSocket& control, RankBackend& backend) {
 }  // namespace
 
 int run_worker(std::span<const std::string_view> args, std::ostream&, std::ostream& err) {
-  constexpr std::string_view kFlags[] = {"--backend", "--connect"};
+  constexpr std::string_view kFlags[] = {"backend", "connect"};
   Result<Arguments> arguments = Arguments::parse(args, kFlags, {});
   if (!arguments) {
     err << "collcheck worker: " << arguments.error().text() << '\n';
     return 2;
   }
-  const std::string connect = arguments->get("--connect");
+  const std::string connect = arguments->get("connect");
   const std::size_t colon = connect.rfind(':');
-  if (!arguments->has("--backend") || colon == std::string::npos) {
+  if (!arguments->has("backend") || colon == std::string::npos) {
     err << "collcheck worker: --backend B and --connect HOST:PORT are required (workers are launched by check and bench)\n";
     return 2;
   }
@@ -135,7 +135,7 @@ int run_worker(std::span<const std::string_view> args, std::ostream&, std::ostre
   watch_launcher(control->fd());
   for (int s : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) std::signal(s, on_fatal_signal);
   std::set_terminate(on_terminate);
-  Result<std::unique_ptr<RankBackend>> backend = make_backend(arguments->get("--backend"), **world);
+  Result<std::unique_ptr<RankBackend>> backend = make_backend(arguments->get("backend"), **world);
   if (!control->send(FrameKind::Hello, hello((*world)->rank(), backend ? "" : backend.error().text()))) return 3;
   if (!backend) return 2;
   return serve(*control, **backend);

@@ -195,8 +195,9 @@ class LaunchedWorld {
   }
 
   Error launch_error(const std::string& what) {
+    const std::string output = tail_of(log_, 12);
     stop(false);
-    return Error{"--backend", "launching `" + command_ + "`: " + what + "; its output:" + tail_of(log_, 12)};
+    return Error{"--backend", "launching `" + command_ + "`: " + what + "; its output:" + output};
   }
 
   RepeatedRun collect(SteadyTime deadline, double seconds) {
@@ -324,7 +325,7 @@ class LaunchedBackend final : public Backend {
     if (!world) {
       world = std::make_unique<LaunchedWorld>();
       if (Status launched = world->launch(spec_, c.nranks, options_); !launched) {
-        world.reset();
+        worlds_.erase(c.nranks);
         RepeatedRun failed;
         failed.outcome = Outcome::Crash;
         failed.error = launched.error().message;
