@@ -83,7 +83,16 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
   const std::vector<Collective> collectives = allowed(capabilities.collectives, limits.collectives);
   const std::vector<DType> dtypes = allowed(allowed(kDtypeOrder, capabilities.dtypes), limits.dtypes);
   std::vector<RedOp> ops = allowed(capabilities.ops, limits.ops);
-  const std::vector<int> ranks = rank_counts(std::max(limits.min_ranks, capabilities.min_ranks), std::min(limits.max_ranks, capabilities.max_ranks));
+  const std::vector<int> ranks =
+      rank_counts(std::max(limits.min_ranks, capabilities.min_ranks), std::min(limits.max_ranks, capabilities.max_ranks));
+  // Value kinds with their weights (exact 3, real 2, special 1), those the user allows.
+  std::vector<ValueKind> values;
+  std::vector<std::size_t> weights;
+  for (const auto& [value, weight] : {std::pair{ValueKind::Exact, 3}, {ValueKind::Real, 2}, {ValueKind::Special, 1}}) {
+    if (!limits.values.empty() && std::find(limits.values.begin(), limits.values.end(), value) == limits.values.end()) continue;
+    values.push_back(value);
+    weights.push_back(static_cast<std::size_t>(weight));
+  }
   const bool in_place = capabilities.in_place;
   const std::size_t chunk = capabilities.chunk;
   const std::size_t min_count = limits.min_count, max_count = limits.max_count;
@@ -97,7 +106,7 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
     c.root = rooted(c.collective) ? *rc::gen::inRange(0, c.nranks) : 0;
     c.in_place = in_place && *kind({3, 1}) == 1;
     c.offset = *kind({3, 1}) == 1 ? *rc::gen::inRange<std::size_t>(1, 16) : 0;
-    c.values = std::vector<ValueKind>{ValueKind::Exact, ValueKind::Real, ValueKind::Special}[*kind({3, 2, 1})];
+    c.values = values[*kind(weights)];
     c.seed = *rc::gen::inRange<std::uint64_t>(0, 1000000);
     // Keep every buffer reasonable: all-gather, reduce-scatter and all-to-all hold nranks blocks.
     const std::size_t blocks = input_elements(c.collective, 1, c.nranks) + output_elements(c.collective, 1, c.nranks) - 1;

@@ -16,6 +16,7 @@ struct CaseLimits {
   std::vector<Collective> collectives;
   std::vector<DType> dtypes;
   std::vector<RedOp> ops;
+  std::vector<ValueKind> values;
   int min_ranks = 1, max_ranks = 64;
   std::size_t min_count = 0, max_count = 1 << 20;
 };

@@ -48,17 +48,21 @@ constexpr Command kCommands[] = {
      nullptr, &run_simulate},
 #if COLLCHECK_HAVE_RAPIDCHECK
     {"check", "run random cases on backends, check every property, shrink failures",
-     "[--backend B ...] [--collective C ...] [--dtype D ...] [--op O ...] [--ranks 1..64]\n"
-     "      [--count 0..64K] [--cases N] [--seed S] [--time-budget 60s] [--property P ...]\n"
-     "      [--json FILE] [--junit FILE]      (backends: all@sim, ALGORITHM@sim[:chunk=N,channels=N,fan-in=N],\n"
-     "      mutant:NAME@sim)",
+     "[--backend B ...] [--collective C ...] [--dtype D ...] [--op O ...] [--values V ...]\n"
+     "      [--ranks 1..64] [--count 0..64K] [--cases N] [--seed S] [--time-budget 60s] [--property P ...]\n"
+     "      [--deadline SECONDS] [--mpirun-args 'ARGS'] [--json FILE] [--junit FILE]\n"
+     "      (backends: all@sim, ALGORITHM@sim[:chunk=N,channels=N,fan-in=N], mutant:NAME@sim,\n"
+     "      the same @proc[:...,transport=auto|shm|tcp], mpi[:COLL=ALG,...|:all-algorithms],\n"
+     "      gloo[:NAME[:OPTIONS]|:all-algorithms]; under mpirun or srun every rank runs in lockstep)",
      nullptr, &run_check},
     {"replay", "rerun one case on one backend with per-rank detail",
-     "--backend B [--schedule-seed S] [--property P] 'CASE'", nullptr, &run_replay},
+     "--backend B [--schedule-seed S] [--property P] [--deadline SECONDS] [--mpirun-args 'ARGS'] 'CASE'",
+     nullptr, &run_replay},
 #endif
     {"bench", "time a backend with nccl-tests' flags and columns, optionally against another",
-     "[--backend B] [--vs B] [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-i STEP] [-n ITERS] [-w WARMUP]\n"
-     "      [-c 0|1] [-d DTYPE] [-o OP] [-r ROOT] [--collective C] [--ranks N] [--csv FILE] [--svg FILE]",
+     "[--backend B] [--vs B] [-b MINBYTES] [-e MAXBYTES] [-f FACTOR | -i STEPBYTES] [-n ITERS] [-w WARMUP]\n"
+     "      [-c 0|1] [-d DTYPE|all] [-o OP|all] [-r ROOT|all] [--collective C] [--ranks N] [--csv FILE]\n"
+     "      [--svg FILE] [--deadline SECONDS]      (nccl-tests' long forms too: --minbytes, --iters, ...)",
      nullptr, &run_bench},
     {"worker", "one rank of a world launched by check or bench through mpirun (not run by hand)",
      "--backend B --connect HOST:PORT", nullptr, &run_worker},

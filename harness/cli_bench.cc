@@ -1,11 +1,228 @@
-// PLACEHOLDER (being written): `collcheck bench`.
+// `collcheck bench -b 8 -e 32M -f 2 --backend ring@sim --vs tree@sim`: nccl-tests' flags (short
+// and long forms) turned into bench::Settings, the backends made, and the sweep run.
 #include "harness/cli_bench.h"
 
-namespace collcheck::cli {
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
-int run_bench(std::span<const std::string_view>, std::ostream&, std::ostream& err) {
-  err << "collcheck bench: not built yet\n";
-  return 2;
+#include "harness/arguments.h"
+#include "harness/bench.h"
+
+namespace collcheck::cli {
+namespace {
+
+constexpr int kUsageError = 2;
+constexpr std::size_t kMemoryCopyBytes = std::size_t{256} << 20;
+constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 36;
+constexpr std::size_t kMaxSizes = 10000;
+
+constexpr std::string_view kFlags[] = {"minbytes", "maxbytes", "stepfactor", "stepbytes", "iters", "warmup_iters",
+                                       "check", "datatype", "op", "root", "backend", "vs", "collective", "ranks",
+                                       "csv", "svg", "deadline"};
+
+// nccl-tests' short flags and the other spellings we accept, to the long names above.
+const std::map<std::string_view, std::string_view>& spellings() {
+  static const std::map<std::string_view, std::string_view> map{
+      {"-b", "minbytes"}, {"-e", "maxbytes"}, {"-f", "stepfactor"}, {"-i", "stepbytes"},
+      {"-n", "iters"}, {"-w", "warmup_iters"}, {"-c", "check"}, {"-d", "datatype"}, {"-o", "op"}, {"-r", "root"},
+      {"--dtype", "datatype"}, {"--warmup-iters", "warmup_iters"}, {"--warmup", "warmup_iters"}};
+  return map;
+}
+
+// The arguments with every spelling made `--long`, and how the user spelled each flag, so
+// errors name the flag as it was typed.
+struct Spelled {
+  std::vector<std::string> args;
+  std::map<std::string, std::string> typed;  // long name -> as typed
+  std::string field(std::string_view flag) const {
+    auto found = typed.find(std::string(flag));
+    return found == typed.end() ? "--" + std::string(flag) : found->second;
+  }
+};
+
+Result<Spelled> respell(std::span<const std::string_view> raw) {
+  Spelled spelled;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const std::string_view arg = raw[i];
+    const std::string_view flag = arg.substr(0, arg.find('='));
+    const auto found = spellings().find(flag);
+    if (found == spellings().end() && arg.size() > 1 && arg[0] == '-' && arg[1] != '-') {
+      return Error{std::string(arg), "is not an option: short options are -b, -e, -f, -i, -n, -w, -c, -d, -o, -r"};
+    }
+    if (found == spellings().end() && !arg.starts_with("--")) {
+      spelled.args.emplace_back(arg);  // a stray word: Arguments::parse names it
+      continue;
+    }
+    const std::string long_name = found != spellings().end() ? std::string(found->second) : std::string(flag.substr(2));
+    spelled.typed[long_name] = std::string(flag);
+    spelled.args.push_back("--" + long_name + std::string(arg.substr(flag.size())));
+    // Every bench flag takes a value; the next word is it even when it looks like a flag (`-r -1`).
+    if (flag.size() == arg.size() && i + 1 < raw.size()) spelled.args.emplace_back(raw[++i]);
+  }
+  return spelled;
+}
+
+Result<std::uint64_t> number(const Arguments& args, const Spelled& spelled, std::string_view flag,
+                             std::string_view fallback, std::uint64_t low, std::uint64_t high) {
+  return parse_count(spelled.field(flag), args.get(flag, fallback), low, high);
+}
+
+Status parse_sizes(const Arguments& args, const Spelled& spelled, bench::Settings& s) {
+  if (args.has("stepfactor") && args.has("stepbytes")) {
+    return Error{spelled.field("stepbytes"), "cannot be combined with " + spelled.field("stepfactor") +
+                                                 ": give a step factor or a step in bytes"};
+  }
+  Result<std::uint64_t> step_bytes = number(args, spelled, "stepbytes", "0", args.has("stepbytes") ? 1 : 0, kMaxBytes);
+  if (!step_bytes) return step_bytes.error();
+  Result<std::uint64_t> factor = number(args, spelled, "stepfactor", "2", 2, 1024);
+  if (!factor) return factor.error();
+  Result<std::uint64_t> min = number(args, spelled, "minbytes", "8", 0, kMaxBytes);
+  if (!min) return min.error();
+  Result<std::uint64_t> max = number(args, spelled, "maxbytes", "32M", 0, kMaxBytes);
+  if (!max) return max.error();
+  if (*min > *max) {
+    return Error{spelled.field("minbytes"), std::to_string(*min) + ": must be at most " + spelled.field("maxbytes") +
+                                                " (" + std::to_string(*max) + ")"};
+  }
+  s.min_bytes = *min;
+  s.max_bytes = *max;
+  s.step_factor = *factor;
+  s.step_bytes = *step_bytes;
+  // A factor of 2 or more gives at most 37 sizes; a step in bytes may give billions.
+  if (s.step_bytes > 0 && (s.max_bytes - s.min_bytes) / s.step_bytes >= kMaxSizes) {
+    return Error{spelled.field("stepbytes"), std::to_string(s.step_bytes) + ": the sweep would have more than " +
+                                                 std::to_string(kMaxSizes) + " sizes; take a larger step"};
+  }
+  return Ok{};
+}
+
+Status parse_loop(const Arguments& args, const Spelled& spelled, bench::Settings& s) {
+  Result<std::uint64_t> iterations = number(args, spelled, "iters", "20", 1, 1'000'000);
+  if (!iterations) return iterations.error();
+  Result<std::uint64_t> warmup = number(args, spelled, "warmup_iters", "5", 0, 1'000'000);
+  if (!warmup) return warmup.error();
+  const std::string check = args.get("check", "1");
+  if (check != "0" && check != "1") return Error{spelled.field("check"), "'" + check + "': must be 0 or 1"};
+  s.iterations = static_cast<int>(*iterations);
+  s.warmup = static_cast<int>(*warmup);
+  s.check = check == "1";
+  if (!args.has("deadline")) return Ok{};
+  const std::string text = args.get("deadline");
+  const std::string_view digits = text.ends_with('s') ? std::string_view(text).substr(0, text.size() - 1) : text;
+  double seconds = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), seconds);
+  if (digits.empty() || error != std::errc{} || end != digits.data() + digits.size() || !(seconds > 0)) {
+    return Error{spelled.field("deadline"), "'" + text + "': must be a number of seconds above 0 (30, 2.5, 90s)"};
+  }
+  s.deadline = seconds;
+  return Ok{};
+}
+
+Status parse_case_fields(const Arguments& args, const Spelled& spelled, bench::Settings& s) {
+  Result<Collective> collective = parse_collective(args.get("collective", "allreduce"));
+  if (!collective) return Error{spelled.field("collective"), collective.error().message};
+  Result<std::uint64_t> ranks = number(args, spelled, "ranks", "4", 1, kMaxRanks);
+  if (!ranks) return ranks.error();
+  s.collective = *collective;
+  s.nranks = static_cast<int>(*ranks);
+  const std::string dtype = args.get("datatype", "float");
+  if (dtype == "all") {
+    s.dtypes.assign(all_dtypes().begin(), all_dtypes().end());
+  } else {
+    Result<DType> parsed = parse_dtype(dtype);
+    if (!parsed) return Error{spelled.field("datatype"), parsed.error().message + ", or all"};
+    s.dtypes = {*parsed};
+  }
+  const std::string op = args.get("op", "sum");
+  if (op == "all") {
+    s.ops.assign(all_ops().begin(), all_ops().end());
+  } else {
+    Result<RedOp> parsed = parse_op(op);
+    if (!parsed) return Error{spelled.field("op"), parsed.error().message + ", or all"};
+    s.ops = {*parsed};
+  }
+  const std::string root = args.get("root", "0");
+  s.roots.clear();
+  if (root == "all" || root == "-1") {
+    for (int r = 0; r < s.nranks; ++r) s.roots.push_back(r);
+    return Ok{};
+  }
+  Result<std::uint64_t> parsed = parse_count(spelled.field("root"), root, 0, *ranks - 1);
+  if (!parsed) return Error{parsed.error().field, parsed.error().message + ", or -1 or all for every root"};
+  s.roots = {static_cast<int>(*parsed)};
+  return Ok{};
+}
+
+// Exactly one backend that implements the collective.
+Result<std::unique_ptr<Backend>> one_backend(std::string_view field, const std::string& spec, const bench::Settings& s) {
+  BackendOptions options;
+  options.deadline = s.deadline;
+  Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec, options);
+  if (!made) return Error{std::string(field), made.error().message};
+  std::vector<std::unique_ptr<Backend>> backends = std::move(made).value();
+  if (backends.size() != 1) {
+    return Error{std::string(field), "'" + spec + "' names " + std::to_string(backends.size()) +
+                                         " backends: bench times one (and one more with --vs)"};
+  }
+  const Capabilities capabilities = backends[0]->capabilities();
+  if (std::find(capabilities.collectives.begin(), capabilities.collectives.end(), s.collective) ==
+      capabilities.collectives.end()) {
+    std::string names;
+    for (Collective c : capabilities.collectives) names += (names.empty() ? "" : ", ") + std::string(name(c));
+    return Error{"--collective", std::string(name(s.collective)) + ": " + spec + " implements " + names};
+  }
+  return std::move(backends[0]);
+}
+
+Result<std::unique_ptr<std::ofstream>> open_output(const Arguments& args, std::string_view flag) {
+  if (!args.has(flag)) return std::unique_ptr<std::ofstream>{};
+  const std::string path = args.get(flag);
+  auto file = std::make_unique<std::ofstream>(path);
+  if (!*file) return Error{"--" + std::string(flag), "'" + path + "': cannot be opened for writing"};
+  return file;
+}
+
+}  // namespace
+
+int run_bench(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
+  auto usage_error = [&](const Error& error) {
+    err << "collcheck bench: " << error.text() << '\n';
+    return kUsageError;
+  };
+  Result<Spelled> spelled = respell(raw);
+  if (!spelled) return usage_error(spelled.error());
+  const std::vector<std::string_view> views(spelled->args.begin(), spelled->args.end());
+  Result<Arguments> args = Arguments::parse(views, kFlags, {});
+  if (!args) return usage_error(args.error());
+  bench::Settings settings;
+  for (Status status : {parse_sizes(*args, *spelled, settings), parse_loop(*args, *spelled, settings),
+                        parse_case_fields(*args, *spelled, settings)}) {
+    if (!status) return usage_error(status.error());
+  }
+  std::vector<std::unique_ptr<Backend>> backends;
+  for (std::string_view flag : {"backend", "vs"}) {
+    if (flag == "vs" && !args->has("vs")) continue;
+    Result<std::unique_ptr<Backend>> backend = one_backend("--" + std::string(flag), args->get(flag, "ring@sim"), settings);
+    if (!backend) return usage_error(backend.error());
+    backends.push_back(std::move(backend).value());
+  }
+  Result<std::unique_ptr<std::ofstream>> csv = open_output(*args, "csv");
+  if (!csv) return usage_error(csv.error());
+  Result<std::unique_ptr<std::ofstream>> svg = open_output(*args, "svg");
+  if (!svg) return usage_error(svg.error());
+
+  std::vector<Backend*> pointers;
+  for (auto& backend : backends) pointers.push_back(backend.get());
+  bench::Report report;
+  const int status = bench::run(settings, pointers, bench::measure_memory_copy(kMemoryCopyBytes, 5), out, report);
+  if (*csv) bench::write_csv(**csv, report);
+  if (*svg) bench::write_svg(**svg, report);
+  return status;
 }
 
 }  // namespace collcheck::cli

@@ -26,7 +26,7 @@ namespace {
 
 constexpr int kUsageError = 2;
 constexpr int kUnavailable = 77;
-constexpr std::string_view kCheckFlags[] = {"backend", "collective", "dtype", "op", "ranks", "count", "cases",
+constexpr std::string_view kCheckFlags[] = {"backend", "collective", "dtype", "op", "values", "ranks", "count", "cases",
                                             "seed", "time-budget", "property", "json", "junit",
                                             "deadline", "mpirun-args"};
 constexpr std::string_view kReplayFlags[] = {"backend", "schedule-seed", "property", "deadline", "mpirun-args"};
@@ -69,6 +69,7 @@ Status parse_limits(const Arguments& args, CaseLimits& limits) {
   Status s = parse_list<Collective>(args, "collective", parse_collective, limits.collectives);
   if (s) s = parse_list<DType>(args, "dtype", parse_dtype, limits.dtypes);
   if (s) s = parse_list<RedOp>(args, "op", parse_op, limits.ops);
+  if (s) s = parse_list<ValueKind>(args, "values", parse_value_kind, limits.values);
   if (!s) return s;
   Result<std::pair<std::uint64_t, std::uint64_t>> ranks = parse_range("--ranks", args.get("ranks", "1..64"), 1, kMaxRanks);
   if (!ranks) return ranks.error();

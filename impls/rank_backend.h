@@ -77,4 +77,9 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
 Result<std::vector<RankBackendSpec>> mpi_backend_specs(std::string_view options, std::string_view spec);
 Result<std::vector<RankBackendSpec>> gloo_backend_specs(std::string_view options, std::string_view spec);
 
+// For docs and `collcheck list`, in builds with MPI: why fp16, bf16 and fp8 are missing, and
+// Open MPI's coll/tuned algorithms per collective (`allreduce: 1 basic_linear, ...`).
+std::string_view mpi_dtype_note();
+std::string mpi_algorithm_table();
+
 }  // namespace collcheck

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "reference/random.h"
 
 namespace collcheck {
 namespace {
@@ -38,6 +39,7 @@ class SimBackend final : public Backend {
       result.error = schedule.error().text();
       return result;
     }
+    if (options.timed) return options.checked ? run_timed_checked(c, *schedule, options) : run_timed(c, *schedule, options);
     SimulationOptions sim(options.schedule_seed, nullptr, true);
     sim.guard = kGuard;
     sim.reduction = variant_.reduction;
@@ -65,6 +67,56 @@ class SimBackend final : public Backend {
   }
 
  private:
+  static RepeatedRun failed(const SimulatedRun& run) {
+    RepeatedRun result;
+    result.trace = run.trace;
+    result.outcome = run.error.find("deadline") != std::string::npos ? Outcome::Hang : Outcome::Crash;
+    result.error = run.error;
+    return result;
+  }
+
+  // On the simulated fabric every call of an unchecked timed loop takes the same virtual time,
+  // so the mean per call is the predicted time of one call, simulated without data.
+  static RepeatedRun run_timed(const Case& c, const Schedule& schedule, const RunOptions& options) {
+    const SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), SimulationOptions(options.schedule_seed, nullptr, false));
+    if (!run.completed) return failed(run);
+    RepeatedRun result;
+    result.trace = run.trace;
+    result.seconds = run.time;
+    return result;
+  }
+
+  // A checked timed loop with real data: inputs written once, then every call reads what the
+  // previous one left in the buffers (out of place: the same inputs, so the warmup calls cannot
+  // change anything and are skipped; in place: each call's input is the last call's output).
+  // Each call is its own simulation with its own interleaving (schedule seed + call).
+  RepeatedRun run_timed_checked(const Case& c, const Schedule& schedule, const RunOptions& options) {
+    RepeatedRun result;
+    const int warmup = c.in_place ? std::max(options.warmup, 0) : 0;
+    const int calls = warmup + std::max(options.iterations, 1);
+    std::vector<std::vector<std::byte>> buffers;  // in place: every rank's input buffer now
+    double timed_seconds = 0;
+    for (int k = 0; k < calls; ++k) {
+      SimulationOptions sim(options.schedule_seed + static_cast<std::uint64_t>(k), nullptr, true);
+      sim.guard = kGuard;
+      sim.reduction = variant_.reduction;
+      sim.inputs = k > 0 && c.in_place ? &buffers : options.inputs;
+      SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), sim);
+      if (!run.completed) return failed(run);
+      if (c.in_place) buffers = run.inputs;
+      if (k < warmup) continue;
+      result.trace = mix64(result.trace ^ run.trace);
+      timed_seconds += run.time;
+      std::vector<RankResult> ranks(static_cast<std::size_t>(c.nranks));
+      for (std::size_t r = 0; r < ranks.size(); ++r) {
+        ranks[r] = RankResult{std::move(run.outputs[r]), std::move(run.inputs[r]), run.guards_intact[r]};
+      }
+      result.calls.push_back(std::move(ranks));
+    }
+    result.seconds = timed_seconds / static_cast<double>(calls - warmup);
+    return result;
+  }
+
   SimVariant variant_;
   Knobs knobs_;
   std::string spec_;

@@ -30,3 +30,22 @@ collcheck_add_cli_test(check_crash_mutant check --backend mutant:crash@proc --se
   STDOUT "FAILED liveness on mutant:crash@proc" "crash: rank [0-9]+ died: signal 6 \\(SIGABRT\\)"
   "replay: collcheck replay --backend 'mutant:crash@proc'")
 set_tests_properties(cli.check_crash_mutant PROPERTIES LABELS "cli;proc" TIMEOUT 120)
+
+# Open MPI under test. The default decisions on every dtype and op MPI can express, within what
+# holds on this machine's Open MPI 4.1.4; then the two findings (docs/vendors.md), each asserted
+# so that a fix or a regression shows: 8-bit sums saturate (op/avx), and MPI_MIN/MPI_MAX drop
+# NaNs depending on the order of the reduction.
+collcheck_add_cli_test(check_mpi check --backend mpi --seed 1 --ranks 2..4 --cases 400
+  --dtype i32 --dtype u32 --dtype i64 --dtype u64 --dtype f32 --dtype f64 --values exact --values real
+  STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
+collcheck_add_cli_test(check_mpi_all_algorithms check --backend mpi:all-algorithms --seed 1
+  --ranks 2..4 --time-budget 60s --dtype i32 --dtype f32 --dtype f64 --values exact --values real
+  STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
+collcheck_add_cli_test(check_mpi_finds_saturating_byte_sums check --backend mpi --seed 1 --ranks 2..3
+  --collective allreduce --dtype i8 --op sum --values exact --cases 40 STATUS 1
+  STDOUT "FAILED oracle on mpi" "allreduce/i8/sum/" "expected -?[0-9]+, got (127|-128)")
+collcheck_add_cli_test(check_mpi_finds_nan_dropping_min_max check --backend mpi --seed 1 --ranks 3
+  --collective allreduce --dtype f32 --op min --op max --values special --cases 100 --property oracle STATUS 1
+  STDOUT "FAILED oracle on mpi" "expected nan")
+set_tests_properties(cli.check_mpi cli.check_mpi_all_algorithms cli.check_mpi_finds_saturating_byte_sums
+  cli.check_mpi_finds_nan_dropping_min_max PROPERTIES LABELS "cli;mpi" TIMEOUT 240)

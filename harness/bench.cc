@@ -1,0 +1,546 @@
+// `collcheck bench`'s measuring and formatting: nccl-tests' size sweep, table and bandwidth
+// formulas over any Backend, checked against the oracle, and the CSV and SVG of a report.
+#include "harness/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "reference/bandwidth.h"
+#include "reference/oracle.h"
+
+namespace collcheck::bench {
+namespace {
+
+// nccl-tests' column widths: size count type redop root, then per placement time algbw busbw
+// #wrong. Cells are right-aligned, two spaces apart.
+constexpr int kWidths[] = {12, 12, 8, 6, 6, 8, 7, 7, 6, 8, 7, 7, 6};
+constexpr int kColumns = static_cast<int>(std::size(kWidths));
+
+std::string printf_text(const char* pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, pattern, value);
+  return text;
+}
+
+// Right-aligned cells in kWidths; a comment line puts '#' in the first cell's first column.
+// Cells past the table (backend, ratios) follow left-aligned.
+std::string table_line(const std::vector<std::string>& cells, bool comment = false) {
+  std::string line = comment ? "#" : "";
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) line += "  ";
+    const int width = static_cast<int>(i) < kColumns ? kWidths[i] - (comment && i == 0 ? 1 : 0) : 0;
+    if (static_cast<int>(cells[i].size()) < width) line.append(static_cast<std::size_t>(width) - cells[i].size(), ' ');
+    line += cells[i];
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
+// nccl-tests' precision: fewer decimals as the time grows, so the column stays 7 wide.
+std::string time_cell(double seconds) {
+  const double us = seconds * 1e6;
+  return printf_text(us >= 10000 ? "%.0f" : us >= 100 ? "%.1f" : "%.2f", us);
+}
+
+std::string wrong_cell(const Measurement& m) {
+  if (m.state == Measurement::State::Unsupported) return "unsup";
+  if (m.state == Measurement::State::Failed) return std::string(name(m.outcome));
+  if (!m.checked) return "N/A";
+  return m.wrong ? std::to_string(*m.wrong) : "n/a";
+}
+
+std::vector<std::string> placement_cells(const Measurement& m) {
+  if (m.state != Measurement::State::Ok) return {"-", "-", "-", wrong_cell(m)};
+  return {time_cell(m.seconds), printf_text("%.2f", m.bandwidth.algbw), printf_text("%.2f", m.bandwidth.busbw),
+          wrong_cell(m)};
+}
+
+std::string ratio_cell(const Measurement& mine, const Measurement& theirs) {
+  const bool both = mine.state == Measurement::State::Ok && theirs.state == Measurement::State::Ok;
+  if (!both || theirs.bandwidth.busbw <= 0) return "    -";
+  return printf_text("%5.2f", mine.bandwidth.busbw / theirs.bandwidth.busbw);
+}
+
+std::string root_text(const Case& c) { return rooted(c.collective) ? std::to_string(c.root) : "-1"; }
+std::string op_text(const Case& c) { return reduces(c.collective) ? std::string(name(c.op)) : "none"; }
+bool predicted(const std::string& backend) { return backend.find("@sim") != std::string::npos; }
+
+// A cell of the backend column, as wide as the longest backend name, so the ratios line up.
+std::string padded(std::string text, const Report& report) {
+  std::size_t width = 7;
+  for (const std::string& backend : report.backends) width = std::max(width, backend.size());
+  text.resize(std::max(width, text.size()), ' ');
+  return text;
+}
+
+void print_header(std::ostream& out, const Report& report) {
+  const Settings& s = report.settings;
+  auto who = [](const std::string& backend) {
+    return backend + (predicted(backend) ? " (times predicted by the simulated fabric)" : " (times measured)");
+  };
+  out << "# collcheck bench: " << name(s.collective) << " on " << s.nranks << " ranks, " << who(report.backends[0])
+      << "\n";
+  if (report.backends.size() > 1) out << "#   vs " << who(report.backends[1]) << "; ratio: busbw(" << report.backends[0]
+                                      << ") / busbw(" << report.backends[1] << ")\n";
+  out << "# minBytes " << s.min_bytes << " maxBytes " << s.max_bytes << " step: "
+      << (s.step_bytes > 0 ? std::to_string(s.step_bytes) + "(bytes)" : std::to_string(s.step_factor) + "(factor)")
+      << " warmup iters: " << s.warmup << " iters: " << s.iterations << " validation: " << (s.check ? 1 : 0)
+      << " deadline: " << (s.deadline > 0 ? printf_text("%g s", s.deadline) : "default") << "\n";
+  if (report.memory.bytes > 0) {
+    out << "# memory copy bandwidth: " << printf_text("%.2f", report.memory.bandwidth) << " GB/s (memcpy of "
+        << report.memory.bytes << " B, best time " << time_cell(report.memory.seconds) << " us)\n";
+  }
+  // The placement names centred over their four columns (38 wide, from column 52 and 90).
+  out << "#\n#" << std::string(64, ' ') << "out-of-place" << std::string(28, ' ') << "in-place\n";
+  std::vector<std::string> names{"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+                                 "time", "algbw", "busbw", "#wrong"};
+  std::vector<std::string> units{"(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
+                                 "(GB/s)", "(GB/s)", ""};
+  if (report.backends.size() > 1) {
+    names.insert(names.end(), {padded("backend", report), "ratio", "ratio"});
+    units.insert(units.end(), {padded("", report), "  oop", "   ip"});
+  }
+  out << table_line(names, true) << "\n" << table_line(units, true) << "\n";
+}
+
+void print_row(std::ostream& out, const Report& report, const Row& row, const Row* compared_with) {
+  const Case& c = row.out_of_place;
+  std::vector<std::string> cells{std::to_string(algorithm_bytes(c)), std::to_string(c.count),
+                                 std::string(nccl_tests_name(c.dtype)), op_text(c), root_text(c)};
+  for (const Measurement* m : {&row.out_of_place_result, &row.in_place_result}) {
+    for (std::string& cell : placement_cells(*m)) cells.push_back(std::move(cell));
+  }
+  if (report.backends.size() > 1) {
+    cells.push_back(padded(report.backends[row.backend], report));
+    if (compared_with != nullptr) {
+      cells.push_back(ratio_cell(compared_with->out_of_place_result, row.out_of_place_result));
+      cells.push_back(ratio_cell(compared_with->in_place_result, row.in_place_result));
+    }
+  }
+  out << table_line(cells) << "\n";
+  for (const Measurement* m : {&row.out_of_place_result, &row.in_place_result}) {
+    if (m->state != Measurement::State::Failed) continue;
+    Case shown = c;
+    shown.in_place = m == &row.in_place_result;
+    out << "#  " << report.backends[row.backend] << " " << to_string(shown) << ": " << name(m->outcome) << ": "
+        << m->error << "\n";
+  }
+}
+
+// Per backend: the wrong elements, failed runs, and the mean busbw of every timed placement.
+struct Summary {
+  std::size_t wrong = 0;
+  std::size_t failed = 0;
+  double busbw_sum = 0;
+  std::size_t timed = 0;
+  double average() const { return timed > 0 ? busbw_sum / static_cast<double>(timed) : 0; }
+};
+
+Summary summarize(const Report& report, std::size_t backend) {
+  Summary s;
+  for (const Row& row : report.rows) {
+    if (row.backend != backend) continue;
+    for (const Measurement* m : {&row.out_of_place_result, &row.in_place_result}) {
+      if (m->state == Measurement::State::Failed) ++s.failed;
+      if (m->state != Measurement::State::Ok) continue;
+      s.busbw_sum += m->bandwidth.busbw;
+      ++s.timed;
+      s.wrong += m->wrong.value_or(0);
+    }
+  }
+  return s;
+}
+
+int print_summary(std::ostream& out, const Report& report) {
+  int status = 0;
+  const bool several = report.backends.size() > 1;
+  std::vector<Summary> summaries;
+  for (std::size_t b = 0; b < report.backends.size(); ++b) {
+    const Summary s = summarize(report, b);
+    const std::string who = several ? " (" + report.backends[b] + ")" : "";
+    out << "# Out of bounds values : " << s.wrong << (s.wrong == 0 ? " OK" : " FAILED") << who << "\n";
+    if (s.failed > 0) out << "# Failed runs          : " << s.failed << who << "\n";
+    out << "# Avg bus bandwidth    : " << printf_text("%g", s.average()) << who << "\n";
+    if (s.wrong > 0 || s.failed > 0) status = 1;
+    summaries.push_back(s);
+  }
+  if (several && summaries[1].average() > 0) {
+    out << "# Avg busbw ratio      : " << printf_text("%.3f", summaries[0].average() / summaries[1].average()) << " ("
+        << report.backends[0] << " / " << report.backends[1] << ")\n";
+  }
+  out << "#\n";
+  return status;
+}
+
+Row measure_row(Backend& backend, std::size_t index, const Case& c, const Settings& settings) {
+  Row row;
+  row.backend = index;
+  row.out_of_place = c;
+  row.out_of_place_result = measure(backend, c, settings);
+  Case in_place = c;
+  in_place.in_place = true;
+  row.in_place_result = measure(backend, in_place, settings);
+  return row;
+}
+
+}  // namespace
+
+std::string_view nccl_tests_name(DType dtype) {
+  // In DType's order (reference/dtype.h).
+  constexpr std::string_view kNames[] = {"int8", "uint8",    "int32", "uint32", "int64",  "uint64",
+                                         "half", "bfloat16", "float", "double", "f8e4m3", "f8e5m2"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(DType::Float8E5M2) + 1);
+  return kNames[static_cast<std::size_t>(dtype)];
+}
+
+std::vector<std::uint64_t> sweep_sizes(const Settings& s) {
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t bytes = s.min_bytes; bytes <= s.max_bytes;) {
+    sizes.push_back(bytes);
+    const std::uint64_t next = s.step_bytes > 0 ? bytes + s.step_bytes : bytes * s.step_factor;
+    if (next <= bytes) break;  // a factor of 1, or 0 bytes times anything: the sweep ends here
+    bytes = next;
+  }
+  return sizes;
+}
+
+std::size_t count_for_bytes(Collective collective, DType dtype, int nranks, std::uint64_t bytes) {
+  const std::size_t elements = bytes / size_of(dtype);
+  const bool block_per_rank = output_elements(collective, 1, nranks) > 1 || input_elements(collective, 1, nranks) > 1;
+  return block_per_rank ? elements / static_cast<std::size_t>(nranks) : elements;
+}
+
+Case bench_case(const Settings& s, DType dtype, RedOp op, int root, std::uint64_t bytes) {
+  Case c;
+  c.collective = s.collective;
+  c.dtype = dtype;
+  c.op = op;
+  c.nranks = s.nranks;
+  c.root = root;
+  c.count = count_for_bytes(s.collective, dtype, s.nranks, bytes);
+  return c;
+}
+
+Bandwidth bandwidth(const Case& c, double seconds) {
+  if (seconds <= 0) return {};
+  Bandwidth b;
+  b.algbw = static_cast<double>(algorithm_bytes(c)) / seconds / 1e9;
+  b.busbw = b.algbw * bus_factor(c.collective, c.nranks);
+  return b;
+}
+
+std::optional<std::size_t> count_wrong(const Case& c, const RepeatedRun& run) {
+  if (run.calls.empty()) return std::nullopt;
+  Oracle oracle(c);
+  std::size_t wrong = 0;
+  for (const std::vector<RankResult>& call : run.calls) {
+    for (int rank = 0; rank < c.nranks; ++rank) {
+      const Expected& expected = oracle.expected(rank);
+      if (static_cast<std::size_t>(rank) >= call.size()) {
+        wrong += expected.count;
+        continue;
+      }
+      const Verdict verdict = compare(expected, rank, call[static_cast<std::size_t>(rank)].output, 0);
+      if (verdict.ok) continue;
+      wrong += verdict.error.empty() ? std::max<std::size_t>(verdict.mismatched, 1)
+                                     : std::max<std::size_t>(expected.count, 1);
+    }
+  }
+  return wrong;
+}
+
+// A checked run hands back every timed call's outputs: at most this many bytes of them at
+// once, so a checked sweep to 32 MiB on many ranks does not hold gigabytes.
+constexpr std::size_t kCheckedBytesPerRun = std::size_t{256} << 20;
+
+// The timed calls of one checked measurement split into runs whose outputs fit the budget.
+std::vector<int> checked_batches(const Case& c, int iterations) {
+  const std::size_t per_call = std::max<std::size_t>(output_elements(c) * size_of(c.dtype), 1) *
+                               static_cast<std::size_t>(c.nranks);
+  const int batch = static_cast<int>(std::clamp<std::size_t>(kCheckedBytesPerRun / per_call, 1, std::size_t(iterations)));
+  std::vector<int> batches(static_cast<std::size_t>(iterations / batch), batch);
+  if (iterations % batch != 0) batches.push_back(iterations % batch);
+  return batches;
+}
+
+Measurement measure(Backend& backend, const Case& c, const Settings& settings) {
+  Measurement m;
+  if (!backend.capabilities().supports(c)) {
+    m.state = Measurement::State::Unsupported;
+    return m;
+  }
+  RunOptions options;
+  options.deadline = settings.deadline;
+  options.timed = true;
+  options.warmup = settings.warmup;
+  options.checked = settings.check && !c.in_place;
+  const std::vector<int> batches = options.checked ? checked_batches(c, settings.iterations)
+                                                   : std::vector<int>{settings.iterations};
+  double seconds = 0;
+  m.checked = settings.check;
+  for (int iterations : batches) {
+    options.iterations = iterations;
+    RepeatedRun run = backend.run(c, options);
+    if (settings.check && c.in_place && run.outcome == Outcome::Ok) {
+      RunOptions once;  // fresh inputs, one call: see the header
+      once.deadline = settings.deadline;
+      RepeatedRun checked = backend.run(c, once);
+      checked.seconds = run.seconds;
+      run = std::move(checked);
+    }
+    if (run.outcome != Outcome::Ok) {
+      m.state = Measurement::State::Failed;
+      m.outcome = run.outcome;
+      m.error = run.error;
+      return m;
+    }
+    seconds += run.seconds * iterations;
+    if (!m.checked) continue;
+    const std::optional<std::size_t> wrong = count_wrong(c, run);
+    if (!wrong) m.checked_calls_missing = true;
+    m.wrong = m.checked_calls_missing ? std::nullopt : std::optional<std::size_t>(m.wrong.value_or(0) + *wrong);
+  }
+  m.seconds = seconds / settings.iterations;
+  m.bandwidth = bandwidth(c, m.seconds);
+  return m;
+}
+
+MemoryCopy measure_memory_copy(std::size_t bytes, int repeats) {
+  MemoryCopy copy;
+  copy.bytes = bytes;
+  if (bytes == 0) return copy;
+  std::vector<std::byte> from(bytes, std::byte{0x5a});
+  std::vector<std::byte> to(bytes, std::byte{0});  // touched, so the copy does not time page faults
+  double best = std::numeric_limits<double>::infinity();
+  for (int k = 0; k < std::max(repeats, 1); ++k) {
+    const auto begin = std::chrono::steady_clock::now();
+    std::memcpy(to.data(), from.data(), bytes);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - begin;
+    best = std::min(best, took.count());
+    from[static_cast<std::size_t>(k) % bytes] = to[bytes - 1 - static_cast<std::size_t>(k) % bytes];  // keeps the copy
+  }
+  copy.seconds = best;
+  copy.bandwidth = best > 0 ? static_cast<double>(bytes) / best / 1e9 : 0;
+  return copy;
+}
+
+int run(const Settings& settings, std::span<Backend* const> backends, const MemoryCopy& memory, std::ostream& out,
+        Report& report) {
+  report = Report{settings, {}, {}, memory};
+  for (Backend* backend : backends) report.backends.push_back(backend->name());
+  print_header(out, report);
+  const std::vector<std::uint64_t> sizes = sweep_sizes(settings);
+  const std::vector<RedOp> ops = reduces(settings.collective) ? settings.ops : std::vector<RedOp>{settings.ops.front()};
+  const std::vector<int> roots = rooted(settings.collective) ? settings.roots : std::vector<int>{0};
+  for (DType dtype : settings.dtypes) {
+    for (RedOp op : ops) {
+      for (int root : roots) {
+        for (std::uint64_t bytes : sizes) {
+          const Case c = bench_case(settings, dtype, op, root, bytes);
+          const std::size_t first = report.rows.size();
+          for (std::size_t b = 0; b < backends.size(); ++b) {
+            report.rows.push_back(measure_row(*backends[b], b, c, settings));
+            print_row(out, report, report.rows.back(), b > 0 ? &report.rows[first] : nullptr);
+          }
+          out.flush();
+        }
+      }
+    }
+  }
+  return print_summary(out, report);
+}
+
+// CSV: a field with a comma or a quote is quoted, quotes doubled (RFC 4180).
+namespace {
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char ch : text) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return quoted + "\"";
+}
+
+std::string number_or_empty(const Measurement& m, double value, const char* pattern) {
+  return m.state == Measurement::State::Ok ? printf_text(pattern, value) : "";
+}
+
+}  // namespace
+
+void write_csv(std::ostream& out, const Report& report) {
+  out << "backend,collective,size_bytes,count,type,redop,root,placement,time_us,algbw_gbps,busbw_gbps,wrong\n";
+  for (const Row& row : report.rows) {
+    const Case& c = row.out_of_place;
+    for (const Measurement* m : {&row.out_of_place_result, &row.in_place_result}) {
+      out << csv_field(report.backends[row.backend]) << ',' << name(c.collective) << ',' << algorithm_bytes(c) << ','
+          << c.count << ',' << nccl_tests_name(c.dtype) << ',' << op_text(c) << ',' << root_text(c) << ','
+          << (m == &row.in_place_result ? "in-place" : "out-of-place") << ','
+          << number_or_empty(*m, m->seconds * 1e6, "%.3f") << ',' << number_or_empty(*m, m->bandwidth.algbw, "%.6g")
+          << ',' << number_or_empty(*m, m->bandwidth.busbw, "%.6g") << ',' << wrong_cell(*m) << '\n';
+    }
+  }
+  if (report.memory.bytes > 0) {
+    const std::string bw = printf_text("%.6g", report.memory.bandwidth);
+    out << "memory-copy,memcpy," << report.memory.bytes << ',' << report.memory.bytes << ",uint8,none,-1,copy,"
+        << printf_text("%.3f", report.memory.seconds * 1e6) << ',' << bw << ',' << bw << ",\n";
+  }
+}
+
+// SVG: a plot area of kPlotWidth x kPlotHeight inside margins for the axes' labels.
+namespace {
+
+constexpr double kLeft = 70, kTop = 40, kPlotWidth = 640, kPlotHeight = 360, kRight = 200, kBottom = 50;
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
+
+std::string xml_text(const std::string& text) {
+  std::string escaped;
+  for (char ch : text) {
+    if (ch == '&') escaped += "&amp;";
+    else if (ch == '<') escaped += "&lt;";
+    else if (ch == '>') escaped += "&gt;";
+    else if (ch == '"') escaped += "&quot;";
+    else escaped += ch;
+  }
+  return escaped;
+}
+
+std::string bytes_label(double log2_bytes) {
+  const auto bytes = static_cast<std::uint64_t>(std::llround(std::exp2(log2_bytes)));
+  constexpr const char* kUnits[] = {"", "K", "M", "G", "T"};
+  std::size_t unit = 0;
+  std::uint64_t shown = bytes;
+  while (shown >= 1024 && shown % 1024 == 0 && unit + 1 < std::size(kUnits)) {
+    shown /= 1024;
+    ++unit;
+  }
+  return std::to_string(shown) + kUnits[unit];
+}
+
+struct Axes {
+  double x_low = 0, x_high = 1, y_high = 1;
+  double x(double log2_bytes) const { return kLeft + (log2_bytes - x_low) / (x_high - x_low) * kPlotWidth; }
+  double y(double busbw) const { return kTop + kPlotHeight - busbw / y_high * kPlotHeight; }
+};
+
+// A round step (1, 2 or 5 times a power of ten) giving about five ticks up to `high`.
+double tick_step(double high) {
+  const double raw = high / 5;
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * power >= raw) return m * power;
+  }
+  return 10 * power;
+}
+
+Axes fit_axes(const Report& report) {
+  Axes axes;
+  double low = std::numeric_limits<double>::infinity(), high = -low, top = report.memory.bandwidth;
+  for (const Row& row : report.rows) {
+    const std::size_t bytes = algorithm_bytes(row.out_of_place);
+    if (bytes == 0) continue;
+    low = std::min(low, std::log2(static_cast<double>(bytes)));
+    high = std::max(high, std::log2(static_cast<double>(bytes)));
+    for (const Measurement* m : {&row.out_of_place_result, &row.in_place_result}) top = std::max(top, m->bandwidth.busbw);
+  }
+  if (low > high) low = 0, high = 1;
+  if (high - low < 1) high = low + 1;
+  axes.x_low = std::floor(low);
+  axes.x_high = std::ceil(high);
+  axes.y_high = top > 0 ? std::ceil(top * 1.1 / tick_step(top * 1.1)) * tick_step(top * 1.1) : 1;
+  return axes;
+}
+
+void write_axes(std::ostream& out, const Axes& axes) {
+  const double bottom = kTop + kPlotHeight;
+  out << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kPlotWidth << "\" height=\"" << kPlotHeight
+      << "\" fill=\"none\" stroke=\"#444\"/>\n";
+  const double span = axes.x_high - axes.x_low;
+  const double every = std::max(1.0, std::ceil(span / 12));
+  for (double v = axes.x_low; v <= axes.x_high + 1e-9; v += every) {
+    out << "<line x1=\"" << axes.x(v) << "\" y1=\"" << bottom << "\" x2=\"" << axes.x(v) << "\" y2=\"" << bottom + 5
+        << "\" stroke=\"#444\"/><text x=\"" << axes.x(v) << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\">"
+        << bytes_label(v) << "</text>\n";
+  }
+  const double step = tick_step(axes.y_high);
+  for (double v = 0; v <= axes.y_high + step * 1e-6; v += step) {
+    out << "<line x1=\"" << kLeft << "\" y1=\"" << axes.y(v) << "\" x2=\"" << kLeft + kPlotWidth << "\" y2=\""
+        << axes.y(v) << "\" stroke=\"#ddd\"/><text x=\"" << kLeft - 6 << "\" y=\"" << axes.y(v) + 4
+        << "\" text-anchor=\"end\">" << printf_text("%g", v) << "</text>\n";
+  }
+  out << "<text x=\"" << kLeft + kPlotWidth / 2 << "\" y=\"" << bottom + 40
+      << "\" text-anchor=\"middle\">size (B, log2 scale)</text>\n"
+      << "<text x=\"16\" y=\"" << kTop + kPlotHeight / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 16 "
+      << kTop + kPlotHeight / 2 << ")\">busbw (GB/s)</text>\n";
+}
+
+// One series: a backend's busbw for one dtype, op and root, out of place or in place.
+struct Series {
+  std::string label;
+  std::size_t backend = 0;
+  bool in_place = false;
+  std::vector<std::pair<double, double>> points;  // (log2 bytes, busbw)
+};
+
+std::vector<Series> collect_series(const Report& report) {
+  std::vector<Series> series;
+  const bool combinations = report.settings.dtypes.size() * report.settings.ops.size() * report.settings.roots.size() > 1;
+  for (const Row& row : report.rows) {
+    const Case& c = row.out_of_place;
+    for (bool in_place : {false, true}) {
+      std::string label = report.backends[row.backend] + (in_place ? " in-place" : " out-of-place");
+      if (combinations) label += " " + std::string(nccl_tests_name(c.dtype)) + " " + op_text(c) + " root " + root_text(c);
+      auto found = std::find_if(series.begin(), series.end(), [&](const Series& s) { return s.label == label; });
+      if (found == series.end()) found = series.insert(series.end(), Series{label, row.backend, in_place, {}});
+      const Measurement& m = in_place ? row.in_place_result : row.out_of_place_result;
+      const std::size_t bytes = algorithm_bytes(c);
+      if (m.state == Measurement::State::Ok && bytes > 0) {
+        found->points.emplace_back(std::log2(static_cast<double>(bytes)), m.bandwidth.busbw);
+      }
+    }
+  }
+  return series;
+}
+
+}  // namespace
+
+void write_svg(std::ostream& out, const Report& report) {
+  const Axes axes = fit_axes(report);
+  const double width = kLeft + kPlotWidth + kRight, height = kTop + kPlotHeight + kBottom;
+  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\" viewBox=\"0 0 "
+      << width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  std::string title = "collcheck bench: " + std::string(name(report.settings.collective)) + ", " +
+                      std::to_string(report.settings.nranks) + " ranks";
+  out << "<title>" << xml_text(title) << "</title>\n<text x=\"" << kLeft << "\" y=\"24\" font-size=\"14\">"
+      << xml_text(title) << "</text>\n";
+  write_axes(out, axes);
+  double legend_y = kTop + 10;
+  auto legend = [&](const std::string& color, const char* dash, const std::string& label) {
+    out << "<line x1=\"" << kLeft + kPlotWidth + 10 << "\" y1=\"" << legend_y << "\" x2=\"" << kLeft + kPlotWidth + 34
+        << "\" y2=\"" << legend_y << "\" stroke=\"" << color << "\" stroke-width=\"2\"" << dash << "/><text x=\""
+        << kLeft + kPlotWidth + 40 << "\" y=\"" << legend_y + 4 << "\">" << xml_text(label) << "</text>\n";
+    legend_y += 18;
+  };
+  for (const Series& s : collect_series(report)) {
+    const std::string color = kColors[s.backend % std::size(kColors)];
+    const char* dash = s.in_place ? " stroke-dasharray=\"6 4\"" : "";
+    out << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\"" << dash << " points=\"";
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      out << (i > 0 ? " " : "") << printf_text("%.1f", axes.x(s.points[i].first)) << ","
+          << printf_text("%.1f", axes.y(s.points[i].second));
+    }
+    out << "\"><title>" << xml_text(s.label) << "</title></polyline>\n";
+    legend(color, dash, s.label);
+  }
+  if (report.memory.bytes > 0) {
+    const double y = axes.y(report.memory.bandwidth);
+    out << "<line x1=\"" << kLeft << "\" y1=\"" << y << "\" x2=\"" << kLeft + kPlotWidth << "\" y2=\"" << y
+        << "\" stroke=\"#777\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\"><title>memory copy bandwidth</title></line>\n";
+    legend("#777", " stroke-dasharray=\"2 3\"", "memcpy " + printf_text("%.2f", report.memory.bandwidth) + " GB/s");
+  }
+  out << "</svg>\n";
+}
+
+}  // namespace collcheck::bench
