@@ -71,10 +71,23 @@ std::size_t count_for(int nranks, std::size_t chunk, std::size_t low, std::size_
   return std::clamp(count, low, high);
 }
 
+// Whether the backend's precondition admits some rank count in the range (tried on an
+// otherwise plain case of its first collective).
+bool precondition_possible(const Capabilities& capabilities, const CaseLimits& limits) {
+  if (!capabilities.precondition || capabilities.collectives.empty()) return true;
+  Case c;
+  c.collective = capabilities.collectives.front();
+  for (int n : rank_counts(std::max(limits.min_ranks, capabilities.min_ranks), std::min(limits.max_ranks, capabilities.max_ranks))) {
+    c.nranks = n;
+    if (capabilities.precondition(c)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool any_case_possible(const Capabilities& capabilities, const CaseLimits& limits) {
-  return !allowed(capabilities.collectives, limits.collectives).empty() &&
+  return precondition_possible(capabilities, limits) && !allowed(capabilities.collectives, limits.collectives).empty() &&
          !allowed(capabilities.dtypes, limits.dtypes).empty() && !allowed(capabilities.ops, limits.ops).empty() &&
          std::max(limits.min_ranks, capabilities.min_ranks) <= std::min(limits.max_ranks, capabilities.max_ranks);
 }
@@ -96,7 +109,7 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
   const bool in_place = capabilities.in_place;
   const std::size_t chunk = capabilities.chunk;
   const std::size_t min_count = limits.min_count, max_count = limits.max_count;
-  return rc::gen::exec([=] {
+  const rc::Gen<Case> drawn = rc::gen::exec([=] {
     Case c;
     c.collective = *pick(collectives);
     c.nranks = *pick(ranks);
@@ -113,6 +126,8 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
     if (blocks > 1) c.count = std::min(c.count, std::max(min_count, max_count / blocks));
     return c;
   });
+  if (!capabilities.precondition) return drawn;
+  return rc::gen::suchThat(drawn, [precondition = capabilities.precondition](const Case& c) { return precondition(c); });
 }
 
 }  // namespace collcheck

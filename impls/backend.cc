@@ -50,7 +50,7 @@ Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs) {
 bool Capabilities::supports(const Case& c) const {
   auto has = [](const auto& list, auto value) { return std::find(list.begin(), list.end(), value) != list.end(); };
   return has(collectives, c.collective) && has(dtypes, c.dtype) && (!reduces(c.collective) || has(ops, c.op)) &&
-         (in_place || !c.in_place) && c.nranks >= min_ranks && c.nranks <= max_ranks;
+         (in_place || !c.in_place) && c.nranks >= min_ranks && c.nranks <= max_ranks && (!precondition || precondition(c));
 }
 
 std::string_view name(Outcome outcome) {

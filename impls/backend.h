@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,6 +27,9 @@ struct Capabilities {
   bool deterministic = true;    // the same case twice gives the same bits
   bool rank_identical = true;   // all-reduce, all-gather, broadcast give every rank the same bits
   std::size_t chunk = 0;        // its pipeline chunk in elements, if it has one (0: none known)
+  // A documented limit beyond the lists above (Gloo's bcube: ranks divisible by its base);
+  // cases it refuses are never drawn. Unset: none.
+  std::function<bool(const Case&)> precondition;
 
   bool supports(const Case&) const;
 };
