@@ -49,3 +49,20 @@ collcheck_add_cli_test(check_mpi_finds_nan_dropping_min_max check --backend mpi 
   STDOUT "FAILED oracle on mpi" "expected nan")
 set_tests_properties(cli.check_mpi cli.check_mpi_all_algorithms cli.check_mpi_finds_saturating_byte_sums
   cli.check_mpi_finds_nan_dropping_min_max PROPERTIES LABELS "cli;mpi" TIMEOUT 240)
+
+# Gloo under test: every algorithm it ships on exact values, the properties that hold on this
+# machine's Gloo (0.5.0, Debian's 2022-05-18 snapshot); then the findings of docs/vendors.md that
+# reproduce on every run, each asserted.
+if(COLLCHECK_HAVE_GLOO)
+  collcheck_add_cli_test(check_gloo check --backend gloo --seed 1 --ranks 2..5 --count 1..4K --values exact
+    --property liveness --property oracle --property buffer-safety --property in-place --property composition
+    --cases 30 STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
+  collcheck_add_cli_test(check_gloo_finds_allgather_crash check --backend gloo:allgather --seed 1 --ranks 2..3
+    --count 0..16 --cases 5 --property liveness STATUS 1
+    STDOUT "FAILED liveness on gloo:allgather" "allgather/[a-z0-9]+/sum/n=0/ranks=2/" "crash: rank [0-9] died: signal 8 \\(SIGFPE\\)")
+  collcheck_add_cli_test(check_gloo_finds_rank_disagreement check --backend gloo:allreduce_ring --seed 1
+    --ranks 3..5 --dtype f16 --op sum --values real --property rank-agreement --cases 60 STATUS 1
+    STDOUT "FAILED rank-agreement on gloo:allreduce_ring" "ranks disagree: rank [0-9]+ element [0-9]+")
+  set_tests_properties(cli.check_gloo cli.check_gloo_finds_allgather_crash cli.check_gloo_finds_rank_disagreement
+    PROPERTIES LABELS "cli;gloo" TIMEOUT 240)
+endif()

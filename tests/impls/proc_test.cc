@@ -1,0 +1,310 @@
+// The `proc` transport and its backends on worlds of threads: every algorithm against the oracle
+// over shared memory and TCP, repeated calls, mutants caught, hooks, deadlines and the option grammar.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <thread>
+
+#include "impls/proc_transport.h"
+#include "impls/rank_backend.h"
+#include "impls/reduce_op.h"
+#include "impls/sim_backend.h"
+#include "reference/oracle.h"
+#include "reference/random.h"
+#include "tests/support/cases.h"
+
+namespace collcheck {
+namespace {
+
+// n members of one world, each with its own rank part of the same backend spec.
+struct Group {
+  std::vector<std::unique_ptr<World>> worlds;
+  std::vector<std::unique_ptr<RankBackend>> backends;
+};
+
+Group make_group(std::string_view spec, int n) {
+  Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
+  EXPECT_TRUE(specs.ok()) << (specs ? "" : specs.error().text());
+  Group group;
+  group.worlds = make_thread_worlds(n);
+  for (int r = 0; r < n; ++r) group.backends.push_back(specs->at(0).make(*group.worlds[static_cast<std::size_t>(r)]).value());
+  return group;
+}
+
+// Runs `fn(rank)` on one thread per member and waits for all.
+void on_every_rank(int n, const std::function<void(int)>& fn) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) threads.emplace_back(fn, r);
+  for (std::thread& t : threads) t.join();
+}
+
+std::vector<RankRun> run(Group& group, const Case& c, const RankRunOptions& options = {}) {
+  std::vector<RankRun> runs(group.backends.size());
+  on_every_rank(c.nranks, [&](int r) { runs[static_cast<std::size_t>(r)] = group.backends[static_cast<std::size_t>(r)]->run(c, options); });
+  return runs;
+}
+
+// "" when every rank's every call matches the oracle (call k: the case with seed + k), its guard
+// zones hold, and an out-of-place input is untouched.
+std::string check(const std::string& spec, const Case& c, const std::vector<RankRun>& runs, int calls = 1) {
+  for (int r = 0; r < c.nranks; ++r) {
+    const RankRun& got = runs[static_cast<std::size_t>(r)];
+    const std::string where = spec + " " + to_string(c) + " rank " + std::to_string(r);
+    if (got.outcome != Outcome::Ok) return where + ": " + got.error;
+    if (got.calls.size() != static_cast<std::size_t>(calls)) return where + ": " + std::to_string(got.calls.size()) + " calls";
+    for (int k = 0; k < calls; ++k) {
+      Case call = c;
+      call.seed += static_cast<std::uint64_t>(k);
+      const RankResult& result = got.calls[static_cast<std::size_t>(k)];
+      const Verdict verdict = compare(call, r, result.output);
+      if (!verdict.ok) return where + " call " + std::to_string(k) + "\n" + verdict.describe(c.dtype);
+      if (!result.guards_intact) return where + ": guard zone written";
+      if (c.in_place) continue;
+      std::vector<std::byte> input(result.input.size());
+      InputGenerator(call).fill(r, 0, input);
+      if (input != result.input) return where + ": input changed out of place";
+    }
+  }
+  return "";
+}
+
+// A spread of cases for one collective: counts 0, 1, not divisible by the ranks and larger,
+// several dtypes and ops, in and out of place, every root in turn.
+std::vector<Case> cases_for(Collective collective, int n) {
+  const DType dtypes[] = {DType::Float32, DType::Int32, DType::BFloat16, DType::Float64, DType::UInt8};
+  const RedOp ops[] = {RedOp::Sum, RedOp::Max, RedOp::Avg, RedOp::Min, RedOp::Prod};
+  const std::size_t counts[] = {0, 1, 7, 37, 300};
+  std::vector<Case> cases;
+  for (int i = 0; i < 10; ++i) {
+    Case c = testing::make_case(collective, dtypes[i % 5], ops[(i + n) % 5], counts[i % 5], n);
+    c.in_place = i % 2 == 1;
+    c.root = i % n;
+    c.values = i == 9 ? ValueKind::Real : ValueKind::Exact;
+    c.offset = static_cast<std::size_t>(i % 3);
+    c.seed = 100 + static_cast<std::uint64_t>(i);
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// Every algorithm's every collective at `n` ranks with the given options.
+void check_all_algorithms(const std::string& options, int n, int calls = 1) {
+  for (const std::string& algorithm : algorithm_variant_names()) {
+    const std::string spec = algorithm + "@proc" + (options.empty() ? "" : ":" + options);
+    Group group = make_group(spec, n);
+    const std::vector<Collective> collectives = algorithm_variant(algorithm)->collectives;
+    for (Collective collective : collectives) {
+      for (const Case& c : cases_for(collective, n)) {
+        RankRunOptions run_options;
+        run_options.calls = calls;
+        run_options.deadline = 20;
+        EXPECT_EQ(check(spec, c, run(group, c, run_options), calls), "");
+      }
+    }
+  }
+}
+
+TEST(ProcBackend, EveryAlgorithmMatchesTheOracleOn2To5Ranks) {
+  for (int n = 2; n <= 5; ++n) check_all_algorithms("chunk=5", n);
+}
+
+TEST(ProcBackend, DefaultChunkMatchesTheOracle) { check_all_algorithms("", 3); }
+
+TEST(ProcBackend, RepeatedCallsEachMatchTheirSeed) { check_all_algorithms("chunk=4", 3, 3); }
+
+TEST(ProcBackend, TcpLinksMatchTheOracle) {
+  check_all_algorithms("chunk=6,transport=tcp", 3);
+  check_all_algorithms("chunk=3,transport=tcp,channels=2", 4, 2);
+}
+
+TEST(ProcBackend, OneRankWorld) { check_all_algorithms("chunk=5", 1); }
+
+// Messages far larger than a FIFO (several MiB) on both links, pipelined and not.
+TEST(ProcBackend, LargeMessagesMatchTheOracle) {
+  for (const std::string spec : {"ring@proc", "ring@proc:chunk=0", "tree@proc:chunk=100000", "ring@proc:transport=tcp"}) {
+    Group group = make_group(spec, 3);
+    Case c = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, (std::size_t{3} << 20) + 5, 3);
+    c.seed = 7;
+    EXPECT_EQ(check(spec, c, run(group, c)), "");
+    c.in_place = true;
+    c.values = ValueKind::Real;
+    EXPECT_EQ(check(spec, c, run(group, c)), "");
+  }
+}
+
+TEST(ProcBackend, MutantsAreCaughtByTheOracle) {
+  for (const std::string spec : {"mutant:drop-remainder@proc", "mutant:own-twice@proc", "mutant:narrow-accumulation@proc"}) {
+    Group group = make_group(spec, 3);
+    Case c = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 301, 3);
+    c.values = ValueKind::Real;
+    const std::vector<RankRun> runs = run(group, c);
+    for (const RankRun& r : runs) EXPECT_EQ(r.outcome, Outcome::Ok) << r.error;
+    EXPECT_NE(check(spec, c, runs), "") << spec << " passed the oracle";
+  }
+}
+
+TEST(ProcBackend, StaleInputMutantFailsOnlyLaterCalls) {
+  Group group = make_group("mutant:registered-once@proc", 3);
+  const Case c = testing::make_case(Collective::AllReduce, DType::Int32, RedOp::Sum, 50, 3);
+  RankRunOptions options;
+  options.calls = 2;
+  const std::vector<RankRun> runs = run(group, c, options);
+  EXPECT_TRUE(compare(c, 0, runs[0].calls[0].output).ok);
+  Case second = c;
+  second.seed += 1;
+  EXPECT_FALSE(compare(second, 0, runs[0].calls[1].output).ok);
+}
+
+class DropEverything final : public LinkHook {
+ public:
+  SendDecision on_send(const Message&, std::span<std::byte>) override { return {true, 0}; }
+};
+
+TEST(ProcBackend, AReceiveWithNoMessageEndsAsDetectedAtTheDeadline) {
+  for (const std::string spec : {"ring@proc", "ring@proc:transport=tcp"}) {
+    Group group = make_group(spec, 3);
+    DropEverything hook;
+    RankRunOptions options;
+    options.hook = &hook;
+    options.deadline = 0.3;
+    const Case c = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 30, 3);
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<RankRun> runs = run(group, c, options);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(runs[static_cast<std::size_t>(r)].outcome, Outcome::Detected);
+      EXPECT_NE(runs[static_cast<std::size_t>(r)].error.find("rank " + std::to_string(r) + " step"), std::string::npos)
+          << runs[static_cast<std::size_t>(r)].error;
+      EXPECT_NE(runs[static_cast<std::size_t>(r)].error.find("no message after 0.3 s"), std::string::npos);
+    }
+    // The next case on the same backends starts clean.
+    EXPECT_EQ(check(spec, c, run(group, c)), "");
+  }
+}
+
+// Delays every message and flips a bit of one: the delays keep the result, the flip breaks it.
+class DelayAndFlip final : public LinkHook {
+ public:
+  explicit DelayAndFlip(bool flip) : flip_(flip) {}
+  SendDecision on_send(const Message& message, std::span<std::byte> payload) override {
+    if (flip_ && message.from == 1 && message.sequence == 0 && !payload.empty()) payload[0] ^= std::byte{0x40};
+    return {false, 0.002};
+  }
+
+ private:
+  bool flip_;
+};
+
+TEST(ProcBackend, HookDelaysKeepTheResultAndPayloadChangesShow) {
+  Group group = make_group("ring@proc:chunk=8", 4);
+  const Case c = testing::make_case(Collective::AllReduce, DType::Int32, RedOp::Sum, 64, 4);
+  DelayAndFlip delay(false), flip(true);
+  RankRunOptions options;
+  options.hook = &delay;
+  EXPECT_EQ(check("ring@proc", c, run(group, c, options)), "");
+  options.hook = &flip;
+  EXPECT_NE(check("ring@proc", c, run(group, c, options)), "");
+}
+
+TEST(ProcBackend, TimedRunsReportSecondsAndCheckedOutputs) {
+  Group group = make_group("ring@proc", 2);
+  const Case c = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 4096, 2);
+  RankRunOptions options;
+  options.timed = true;
+  options.warmup = 2;
+  options.iterations = 3;
+  options.checked = true;
+  const std::vector<RankRun> runs = run(group, c, options);
+  for (const RankRun& r : runs) {
+    ASSERT_EQ(r.outcome, Outcome::Ok) << r.error;
+    EXPECT_GT(r.seconds, 0);
+    EXPECT_EQ(r.calls.size(), 3u);
+  }
+  EXPECT_TRUE(compare(c, 1, runs[1].calls[0].output).ok);  // out of place: every call the same
+}
+
+TEST(ProcBackend, SpecsNameOptionsAndMutants) {
+  Result<std::vector<RankBackendSpec>> all = rank_backend_specs("all@proc");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), algorithm_variant_names().size());
+  EXPECT_EQ(all->at(0).name, algorithm_variant_names()[0] + "@proc");
+  EXPECT_EQ(all->at(0).capabilities.chunk, kProcDefaultChunk);
+  EXPECT_EQ(rank_backend_specs("ring@proc:chunk=64,transport=tcp")->at(0).capabilities.chunk, 64u);
+  for (const char* mutant : {"mutant:hang@proc", "mutant:crash@proc", "mutant:deadlock@proc"}) {
+    EXPECT_TRUE(rank_backend_specs(mutant).ok()) << mutant;
+  }
+  const Result<std::vector<RankBackendSpec>> bad_transport = rank_backend_specs("ring@proc:transport=udp");
+  ASSERT_FALSE(bad_transport.ok());
+  EXPECT_NE(bad_transport.error().message.find("auto, shm or tcp"), std::string::npos);
+  EXPECT_FALSE(rank_backend_specs("ring@proc:speed=9").ok());
+  EXPECT_FALSE(rank_backend_specs("nosuch@proc").ok());
+  const Result<std::vector<RankBackendSpec>> bad_mutant = rank_backend_specs("mutant:nosuch@proc");
+  ASSERT_FALSE(bad_mutant.ok());
+  EXPECT_NE(bad_mutant.error().message.find("mutant:hang"), std::string::npos);
+}
+
+// A send whose source is overwritten while most of it still waits for FIFO room: the receiver
+// must get the bytes as they were when the send was posted.
+TEST(ProcTransport, ASendKeepsItsBytesWhenItsSourceIsOverwritten) {
+  const std::size_t n = std::size_t{1} << 20;  // 4 MiB of float32, twice the FIFO
+  Case shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 2);
+  Schedule s;
+  s.algorithm = "overwrite";
+  s.shape = shape;
+  s.participants.resize(2);
+  s.participants[1].scratch = n;
+  const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n}, scratch{BufferKind::Scratch, 0, n};
+  s.copy(0, input, output);
+  s.add(0, Step{StepKind::Send, 1, output, {}, 0, 0, {}});
+  s.reduce(0, input, output);  // output = 2 * input, over the range still being sent
+  s.add(0, Step{StepKind::Send, 1, output, {}, 1, 0, {}});
+  s.add(1, Step{StepKind::Recv, 0, {}, output, 1, 0, {}});  // the later message first
+  s.add(1, Step{StepKind::Recv, 0, {}, scratch, 0, 0, {}});
+  ASSERT_TRUE(validate(s).ok());
+  std::vector<std::vector<float>> memory(4, std::vector<float>(n));
+  for (std::size_t i = 0; i < n; ++i) memory[0][i] = static_cast<float>(i % 1000);
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
+  std::vector<Status> results(2, Ok{});
+  on_every_rank(2, [&](int r) {
+    auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)], ProcLinks::Auto);
+    ASSERT_TRUE(transport.ok());
+    std::vector<ProcBuffers> buffers(2);
+    auto bytes = [&](std::size_t i) { return reinterpret_cast<std::byte*>(memory[i].data()); };
+    buffers[0] = ProcBuffers{bytes(0), bytes(1), nullptr};
+    buffers[1] = ProcBuffers{nullptr, bytes(2), bytes(3)};
+    Status begun = (*transport)->begin(s, ProcRunOptions{});
+    results[static_cast<std::size_t>(r)] = begun ? (*transport)->run_call(buffers) : begun;
+    if (results[static_cast<std::size_t>(r)]) results[static_cast<std::size_t>(r)] = (*transport)->finish();
+  });
+  for (const Status& status : results) ASSERT_TRUE(status.ok()) << status.error().text();
+  for (std::size_t i = 0; i < n; i += 997) {
+    ASSERT_EQ(memory[3][i], memory[0][i]) << i;
+    ASSERT_EQ(memory[2][i], 2 * memory[0][i]) << i;
+  }
+}
+
+// The native float path gives reduce_elements' bits for every op, on random bit patterns that
+// include NaNs, infinities, subnormals and signed zeros.
+TEST(ProcTransport, NativeReductionIsBitForBitTheContract) {
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::BFloat16}) {
+    const std::size_t size = size_of(dtype), count = 4000;
+    std::vector<std::byte> a(count * size), b(count * size), want(count * size), got(count * size);
+    for (std::size_t i = 0; i < count * size; ++i) {
+      a[i] = static_cast<std::byte>(mix64(i) >> 11);
+      b[i] = static_cast<std::byte>(mix64(i + 0x9e3779b9) >> 17);
+    }
+    // Every few elements small or special, so that sums and products meet every case.
+    for (std::size_t i = 0; i + 1 < count; i += 7) std::memcpy(&b[i * size], &a[(i + 1) * size], size);
+    for (RedOp op : all_ops()) {
+      reduce_elements(dtype, op, a.data(), b.data(), want.data(), count);
+      reduce_elements_fast(dtype, op, a.data(), b.data(), got.data(), count);
+      EXPECT_EQ(want, got) << name(dtype) << " " << name(op);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace collcheck
