@@ -3,13 +3,16 @@
 #include "harness/cli_list.h"
 
 #include <cstddef>
+#include <sstream>
 #include <string>
 #include <string_view>
 
+#include "collcheck/config.h"
 #include "harness/optional_parts.h"
 #include "harness/text_table.h"
 #include "impls/algorithms.h"
 #include "impls/mutants.h"
+#include "impls/rank_backend.h"
 #include "impls/topology.h"
 #include "reference/case.h"
 #include "reference/collective.h"
@@ -117,6 +120,25 @@ void print_mutants(std::ostream& out) {
   table.print(out);
 }
 
+// Backends across processes: ours on `proc`, and the vendors this build has.
+void print_process_backends(std::ostream& out) {
+  out << "backends across processes (check --backend; docs/processes.md, docs/vendors.md):\n"
+      << "  ALGORITHM@proc, all@proc, mutant:NAME@proc (also mutant:hang@proc, mutant:crash@proc)\n";
+#if COLLCHECK_HAVE_MPI
+  out << "  mpi, mpi:COLL=ALG[,COLL_segsize=BYTES], mpi:all-algorithms; Open MPI's coll/tuned algorithms:\n";
+  std::istringstream table(mpi_algorithm_table());
+  for (std::string line; std::getline(table, line);) out << "    " << line << '\n';
+  out << "    (" << mpi_dtype_note() << ")\n";
+#endif
+#if COLLCHECK_HAVE_GLOO
+  std::string names;
+  if (auto specs = rank_backend_specs("gloo:all-algorithms")) {
+    for (const RankBackendSpec& spec : *specs) names += (names.empty() ? "" : ", ") + spec.name;
+  }
+  out << "  gloo:NAME[:OPTIONS], gloo:all-algorithms; Gloo's algorithms:\n    " << names << '\n';
+#endif
+}
+
 void print_topologies(std::ostream& out) {
   out << "topologies (simulate --topology): " << topology_presets() << ", or a topology file\n";
 }
@@ -135,6 +157,8 @@ int run_list(std::ostream& out) {
   print_algorithms(out);
   out << '\n';
   print_mutants(out);
+  out << '\n';
+  print_process_backends(out);
   out << '\n';
   print_topologies(out);
   out << '\n';

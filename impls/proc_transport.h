@@ -77,8 +77,4 @@ class ProcTransport {
   std::unique_ptr<State> state_;
 };
 
-// out = a ⊕ b under reduce_op.h's contract, natively for float32 and float64 (the result is
-// bit for bit reduce_elements', NaN canonical) and through reduce_elements for the rest.
-void reduce_elements_fast(DType, RedOp, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count);
-
 }  // namespace collcheck

@@ -166,7 +166,7 @@ class Simulation {
   }
 
   void reduce(const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
-    auto apply = options_.reduction.reduce ? options_.reduction.reduce : &reduce_elements;
+    auto apply = options_.reduction.reduce ? options_.reduction.reduce : &reduce_elements_fast;
     apply(s_.shape.dtype, s_.shape.op, a, b, out, count);
   }
 
