@@ -33,8 +33,8 @@ set_tests_properties(cli.check_crash_mutant PROPERTIES LABELS "cli;proc" TIMEOUT
 
 # Open MPI under test. The default decisions on every dtype and op MPI can express, within what
 # holds on this machine's Open MPI 4.1.4; then the two findings (docs/vendors.md), each asserted
-# so that a fix or a regression shows: 8-bit sums saturate (op/avx), and MPI_MIN/MPI_MAX drop
-# NaNs depending on the order of the reduction.
+# so that a fix or a regression shows: 8-bit sums saturate (op/avx: without it they wrap), and
+# MPI_MIN/MPI_MAX drop NaNs depending on the order of the reduction.
 collcheck_add_cli_test(check_mpi check --backend mpi --seed 1 --ranks 2..4 --cases 400
   --dtype i32 --dtype u32 --dtype i64 --dtype u64 --dtype f32 --dtype f64 --values exact --values real
   STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
@@ -44,11 +44,14 @@ collcheck_add_cli_test(check_mpi_all_algorithms check --backend mpi:all-algorith
 collcheck_add_cli_test(check_mpi_finds_saturating_byte_sums check --backend mpi --seed 1 --ranks 2..3
   --collective allreduce --dtype i8 --op sum --values exact --cases 40 STATUS 1
   STDOUT "FAILED oracle on mpi" "allreduce/i8/sum/" "expected -?[0-9]+, got (127|-128)")
+collcheck_add_cli_test(check_mpi_bytes_wrap_without_op_avx check --backend mpi --mpirun-args "--mca op ^avx"
+  --seed 1 --ranks 2..3 --collective allreduce --dtype i8 --dtype u8 --op sum --values exact --cases 40
+  STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
 collcheck_add_cli_test(check_mpi_finds_nan_dropping_min_max check --backend mpi --seed 1 --ranks 3
   --collective allreduce --dtype f32 --op min --op max --values special --cases 100 --property oracle STATUS 1
   STDOUT "FAILED oracle on mpi" "expected nan")
 set_tests_properties(cli.check_mpi cli.check_mpi_all_algorithms cli.check_mpi_finds_saturating_byte_sums
-  cli.check_mpi_finds_nan_dropping_min_max PROPERTIES LABELS "cli;mpi" TIMEOUT 240)
+  cli.check_mpi_bytes_wrap_without_op_avx cli.check_mpi_finds_nan_dropping_min_max PROPERTIES LABELS "cli;mpi" TIMEOUT 240)
 
 # Gloo under test: every algorithm it ships on exact values, the properties that hold on this
 # machine's Gloo (0.5.0, Debian's 2022-05-18 snapshot); then the findings of docs/vendors.md that
