@@ -86,7 +86,7 @@ Status ControlSocket::send(FrameKind kind, std::span<const std::byte> payload) {
   const auto k = static_cast<std::uint32_t>(kind);
   for (std::size_t i = 0; i < 4; ++i) frame[i] = static_cast<std::byte>(k >> (8 * i));
   for (std::size_t i = 0; i < 8; ++i) frame[4 + i] = static_cast<std::byte>(static_cast<std::uint64_t>(payload.size()) >> (8 * i));
-  std::memcpy(frame.data() + kHeader, payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(frame.data() + kHeader, payload.data(), payload.size());
   std::size_t sent = 0;
   while (sent < frame.size()) {
     const ssize_t n = ::send(fd_, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL);
