@@ -9,10 +9,12 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -58,6 +60,37 @@ std::string tail_of(const std::string& path, std::size_t lines) {
   return out;
 }
 
+// Where worlds keep their files: /dev/shm (tmpfs, as Open MPI wants for shared memory), else /tmp.
+std::filesystem::path world_base() {
+  std::error_code error;
+  return std::filesystem::is_directory("/dev/shm", error) ? "/dev/shm" : "/tmp";
+}
+
+// Removes the world directories of collcheck processes that are gone (killed before they could
+// clean up), once per process.
+void sweep_stale_directories() {
+  static bool swept = false;
+  if (std::exchange(swept, true)) return;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(world_base(), error)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("collcheck-world-")) continue;
+    const long pid = std::atol(name.c_str() + std::strlen("collcheck-world-"));
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), error);
+  }
+}
+
+// A fresh directory for one world: collcheck-world-PID-N.
+std::string world_directory() {
+  static int next = 0;
+  sweep_stale_directories();
+  const std::filesystem::path path =
+      world_base() / ("collcheck-world-" + std::to_string(::getpid()) + "-" + std::to_string(next++));
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  return path.string();
+}
+
 struct Hello {
   int rank = -1;
   long pid = 0;
@@ -87,8 +120,12 @@ class LaunchedWorld {
   Status launch(const RankBackendSpec& spec, int nranks, const BackendOptions& options) {
     Result<Listener> listener = Listener::open();
     if (!listener) return listener.error();
-    log_ = "/tmp/collcheck-launch-" + std::to_string(::getpid()) + "-" + std::to_string(next_log_++) + ".log";
-    std::vector<std::string> argv = {"mpirun", "-np", std::to_string(nranks), "--oversubscribe", "--bind-to", "none"};
+    // One directory per world for mpirun's output and Open MPI's shared-memory files (which a
+    // killed world would otherwise leave in /dev/shm); removed with the world.
+    directory_ = world_directory();
+    log_ = directory_ + "/mpirun.log";
+    std::vector<std::string> argv = {"mpirun", "-np", std::to_string(nranks), "--oversubscribe", "--bind-to", "none",
+                                     "--mca", "btl_vader_backing_directory", directory_};
     for (const auto& [name, value] : spec.environment) {
       argv.push_back("-x");
       argv.push_back(name + "=" + value);
@@ -299,7 +336,9 @@ class LaunchedWorld {
     ranks_.clear();
     local_pids_.clear();
     mpirun_ = -1;
-    std::remove(log_.c_str());
+    std::error_code ignored;
+    if (!directory_.empty()) std::filesystem::remove_all(directory_, ignored);
+    directory_.clear();
   }
 
   pid_t mpirun_ = -1;
@@ -307,9 +346,9 @@ class LaunchedWorld {
   std::vector<long> local_pids_;
   std::map<std::size_t, std::string> dying_words_;
   SteadyTime first_death_;
+  std::string directory_;
   std::string log_;
   std::string command_;
-  static inline int next_log_ = 0;
 };
 
 class LaunchedBackend final : public Backend {
