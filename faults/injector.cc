@@ -1,0 +1,156 @@
+// The fault injector: for each message, which faults of the plan hit it (target, trigger,
+// probability) and what they do to it, drawing every random choice from the seed and the message.
+#include "faults/injector.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "reference/random.h"
+
+namespace collcheck {
+namespace {
+
+// What each random draw is for, so that draws for one message stay independent.
+enum Purpose : std::uint64_t { Chance = 1, Jitter = 2, Bit = 3 };
+
+bool on_target(const Target& target, const Message& m) {
+  switch (target.scope) {
+    case Target::Scope::All: return true;
+    case Target::Scope::Link: return m.from == target.from && m.to == target.to;
+    case Target::Scope::Rank: return m.from == target.rank;
+  }
+  return false;
+}
+
+// A flapping link is down for the first half of each period from `at`, then up for the second.
+bool flap_down(const Fault& f, double time) {
+  const double half = f.period / 2000;  // milliseconds to seconds, halved
+  const double phase = std::floor((time - f.trigger.at) / half);
+  return std::fmod(phase, 2) == 0;
+}
+
+}  // namespace
+
+bool injectable(FaultKind kind) { return kind != FaultKind::Duplicate && kind != FaultKind::Reorder; }
+
+FaultInjector::FaultInjector(FaultPlan plan, std::uint64_t seed, double deadline, double link_bandwidth)
+    : plan_(std::move(plan)), seed_(seed), deadline_(deadline), link_bandwidth_(link_bandwidth),
+      states_(plan_.faults.size()) {}
+
+SendDecision FaultInjector::on_send(const Message& message, std::span<std::byte> payload) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  SendDecision decision;
+  // Faults apply in plan order and compose: any drop drops, delays add, corruptions stack.
+  for (std::size_t i = 0; i < plan_.faults.size(); ++i) {
+    if (fires(i, message)) apply(i, message, payload, decision);
+  }
+  return decision;
+}
+
+// Whether fault `index` hits this message; counts the target's traffic either way. On `proc`
+// each process counts the messages it sends, which for a link or rank target is all of them.
+bool FaultInjector::fires(std::size_t index, const Message& message) {
+  const Fault& f = plan_.faults[index];
+  if (!injectable(f.kind) || !on_target(f.target, message)) return false;
+  State& state = states_[index];
+  const std::uint64_t number = state.messages++;
+  const std::uint64_t offset = state.bytes;
+  state.bytes += message.bytes;
+  const Trigger& t = f.trigger;
+  if (message.time < t.at || number < t.after ||
+      (t.offset > 0 && offset + message.bytes <= t.offset)) return false;
+  if (t.times != 0 && state.affected >= t.times) return false;
+  if (f.kind == FaultKind::LinkFlap && !flap_down(f, message.time)) return false;
+  return t.p >= 1 || unit_interval(draw(index, message, Chance)) < t.p;
+}
+
+void FaultInjector::apply(std::size_t index, const Message& message, std::span<std::byte> payload,
+                          SendDecision& decision) {
+  const Fault& f = plan_.faults[index];
+  State& state = states_[index];
+  switch (f.kind) {
+    case FaultKind::Drop:
+    case FaultKind::LinkDown:
+    case FaultKind::LinkFlap:
+    // On `sim` a stopped or killed rank is one whose messages never leave it; on `proc` these
+    // become SIGSTOP and SIGKILL to the rank's process (later in issue 6).
+    case FaultKind::Stop:
+    case FaultKind::Kill:
+      decision.drop = true;
+      break;
+    case FaultKind::Delay:
+      decision.delay += (f.ms + f.jitter * unit_interval(draw(index, message, Jitter))) / 1000;
+      break;
+    case FaultKind::Straggler:
+      // `factor` times as long to send: (factor - 1) transfer times more, plus a fixed delay.
+      decision.delay += (f.factor - 1) * static_cast<double>(message.bytes) / link_bandwidth_ + f.ms / 1000;
+      break;
+    case FaultKind::Corrupt:
+      if (payload.empty()) return;  // nothing to flip (timing-only runs, empty messages)
+      corrupt(index, message, payload);
+      break;
+    case FaultKind::Duplicate:
+    case FaultKind::Reorder:
+      return;
+  }
+  ++state.affected;
+}
+
+// Flips `bits` distinct bits (as many as the payload has, at most) at drawn positions.
+void FaultInjector::corrupt(std::size_t index, const Message& message, std::span<std::byte> payload) const {
+  const std::uint64_t size = payload.size() * 8;
+  const std::uint64_t flips = std::min<std::uint64_t>(static_cast<std::uint64_t>(plan_.faults[index].bits), size);
+  std::vector<std::uint64_t> flipped;
+  for (std::uint64_t j = 0; j < flips; ++j) {
+    std::uint64_t bit = below(draw(index, message, Bit + 8 * j), size);
+    // A repeated position would undo a flip: take the next unflipped bit instead.
+    while (std::find(flipped.begin(), flipped.end(), bit) != flipped.end()) bit = (bit + 1) % size;
+    flipped.push_back(bit);
+    payload[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
+  }
+}
+
+// 64 random bits from the seed, the fault, the message's identity and the purpose: the same on
+// every run and in every process, whatever order messages are sent in.
+std::uint64_t FaultInjector::draw(std::size_t index, const Message& m, std::uint64_t purpose) const {
+  std::uint64_t x = mix64(seed_ ^ mix64(index));
+  for (std::uint64_t part : {static_cast<std::uint64_t>(m.from), static_cast<std::uint64_t>(m.to),
+                             static_cast<std::uint64_t>(m.channel), m.sequence, purpose}) {
+    x = mix64(x ^ part);
+  }
+  return x;
+}
+
+std::vector<std::uint64_t> FaultInjector::affected_per_fault() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::uint64_t> counts;
+  for (const State& state : states_) counts.push_back(state.affected);
+  return counts;
+}
+
+std::array<std::uint64_t, fault_kind_count> FaultInjector::affected_per_kind() const {
+  const std::vector<std::uint64_t> per_fault = affected_per_fault();
+  std::array<std::uint64_t, fault_kind_count> counts{};
+  for (std::size_t i = 0; i < per_fault.size(); ++i) counts[static_cast<std::size_t>(plan_.faults[i].kind)] += per_fault[i];
+  return counts;
+}
+
+std::vector<Fault> FaultInjector::not_injected() const {
+  std::vector<Fault> faults;
+  for (const Fault& f : plan_.faults) {
+    if (!injectable(f.kind)) faults.push_back(f);
+  }
+  return faults;
+}
+
+std::string FaultInjector::summary() const {
+  const std::array<std::uint64_t, fault_kind_count> counts = affected_per_kind();
+  std::string text;
+  for (FaultKind kind : all_fault_kinds()) {
+    const std::uint64_t n = counts[static_cast<std::size_t>(kind)];
+    if (n > 0) text += (text.empty() ? "" : ", ") + std::string(to_string(kind)) + " " + std::to_string(n);
+  }
+  return text.empty() ? "nothing" : text;
+}
+
+}  // namespace collcheck

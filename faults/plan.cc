@@ -1,0 +1,310 @@
+// Fault plans: the kind names, the text form (print and parse), range checks against a world,
+// and the shrinker's simpler candidates.
+#include "faults/plan.h"
+
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <system_error>
+
+namespace collcheck {
+namespace {
+
+constexpr std::array<std::string_view, fault_kind_count> kind_names = {
+    "drop", "delay", "corrupt", "duplicate", "reorder", "link-down", "link-flap", "straggler", "stop", "kill"};
+
+// What a kind accepts: message faults take every trigger; link and rank events happen at a
+// time only, on the one target they need.
+struct KindRules {
+  Target::Scope needs = Target::Scope::All;  // All: any target
+  bool message_triggers = true;              // after, offset, p, times
+  std::string_view parameters;               // the parameter keys, space separated
+};
+
+KindRules rules(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::Drop: return {Target::Scope::All, true, ""};
+    case FaultKind::Delay: return {Target::Scope::All, true, "ms jitter"};
+    case FaultKind::Corrupt: return {Target::Scope::All, true, "bits"};
+    case FaultKind::Duplicate: return {Target::Scope::All, true, ""};
+    case FaultKind::Reorder: return {Target::Scope::All, true, ""};
+    case FaultKind::LinkDown: return {Target::Scope::Link, false, ""};
+    case FaultKind::LinkFlap: return {Target::Scope::Link, false, "period"};
+    case FaultKind::Straggler: return {Target::Scope::Rank, false, "factor ms"};
+    case FaultKind::Stop: return {Target::Scope::Rank, false, ""};
+    case FaultKind::Kill: return {Target::Scope::Rank, false, ""};
+  }
+  return {};
+}
+
+bool has_word(std::string_view words, std::string_view word) {
+  while (!words.empty()) {
+    const std::size_t space = words.find(' ');
+    if (words.substr(0, space) == word) return true;
+    if (space == std::string_view::npos) break;
+    words.remove_prefix(space + 1);
+  }
+  return false;
+}
+
+// The keys a kind accepts, for error messages: `link, rank, at, after, offset, p, times, ms`.
+std::string allowed_keys(FaultKind kind) {
+  const KindRules r = rules(kind);
+  std::string keys;
+  auto add = [&](std::string_view key) { keys += (keys.empty() ? "" : ", ") + std::string(key); };
+  if (r.needs != Target::Scope::Rank) add("link");
+  if (r.needs != Target::Scope::Link) add("rank");
+  add("at");
+  if (r.message_triggers) {
+    for (std::string_view key : {"after", "offset", "p", "times"}) add(key);
+  }
+  std::string_view parameters = r.parameters;
+  while (!parameters.empty()) {
+    const std::size_t space = parameters.find(' ');
+    add(parameters.substr(0, space));
+    parameters.remove_prefix(space == std::string_view::npos ? parameters.size() : space + 1);
+  }
+  return keys;
+}
+
+bool key_allowed(FaultKind kind, std::string_view key) {
+  const KindRules r = rules(kind);
+  if (key == "link") return r.needs != Target::Scope::Rank;
+  if (key == "rank") return r.needs != Target::Scope::Link;
+  if (key == "at") return true;
+  if (key == "after" || key == "offset" || key == "p" || key == "times") return r.message_triggers;
+  return has_word(r.parameters, key);
+}
+
+// Shortest text that reads back as the same double.
+std::string number(double value) {
+  char text[64];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+  return error == std::errc() ? std::string(text, end) : "nan";
+}
+
+template <typename T>
+bool read_number(std::string_view text, T& value) {
+  if (text.empty() || text.front() == '+' || text.front() == '-') return false;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
+std::string range_error(const Fault& f) {
+  const Trigger& t = f.trigger;
+  if (!std::isfinite(t.at) || t.at < 0) return "at: " + number(t.at) + ": must be seconds >= 0";
+  if (!(t.p > 0 && t.p <= 1)) return "p: " + number(t.p) + ": must be 0 < p <= 1";
+  if (!std::isfinite(f.ms) || f.ms < 0) return "ms: " + number(f.ms) + ": must be milliseconds >= 0";
+  if (!std::isfinite(f.jitter) || f.jitter < 0) return "jitter: " + number(f.jitter) + ": must be milliseconds >= 0";
+  if (f.bits < 1 || f.bits > 64) return "bits: " + std::to_string(f.bits) + ": must be 1..64";
+  if (!std::isfinite(f.period) || f.period <= 0) return "period: " + number(f.period) + ": must be milliseconds > 0";
+  if (!std::isfinite(f.factor) || f.factor < 1) return "factor: " + number(f.factor) + ": must be >= 1";
+  const Target::Scope needs = rules(f.kind).needs;
+  if (needs != Target::Scope::All && f.target.scope != needs) {
+    return std::string(needs == Target::Scope::Link ? "link" : "rank") + ": " + std::string(to_string(f.kind)) +
+           " needs one (" + (needs == Target::Scope::Link ? "link=A->B" : "rank=R") + ")";
+  }
+  if (f.target.scope == Target::Scope::Link && f.target.from == f.target.to) {
+    return "link: " + std::to_string(f.target.from) + "->" + std::to_string(f.target.to) + ": needs two different ranks";
+  }
+  return "";
+}
+
+Error item_error(std::size_t item, std::string_view text, const std::string& what) {
+  return Error{"--faults", "item " + std::to_string(item) + " `" + std::string(text) + "`: " + what};
+}
+
+// One `key=value` into `f`; returns what is wrong, or "".
+std::string read_key(Fault& f, std::string_view key, std::string_view value) {
+  if (!key_allowed(f.kind, key)) {
+    return "unknown key `" + std::string(key) + "` for " + std::string(to_string(f.kind)) + " (allowed: " +
+           allowed_keys(f.kind) + ")";
+  }
+  const std::string bad = std::string(key) + ": `" + std::string(value) + "` is not ";
+  if (key == "link") {
+    const std::size_t arrow = value.find("->");
+    if (arrow == std::string_view::npos || !read_number(value.substr(0, arrow), f.target.from) ||
+        !read_number(value.substr(arrow + 2), f.target.to)) {
+      return bad + "a link A->B of two rank numbers";
+    }
+    f.target.scope = Target::Scope::Link;
+    return "";
+  }
+  if (key == "rank") {
+    f.target.scope = Target::Scope::Rank;
+    return read_number(value, f.target.rank) ? "" : bad + "a rank number (0, 1, ...)";
+  }
+  if (key == "after") return read_number(value, f.trigger.after) ? "" : bad + "a message number (0, 1, ...)";
+  if (key == "offset") return read_number(value, f.trigger.offset) ? "" : bad + "a byte offset (0, 1, ...)";
+  if (key == "times") return read_number(value, f.trigger.times) ? "" : bad + "a count (0: no limit)";
+  if (key == "bits") return read_number(value, f.bits) ? "" : bad + "a count of bits 1..64";
+  double* real = key == "at" ? &f.trigger.at : key == "p" ? &f.trigger.p : key == "ms" ? &f.ms
+               : key == "jitter" ? &f.jitter : key == "period" ? &f.period : &f.factor;
+  const std::string_view range = key == "at" ? "seconds >= 0" : key == "p" ? "0 < p <= 1"
+                               : key == "factor" ? ">= 1" : key == "period" ? "milliseconds > 0" : "milliseconds >= 0";
+  return read_number(value, *real) ? "" : bad + "a number (" + std::string(range) + ")";
+}
+
+Result<Fault> parse_fault(std::size_t item, std::string_view text) {
+  std::string_view rest = text;
+  const std::size_t colon = rest.find(':');
+  Result<FaultKind> kind = parse_fault_kind(rest.substr(0, colon));
+  if (!kind) return item_error(item, text, kind.error().message);
+  Fault f;
+  f.kind = *kind;
+  std::string seen = " ";
+  // Every piece after the kind is a key=value, empty pieces included (`drop:` is an error).
+  rest.remove_prefix(colon == std::string_view::npos ? rest.size() : colon + 1);
+  while (colon != std::string_view::npos) {
+    const std::size_t next = rest.find(':');
+    const std::string_view pair = rest.substr(0, next);
+    const std::size_t equals = pair.find('=');
+    if (equals == std::string_view::npos || equals == 0) {
+      return item_error(item, text, "`" + std::string(pair) + "` is not key=value (keys: " + allowed_keys(f.kind) + ")");
+    }
+    const std::string_view key = pair.substr(0, equals);
+    const bool is_target = key == "link" || key == "rank";
+    const std::string tag = is_target ? " target " : " " + std::string(key) + " ";
+    if (seen.find(tag) != std::string::npos) {
+      return item_error(item, text, std::string(key) + ": given twice" + (is_target ? " (one target per fault)" : ""));
+    }
+    seen += tag.substr(1);
+    const std::string what = read_key(f, key, pair.substr(equals + 1));
+    if (!what.empty()) return item_error(item, text, what);
+    if (next == std::string_view::npos) break;
+    rest.remove_prefix(next + 1);
+  }
+  const std::string what = range_error(f);
+  if (!what.empty()) return item_error(item, text, what);
+  return f;
+}
+
+}  // namespace
+
+const std::array<FaultKind, fault_kind_count>& all_fault_kinds() {
+  static const std::array<FaultKind, fault_kind_count> kinds = {
+      FaultKind::Drop,     FaultKind::Delay,    FaultKind::Corrupt,   FaultKind::Duplicate, FaultKind::Reorder,
+      FaultKind::LinkDown, FaultKind::LinkFlap, FaultKind::Straggler, FaultKind::Stop,      FaultKind::Kill};
+  return kinds;
+}
+
+std::string_view to_string(FaultKind kind) { return kind_names[static_cast<std::size_t>(kind)]; }
+
+Result<FaultKind> parse_fault_kind(std::string_view text) {
+  for (FaultKind kind : all_fault_kinds()) {
+    if (to_string(kind) == text) return kind;
+  }
+  std::string names;
+  for (std::string_view name : kind_names) names += (names.empty() ? "" : ", ") + std::string(name);
+  return Error{"--faults", "unknown fault kind `" + std::string(text) + "` (kinds: " + names + ")"};
+}
+
+std::string to_string(const Fault& f) {
+  const Fault d;  // the defaults, which are not printed
+  std::string text(to_string(f.kind));
+  auto add = [&](std::string_view key, const std::string& value) { text += ":" + std::string(key) + "=" + value; };
+  if (f.target.scope == Target::Scope::Link) add("link", std::to_string(f.target.from) + "->" + std::to_string(f.target.to));
+  if (f.target.scope == Target::Scope::Rank) add("rank", std::to_string(f.target.rank));
+  if (f.trigger.at != d.trigger.at) add("at", number(f.trigger.at));
+  if (f.trigger.after != d.trigger.after) add("after", std::to_string(f.trigger.after));
+  if (f.trigger.offset != d.trigger.offset) add("offset", std::to_string(f.trigger.offset));
+  if (f.trigger.p != d.trigger.p) add("p", number(f.trigger.p));
+  if (f.trigger.times != d.trigger.times) add("times", std::to_string(f.trigger.times));
+  if (f.ms != d.ms) add("ms", number(f.ms));
+  if (f.jitter != d.jitter) add("jitter", number(f.jitter));
+  if (f.bits != d.bits) add("bits", std::to_string(f.bits));
+  if (f.period != d.period) add("period", number(f.period));
+  if (f.factor != d.factor) add("factor", number(f.factor));
+  return text;
+}
+
+std::string to_string(const FaultPlan& plan) {
+  if (plan.empty()) return "none";
+  std::string text;
+  for (const Fault& f : plan.faults) text += (text.empty() ? "" : ";") + to_string(f);
+  return text;
+}
+
+Result<FaultPlan> parse_fault_plan(std::string_view text) {
+  FaultPlan plan;
+  if (text.empty() || text == "none") return plan;
+  for (std::size_t item = 1;; ++item) {
+    const std::size_t semicolon = text.find(';');
+    Result<Fault> f = parse_fault(item, text.substr(0, semicolon));
+    if (!f) return f.error();
+    plan.faults.push_back(*f);
+    if (semicolon == std::string_view::npos) break;
+    text.remove_prefix(semicolon + 1);
+  }
+  return plan;
+}
+
+Status validate(const FaultPlan& plan, int nranks) {
+  for (std::size_t i = 0; i < plan.faults.size(); ++i) {
+    const Fault& f = plan.faults[i];
+    std::string what = range_error(f);
+    for (std::string_view key : {"link", "rank", "after", "offset", "p", "times", "ms", "jitter", "bits", "period", "factor"}) {
+      if (!what.empty()) break;
+      const Fault d;
+      const bool set = key == "link"     ? f.target.scope == Target::Scope::Link
+                       : key == "rank"   ? f.target.scope == Target::Scope::Rank
+                       : key == "after"  ? f.trigger.after != d.trigger.after
+                       : key == "offset" ? f.trigger.offset != d.trigger.offset
+                       : key == "p"      ? f.trigger.p != d.trigger.p
+                       : key == "times"  ? f.trigger.times != d.trigger.times
+                       : key == "ms"     ? f.ms != d.ms
+                       : key == "jitter" ? f.jitter != d.jitter
+                       : key == "bits"   ? f.bits != d.bits
+                       : key == "period" ? f.period != d.period
+                                         : f.factor != d.factor;
+      if (set && !key_allowed(f.kind, key)) {
+        what = std::string(key) + ": not taken by " + std::string(to_string(f.kind)) + " (allowed: " + allowed_keys(f.kind) + ")";
+      }
+    }
+    const auto out_of_range = [&](int rank) { return rank < 0 || rank >= nranks; };
+    const std::string ranks = " must be 0.." + std::to_string(nranks - 1) + " in a world of " + std::to_string(nranks);
+    if (what.empty() && f.target.scope == Target::Scope::Link && (out_of_range(f.target.from) || out_of_range(f.target.to))) {
+      what = "link: " + std::to_string(f.target.from) + "->" + std::to_string(f.target.to) + ": both ranks" + ranks;
+    }
+    if (what.empty() && f.target.scope == Target::Scope::Rank && out_of_range(f.target.rank)) {
+      what = "rank: " + std::to_string(f.target.rank) + ":" + ranks;
+    }
+    if (!what.empty()) return item_error(i + 1, to_string(f), what);
+  }
+  return Ok{};
+}
+
+std::vector<FaultPlan> simpler(const FaultPlan& plan) {
+  std::vector<FaultPlan> candidates;
+  for (std::size_t i = 0; i < plan.faults.size(); ++i) {
+    FaultPlan fewer = plan;
+    fewer.faults.erase(fewer.faults.begin() + static_cast<std::ptrdiff_t>(i));
+    candidates.push_back(std::move(fewer));
+  }
+  // One field of one fault one step later or milder; caps keep every sequence of steps finite.
+  for (std::size_t i = 0; i < plan.faults.size(); ++i) {
+    const Fault& f = plan.faults[i];
+    const bool message_triggers = rules(f.kind).message_triggers;
+    auto vary = [&](bool applies, auto change) {
+      if (!applies) return;
+      FaultPlan milder = plan;
+      change(milder.faults[i]);
+      candidates.push_back(std::move(milder));
+    };
+    vary(f.trigger.at > 0 && f.trigger.at < 1e6, [](Fault& g) { g.trigger.at *= 2; });
+    vary(message_triggers && f.trigger.after < (1ull << 40), [](Fault& g) { g.trigger.after = g.trigger.after * 2 + 1; });
+    vary(message_triggers && f.trigger.offset < (1ull << 40), [](Fault& g) { g.trigger.offset = g.trigger.offset * 2 + 1; });
+    vary(message_triggers && f.trigger.p > 1e-6, [](Fault& g) { g.trigger.p /= 2; });
+    vary(message_triggers && f.trigger.times != 1, [](Fault& g) { g.trigger.times = g.trigger.times == 0 ? 1 : g.trigger.times / 2; });
+    vary(f.bits > 1, [](Fault& g) { g.bits /= 2; });
+    vary(f.ms > 0, [](Fault& g) { g.ms = 0; });
+    vary(f.ms > 1e-3, [](Fault& g) { g.ms /= 2; });
+    vary(f.jitter > 0, [](Fault& g) { g.jitter = 0; });
+    vary(f.jitter > 1e-3, [](Fault& g) { g.jitter /= 2; });
+    vary(f.factor > 1, [](Fault& g) { g.factor = 1; });
+    vary(f.factor > 1.001, [](Fault& g) { g.factor = 1 + (g.factor - 1) / 2; });
+  }
+  return candidates;
+}
+
+}  // namespace collcheck
