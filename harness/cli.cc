@@ -44,7 +44,8 @@ constexpr Command kCommands[] = {
     {"simulate", "run an algorithm on the simulated fabric, check it, predict its time",
      "--algorithm A [--collective C] [--ranks N] [--counts LIST] [--dtype D] [--op O]\n"
      "      [--values exact|real|special] [--seed S] [--schedule-seed S] [--inplace] [--root R]\n"
-     "      [--topology ring:N|dgx-h100|ib-fat-tree:NODES|FILE] [--chunk N] [--channels N] [--fan-in N]",
+     "      [--topology ring:N|dgx-h100|ib-fat-tree:NODES|FILE] [--chunk N] [--channels N] [--fan-in N]\n"
+     "      [--faults 'PLAN']   (PLAN: drop:link=2->3:p=0.01;delay:rank=1:ms=5;corrupt:after=3, see docs/faults.md)",
      nullptr, &run_simulate},
 #if COLLCHECK_HAVE_RAPIDCHECK
     {"check", "run random cases on backends, check every property, shrink failures",

@@ -12,6 +12,8 @@
 #include "harness/text_table.h"
 #include "impls/algorithms.h"
 #include "impls/simulator.h"
+#include "faults/injector.h"
+#include "faults/plan.h"
 #include "reference/bandwidth.h"
 #include "reference/oracle.h"
 
@@ -19,7 +21,8 @@ namespace collcheck::cli {
 namespace {
 
 constexpr std::string_view kFlags[] = {"algorithm", "collective", "ranks", "counts", "dtype", "op", "values",
-                                       "seed", "schedule-seed", "topology", "root", "chunk", "channels", "fan-in"};
+                                       "seed", "schedule-seed", "topology", "root", "chunk", "channels", "fan-in",
+                                       "faults"};
 constexpr std::string_view kSwitches[] = {"inplace"};
 constexpr int kUsageError = 2;
 
@@ -30,6 +33,7 @@ struct Plan {
   Knobs knobs;
   Topology topology;
   std::uint64_t schedule_seed = 0;
+  FaultPlan faults;  // empty: none
 };
 
 Result<std::uint64_t> number(const Arguments& args, std::string_view flag, std::string_view fallback,
@@ -85,6 +89,10 @@ Result<Plan> parse_plan(const Arguments& args) {
   Result<Topology> loaded = load_topology(topology);
   if (!loaded) return Error{"--topology", loaded.error().text()};
   plan.topology = std::move(loaded).value();
+  Result<FaultPlan> faults = parse_fault_plan(args.get("faults", "none"));
+  if (!faults) return faults.error();
+  if (Status valid = validate(*faults, plan.base.nranks); !valid) return valid.error();
+  plan.faults = std::move(faults).value();
   return plan;
 }
 
@@ -132,6 +140,7 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
   table.add_row({"size(B)", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "trace"});
   int status = 0;
   std::string first_wrong;
+  std::vector<std::string> injected;
   for (std::uint64_t count : plan->counts) {
     Case c = plan->base;
     c.count = count;
@@ -140,10 +149,14 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
       err << "collcheck simulate: " << schedule.error().text() << '\n';
       return kUsageError;
     }
-    const SimulatedRun run = simulate(*schedule, plan->topology, SimulationOptions(plan->schedule_seed, nullptr, true));
+    // The faults are drawn from the schedule seed: the same command injects the same faults.
+    FaultInjector injector(plan->faults, plan->schedule_seed, 60);
+    const SimulatedRun run = simulate(*schedule, plan->topology, SimulationOptions(plan->schedule_seed, &injector, true));
+    if (!plan->faults.faults.empty()) injected.push_back(std::to_string(count) + ": " + injector.summary());
     if (!run.completed) {
       err << "collcheck simulate: " << to_string(c) << ": " << run.error << '\n';
-      return 1;
+      status = 1;
+      continue;
     }
     const std::size_t wrong = wrong_elements(c, run, first_wrong);
     if (wrong > 0) status = 1;
@@ -156,6 +169,10 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
   }
   table.print(out);
   if (!first_wrong.empty()) out << "first wrong output:\n" << first_wrong;
+  if (!plan->faults.faults.empty()) {
+    out << "# faults " << to_string(plan->faults) << " (drawn from the schedule seed); messages affected per count:\n";
+    for (const std::string& line : injected) out << "#   " << line << "\n";
+  }
   return status;
 }
 
