@@ -177,6 +177,7 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
         failure.schedule_seed = schedule_seed;
         failure.cases_until = i + 1;
         failure.replay = replay_command(backend.name(), failure.shrunk, schedule_seed, property_name);
+        if (!options.faults.empty()) failure.replay += " --faults '" + options.faults + "'";
         report.first_failure[{backend.name(), c.collective, property_name}] = failure.detail;
         report.failures.push_back(std::move(failure));
       }

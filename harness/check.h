@@ -25,6 +25,7 @@ struct CheckOptions {
   std::vector<std::string> properties;  // empty: every property
   bool stop_at_first_failure = false;    // per backend: move on once one property failed
   double deadline = 0;                   // seconds per run before it is a hang; 0: the backend's default
+  std::string faults;                    // the --faults plan as given, for replay lines; empty: none
   // Lockstep (every rank of a launched world runs this loop): returns rank 0's value of its
   // argument, so decisions that depend on the clock are taken once, by rank 0, and verdicts
   // can be compared. Unset: a single process.

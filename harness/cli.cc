@@ -51,13 +51,14 @@ constexpr Command kCommands[] = {
     {"check", "run random cases on backends, check every property, shrink failures",
      "[--backend B ...] [--collective C ...] [--dtype D ...] [--op O ...] [--values V ...]\n"
      "      [--ranks 1..64] [--count 0..64K] [--cases N] [--seed S] [--time-budget 60s] [--property P ...]\n"
-     "      [--deadline SECONDS] [--mpirun-args 'ARGS'] [--json FILE] [--junit FILE]\n"
+     "      [--deadline SECONDS] [--mpirun-args 'ARGS'] [--faults 'PLAN'] [--json FILE] [--junit FILE]\n"
      "      (backends: all@sim, ALGORITHM@sim[:chunk=N,channels=N,fan-in=N], mutant:NAME@sim,\n"
      "      the same @proc[:...,transport=auto|shm|tcp], mpi[:COLL=ALG,...|:all-algorithms],\n"
      "      gloo[:NAME[:OPTIONS]|:all-algorithms]; under mpirun or srun every rank runs in lockstep)",
      nullptr, &run_check},
     {"replay", "rerun one case on one backend with per-rank detail",
-     "--backend B [--schedule-seed S] [--property P] [--deadline SECONDS] [--mpirun-args 'ARGS'] 'CASE'",
+     "--backend B [--schedule-seed S] [--property P] [--deadline SECONDS] [--mpirun-args 'ARGS']\n"
+     "      [--faults 'PLAN'] 'CASE'",
      nullptr, &run_replay},
 #endif
     {"bench", "time a backend with nccl-tests' flags and columns, optionally against another",

@@ -14,7 +14,9 @@
 #include <sstream>
 
 #include "harness/arguments.h"
+#include "faults/plan.h"
 #include "harness/check.h"
+#include "harness/faulty_backend.h"
 #include "harness/report.h"
 #include "impls/mpi_world.h"
 #include "impls/rank_backend.h"
@@ -28,8 +30,8 @@ constexpr int kUsageError = 2;
 constexpr int kUnavailable = 77;
 constexpr std::string_view kCheckFlags[] = {"backend", "collective", "dtype", "op", "values", "ranks", "count", "cases",
                                             "seed", "time-budget", "property", "json", "junit",
-                                            "deadline", "mpirun-args"};
-constexpr std::string_view kReplayFlags[] = {"backend", "schedule-seed", "property", "deadline", "mpirun-args"};
+                                            "deadline", "mpirun-args", "faults"};
+constexpr std::string_view kReplayFlags[] = {"backend", "schedule-seed", "property", "deadline", "mpirun-args", "faults"};
 
 // `60s`, `2m`, `90` (seconds), `1.5m`.
 Result<double> parse_duration(std::string_view flag, const std::string& text) {
@@ -138,6 +140,7 @@ Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockst
     if (!parsed) return parsed.error();
     options.seed = *parsed;
   }
+  options.faults = args.get("faults");
   Result<double> budget = parse_duration("--time-budget", args.get("time-budget", "60s"));
   if (!budget) return budget.error();
   options.time_budget = *budget;
@@ -162,14 +165,26 @@ Result<BackendOptions> backend_options(const Arguments& args) {
   return options;
 }
 
+// The backends the specs name, each under the --faults plan when one is given.
 Result<std::vector<std::unique_ptr<Backend>>> backends_of(const std::vector<std::string>& specs, const Arguments& args) {
   Result<BackendOptions> options = backend_options(args);
   if (!options) return options.error();
+  Result<FaultPlan> plan = parse_fault_plan(args.get("faults", "none"));
+  if (!plan) return plan.error();
+  if (Status valid = validate(*plan, kMaxRanks); !valid) return valid.error();
   std::vector<std::unique_ptr<Backend>> all;
   for (const std::string& spec : specs) {
     auto made = make_backends(spec, *options);
     if (!made) return made.error();
-    for (auto& backend : made.value()) all.push_back(std::move(backend));
+    for (auto& backend : made.value()) {
+      if (plan->faults.empty()) {
+        all.push_back(std::move(backend));
+        continue;
+      }
+      Result<std::unique_ptr<Backend>> faulty = with_faults(std::move(backend), *plan);
+      if (!faulty) return faulty.error();
+      all.push_back(std::move(faulty).value());
+    }
   }
   return all;
 }
@@ -206,7 +221,8 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   std::ostream& complain = lockstep.quiet ? lockstep.discard : err;
   speak << "collcheck check: seed " << options->seed << ", " << backends->size() << " backend"
         << (backends->size() == 1 ? "" : "s") << ", budget " << options->time_budget << " s"
-        << (lockstep.world ? ", in lockstep on " + std::to_string(lockstep.world->size()) + " ranks" : "") << "\n"
+        << (lockstep.world ? ", in lockstep on " + std::to_string(lockstep.world->size()) + " ranks" : "")
+        << (options->faults.empty() ? "" : ", faults '" + options->faults + "'") << "\n"
         << std::flush;
   const bool terminal = isatty(STDERR_FILENO) != 0 && !lockstep.quiet;
   const CheckReport report = collcheck::run_check(*options, backends.value(), terminal ? &err : nullptr);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "impls/hook.h"
 #include "reference/case.h"
 #include "reference/result.h"
 
@@ -27,6 +28,7 @@ struct Capabilities {
   bool deterministic = true;    // the same case twice gives the same bits
   bool rank_identical = true;   // all-reduce, all-gather, broadcast give every rank the same bits
   std::size_t chunk = 0;        // its pipeline chunk in elements, if it has one (0: none known)
+  bool hook = false;            // honours RunOptions::hook (fault injection)
   // A documented limit beyond the lists above (Gloo's bcube: ranks divisible by its base);
   // cases it refuses are never drawn. Unset: none.
   std::function<bool(const Case&)> precondition;
@@ -59,6 +61,9 @@ struct RunOptions {
   // Seconds the run may take before it is reported as a hang; 0: the backend's default,
   // derived from the case's size.
   double deadline = 0;
+  // Every send of the run passes through it (faults, docs/faults.md); null: none. Backends
+  // that cannot honour a hook say so in Capabilities::hook.
+  LinkHook* hook = nullptr;
   // Timing (`collcheck bench`): inputs written once, `warmup` untimed calls, then `iterations`
   // timed ones on the same buffers; RepeatedRun::seconds is the mean time per timed call (the
   // slowest rank's). When `checked`, calls[k] holds timed call k's outputs for the oracle.

@@ -27,6 +27,7 @@ class SimBackend final : public Backend {
     c.ops.assign(all_ops().begin(), all_ops().end());
     c.deterministic = variant_.deterministic;
     c.chunk = knobs_.chunk;
+    c.hook = true;
     return c;
   }
 
@@ -40,7 +41,7 @@ class SimBackend final : public Backend {
       return result;
     }
     if (options.timed) return options.checked ? run_timed_checked(c, *schedule, options) : run_timed(c, *schedule, options);
-    SimulationOptions sim(options.schedule_seed, nullptr, true);
+    SimulationOptions sim(options.schedule_seed, options.hook, true);
     sim.guard = kGuard;
     sim.reduction = variant_.reduction;
     sim.inputs = options.inputs;
@@ -78,7 +79,7 @@ class SimBackend final : public Backend {
   // On the simulated fabric every call of an unchecked timed loop takes the same virtual time,
   // so the mean per call is the predicted time of one call, simulated without data.
   static RepeatedRun run_timed(const Case& c, const Schedule& schedule, const RunOptions& options) {
-    const SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), SimulationOptions(options.schedule_seed, nullptr, false));
+    const SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), SimulationOptions(options.schedule_seed, options.hook, false));
     if (!run.completed) return failed(run);
     RepeatedRun result;
     result.trace = run.trace;
@@ -97,7 +98,7 @@ class SimBackend final : public Backend {
     std::vector<std::vector<std::byte>> buffers;  // in place: every rank's input buffer now
     double timed_seconds = 0;
     for (int k = 0; k < calls; ++k) {
-      SimulationOptions sim(options.schedule_seed + static_cast<std::uint64_t>(k), nullptr, true);
+      SimulationOptions sim(options.schedule_seed + static_cast<std::uint64_t>(k), options.hook, true);
       sim.guard = kGuard;
       sim.reduction = variant_.reduction;
       sim.inputs = k > 0 && c.in_place ? &buffers : options.inputs;
