@@ -11,6 +11,8 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "faults/injector.h"
+#include "faults/plan.h"
 #include "harness/arguments.h"
 #include "impls/control_socket.h"
 #include "impls/mpi_world.h"
@@ -87,6 +89,17 @@ Result<std::unique_ptr<RankBackend>> make_backend(std::string_view name, World& 
   return specs->front().make(world);
 }
 
+// The run under the request's fault plan: this process's own injector, drawn from the same seed
+// as every other rank's, applied to the messages this rank sends.
+RankRun run_with_faults(RankBackend& backend, wire::RunRequest& request) {
+  if (request.fault_plan.empty()) return backend.run(request.c, request.options);
+  Result<FaultPlan> plan = parse_fault_plan(request.fault_plan);
+  if (!plan) return RankRun{Outcome::Crash, plan.error().text(), {}, 0};
+  FaultInjector injector(*plan, request.fault_seed, request.options.deadline);
+  request.options.hook = &injector;
+  return backend.run(request.c, request.options);
+}
+
 int serve(ControlSocket& control, RankBackend& backend) {
   for (;;) {
     Result<Frame> frame = control.receive(SteadyTime::max());
@@ -99,7 +112,7 @@ int serve(ControlSocket& control, RankBackend& backend) {
       run.error = request.error().text();
     } else {
       if (request->input) request->options.input = &*request->input;
-      run = backend.run(request->c, request->options);
+      run = run_with_faults(backend, *request);
     }
     if (!control.send(FrameKind::Result, wire::encode(run))) return 3;
   }

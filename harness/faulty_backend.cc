@@ -19,7 +19,8 @@ class FaultyBackend final : public Backend {
     // events do.
     FaultInjector injector(plan_, options.schedule_seed, 60);
     RunOptions faulty = options;
-    faulty.hook = &injector;
+    faulty.hook = &injector;            // in this process (sim)
+    faulty.fault_plan = to_string(plan_);  // in launched workers, which build their own
     return inner_->run(c, faulty);
   }
 
@@ -34,8 +35,9 @@ class FaultyBackend final : public Backend {
 
 Result<std::unique_ptr<Backend>> with_faults(std::unique_ptr<Backend> backend, FaultPlan plan) {
   if (!backend->capabilities().hook) {
-    return Error{"--faults", backend->name() + " cannot take faults yet: only the @sim backends inject them "
-                                               "(proc, mpi and gloo come with the rest of the fault issue)"};
+    return Error{"--faults", backend->name() + " cannot take faults yet: the @sim backends and launched @proc "
+                                               "worlds inject them (mpi, gloo and lockstep come with the rest of "
+                                               "the fault issue)"};
   }
   return std::unique_ptr<Backend>(std::make_unique<FaultyBackend>(std::move(backend), std::move(plan)));
 }

@@ -28,7 +28,7 @@ struct Capabilities {
   bool deterministic = true;    // the same case twice gives the same bits
   bool rank_identical = true;   // all-reduce, all-gather, broadcast give every rank the same bits
   std::size_t chunk = 0;        // its pipeline chunk in elements, if it has one (0: none known)
-  bool hook = false;            // honours RunOptions::hook (fault injection)
+  bool hook = false;            // honours RunOptions::hook or fault_plan (fault injection)
   // A documented limit beyond the lists above (Gloo's bcube: ranks divisible by its base);
   // cases it refuses are never drawn. Unset: none.
   std::function<bool(const Case&)> precondition;
@@ -64,6 +64,9 @@ struct RunOptions {
   // Every send of the run passes through it (faults, docs/faults.md); null: none. Backends
   // that cannot honour a hook say so in Capabilities::hook.
   LinkHook* hook = nullptr;
+  // The same faults as a plan's text (faults/plan.h), for backends whose ranks run in other
+  // processes and build their own hook from it, seeded by schedule_seed; empty: none.
+  std::string fault_plan = {};
   // Timing (`collcheck bench`): inputs written once, `warmup` untimed calls, then `iterations`
   // timed ones on the same buffers; RepeatedRun::seconds is the mean time per timed call (the
   // slowest rank's). When `checked`, calls[k] holds timed call k's outputs for the oracle.

@@ -151,7 +151,7 @@ class LaunchedWorld {
     rank_options.iterations = options.iterations;
     rank_options.checked = options.checked;
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
-      wire::RunRequest request{c, rank_options, std::nullopt};
+      wire::RunRequest request{c, rank_options, std::nullopt, options.fault_plan, options.schedule_seed};
       if (options.inputs != nullptr) request.input = options.inputs->at(r);
       if (Status sent = ranks_[r].send(FrameKind::Run, wire::encode(request)); !sent) {
         return ended(Outcome::Crash, "rank " + std::to_string(r) + " is gone: " + sent.error().message);

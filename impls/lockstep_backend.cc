@@ -81,6 +81,7 @@ class LockstepBackend final : public Backend {
   Capabilities capabilities() const override {
     Capabilities c = spec_.capabilities;
     c.min_ranks = c.max_ranks = world_.size();
+    c.hook = false;  // faults need a hook built above impls/; launched worlds build theirs in the worker
     return c;
   }
 

@@ -231,6 +231,7 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Sabo
   spec.capabilities.ops.assign(all_ops().begin(), all_ops().end());
   spec.capabilities.deterministic = variant.deterministic;
   spec.capabilities.chunk = knobs.chunk;
+  spec.capabilities.hook = true;  // every send passes RankRunOptions::hook
   spec.make = [variant = std::move(variant), knobs, links, sabotage, name](World& world) -> Result<std::unique_ptr<RankBackend>> {
     return std::unique_ptr<RankBackend>(std::make_unique<ProcBackend>(world, variant, knobs, links, sabotage, name));
   };

@@ -63,6 +63,8 @@ std::vector<std::byte> encode(const RunRequest& request) {
   w.u64(o.checked);
   w.u64(request.input.has_value());
   if (request.input) w.bytes(*request.input);
+  w.text(request.fault_plan);
+  w.u64(request.fault_seed);
   return std::move(w.data());
 }
 
@@ -78,6 +80,8 @@ Result<RunRequest> decode_request(std::span<const std::byte> data) {
   o.iterations = static_cast<int>(r.u64());
   o.checked = r.u64() != 0;
   if (r.u64() != 0) request.input = r.bytes();
+  request.fault_plan = r.text();
+  request.fault_seed = r.u64();
   if (!r.ok()) return Error{"request", "truncated run request"};
   Result<Case> c = parse_case(text);
   if (!c) return c.error();

@@ -50,6 +50,8 @@ struct RunRequest {
   Case c;
   RankRunOptions options;
   std::optional<std::vector<std::byte>> input;
+  std::string fault_plan;        // the run's fault plan as text (the worker builds the hook)
+  std::uint64_t fault_seed = 0;  // what the faults are drawn from: the run's schedule seed
 };
 std::vector<std::byte> encode(const RunRequest&);
 Result<RunRequest> decode_request(std::span<const std::byte>);
