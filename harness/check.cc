@@ -190,6 +190,8 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
                        std::chrono::duration<double>(deadline - Clock::now()).count());
       }
     }
+    // Done with this backend: let it release what it holds (launched worlds of processes).
+    backend.abort();
   }
   if (progress != nullptr) *progress << "\r" << std::string(48, ' ') << "\r" << std::flush;
   report.seconds = since(start);

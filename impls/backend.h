@@ -98,6 +98,8 @@ class Backend {
   virtual std::string name() const = 0;  // as the user wrote it: `ring@sim:chunk=4`
   virtual Capabilities capabilities() const = 0;
   virtual RepeatedRun run(const Case&, const RunOptions&) = 0;
+  // Stops whatever it runs and releases what it holds (launched worlds of processes); it may
+  // run again afterwards, starting afresh.
   virtual void abort() {}
 };
 
