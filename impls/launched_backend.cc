@@ -143,13 +143,7 @@ class LaunchedWorld {
 
   // Sends the request to every rank and waits for every reply until the deadline.
   RepeatedRun run(const Case& c, const RunOptions& options, double deadline) {
-    RankRunOptions rank_options;
-    rank_options.calls = std::max(options.calls, 1);
-    rank_options.deadline = 0.8 * deadline;  // our executors give up first and say where
-    rank_options.timed = options.timed;
-    rank_options.warmup = options.warmup;
-    rank_options.iterations = options.iterations;
-    rank_options.checked = options.checked;
+    const RankRunOptions rank_options = rank_run_options(options, deadline);
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       wire::RunRequest request{c, rank_options, std::nullopt, options.fault_plan, options.schedule_seed};
       if (options.inputs != nullptr) request.input = options.inputs->at(r);
@@ -371,10 +365,7 @@ class LaunchedBackend final : public Backend {
         return failed;
       }
     }
-    const double deadline = options.deadline > 0 ? options.deadline
-                            : options_.deadline > 0 ? options_.deadline
-                                                    : default_deadline(c, options);
-    RepeatedRun run = world->run(c, options, deadline);
+    RepeatedRun run = world->run(c, options, run_deadline(c, options, options_));
     if (run.outcome == Outcome::Hang || run.outcome == Outcome::Crash) worlds_.erase(c.nranks);
     return run;
   }
@@ -396,6 +387,22 @@ double default_deadline(const Case& c, const RunOptions& options) {
   const double calls = options.timed ? options.warmup + options.iterations : std::max(options.calls, 1);
   const double bytes = static_cast<double>(algorithm_bytes(c)) * c.nranks * calls;
   return 20 + bytes / 50e6;
+}
+
+double run_deadline(const Case& c, const RunOptions& options, const BackendOptions& backend) {
+  if (options.deadline > 0) return options.deadline;
+  return backend.deadline > 0 ? backend.deadline : default_deadline(c, options);
+}
+
+RankRunOptions rank_run_options(const RunOptions& options, double deadline) {
+  RankRunOptions out;
+  out.calls = std::max(options.calls, 1);
+  out.deadline = 0.8 * deadline;
+  out.timed = options.timed;
+  out.warmup = options.warmup;
+  out.iterations = options.iterations;
+  out.checked = options.checked;
+  return out;
 }
 
 std::unique_ptr<Backend> make_launched_backend(RankBackendSpec spec, const BackendOptions& options) {

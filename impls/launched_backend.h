@@ -17,6 +17,13 @@ namespace collcheck {
 // the case moves (all calls, all ranks), so slow-but-progressing runs are not called hangs.
 double default_deadline(const Case&, const RunOptions&);
 
+// A run's deadline: the run's own, else the backend's, else default_deadline().
+double run_deadline(const Case&, const RunOptions&, const BackendOptions&);
+
+// What every rank is told of a run: its calls and timing, and 80 % of the run's deadline, so
+// that our executors give up first and say where.
+RankRunOptions rank_run_options(const RunOptions&, double deadline);
+
 // Runs the spec on worlds of `collcheck worker` processes that it launches through mpirun,
 // one world per rank count, kept for the next case. A run past its deadline is a `hang`, a
 // rank that dies is a `crash`; either way that world's processes are killed and the next case

@@ -92,16 +92,8 @@ class LockstepBackend final : public Backend {
       refused.error = "the case has " + std::to_string(c.nranks) + " ranks and the world " + std::to_string(world_.size());
       return refused;
     }
-    const double deadline = options.deadline > 0 ? options.deadline
-                            : options_.deadline > 0 ? options_.deadline
-                                                    : default_deadline(c, options);
-    RankRunOptions rank_options;
-    rank_options.calls = std::max(options.calls, 1);
-    rank_options.deadline = 0.8 * deadline;
-    rank_options.timed = options.timed;
-    rank_options.warmup = options.warmup;
-    rank_options.iterations = options.iterations;
-    rank_options.checked = options.checked;
+    const double deadline = run_deadline(c, options, options_);
+    RankRunOptions rank_options = rank_run_options(options, deadline);
     if (options.inputs != nullptr) rank_options.input = &options.inputs->at(static_cast<std::size_t>(world_.rank()));
     watchdog_.arm(deadline, "rank " + std::to_string(world_.rank()) + " on '" + to_string(c) + "' (" + spec_.name + ")");
     RankRun mine = backend_->run(c, rank_options);
