@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "impls/hook.h"
 #include "impls/schedule.h"
 
 namespace collcheck {
@@ -17,6 +18,9 @@ struct Knobs {
   std::size_t chunk = 0;  // elements per pipeline chunk; 0: the generator's default
   int channels = 1;       // parallel pipelines, each over its own slice of the data
   int fan_in = 4;         // innet: children per switch in the aggregation tree
+  // How our executors protect messages (`reliable=on`, `timeout=MS`, `retries=N`); schedules
+  // ignore it.
+  LinkProtocol protocol = {};
 };
 
 using Generator = Schedule (*)(const Case& shape, const Knobs& knobs);

@@ -24,25 +24,36 @@ Error spec_error(std::string_view spec, const std::string& message) {
 
 // `chunk=4096,channels=2,fan-in=3` into knobs.
 Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs) {
+  constexpr std::string_view kAllowed = "chunk, channels, fan-in, reliable, timeout, retries";
   std::size_t start = 0;
   while (start < text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string_view item = text.substr(start, comma - start);
     const std::size_t equals = item.find('=');
     const std::string_view key = item.substr(0, equals);
-    std::uint64_t value = 0;
     const std::string_view number = equals == std::string_view::npos ? "" : item.substr(equals + 1);
+    start = comma + 1;
+    if (key == "reliable") {
+      if (number != "on" && number != "off") return spec_error(spec, "reliable=" + std::string(number) + ": must be on or off");
+      knobs.protocol.reliable = number == "on";
+      continue;
+    }
+    std::uint64_t value = 0;
     const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
     if (number.empty() || error != std::errc{} || end != number.data() + number.size()) {
-      return spec_error(spec, "option '" + std::string(item) + "' must be KEY=NUMBER with KEY chunk, channels or fan-in");
+      return spec_error(spec, "option '" + std::string(item) + "' must be KEY=NUMBER (reliable=on|off) with KEY " +
+                                  std::string(kAllowed));
     }
     if (key == "chunk") knobs.chunk = value;
     else if (key == "channels" && value >= 1 && value <= 64) knobs.channels = static_cast<int>(value);
     else if ((key == "fan-in" || key == "fan_in") && value >= 2 && value <= 64) knobs.fan_in = static_cast<int>(value);
+    else if (key == "timeout" && value >= 1 && value <= 3600000) knobs.protocol.timeout = static_cast<double>(value) / 1000;
+    else if (key == "retries" && value <= 100) knobs.protocol.retries = static_cast<int>(value);
     else if (key == "channels") return spec_error(spec, "channels=" + std::string(number) + ": must be 1..64");
     else if (key == "fan-in" || key == "fan_in") return spec_error(spec, "fan-in=" + std::string(number) + ": must be 2..64");
-    else return spec_error(spec, "unknown option '" + std::string(key) + "': options are chunk, channels, fan-in");
-    start = comma + 1;
+    else if (key == "timeout") return spec_error(spec, "timeout=" + std::string(number) + ": must be 1..3600000 (milliseconds)");
+    else if (key == "retries") return spec_error(spec, "retries=" + std::string(number) + ": must be 0..100");
+    else return spec_error(spec, "unknown option '" + std::string(key) + "': options are " + std::string(kAllowed));
   }
   return Ok{};
 }

@@ -29,6 +29,9 @@ struct Capabilities {
   bool rank_identical = true;   // all-reduce, all-gather, broadcast give every rank the same bits
   std::size_t chunk = 0;        // its pipeline chunk in elements, if it has one (0: none known)
   bool hook = false;            // honours RunOptions::hook or fault_plan (fault injection)
+  // Retransmits lost and damaged messages (LinkProtocol::reliable): transient faults must end
+  // `ok` (the reliability property).
+  bool reliable = false;
   // A documented limit beyond the lists above (Gloo's bcube: ranks divisible by its base);
   // cases it refuses are never drawn. Unset: none.
   std::function<bool(const Case&)> precondition;
@@ -67,6 +70,8 @@ struct RunOptions {
   // The same faults as a plan's text (faults/plan.h), for backends whose ranks run in other
   // processes and build their own hook from it, seeded by schedule_seed; empty: none.
   std::string fault_plan = {};
+  // Run without the faults a decorator would add (the recovery property's fresh run).
+  bool without_faults = false;
   // Timing (`collcheck bench`): inputs written once, `warmup` untimed calls, then `iterations`
   // timed ones on the same buffers; RepeatedRun::seconds is the mean time per timed call (the
   // slowest rank's). When `checked`, calls[k] holds timed call k's outputs for the oracle.

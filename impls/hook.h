@@ -1,5 +1,6 @@
-// The one place every executor's sends and waits pass through: fault injection (later) hooks
-// in here, and here a participant waiting past its deadline is reported instead of hanging.
+// The one place every executor's sends and waits pass through: fault injection hooks in here,
+// and here our executors' link protocol (checksums, sequence numbers, timeouts, retransmission)
+// is configured, so that a fault ends in `ok` or `detected`, never in a wrong answer or a hang.
 #pragma once
 
 #include <cstddef>
@@ -15,21 +16,50 @@ struct Message {
   std::uint64_t sequence = 0;  // per (from, to, channel), from 0
   std::size_t bytes = 0;
   double time = 0;             // when it was sent (seconds; virtual on `sim`)
+  int attempt = 0;             // 0: first transmission; k: k-th retransmission (reliable mode)
 };
 
+// What happens to one transmission of a message on the wire. The executor computed the
+// message's checksum before the hook saw the payload, so a changed payload is a corruption the
+// receiver can detect.
 struct SendDecision {
-  bool drop = false;  // the message never arrives
-  double delay = 0;   // seconds added to its arrival
+  bool drop = false;    // this transmission never arrives
+  double delay = 0;     // seconds added to its arrival
+  int duplicates = 0;   // extra copies of it arrive after it
+  bool reorder = false; // it arrives after the stream's next message (the last one is not held)
 };
 
 class LinkHook {
  public:
   virtual ~LinkHook() = default;
-  // Called for every message before it enters the fabric; may change the payload.
+  // Called for every transmission before it enters the fabric; may change the payload.
   virtual SendDecision on_send(const Message&, std::span<std::byte> /*payload*/) { return {}; }
-  // The deadline, in seconds from the start of the run, past which a waiting participant is
-  // reported and the run ends.
+  // The deadline, in seconds from the start of the run, past which a participant still waiting
+  // is a hang: the harness's limit, not the executor's own timeout (LinkProtocol::timeout).
   virtual double deadline() const { return 60; }
 };
+
+// How our executors (`sim`, `proc`) protect their messages. Every message carries a sequence
+// number per (from, to, channel) and every piece of it a checksum of the bytes the sender meant
+// to send; the receiver checks both before it uses a byte. Without `reliable`, a checksum that
+// does not match, a sequence gap, or a wait longer than `timeout` fails the run, and the rank
+// that saw it tells every other rank to stop: the run ends `detected` on every rank, bounded by
+// `timeout` plus one message's travel. With `reliable`, the receiver asks the sender to go back
+// to the missing or damaged message (go-back-N), up to `retries` times per message, so transient
+// faults end in `ok`; only what outlasts the retries (a dead rank, a link down for good) is
+// `detected`.
+struct LinkProtocol {
+  bool checksums = true;      // false: bytes are used unchecked (mutant:no-checksum)
+  bool reliable = false;      // retransmit lost and damaged messages
+  double timeout = 0;         // seconds a wait may see nothing new; 0: the executor's default;
+                              // negative: wait for ever (mutant:no-timeout)
+  double retransmit = 0;      // reliable: seconds of silence before a missing message is asked
+                              // for again; 0: the executor's default (timeout / (retries + 1))
+  int retries = 7;            // reliable: retransmissions of one message before giving up
+};
+
+// The checksum of a piece of a message: 64 bits over its bytes (four multiply-xor lanes, so
+// any change of one 8-byte word always changes it, and more changes do with odds 1 - 2^-64).
+std::uint64_t checksum(std::span<const std::byte> bytes);
 
 }  // namespace collcheck
