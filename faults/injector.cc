@@ -31,7 +31,7 @@ bool flap_down(const Fault& f, double time) {
 
 }  // namespace
 
-bool injectable(FaultKind kind) { return kind != FaultKind::Duplicate && kind != FaultKind::Reorder; }
+bool injectable(FaultKind) { return true; }
 
 FaultInjector::FaultInjector(FaultPlan plan, std::uint64_t seed, double deadline, double link_bandwidth)
     : plan_(std::move(plan)), seed_(seed), deadline_(deadline), link_bandwidth_(link_bandwidth),
@@ -90,8 +90,11 @@ void FaultInjector::apply(std::size_t index, const Message& message, std::span<s
       corrupt(index, message, payload);
       break;
     case FaultKind::Duplicate:
+      ++decision.duplicates;
+      break;
     case FaultKind::Reorder:
-      return;
+      decision.reorder = true;
+      break;
   }
   ++state.affected;
 }
@@ -110,12 +113,14 @@ void FaultInjector::corrupt(std::size_t index, const Message& message, std::span
   }
 }
 
-// 64 random bits from the seed, the fault, the message's identity and the purpose: the same on
-// every run and in every process, whatever order messages are sent in.
+// 64 random bits from the seed, the fault, the message's identity (a retransmission is another
+// attempt, drawn afresh) and the purpose: the same on every run and in every process, whatever
+// order messages are sent in.
 std::uint64_t FaultInjector::draw(std::size_t index, const Message& m, std::uint64_t purpose) const {
   std::uint64_t x = mix64(seed_ ^ mix64(index));
   for (std::uint64_t part : {static_cast<std::uint64_t>(m.from), static_cast<std::uint64_t>(m.to),
-                             static_cast<std::uint64_t>(m.channel), m.sequence, purpose}) {
+                             static_cast<std::uint64_t>(m.channel), m.sequence,
+                             static_cast<std::uint64_t>(m.attempt), purpose}) {
     x = mix64(x ^ part);
   }
   return x;

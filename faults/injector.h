@@ -15,9 +15,9 @@
 
 namespace collcheck {
 
-// Whether a kind can be expressed through the hook's SendDecision (drop, delay, payload
-// changes). Duplicate and reorder cannot: they need a transport that can deliver a message
-// twice or out of order, and are counted as not injected instead.
+// Whether a kind can be expressed through the hook's SendDecision: every kind can (duplicate
+// and reorder through SendDecision::duplicates and ::reorder). Transports that cannot honour a
+// decision (a byte stream cannot reorder) say so themselves.
 bool injectable(FaultKind);
 
 class FaultInjector : public LinkHook {

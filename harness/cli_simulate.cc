@@ -154,7 +154,7 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
     const SimulatedRun run = simulate(*schedule, plan->topology, SimulationOptions(plan->schedule_seed, &injector, true));
     if (!plan->faults.faults.empty()) injected.push_back(std::to_string(count) + ": " + injector.summary());
     if (!run.completed) {
-      err << "collcheck simulate: " << to_string(c) << ": " << run.error << '\n';
+      err << "collcheck simulate: " << to_string(c) << ": " << (run.detected ? "detected: " : "") << run.error << '\n';
       status = 1;
       continue;
     }

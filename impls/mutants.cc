@@ -467,6 +467,21 @@ Mutant registered_once() {
   return m;
 }
 
+// 16. no-checksum. Ring with a link protocol that never checks its checksums: a corrupted
+// message is used as if it were intact, and the run reports success with a wrong result (the
+// outcome `corrupt`, caught by safety and the oracle under a corrupt fault).
+// 17. no-timeout. Ring whose waits never time out: a message lost for good leaves its receiver
+// waiting past any deadline (a hang, caught by liveness under a drop fault).
+Mutant protocol_mutant(std::string_view name, std::string_view description, std::vector<std::string_view> caught_by,
+                       std::string faults) {
+  Mutant m = mutant(name, description, {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter},
+                    ring_schedule, std::move(caught_by));
+  m.variant.skip_checksums = name == "no-checksum";
+  m.variant.never_time_out = name == "no-timeout";
+  m.faults = std::move(faults);
+  return m;
+}
+
 std::vector<Mutant> make_mutants() {
   const std::vector<Collective> allreduce{Collective::AllReduce};
   ReductionOverride float16_accumulator, nan_dropping, peer_divisor;
@@ -504,6 +519,10 @@ std::vector<Mutant> make_mutants() {
              {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}, gather_rotated,
              {"composition", "oracle"}),
       registered_once(),
+      protocol_mutant("no-checksum", "ring whose receivers never check the message checksums (corrupt bytes are used)",
+                      {"safety", "oracle"}, "corrupt"),
+      protocol_mutant("no-timeout", "ring whose waits never time out (a lost message leaves its receiver waiting)",
+                      {"liveness"}, "drop"),
   };
 }
 

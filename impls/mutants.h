@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -13,6 +14,9 @@ namespace collcheck {
 struct Mutant {
   SimVariant variant;                      // variant.name is `mutant:NAME`
   std::vector<std::string_view> caught_by; // the properties expected to catch it, best first
+  // The fault plan (faults/plan.h text) under which it shows, for bugs of the link protocol
+  // that only faults reveal; empty: it shows on clean runs.
+  std::string faults;
 };
 
 const std::vector<Mutant>& all_mutants();

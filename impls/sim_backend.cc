@@ -28,6 +28,7 @@ class SimBackend final : public Backend {
     c.deterministic = variant_.deterministic;
     c.chunk = knobs_.chunk;
     c.hook = true;
+    c.reliable = knobs_.protocol.reliable;
     return c;
   }
 
@@ -47,13 +48,10 @@ class SimBackend final : public Backend {
     sim.inputs = options.inputs;
     sim.calls = std::max(options.calls, 1);
     sim.call_seed_step = variant_.stale_inputs ? 0 : 1;
+    sim.protocol = protocol();
     SimulatedRun run = simulate(*schedule, sim_fabric(c.nranks), sim);
+    if (!run.completed) return failed(run);
     result.trace = run.trace;
-    if (!run.completed) {
-      result.outcome = run.error.find("deadline") != std::string::npos ? Outcome::Hang : Outcome::Crash;
-      result.error = run.error;
-      return result;
-    }
     for (auto& outputs : run.earlier_outputs) {
       std::vector<RankResult> ranks;
       for (auto& output : outputs) ranks.push_back(RankResult{std::move(output), {}, true});
@@ -68,18 +66,30 @@ class SimBackend final : public Backend {
   }
 
  private:
+  // The knobs' link protocol, broken as the variant asks.
+  LinkProtocol protocol() const {
+    LinkProtocol protocol = knobs_.protocol;
+    if (variant_.skip_checksums) protocol.checksums = false;
+    if (variant_.never_time_out) protocol.timeout = -1;
+    return protocol;
+  }
+
+  // Detected: the protocol stopped every rank; a deadline: a hang; anything else: a crash.
   static RepeatedRun failed(const SimulatedRun& run) {
     RepeatedRun result;
     result.trace = run.trace;
-    result.outcome = run.error.find("deadline") != std::string::npos ? Outcome::Hang : Outcome::Crash;
+    result.outcome = run.detected ? Outcome::Detected
+                     : run.error.find("deadline") != std::string::npos ? Outcome::Hang : Outcome::Crash;
     result.error = run.error;
     return result;
   }
 
   // On the simulated fabric every call of an unchecked timed loop takes the same virtual time,
   // so the mean per call is the predicted time of one call, simulated without data.
-  static RepeatedRun run_timed(const Case& c, const Schedule& schedule, const RunOptions& options) {
-    const SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), SimulationOptions(options.schedule_seed, options.hook, false));
+  RepeatedRun run_timed(const Case& c, const Schedule& schedule, const RunOptions& options) const {
+    SimulationOptions sim(options.schedule_seed, options.hook, false);
+    sim.protocol = protocol();
+    const SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), sim);
     if (!run.completed) return failed(run);
     RepeatedRun result;
     result.trace = run.trace;
@@ -102,6 +112,7 @@ class SimBackend final : public Backend {
       sim.guard = kGuard;
       sim.reduction = variant_.reduction;
       sim.inputs = k > 0 && c.in_place ? &buffers : options.inputs;
+      sim.protocol = protocol();
       SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), sim);
       if (!run.completed) return failed(run);
       if (c.in_place) buffers = run.inputs;

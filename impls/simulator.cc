@@ -1,10 +1,12 @@
 // The discrete-event core of `sim`: a priority queue of timed events whose ties are broken by
-// the seed, participants that start a stream's next step when it is ready, and links that
-// serve messages in turn.
+// the seed, participants that start a stream's next step when it is ready, links that serve
+// messages in turn, and the link protocol (checksums, sequence numbers, timeouts, go-back-N).
 #include "impls/simulator.h"
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -18,7 +20,7 @@
 namespace collcheck {
 namespace {
 
-enum class EventKind : std::uint8_t { Wake, StepDone, Arrival };
+enum class EventKind : std::uint8_t { Wake, StepDone, Arrival, GoBack, Timeout };
 
 struct Event {
   double time;
@@ -27,7 +29,7 @@ struct Event {
   EventKind kind;
   int participant;
   int step;
-  std::size_t message;     // Arrival: index into the in-flight payloads
+  std::size_t message;     // Arrival: index into in_flight_; GoBack: into go_back_; Timeout: the call
 
   bool operator>(const Event& other) const {
     return std::tie(time, tie, sequence) > std::tie(other.time, other.tie, other.sequence);
@@ -40,10 +42,40 @@ struct Stream {
   bool busy = false;
 };
 
+using Key = std::tuple<int, int, int>;  // from, to, channel
+
 struct InFlight {
-  std::tuple<int, int, int> key;  // from, to, channel
+  Key key;
   std::uint64_t sequence;
-  std::vector<std::byte> payload;
+  int attempt;
+  std::uint64_t sum;               // the checksum of what the sender meant to send
+  std::vector<std::byte> payload;  // what the wire carries
+};
+
+// A receiver's end of a stream: messages taken in sequence, waiting for their receive step.
+struct Inbox {
+  std::deque<std::vector<std::byte>> waiting;
+  std::uint64_t expected = 0;    // the next sequence number to take
+  double last = 0;               // when anything last arrived
+  bool asked = false;            // reliable: a go-back to `expected` is outstanding
+};
+
+// A sender's end: what it sent (kept while reliable, to send again), each message's attempts,
+// and a message held back by a reorder fault until the next one has been sent.
+struct Outbox {
+  std::vector<std::vector<std::byte>> kept;
+  std::vector<std::uint64_t> sums;
+  std::vector<std::size_t> sizes;
+  std::vector<int> attempts;
+  std::uint64_t per_call = 0;
+  double last_arrival = 0;       // the link is FIFO: later messages do not overtake
+  bool holding = false;
+  InFlight held;
+};
+
+struct GoBack {
+  Key key;
+  std::uint64_t from;            // resend every message from this sequence number on
 };
 
 class DefaultHook final : public LinkHook {};
@@ -57,9 +89,10 @@ class Simulation {
   SimulatedRun run() {
     if (!place_participants()) return std::move(result_);
     set_up_participants();
+    set_up_protocol();
     for (int p = 0; p < s_.nparticipants(); ++p) push(0, EventKind::Wake, p, -1, 0);
     const double deadline = hook_.deadline();
-    while (!events_.empty()) {
+    while (!events_.empty() && !result_.detected) {
       const Event event = events_.top();
       events_.pop();
       if (event.time > deadline) break;
@@ -188,6 +221,7 @@ class Simulation {
     switch (event.kind) {
       case EventKind::Wake: break;
       case EventKind::StepDone: {
+        last_step_ = now_;
         done_[q][static_cast<std::size_t>(event.step)] = true;
         ++finished_steps_[q];
         for (Stream& stream : streams_[q]) {
@@ -199,21 +233,156 @@ class Simulation {
         break;
       }
       case EventKind::Arrival: arrive(event.message); break;
+      case EventKind::GoBack: resend(go_back_[event.message]); return;
+      case EventKind::Timeout: expire(event.participant, event.step, event.message); break;
     }
     advance(event.participant);
   }
 
+  // ----- The link protocol (hook.h): the receiver's side -----
+
+  void set_up_protocol() {
+    protocol_ = options_.protocol;
+    if (protocol_.timeout == 0) protocol_.timeout = std::min(0.5, hook_.deadline() / 2);
+    // Retransmission timers are jittered by up to a quarter (so that they cannot keep landing in
+    // the down half of a flapping link), and all of them together stay within the timeout.
+    if (protocol_.retransmit <= 0) protocol_.retransmit = protocol_.timeout / (protocol_.retries + 3);
+    for (int p = 0; p < s_.nparticipants(); ++p) {
+      for (const Step& step : s_.participants[static_cast<std::size_t>(p)].steps) {
+        if (step.sends()) ++outbox_[{p, step.peer, step.channel}].per_call;
+      }
+    }
+    timer_.assign(static_cast<std::size_t>(s_.nparticipants()), {});
+  }
+
+  std::string stream_name(const Key& key) const {
+    const auto [from, to, channel] = key;
+    return participant_name(to) + ": message from " + participant_name(from) + " on channel " + std::to_string(channel);
+  }
+
+  std::string participant_name(int p) const {
+    return p < s_.nranks() ? "rank " + std::to_string(p) : "switch " + std::to_string(p - s_.nranks());
+  }
+
+  // Takes an arrival in sequence; a duplicate is dropped; a damaged or out-of-order one ends the
+  // run, or, when reliable, makes the receiver ask the sender to go back.
   void arrive(std::size_t index) {
     InFlight& message = in_flight_[index];
-    auto& [waiting, expected] = arrived_[message.key];
-    held_[message.key][message.sequence] = std::move(message.payload);
-    // Deliver in sequence order, holding back any message that overtook an earlier one.
-    auto& held = held_[message.key];
-    while (!held.empty() && held.begin()->first == expected) {
-      waiting.push_back(std::move(held.begin()->second));
-      held.erase(held.begin());
-      ++expected;
+    Inbox& inbox = inbox_[message.key];
+    inbox.last = now_;
+    if (message.sequence < inbox.expected) {
+      ++result_.discarded;
+      return;
     }
+    const bool intact = !protocol_.checksums || checksum(message.payload) == message.sum;
+    if (message.sequence == inbox.expected && intact) {
+      inbox.waiting.push_back(std::move(message.payload));
+      ++inbox.expected;
+      inbox.asked = false;
+      return;
+    }
+    ++result_.discarded;
+    const std::string what = intact ? "message " + std::to_string(message.sequence) + " arrived where message " +
+                                          std::to_string(inbox.expected) + " was due (one is missing)"
+                                    : "message " + std::to_string(message.sequence) + " (attempt " +
+                                          std::to_string(message.attempt) + ") failed its checksum";
+    if (!protocol_.reliable) return detect(message.key, stream_name(message.key) + ": " + what);
+    if (!inbox.asked) ask_again(message.key);
+  }
+
+  // Reliable: the receiver asks the sender to send everything again from the message it expects.
+  void ask_again(const Key& key) {
+    Inbox& inbox = inbox_[key];
+    inbox.asked = true;
+    const auto [from, to, channel] = key;
+    go_back_.push_back(GoBack{key, inbox.expected});
+    push(now_ + latency(to, from), EventKind::GoBack, from, -1, go_back_.size() - 1);
+  }
+
+  // A wait timer of participant p's receive step k (armed in `advance`) ran out: if the stream
+  // has been quiet for a whole interval, the run ends (or, when reliable, the receiver asks
+  // again); otherwise the timer runs on from the last arrival.
+  void expire(int p, int k, std::size_t call) {
+    const auto q = static_cast<std::size_t>(p);
+    auto& timer = timer_[q];
+    const auto found = timer.find(k);
+    if (found == timer.end()) return;
+    if (static_cast<std::size_t>(call_[q]) != call || done_[q][static_cast<std::size_t>(k)]) {
+      timer.erase(found);
+      return;
+    }
+    const Step& step = s_.participants[q].steps[static_cast<std::size_t>(k)];
+    const Key key{step.peer, p, step.channel};
+    if (!waits_for_message(p, k)) {
+      timer.erase(found);
+      return;
+    }
+    const double interval = wait_interval();
+    const double quiet_since = std::max(found->second, inbox_[key].last);
+    if (now_ < quiet_since + interval * (1 - 1e-9)) {
+      push(quiet_since + interval, EventKind::Timeout, p, k, call);
+      return;
+    }
+    if (!protocol_.reliable) {
+      return detect(key, describe(s_, p, k) + ": no message for " + seconds(protocol_.timeout) + " s (timeout)");
+    }
+    found->second = now_;
+    ask_again(key);
+    push(now_ + interval, EventKind::Timeout, p, k, call);
+  }
+
+  // How long a waiting receiver stays quiet before it acts: the timeout, or when reliable the
+  // retransmission interval, jittered between 0.75 and 1.25 of it (drawn from the seed).
+  double wait_interval() {
+    if (!protocol_.reliable) return protocol_.timeout;
+    return protocol_.retransmit * (0.75 + 0.5 * unit_interval(mix64(options_.seed ^ mix64(++timers_armed_))));
+  }
+
+  // Whether receive step k of p could start but for its message.
+  bool waits_for_message(int p, int k) const {
+    const auto q = static_cast<std::size_t>(p);
+    const Step& step = s_.participants[q].steps[static_cast<std::size_t>(k)];
+    for (int earlier : step.after) {
+      if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
+    }
+    const auto found = inbox_.find({step.peer, p, step.channel});
+    return found == inbox_.end() || found->second.waiting.empty();
+  }
+
+  // Arms a timer for every receive step of p that is waiting for its message.
+  void arm_timers(int p) {
+    if (protocol_.timeout < 0 || options_.protocol.timeout < 0) return;
+    const auto q = static_cast<std::size_t>(p);
+    for (const Stream& stream : streams_[q]) {
+      if (stream.busy || stream.next == stream.steps.size()) continue;
+      const int k = stream.steps[stream.next];
+      const Step& step = s_.participants[q].steps[static_cast<std::size_t>(k)];
+      if (!step.receives() || timer_[q].count(k) > 0 || !waits_for_message(p, k)) continue;
+      timer_[q][k] = now_;
+      push(now_ + wait_interval(), EventKind::Timeout, p, k, static_cast<std::size_t>(call_[q]));
+    }
+  }
+
+  // The run ends: the participant that saw the fault tells every other one, which stop.
+  void detect(const Key& key, std::string what) {
+    if (result_.detected) return;
+    const int seen_by = std::get<1>(key);
+    double told = now_;
+    for (int p = 0; p < s_.nparticipants(); ++p) told = std::max(told, now_ + latency(seen_by, p));
+    result_.detected = true;
+    result_.detected_at = told;
+    result_.error = std::move(what) + "; every participant stopped by " + seconds(told) + " s";
+  }
+
+  double latency(int from, int to) const {
+    const int a = vertex_[static_cast<std::size_t>(from)], b = vertex_[static_cast<std::size_t>(to)];
+    return a == b ? 0 : transfer_time(t_, t_.route(a, b), 0);
+  }
+
+  static std::string seconds(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", value);
+    return text;
   }
 
   bool call_finished(std::size_t q) const { return finished_steps_[q] == s_.participants[q].steps.size(); }
@@ -263,6 +432,7 @@ class Simulation {
       stream.busy = true;
       push(now_ + start(p, k), EventKind::StepDone, p, k, 0);
     }
+    arm_timers(p);
   }
 
   bool ready(int p, int k) {
@@ -272,8 +442,8 @@ class Simulation {
       if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
     }
     if (!step.receives()) return true;
-    auto found = arrived_.find({step.peer, p, step.channel});
-    return found != arrived_.end() && !found->second.first.empty();
+    const auto found = inbox_.find({step.peer, p, step.channel});
+    return found != inbox_.end() && !found->second.waiting.empty();
   }
 
   double compute_time(std::size_t elements) const {
@@ -303,21 +473,83 @@ class Simulation {
     return 0;
   }
 
+  // ----- The link protocol: the sender's side -----
+
   void send(int p, const Step& step) {
-    const std::tuple<int, int, int> key{p, step.peer, step.channel};
-    Message message{p, step.peer, step.channel, sent_[key]++, step.from.count * element_, now_};
+    const Key key{p, step.peer, step.channel};
+    Outbox& outbox = outbox_[key];
+    const std::uint64_t sequence = sent_[key]++;
     std::vector<std::byte> payload;
     if (options_.numeric && step.from.count > 0) {
       const std::byte* from = at(p, step.from.buffer, step.from.offset);
-      payload.assign(from, from + message.bytes);
+      payload.assign(from, from + step.from.count * element_);
     }
+    const std::size_t bytes = step.from.count * element_;
+    const std::uint64_t sum = checksum(payload);
+    if (protocol_.reliable) {
+      outbox.kept.push_back(payload);
+      outbox.sums.push_back(sum);
+      outbox.sizes.push_back(bytes);
+      outbox.attempts.push_back(0);
+    }
+    transmit_message(key, sequence, 0, bytes, sum, std::move(payload));
+  }
+
+  // One transmission through the hook: dropped, delayed, duplicated, held back behind the next
+  // message (reorder), or changed on the way (the checksum was taken before).
+  void transmit_message(const Key& key, std::uint64_t sequence, int attempt, std::size_t bytes, std::uint64_t sum,
+                        std::vector<std::byte> payload) {
+    const auto [from, to, channel] = key;
+    Outbox& outbox = outbox_[key];
+    const Message message{from, to, channel, sequence, bytes, now_, attempt};
     const SendDecision decision = hook_.on_send(message, payload);
     ++result_.messages;
-    if (decision.drop) return;
-    const double arrival = transmit(vertex_[static_cast<std::size_t>(p)], vertex_[static_cast<std::size_t>(step.peer)],
-                                    message.bytes) + decision.delay;
-    in_flight_.push_back(InFlight{key, message.sequence, std::move(payload)});
-    push(arrival, EventKind::Arrival, step.peer, -1, in_flight_.size() - 1);
+    InFlight flight{key, sequence, attempt, sum, std::move(payload)};
+    const double wire = transmit(vertex_[static_cast<std::size_t>(from)], vertex_[static_cast<std::size_t>(to)], bytes);
+    const bool last = sequence + 1 >= outbox.per_call * static_cast<std::uint64_t>(std::max(options_.calls, 1));
+    double arrival = wire + decision.delay;
+    if (!decision.drop && decision.reorder && !last && !outbox.holding) {
+      outbox.holding = true;
+      outbox.held = std::move(flight);
+      return;
+    }
+    if (!decision.drop) {
+      arrival = std::max(arrival, std::nextafter(outbox.last_arrival, arrival + 1));
+      outbox.last_arrival = arrival;
+      for (int copy = 0; copy < decision.duplicates; ++copy) {
+        arrival = std::nextafter(arrival, arrival + 1);
+        deliver_at(arrival, flight);
+      }
+      deliver_at(outbox.last_arrival, std::move(flight));
+    }
+    if (outbox.holding && !(outbox.held.sequence == sequence && outbox.held.attempt == attempt)) {
+      outbox.holding = false;
+      const double later = std::nextafter(std::max(arrival, outbox.last_arrival), arrival + 1);
+      deliver_at(later, std::move(outbox.held));
+    }
+  }
+
+  void deliver_at(double time, InFlight flight) {
+    const int to = std::get<1>(flight.key);
+    in_flight_.push_back(std::move(flight));
+    push(time, EventKind::Arrival, to, -1, in_flight_.size() - 1);
+  }
+
+  // Reliable: the sender goes back to `from` and sends every later message again, each as one
+  // more attempt; a message sent `retries` times more without getting through ends the run.
+  void resend(const GoBack& request) {
+    Outbox& outbox = outbox_[request.key];
+    const std::uint64_t sent = sent_[request.key];
+    for (std::uint64_t sequence = request.from; sequence < sent && !result_.detected; ++sequence) {
+      const auto index = static_cast<std::size_t>(sequence);
+      if (++outbox.attempts[index] > protocol_.retries) {
+        return detect(request.key, stream_name(request.key) + ": message " + std::to_string(sequence) + " lost after " +
+                                       std::to_string(protocol_.retries) + " retransmissions");
+      }
+      ++result_.retransmissions;
+      transmit_message(request.key, sequence, outbox.attempts[index], outbox.sizes[index], outbox.sums[index],
+                       outbox.kept[index]);
+    }
   }
 
   // Reserves the route's links from now and returns the arrival time.
@@ -334,7 +566,7 @@ class Simulation {
   }
 
   void receive(int p, const Step& step) {
-    auto& waiting = arrived_[{step.peer, p, step.channel}].first;
+    auto& waiting = inbox_[{step.peer, p, step.channel}].waiting;
     std::vector<std::byte> payload = std::move(waiting.front());
     waiting.pop_front();
     if (!options_.numeric || step.to.count == 0) return;
@@ -347,6 +579,10 @@ class Simulation {
   }
 
   void finish(double deadline) {
+    if (result_.detected) {
+      result_.time = result_.detected_at;
+      return;
+    }
     for (int p = 0; p < s_.nparticipants(); ++p) {
       const auto q = static_cast<std::size_t>(p);
       if (call_finished(q) && call_[q] + 1 >= options_.calls) continue;
@@ -357,7 +593,7 @@ class Simulation {
       return;
     }
     result_.completed = true;
-    result_.time = now_;
+    result_.time = last_step_;  // not the protocol's timers, which may run on after the last step
     if (!options_.numeric) return;
     for (int rank = 0; rank < s_.nranks(); ++rank) {
       result_.outputs.push_back(final_output(rank));
@@ -378,6 +614,8 @@ class Simulation {
   const std::size_t element_;
   SimulatedRun result_;
   double now_ = 0;
+  double last_step_ = 0;
+  std::uint64_t timers_armed_ = 0;
   std::uint64_t next_sequence_ = 0;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<int> vertex_;
@@ -387,10 +625,13 @@ class Simulation {
   std::vector<std::size_t> finished_steps_;
   std::vector<int> call_;  // per participant: the call it is running (0-based)
   std::vector<std::vector<bool>> done_;
-  std::map<std::tuple<int, int, int>, std::uint64_t> sent_;
+  std::map<Key, std::uint64_t> sent_;
   std::vector<InFlight> in_flight_;
-  std::map<std::tuple<int, int, int>, std::pair<std::deque<std::vector<std::byte>>, std::uint64_t>> arrived_;
-  std::map<std::tuple<int, int, int>, std::map<std::uint64_t, std::vector<std::byte>>> held_;
+  LinkProtocol protocol_;
+  std::map<Key, Inbox> inbox_;
+  std::map<Key, Outbox> outbox_;
+  std::vector<GoBack> go_back_;
+  std::vector<std::map<int, double>> timer_;  // per participant: waiting receive step -> armed at
 };
 
 }  // namespace

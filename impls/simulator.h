@@ -39,11 +39,21 @@ struct SimulationOptions {
   // its neighbours may still be busy with call k. Scratch keeps whatever the last call left.
   int calls = 1;
   std::uint64_t call_seed_step = 1;
+  // Checksums, sequence numbers, timeouts and retransmission (hook.h). On `sim` the timeout is
+  // virtual; 0 means the smaller of 0.5 s and half the hook's deadline. Acknowledgements and
+  // requests to go back travel beside the data, on the route's latency, and are never faulted.
+  LinkProtocol protocol;
 };
 
 struct SimulatedRun {
   bool completed = false;
+  // The link protocol saw a fault it could not survive (a checksum, a gap, a timeout, too many
+  // retransmissions) and stopped every participant: `error` names who saw what.
+  bool detected = false;
   std::string error;          // why not, naming the participant and step
+  double detected_at = 0;     // detected: virtual seconds when the last participant was told
+  std::size_t retransmissions = 0;  // reliable: messages sent again
+  std::size_t discarded = 0;  // arrivals dropped by the receiver: duplicates, damaged, out of order
   double time = 0;            // virtual seconds until the last participant finished
   std::uint64_t trace = 0;    // hash of every event in order: equal seeds, equal traces
   std::size_t events = 0;

@@ -1,6 +1,6 @@
-// The fault injector on `sim`: each kind it can inject bites (drops end at the deadline, delays
-// arrive later but right, corruption reaches the output), the seed alone decides the trace, and
-// the empty plan changes nothing.
+// The fault injector on `sim`: each kind bites (drops and corruption are detected by the link
+// protocol, or retransmitted when reliable; delays arrive later but right; without checksums a
+// corruption reaches the output), the seed alone decides the trace, the empty plan changes nothing.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -31,15 +31,23 @@ FaultPlan plan_of(const std::string& text) {
 }
 
 // Runs the ring all-reduce on sim_fabric with `injector` as the hook (null: none).
-SimulatedRun run(FaultInjector* injector) {
+SimulatedRun run(FaultInjector* injector, const LinkProtocol& protocol = {}) {
   Result<Schedule> schedule = make_schedule("ring", ring_case());
   EXPECT_TRUE(schedule.ok()) << schedule.error().text();
-  return simulate(*schedule, sim_fabric(nranks), SimulationOptions(3, injector, true));
+  SimulationOptions options(3, injector, true);
+  options.protocol = protocol;
+  return simulate(*schedule, sim_fabric(nranks), options);
 }
 
-SimulatedRun run(const std::string& plan, std::uint64_t seed = 1) {
+SimulatedRun run(const std::string& plan, std::uint64_t seed = 1, const LinkProtocol& protocol = {}) {
   FaultInjector injector(plan_of(plan), seed, deadline);
-  return run(&injector);
+  return run(&injector, protocol);
+}
+
+LinkProtocol reliable() {
+  LinkProtocol protocol;
+  protocol.reliable = true;
+  return protocol;
 }
 
 // Ranks whose output the oracle rejects.
@@ -71,24 +79,46 @@ TEST(FaultInjector, TheEmptyPlanGivesTheFaultFreeTrace) {
   EXPECT_EQ(injector.deadline(), deadline);
 }
 
-TEST(FaultInjector, DropsEndTheRunAtTheDeadline) {
+// Lost messages are detected (a gap at once, a silent stream at the timeout, half the 1 s
+// deadline), never left waiting; permanent losses stay detected even when reliable.
+TEST(FaultInjector, DropsAreDetectedNotHung) {
   for (const std::string plan : {"drop:link=0->1:times=1", "drop:p=0.3", "drop:rank=2:after=2",
                                  "drop:offset=20000", "link-down:link=1->2", "link-flap:link=3->0:period=0.001",
                                  "stop:rank=1", "kill:rank=2"}) {
     FaultInjector injector(plan_of(plan), 5, deadline);
     const SimulatedRun result = run(&injector);
     EXPECT_FALSE(result.completed) << plan;
-    EXPECT_NE(result.error.find("deadline"), std::string::npos) << plan << ": " << result.error;
+    EXPECT_TRUE(result.detected) << plan << ": " << result.error;
+    EXPECT_LE(result.time, deadline / 2 + 0.001) << plan;
     EXPECT_GT(injector.affected_per_fault().at(0), 0u) << plan;
+  }
+  for (const std::string plan : {"link-down:link=1->2", "stop:rank=1", "kill:rank=2", "drop:rank=2:after=2"}) {
+    const SimulatedRun result = run(plan, 5, reliable());
+    EXPECT_TRUE(result.detected) << plan << ": " << result.error;
+    EXPECT_NE(result.error.find("lost after 7 retransmissions"), std::string::npos) << plan << ": " << result.error;
+    EXPECT_LE(result.time, deadline / 2 + 0.01) << plan;
+  }
+}
+
+// Transient faults end right when the protocol retransmits: the reliability contract.
+TEST(FaultInjector, ReliableModeSurvivesTransientFaults) {
+  for (const std::string plan : {"drop:link=0->1:times=1", "drop:p=0.3", "corrupt:p=0.2:bits=3", "corrupt:times=4",
+                                 "duplicate:p=0.5", "reorder:link=1->2:times=2", "link-flap:link=3->0:period=1",
+                                 "link-flap:link=3->0:period=0.5",
+                                 "drop:p=0.1;corrupt:p=0.1;duplicate:p=0.1;reorder:p=0.1;delay:jitter=1"}) {
+    const SimulatedRun result = run(plan, 9, reliable());
+    ASSERT_TRUE(result.completed) << plan << ": " << result.error;
+    EXPECT_EQ(wrong_ranks(result), 0) << plan;
+    EXPECT_GT(result.retransmissions + result.discarded, 0u) << plan;
   }
 }
 
 TEST(FaultInjector, CountsWhatItDid) {
   FaultInjector injector(plan_of("drop:link=0->1:times=1;delay:rank=3:ms=1;duplicate:rank=1"), 5, deadline);
-  run(&injector);
+  run(&injector, reliable());
   EXPECT_EQ(injector.affected_per_fault().at(0), 1u);
   EXPECT_GT(injector.affected_per_fault().at(1), 0u);
-  EXPECT_EQ(injector.affected_per_fault().at(2), 0u);
+  EXPECT_GT(injector.affected_per_fault().at(2), 0u);
   EXPECT_EQ(injector.affected_per_kind()[static_cast<std::size_t>(FaultKind::Drop)], 1u);
   EXPECT_EQ(injector.summary().rfind("drop 1, delay ", 0), 0u) << injector.summary();
 }
@@ -117,13 +147,20 @@ TEST(FaultInjector, DelaysKeepTheResultButArriveLater) {
   EXPECT_GE(run("delay:rank=1:ms=5").time, clean.time + 0.005);
 }
 
-TEST(FaultInjector, CorruptionReachesTheOutput) {
+// Checksums turn a corruption into `detected`; without them it reaches the output unnoticed,
+// which is what `corrupt` means (mutant:no-checksum).
+TEST(FaultInjector, CorruptionIsDetectedAndReachesTheOutputOnlyUnchecked) {
+  LinkProtocol unchecked;
+  unchecked.checksums = false;
   for (const std::string plan : {"corrupt:link=0->1:times=1", "corrupt:rank=2:after=3:bits=3:times=1",
                                  "corrupt:p=0.1"}) {
     FaultInjector injector(plan_of(plan), 11, deadline);
-    const SimulatedRun result = run(&injector);
+    const SimulatedRun checked = run(&injector);
+    EXPECT_TRUE(checked.detected) << plan << ": " << checked.error;
+    EXPECT_NE(checked.error.find("failed its checksum"), std::string::npos) << plan << ": " << checked.error;
+    const SimulatedRun result = run(plan, 11, unchecked);
     ASSERT_TRUE(result.completed) << plan << ": " << result.error;
-    EXPECT_GT(wrong_ranks(result), 0) << plan << " went unnoticed (" << injector.summary() << ")";
+    EXPECT_GT(wrong_ranks(result), 0) << plan << " went unnoticed";
   }
 }
 
@@ -137,17 +174,18 @@ TEST(FaultInjector, TheSeedDecidesTheTrace) {
   EXPECT_NE(run(plan, 43).trace, first.trace);
 }
 
-TEST(FaultInjector, DuplicateAndReorderAreNotInjectableHere) {
-  EXPECT_FALSE(injectable(FaultKind::Duplicate));
-  EXPECT_FALSE(injectable(FaultKind::Reorder));
-  for (FaultKind kind : all_fault_kinds()) {
-    const bool expected = kind != FaultKind::Duplicate && kind != FaultKind::Reorder;
-    EXPECT_EQ(injectable(kind), expected) << to_string(kind);
-  }
+// A duplicate is dropped by sequence number; a reordered message is a gap unless reliable.
+TEST(FaultInjector, DuplicatesAreDroppedAndReordersDetected) {
+  const SimulatedRun clean = run(nullptr);
+  const SimulatedRun twice = run("duplicate:p=0.5");
+  ASSERT_TRUE(twice.completed) << twice.error;
+  EXPECT_GT(twice.discarded, 0u);
+  EXPECT_EQ(twice.outputs, clean.outputs);
+  const SimulatedRun swapped = run("reorder:link=1->2:times=1");
+  EXPECT_TRUE(swapped.detected);
+  EXPECT_NE(swapped.error.find("one is missing"), std::string::npos) << swapped.error;
   FaultInjector injector(plan_of("drop:rank=0:at=0.5;duplicate;reorder:link=0->1"), 1, deadline);
-  ASSERT_EQ(injector.not_injected().size(), 2u);
-  EXPECT_EQ(injector.not_injected()[0].kind, FaultKind::Duplicate);
-  EXPECT_EQ(run(&injector).trace, run(nullptr).trace);
+  EXPECT_TRUE(injector.not_injected().empty());
 }
 
 }  // namespace

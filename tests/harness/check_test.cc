@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include "faults/plan.h"
 #include "harness/check.h"
+#include "harness/faulty_backend.h"
 #include "harness/report.h"
 #include "impls/mutants.h"
 #include "properties/property.h"
@@ -14,10 +16,21 @@
 namespace collcheck {
 namespace {
 
-std::vector<std::unique_ptr<Backend>> backends(const std::string& spec) {
+// The backends of `spec`, under the fault plan `faults` when one is given.
+std::vector<std::unique_ptr<Backend>> backends(const std::string& spec, const std::string& faults = "") {
   auto made = make_backends(spec);
   EXPECT_TRUE(made.ok()) << made.error().text();
-  return made ? std::move(made).value() : std::vector<std::unique_ptr<Backend>>{};
+  if (!made) return {};
+  std::vector<std::unique_ptr<Backend>> list = std::move(made).value();
+  if (faults.empty()) return list;
+  const Result<FaultPlan> plan = parse_fault_plan(faults);
+  EXPECT_TRUE(plan.ok()) << plan.error().text();
+  for (auto& backend : list) {
+    auto faulty = with_faults(std::move(backend), plan.ok() ? *plan : FaultPlan{});
+    EXPECT_TRUE(faulty.ok()) << faulty.error().text();
+    backend = std::move(faulty).value();
+  }
+  return list;
 }
 
 CheckOptions options(std::uint64_t seed, double budget, std::size_t cases = 0) {
@@ -34,12 +47,13 @@ CheckOptions options(std::uint64_t seed, double budget, std::size_t cases = 0) {
 bool shrinks_small(const Failure& f) { return f.shrunk.nranks <= 8 && input_elements(f.shrunk) <= 64 * 8; }
 
 TEST(Mutants, EveryMutantIsCaughtByTheRightPropertyAndShrunk) {
-  ASSERT_GE(all_mutants().size(), 15u);
+  ASSERT_GE(all_mutants().size(), 17u);
   std::string table = "mutant                     caught  by              cases  seconds  shrunk case\n";
   int missed = 0;
   for (const Mutant& mutant : all_mutants()) {
-    auto list = backends(mutant.variant.name + "@sim");
+    auto list = backends(mutant.variant.name + "@sim", mutant.faults);
     CheckOptions o = options(1, 20);
+    o.faults = mutant.faults;
     o.stop_at_first_failure = true;
     const auto start = std::chrono::steady_clock::now();
     const CheckReport report = run_check(o, list, nullptr);

@@ -159,27 +159,40 @@ TEST(Simulator, TreeAndInNetworkWinOnSmallMessages) {
   }
 }
 
-// A hook that drops one message: the receiver waits, the run reports it at the deadline.
+// A hook that drops one message of rank 2's: its successor sees the gap, or, when the message
+// was the stream's last, waits for it until the protocol's timeout.
 class DropOne final : public LinkHook {
  public:
+  explicit DropOne(std::uint64_t sequence) : sequence_(sequence) {}
   SendDecision on_send(const Message& message, std::span<std::byte>) override {
     ++seen;
-    return {message.from == 2 && message.sequence == 0, 0};
+    SendDecision decision;
+    decision.drop = message.from == 2 && message.sequence == sequence_ && message.attempt == 0;
+    return decision;
   }
-  double deadline() const override { return 0.5; }
+  double deadline() const override { return 2; }
   int seen = 0;
+
+ private:
+  std::uint64_t sequence_;
 };
 
-TEST(Simulator, AParticipantWaitingPastTheDeadlineIsReportedNotHung) {
+TEST(Simulator, AMissingMessageIsDetectedNotHung) {
   const Case c = make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 64, 4);
   Result<Schedule> schedule = make_schedule("ring", c, Knobs{});
   ASSERT_TRUE(schedule.ok());
-  DropOne hook;
-  const SimulatedRun run = simulate(*schedule, fabric_for(4), SimulationOptions(0, &hook, true));
-  EXPECT_FALSE(run.completed);
-  EXPECT_NE(run.error.find("was still waiting at the deadline"), std::string::npos) << run.error;
-  EXPECT_NE(run.error.find("rank 3"), std::string::npos) << run.error;  // rank 2's ring successor
-  EXPECT_GT(hook.seen, 0);
+  DropOne first(0);
+  const SimulatedRun gap = simulate(*schedule, fabric_for(4), SimulationOptions(0, &first, true));
+  EXPECT_FALSE(gap.completed);
+  EXPECT_TRUE(gap.detected);
+  EXPECT_NE(gap.error.find("rank 3: message from rank 2"), std::string::npos) << gap.error;  // rank 2's successor
+  EXPECT_NE(gap.error.find("one is missing"), std::string::npos) << gap.error;
+  EXPECT_LT(gap.time, 0.001);
+  DropOne last(5);  // a ring all-reduce on 4 ranks sends 2 * 3 messages per stream
+  const SimulatedRun silent = simulate(*schedule, fabric_for(4), SimulationOptions(0, &last, true));
+  EXPECT_TRUE(silent.detected);
+  EXPECT_NE(silent.error.find("no message for 0.5 s (timeout)"), std::string::npos) << silent.error;
+  EXPECT_NEAR(silent.time, 0.5, 0.01);  // sim's timeout: 0.5 s, or half the deadline when that is less
 }
 
 }  // namespace
