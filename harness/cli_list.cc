@@ -115,7 +115,8 @@ void print_mutants(std::ostream& out) {
   for (const Mutant& mutant : all_mutants()) {
     std::string caught;
     for (std::string_view property : mutant.caught_by) caught += (caught.empty() ? "" : ", ") + std::string(property);
-    table.add_row({"  " + mutant.variant.name, caught, mutant.variant.description});
+    const std::string under = mutant.faults.empty() ? "" : " (shows under --faults '" + mutant.faults + "')";
+    table.add_row({"  " + mutant.variant.name, caught, mutant.variant.description + under});
   }
   table.print(out);
 }
