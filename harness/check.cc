@@ -1,11 +1,13 @@
-// The check loop: cases drawn from RapidCheck's generator with a seed per backend, the base run
-// shared by the properties, and greedy shrinking along RapidCheck's shrink tree.
+// The check loop: cases drawn from RapidCheck's generator with a seed per backend (under
+// `--faults random` each with its own plan), the base run shared by the properties, its outcome
+// counted per fault kind, and greedy shrinking of case and plan along RapidCheck's shrink tree.
 #include "harness/check.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 
 #include "properties/property.h"
 #include "reference/random.h"
@@ -14,6 +16,7 @@ namespace collcheck {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using Drawn = rc::Shrinkable<std::pair<Case, FaultPlan>>;
 
 constexpr std::size_t kMaxShrinkRuns = 400;
 
@@ -42,10 +45,15 @@ bool past(const CheckOptions& options, Clock::time_point deadline) {
   return options.agree ? options.agree(passed) != 0 : passed;
 }
 
-RunOptions run_options(const CheckOptions& options, std::uint64_t schedule_seed) {
-  RunOptions run{schedule_seed, 1, nullptr};
-  run.deadline = options.deadline;
-  return run;
+// What every run of one case is under: its schedule seed, the deadline, and its fault plan.
+PropertyContext context_for(const CheckOptions& options, std::uint64_t schedule_seed, const FaultPlan& plan) {
+  PropertyContext context{schedule_seed};
+  context.deadline = options.deadline;
+  if (!plan.empty()) {
+    context.fault_plan = to_string(plan);
+    context.transient = transient(plan);
+  }
+  return context;
 }
 
 // Lockstep: every rank saw the same runs, so it must reach the same verdicts as rank 0.
@@ -57,27 +65,34 @@ void agree_on_verdict(const CheckOptions& options, const Case& c, bool failed, c
   std::abort();
 }
 
-PropertyResult run_property(const Property& property, const Case& c, Backend& backend, std::uint64_t schedule_seed,
-                            const CheckOptions& options) {
-  const RepeatedRun base = backend.run(c, run_options(options, schedule_seed));
-  return property.check(c, backend, base, PropertyContext{schedule_seed});
+PropertyResult run_property(const Property& property, const std::pair<Case, FaultPlan>& drawn, Backend& backend,
+                            std::uint64_t schedule_seed, const CheckOptions& options) {
+  const PropertyContext context = context_for(options, schedule_seed, drawn.second);
+  const RepeatedRun base = backend.run(drawn.first, context.run_options(schedule_seed));
+  return property.check(drawn.first, backend, base, context);
+}
+
+// A smaller case (and plan) worth running: one the backend takes, and a drawn plan valid on it.
+bool worth_running(const std::pair<Case, FaultPlan>& candidate, Backend& backend, const FaultChoice& faults) {
+  if (!backend.capabilities().supports(candidate.first) || !validate(candidate.first)) return false;
+  return !faults.random || validate(candidate.second, candidate.first.nranks).ok();
 }
 
 // Walks down the shrink tree: the first smaller case that still fails becomes the current one.
-Failure shrink(const rc::Shrinkable<Case>& failing, const Property& property, Backend& backend,
-               std::uint64_t schedule_seed, std::string detail, Clock::time_point deadline, const CheckOptions& options) {
+Failure shrink(const Drawn& failing, const Property& property, Backend& backend, std::uint64_t schedule_seed,
+               std::string detail, Clock::time_point deadline, const CheckOptions& options, const FaultChoice& faults) {
   Failure failure;
-  rc::Shrinkable<Case> current = failing;
+  Drawn current = failing;
   bool smaller = true;
   while (smaller && failure.shrink_runs < kMaxShrinkRuns && !past(options, deadline)) {
     smaller = false;
-    rc::Seq<rc::Shrinkable<Case>> candidates = current.shrinks();
+    rc::Seq<Drawn> candidates = current.shrinks();
     while (auto next = candidates.next()) {
-      const Case candidate = next->value();
-      if (!backend.capabilities().supports(candidate) || !validate(candidate)) continue;
+      const std::pair<Case, FaultPlan> candidate = next->value();
+      if (!worth_running(candidate, backend, faults)) continue;
       ++failure.shrink_runs;
       const PropertyResult result = run_property(property, candidate, backend, schedule_seed, options);
-      agree_on_verdict(options, candidate, !result.ok, result.detail);
+      agree_on_verdict(options, candidate.first, !result.ok, result.detail);
       if (!result.ok) {
         current = *next;
         detail = result.detail;
@@ -87,8 +102,9 @@ Failure shrink(const rc::Shrinkable<Case>& failing, const Property& property, Ba
       if (failure.shrink_runs >= kMaxShrinkRuns || past(options, deadline)) break;
     }
   }
-  failure.shrunk = current.value();
-  failure.original = failing.value();
+  failure.shrunk = current.value().first;
+  failure.plan = current.value().second;
+  failure.original = failing.value().first;
   failure.detail = std::move(detail);
   return failure;
 }
@@ -99,7 +115,115 @@ void print_progress(std::ostream& out, std::size_t cases, std::size_t failures, 
   out << line << std::flush;
 }
 
+// Draws the cases of one backend, each with the plan it runs under. The cases come from the
+// same Random as without faults, so `--faults` does not change which cases a seed draws; plans
+// come from a Random of their own, drawn for the largest world and fitted to each case.
+class Draws {
+ public:
+  Draws(const CheckOptions& options, const FaultChoice& faults, Backend& backend)
+      : faults_(faults),
+        cases_(case_generator(backend.capabilities(), options.limits)),
+        plans_(fault_plan_generator(std::max(2, std::min(options.limits.max_ranks, backend.capabilities().max_ranks)),
+                                    faults.swarm)),
+        case_random_(options.seed ^ hash_text(backend.name())),
+        plan_random_(mix64(options.seed ^ hash_text(backend.name()) ^ 0xfa17)) {}
+
+  Drawn next(std::size_t i) {
+    // RapidCheck's sizes: small cases first, full-sized ones (100) from the 30th case on.
+    const int size = static_cast<int>(std::min<std::size_t>(10 + 3 * i, 100));
+    rc::Shrinkable<Case> c = cases_(case_random_.split(), size);
+    if (!faults_.random) {
+      return rc::shrinkable::pair(std::move(c), rc::shrinkable::just(faults_.plan));
+    }
+    return rc::shrinkable::map(rc::shrinkable::pair(std::move(c), plans_(plan_random_.split(), size)),
+                               [](std::pair<Case, FaultPlan> drawn) {
+                                 drawn.second = fit(drawn.second, drawn.first.nranks);
+                                 return drawn;
+                               });
+  }
+
+ private:
+  const FaultChoice& faults_;
+  rc::Gen<Case> cases_;
+  rc::Gen<FaultPlan> plans_;
+  rc::Random case_random_;
+  rc::Random plan_random_;
+};
+
+// A base run under faults, counted under every kind its plan holds.
+void count_outcome(CheckReport& report, const std::string& backend, const FaultPlan& plan, Outcome outcome) {
+  std::set<std::string> kinds;
+  for (const Fault& f : plan.faults) kinds.insert(std::string(to_string(f.kind)));
+  if (kinds.empty()) kinds.insert("none");
+  for (const std::string& kind : kinds) ++report.outcomes[{backend, kind}].runs[static_cast<std::size_t>(outcome)];
+}
+
+// How one case went over every selected property.
+struct CaseVerdict {
+  bool failed = false, all_skipped = true;
+};
+
+// One case of one backend: the base run, its outcome under faults, every property, and each
+// new failure shrunk into the report.
+struct Loop {
+  const CheckOptions& options;
+  FaultChoice faults;
+  std::vector<const Property*> properties;
+  Clock::time_point deadline;
+};
+
+CaseVerdict check_case(const Loop& loop, Backend& backend, const Drawn& drawn, std::size_t i,
+                       std::vector<std::string>& failed_properties, CheckReport& report) {
+  const CheckOptions& options = loop.options;
+  const Case& c = drawn.value().first;
+  const FaultPlan& plan = drawn.value().second;
+  const std::uint64_t schedule_seed = mix64(options.seed + i);
+  PropertyContext context = context_for(options, schedule_seed, plan);
+  const RepeatedRun base = backend.run(c, context.run_options(schedule_seed));
+  if (loop.faults.any()) {
+    context.outcome = classify(c, base);
+    count_outcome(report, backend.name(), plan, *context.outcome);
+  }
+  CaseVerdict verdict;
+  for (const Property* property : loop.properties) {
+    const std::string property_name(property->name);
+    if (std::find(failed_properties.begin(), failed_properties.end(), property_name) != failed_properties.end()) continue;
+    const PropertyResult result = property->check(c, backend, base, context);
+    agree_on_verdict(options, c, !result.ok, result.detail);
+    Tally& per = report.per_property[{backend.name(), c.collective, property_name}];
+    ++per.cases;
+    if (result.skipped) {
+      ++per.skipped;
+      continue;
+    }
+    verdict.all_skipped = false;
+    if (result.ok) {
+      ++per.passed;
+      continue;
+    }
+    ++per.failed;
+    verdict.failed = true;
+    failed_properties.push_back(property_name);
+    Failure failure = shrink(drawn, *property, backend, schedule_seed, result.detail, loop.deadline, options, loop.faults);
+    failure.backend = backend.name();
+    failure.collective = failure.shrunk.collective;
+    failure.property = property_name;
+    failure.schedule_seed = schedule_seed;
+    failure.cases_until = i + 1;
+    failure.replay = replay_command(backend.name(), failure.shrunk, schedule_seed, property_name, failure.plan);
+    report.first_failure[{backend.name(), c.collective, property_name}] = failure.detail;
+    report.failures.push_back(std::move(failure));
+  }
+  return verdict;
+}
+
 }  // namespace
+
+std::size_t OutcomeCounts::total() const {
+  std::size_t sum = 0;
+  for (std::size_t n : runs) sum += n;
+  return sum;
+}
 
 Tally CheckReport::total() const {
   Tally sum;
@@ -113,9 +237,10 @@ Tally CheckReport::total() const {
 }
 
 std::string replay_command(const std::string& backend, const Case& c, std::uint64_t schedule_seed,
-                           const std::string& property) {
+                           const std::string& property, const FaultPlan& plan) {
   return "collcheck replay --backend '" + backend + "' --schedule-seed " + std::to_string(schedule_seed) +
-         " --property " + property + " '" + to_string(c) + "'";
+         " --property " + property + " '" + to_string(c) + "'" +
+         (plan.empty() ? "" : " --faults '" + to_string(plan) + "'");
 }
 
 CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<Backend>>& backends,
@@ -125,66 +250,33 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + std::chrono::duration_cast<Clock::duration>(
                                                      std::chrono::duration<double>(options.time_budget));
-  const std::vector<const Property*> properties = selected_properties(options);
+  // The command line has checked the text already; a caller's bad text means no faults.
+  Result<FaultChoice> faults = parse_fault_choice(options.faults, options.seed);
+  const Loop loop{options, faults ? *faults : FaultChoice{}, selected_properties(options), deadline};
+  if (loop.faults.any()) report.faults = describe(loop.faults, options.seed);
   std::size_t all_cases = 0;
   for (std::size_t b = 0; b < backends.size(); ++b) {
     Backend& backend = *backends[b];
     report.backends.push_back(backend.name());
-    const Capabilities capabilities = backend.capabilities();
-    if (!any_case_possible(capabilities, options.limits)) continue;
+    if (!any_case_possible(backend.capabilities(), options.limits)) continue;
     // Each backend gets an equal share of what is left of the budget.
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     const Clock::time_point backend_deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(std::max(left, 0.0) / static_cast<double>(backends.size() - b)));
-    const rc::Gen<Case> generator = case_generator(capabilities, options.limits);
-    rc::Random random(options.seed ^ hash_text(backend.name()));
+    Draws draws(options, loop.faults, backend);
     std::vector<std::string> failed_properties;
     for (std::size_t i = 0; options.cases == 0 || i < options.cases; ++i) {
       if (past(options, backend_deadline)) break;
-      // RapidCheck's sizes: small cases first, full-sized ones (100) from the 30th case on.
-      const rc::Shrinkable<Case> drawn = generator(random.split(), static_cast<int>(std::min<std::size_t>(10 + 3 * i, 100)));
-      const Case c = drawn.value();
-      const std::uint64_t schedule_seed = mix64(options.seed + i);
-      const RepeatedRun base = backend.run(c, run_options(options, schedule_seed));
-      Tally& cell = report.table[{backend.name(), c.collective}];
+      const Drawn drawn = draws.next(i);
+      Tally& cell = report.table[{backend.name(), drawn.value().first.collective}];
       ++cell.cases;
       ++all_cases;
-      bool failed = false, all_skipped = true;
-      for (const Property* property : properties) {
-        const std::string property_name(property->name);
-        if (std::find(failed_properties.begin(), failed_properties.end(), property_name) != failed_properties.end()) continue;
-        const PropertyResult result = property->check(c, backend, base, PropertyContext{schedule_seed});
-        agree_on_verdict(options, c, !result.ok, result.detail);
-        Tally& per = report.per_property[{backend.name(), c.collective, property_name}];
-        ++per.cases;
-        if (result.skipped) {
-          ++per.skipped;
-          continue;
-        }
-        all_skipped = false;
-        if (result.ok) {
-          ++per.passed;
-          continue;
-        }
-        ++per.failed;
-        failed = true;
-        failed_properties.push_back(property_name);
-        Failure failure = shrink(drawn, *property, backend, schedule_seed, result.detail, deadline, options);
-        failure.backend = backend.name();
-        failure.collective = failure.shrunk.collective;
-        failure.property = property_name;
-        failure.schedule_seed = schedule_seed;
-        failure.cases_until = i + 1;
-        failure.replay = replay_command(backend.name(), failure.shrunk, schedule_seed, property_name);
-        if (!options.faults.empty()) failure.replay += " --faults '" + options.faults + "'";
-        report.first_failure[{backend.name(), c.collective, property_name}] = failure.detail;
-        report.failures.push_back(std::move(failure));
-      }
-      if (failed) ++cell.failed;
-      else if (all_skipped) ++cell.skipped;
+      const CaseVerdict verdict = check_case(loop, backend, drawn, i, failed_properties, report);
+      if (verdict.failed) ++cell.failed;
+      else if (verdict.all_skipped) ++cell.skipped;
       else ++cell.passed;
-      if (failed && options.stop_at_first_failure) break;
+      if (verdict.failed && options.stop_at_first_failure) break;
       if (progress != nullptr && all_cases % 8 == 0) {
         print_progress(*progress, all_cases, report.failures.size(),
                        std::chrono::duration<double>(deadline - Clock::now()).count());

@@ -1,10 +1,12 @@
 // The property loop behind `collcheck check`: random cases per backend within a time budget,
-// every property on every case, and each failure shrunk to the smallest case that still fails.
+// every property on every case, and each failure shrunk to the smallest case that still fails
+// (under `--faults random`, a plan per case, drawn and shrunk together with it).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <array>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "harness/case_generator.h"
+#include "harness/fault_generator.h"
 #include "impls/backend.h"
 
 namespace collcheck {
@@ -25,7 +28,10 @@ struct CheckOptions {
   std::vector<std::string> properties;  // empty: every property
   bool stop_at_first_failure = false;    // per backend: move on once one property failed
   double deadline = 0;                   // seconds per run before it is a hang; 0: the backend's default
-  std::string faults;                    // the --faults plan as given, for replay lines; empty: none
+  // --faults as given (parse_fault_choice): a plan for every run, `random` or `random:KIND,...`
+  // for a plan per case drawn from a swarm; empty: none. Backends must be wrapped by
+  // with_faults() to take them.
+  std::string faults;
   // Lockstep (every rank of a launched world runs this loop): returns rank 0's value of its
   // argument, so decisions that depend on the clock are taken once, by rank 0, and verdicts
   // can be compared. Unset: a single process.
@@ -43,6 +49,13 @@ struct Failure {
   std::string replay;                // the command that reruns it
   std::size_t cases_until = 0;       // cases run on the backend until this one failed
   std::size_t shrink_runs = 0;
+  FaultPlan plan;                    // the (shrunk) plan it failed under; empty: none
+};
+
+// How many base runs ended in each outcome, indexed by Outcome.
+struct OutcomeCounts {
+  std::array<std::size_t, 5> runs = {};
+  std::size_t total() const;
 };
 
 struct Tally {
@@ -57,6 +70,10 @@ struct CheckReport {
   std::map<std::tuple<std::string, Collective, std::string>, Tally> per_property;
   std::map<std::tuple<std::string, Collective, std::string>, std::string> first_failure;
   std::vector<Failure> failures;
+  // Under faults: describe(FaultChoice), and backend × fault kind → outcomes of the base runs
+  // whose plan holds that kind (a run counts under every kind of its plan). Empty: no faults.
+  std::string faults;
+  std::map<std::pair<std::string, std::string>, OutcomeCounts> outcomes;
 
   Tally total() const;
 };
@@ -64,8 +81,9 @@ struct CheckReport {
 // Runs the loop. `progress`, when set, gets a progress line now and then (\r-terminated).
 CheckReport run_check(const CheckOptions&, std::vector<std::unique_ptr<Backend>>& backends, std::ostream* progress);
 
-// The command that replays a failure: `collcheck replay --backend B --schedule-seed S 'CASE'`.
+// The command that replays a failure: `collcheck replay --backend B --schedule-seed S 'CASE'`,
+// with `--faults 'PLAN'` when the plan is not empty.
 std::string replay_command(const std::string& backend, const Case&, std::uint64_t schedule_seed,
-                           const std::string& property);
+                           const std::string& property, const FaultPlan& plan = {});
 
 }  // namespace collcheck

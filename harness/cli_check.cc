@@ -16,6 +16,7 @@
 #include "harness/arguments.h"
 #include "faults/plan.h"
 #include "harness/check.h"
+#include "harness/fault_generator.h"
 #include "harness/faulty_backend.h"
 #include "harness/report.h"
 #include "impls/mpi_world.h"
@@ -141,6 +142,7 @@ Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockst
     options.seed = *parsed;
   }
   options.faults = args.get("faults");
+  if (Result<FaultChoice> faults = parse_fault_choice(options.faults, options.seed); !faults) return faults.error();
   Result<double> budget = parse_duration("--time-budget", args.get("time-budget", "60s"));
   if (!budget) return budget.error();
   options.time_budget = *budget;
@@ -165,23 +167,21 @@ Result<BackendOptions> backend_options(const Arguments& args) {
   return options;
 }
 
-// The backends the specs name, each under the --faults plan when one is given.
-Result<std::vector<std::unique_ptr<Backend>>> backends_of(const std::vector<std::string>& specs, const Arguments& args) {
+// The backends the specs name, each wrapped to take the faults --faults asks for.
+Result<std::vector<std::unique_ptr<Backend>>> backends_of(const std::vector<std::string>& specs, const Arguments& args,
+                                                          const FaultChoice& faults) {
   Result<BackendOptions> options = backend_options(args);
   if (!options) return options.error();
-  Result<FaultPlan> plan = parse_fault_plan(args.get("faults", "none"));
-  if (!plan) return plan.error();
-  if (Status valid = validate(*plan, kMaxRanks); !valid) return valid.error();
   std::vector<std::unique_ptr<Backend>> all;
   for (const std::string& spec : specs) {
     auto made = make_backends(spec, *options);
     if (!made) return made.error();
     for (auto& backend : made.value()) {
-      if (plan->faults.empty()) {
+      if (!faults.any()) {
         all.push_back(std::move(backend));
         continue;
       }
-      Result<std::unique_ptr<Backend>> faulty = with_faults(std::move(backend), *plan);
+      Result<std::unique_ptr<Backend>> faulty = with_faults(std::move(backend), faults.plan);
       if (!faulty) return faulty.error();
       all.push_back(std::move(faulty).value());
     }
@@ -198,6 +198,34 @@ bool write_file(const std::string& path, void (*writer)(const CheckReport&, std:
   return false;
 }
 
+// Replay takes one concrete plan: the one a failure's replay line carries.
+Result<FaultChoice> replay_faults(const Arguments& args) {
+  Result<FaultChoice> faults = parse_fault_choice(args.get("faults", "none"), 0);
+  if (faults && faults->random) {
+    return Error{"--faults", "'" + args.get("faults") + "': replay takes one plan, the --faults '...' of the "
+                                                        "failure's replay line, not random"};
+  }
+  return faults;
+}
+
+// The run's outcome (a wrong result reported as success is `corrupt`) and each rank's verdict.
+void print_replayed_run(const Case& c, const Backend& backend, const RepeatedRun& base, const PropertyContext& context,
+                        std::ostream& out) {
+  const Outcome outcome = classify(c, base);
+  out << "replay " << to_string(c) << " on " << backend.name() << " (schedule seed " << context.schedule_seed << ")"
+      << (context.under_faults() ? " under faults " + context.fault_plan : "") << "\n"
+      << "outcome: " << name(outcome) << (base.error.empty() ? "" : ": " + base.error) << "\n";
+  if (base.outcome != Outcome::Ok || base.calls.empty()) return;
+  Oracle oracle(c);
+  for (int rank = 0; rank < c.nranks; ++rank) {
+    const RankResult& result = base.calls[0][static_cast<std::size_t>(rank)];
+    const Verdict verdict = compare(oracle.expected(rank), rank, result.output);
+    out << "  rank " << rank << ": " << (verdict.ok ? "ok" : "WRONG") << ", " << verdict.checked << " elements checked"
+        << (result.guards_intact ? "" : ", guard zone damaged") << "\n";
+    if (!verdict.ok) out << "    " << verdict.describe(c.dtype);
+  }
+}
+
 }  // namespace
 
 int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
@@ -211,7 +239,9 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   Lockstep lockstep;
   Status joined = join_lockstep(specs, lockstep);
   Result<CheckOptions> options = joined ? parse_options(*args, lockstep) : Result<CheckOptions>(joined.error());
-  auto backends = options ? backends_of(specs, *args) : Result<std::vector<std::unique_ptr<Backend>>>(options.error());
+  Result<FaultChoice> faults = options ? parse_fault_choice(options->faults, options->seed) : options.error();
+  auto backends = faults ? backends_of(specs, *args, *faults)
+                         : Result<std::vector<std::unique_ptr<Backend>>>(faults.error());
   if (!backends) {
     err << "collcheck check: " << backends.error().text() << '\n';
     return kUsageError;
@@ -222,8 +252,8 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   speak << "collcheck check: seed " << options->seed << ", " << backends->size() << " backend"
         << (backends->size() == 1 ? "" : "s") << ", budget " << options->time_budget << " s"
         << (lockstep.world ? ", in lockstep on " + std::to_string(lockstep.world->size()) + " ranks" : "")
-        << (options->faults.empty() ? "" : ", faults '" + options->faults + "'") << "\n"
-        << std::flush;
+        << (faults->random || faults->plan.empty() ? "" : ", faults '" + to_string(faults->plan) + "'") << "\n"
+        << (faults->random ? "faults: " + describe(*faults, options->seed) + "\n" : "") << std::flush;
   const bool terminal = isatty(STDERR_FILENO) != 0 && !lockstep.quiet;
   const CheckReport report = collcheck::run_check(*options, backends.value(), terminal ? &err : nullptr);
   print_report(report, speak);
@@ -264,7 +294,9 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
   }
   Result<Case> c = parse_case(case_text);
   Result<std::uint64_t> schedule_seed = parse_count("--schedule-seed", args->get("schedule-seed", "0"), 0, ~std::uint64_t{0});
-  auto backends = backends_of({args->get("backend", "ring@sim")}, *args);
+  Result<FaultChoice> faults = replay_faults(*args);
+  auto backends = faults ? backends_of({args->get("backend", "ring@sim")}, *args, *faults)
+                         : Result<std::vector<std::unique_ptr<Backend>>>(faults.error());
   const std::string property_name = args->get("property");
   const Property* only = property_name.empty() ? nullptr : find_property(property_name);
   if (!c || !schedule_seed || !backends || (!property_name.empty() && !only)) {
@@ -279,23 +311,17 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
     err << "collcheck replay: " << backend.name() << " cannot run " << to_string(*c) << '\n';
     return kUnavailable;
   }
-  const RepeatedRun base = backend.run(*c, RunOptions{*schedule_seed, 1, nullptr});
-  out << "replay " << to_string(*c) << " on " << backend.name() << " (schedule seed " << *schedule_seed << ")\n"
-      << "outcome: " << name(base.outcome) << (base.error.empty() ? "" : ": " + base.error) << "\n";
-  if (base.outcome == Outcome::Ok && !base.calls.empty()) {
-    Oracle oracle(*c);
-    for (int rank = 0; rank < c->nranks; ++rank) {
-      const RankResult& result = base.calls[0][static_cast<std::size_t>(rank)];
-      const Verdict verdict = compare(oracle.expected(rank), rank, result.output);
-      out << "  rank " << rank << ": " << (verdict.ok ? "ok" : "WRONG") << ", " << verdict.checked << " elements checked"
-          << (result.guards_intact ? "" : ", guard zone damaged") << "\n";
-      if (!verdict.ok) out << "    " << verdict.describe(c->dtype);
-    }
+  PropertyContext context{*schedule_seed};
+  if (!faults->plan.empty()) {
+    context.fault_plan = to_string(faults->plan);
+    context.transient = transient(faults->plan);
   }
+  const RepeatedRun base = backend.run(*c, context.run_options(*schedule_seed));
+  print_replayed_run(*c, backend, base, context, out);
   bool failed = false;
   for (const Property& property : all_properties()) {
     if (only && only != &property) continue;
-    const PropertyResult result = property.check(*c, backend, base, PropertyContext{*schedule_seed});
+    const PropertyResult result = property.check(*c, backend, base, context);
     out << (result.skipped ? "skipped " : result.ok ? "held    " : "FAILED  ") << property.name
         << (result.detail.empty() ? "" : ": " + result.detail) << "\n";
     failed |= !result.ok;

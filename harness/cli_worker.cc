@@ -1,11 +1,15 @@
 // `collcheck worker`: one rank of a launched world. It says hello (rank, pid, host), then runs
-// every case it is sent and sends back its rank's results; it says how it dies when it dies,
-// and exits at once when the launching process goes away.
+// every case it is sent, under the case's faults, and sends back its rank's results; it says
+// how it dies when it dies, and exits at once when the launching process goes away.
 #include "harness/cli_worker.h"
 
+#include <algorithm>
+#include <condition_variable>
 #include <csignal>
 #include <cstring>
 #include <exception>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include <poll.h>
@@ -13,8 +17,10 @@
 
 #include "faults/injector.h"
 #include "faults/plan.h"
+#include "faults/socket_faults.h"
 #include "harness/arguments.h"
 #include "impls/control_socket.h"
+#include "impls/launched_backend.h"
 #include "impls/mpi_world.h"
 #include "impls/rank_backend.h"
 #include "impls/wire.h"
@@ -89,18 +95,95 @@ Result<std::unique_ptr<RankBackend>> make_backend(std::string_view name, World& 
   return specs->front().make(world);
 }
 
-// The run under the request's fault plan: this process's own injector, drawn from the same seed
-// as every other rank's, applied to the messages this rank sends.
-RankRun run_with_faults(RankBackend& backend, wire::RunRequest& request) {
+// A planned `stop` or `kill` of this rank: S seconds into the run the process raises SIGSTOP or
+// SIGKILL on itself, having first told the launcher it is planned (so it is not a `crash`).
+// The timer dies with the run: a rank that finished before S is left alone.
+class PlannedSignal {
+ public:
+  PlannedSignal(const FaultPlan& plan, int rank) {
+    std::optional<Fault> first;
+    for (const Fault& f : plan.faults) {
+      const bool mine = (f.kind == FaultKind::Stop || f.kind == FaultKind::Kill) &&
+                        f.target.scope == Target::Scope::Rank && f.target.rank == rank;
+      if (mine && (!first || f.trigger.at < first->trigger.at)) first = f;
+    }
+    if (!first) return;
+    thread_ = std::thread([this, fault = *first, rank] { wait_then_signal(fault, rank); });
+  }
+  ~PlannedSignal() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      cancelled_ = true;
+    }
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  PlannedSignal(const PlannedSignal&) = delete;
+  PlannedSignal& operator=(const PlannedSignal&) = delete;
+
+ private:
+  void wait_then_signal(const Fault& fault, int rank) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (changed_.wait_for(lock, std::chrono::duration<double>(fault.trigger.at), [this] { return cancelled_; })) return;
+    const bool kill = fault.kind == FaultKind::Kill;
+    const std::string words = std::string(kPlannedFaultWords) + (kill ? "SIGKILL" : "SIGSTOP") + " to rank " +
+                              std::to_string(rank) + " by `" + to_string(fault) + "`";
+    say_dying(words.c_str());
+    ::raise(kill ? SIGKILL : SIGSTOP);
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool cancelled_ = false;
+  std::thread thread_;
+};
+
+// What every run of this worker shares: its rank, and every rank's process id (to tell which
+// rank a vendor's socket leads to).
+struct WorkerWorld {
+  int rank = 0;
+  std::vector<long> pids;
+};
+
+// A vendor backend's run with the socket interposer armed by the plan (when the plan has
+// faults a socket can take), this worker's control connection excluded.
+RankRun run_over_sockets(RankBackend& backend, const wire::RunRequest& request, const FaultPlan& plan,
+                         const WorkerWorld& world) {
+  const bool any = std::any_of(plan.faults.begin(), plan.faults.end(),
+                               [](const Fault& f) { return injectable_on_sockets(f.kind); });
+  if (!any) return backend.run(request.c, request.options);
+  if (!interposer_loaded()) {
+    return RankRun{Outcome::Crash, "rank " + std::to_string(world.rank) + ": socket faults need libcollcheck-interpose.so "
+                                   "preloaded (launched worlds preload it from next to the collcheck binary)", {}, 0};
+  }
+  SocketFaults faults(plan, request.fault_seed, request.options.deadline, world.rank, world.pids);
+  RankRun run;
+  {
+    ArmedInterposer armed(faults, {control_fd});
+    run = backend.run(request.c, request.options);
+  }
+  run.world_broken = faults.broke_connections();
+  if (run.outcome != Outcome::Ok) run.error += " [socket faults here: " + faults.summary() + "]";
+  return run;
+}
+
+// The run under the request's fault plan. stop and kill are signals to this process on every
+// backend. The other kinds: on @proc this process's own injector, drawn from the same seed as
+// every other rank's, applied to the messages this rank sends (it also still turns a stop or
+// kill into dropped messages from `at` on, which the signal makes moot); on mpi and gloo the
+// socket interposer.
+RankRun run_with_faults(RankBackend& backend, wire::RunRequest& request, const WorkerWorld& world) {
   if (request.fault_plan.empty()) return backend.run(request.c, request.options);
   Result<FaultPlan> plan = parse_fault_plan(request.fault_plan);
   if (!plan) return RankRun{Outcome::Crash, plan.error().text(), {}, 0};
+  PlannedSignal signal(*plan, world.rank);
+  if (is_vendor_backend(backend.name())) return run_over_sockets(backend, request, *plan, world);
   FaultInjector injector(*plan, request.fault_seed, request.options.deadline);
   request.options.hook = &injector;
   return backend.run(request.c, request.options);
 }
 
-int serve(ControlSocket& control, RankBackend& backend) {
+int serve(ControlSocket& control, RankBackend& backend, const WorkerWorld& world) {
   for (;;) {
     Result<Frame> frame = control.receive(SteadyTime::max());
     if (!frame || frame->kind == FrameKind::Quit) return 0;
@@ -112,7 +195,7 @@ int serve(ControlSocket& control, RankBackend& backend) {
       run.error = request.error().text();
     } else {
       if (request->input) request->options.input = &*request->input;
-      run = run_with_faults(backend, *request);
+      run = run_with_faults(backend, *request, world);
     }
     if (!control.send(FrameKind::Result, wire::encode(run))) return 3;
   }
@@ -148,10 +231,18 @@ int run_worker(std::span<const std::string_view> args, std::ostream&, std::ostre
   watch_launcher(control->fd());
   for (int s : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) std::signal(s, on_fatal_signal);
   std::set_terminate(on_terminate);
+  // Every rank's pid, gathered while no fault is armed (every rank is here at once).
+  WorkerWorld shared{(*world)->rank(), {}};
+  const std::uint64_t pid = static_cast<std::uint64_t>(::getpid());
+  for (const auto& bytes : (*world)->allgather({reinterpret_cast<const std::byte*>(&pid), sizeof pid})) {
+    std::uint64_t other = 0;
+    std::memcpy(&other, bytes.data(), std::min(bytes.size(), sizeof other));
+    shared.pids.push_back(static_cast<long>(other));
+  }
   Result<std::unique_ptr<RankBackend>> backend = make_backend(arguments->get("backend"), **world);
   if (!control->send(FrameKind::Hello, hello((*world)->rank(), backend ? "" : backend.error().text()))) return 3;
   if (!backend) return 2;
-  return serve(*control, **backend);
+  return serve(*control, **backend, shared);
 }
 
 }  // namespace collcheck::cli

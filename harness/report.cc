@@ -1,4 +1,5 @@
-// Text, JSON and JUnit renderings of a CheckReport.
+// Text, JSON and JUnit renderings of a CheckReport; under faults also the matrix backend × fault
+// kind of outcomes, and each failure's shrunk plan.
 #include "harness/report.h"
 
 #include <cstdio>
@@ -60,6 +61,38 @@ std::string indent(const std::string& text, const std::string& prefix) {
   return out;
 }
 
+constexpr Outcome kOutcomes[] = {Outcome::Ok, Outcome::Detected, Outcome::Hang, Outcome::Corrupt, Outcome::Crash};
+
+std::size_t count(const OutcomeCounts& counts, Outcome outcome) { return counts.runs[static_cast<std::size_t>(outcome)]; }
+
+// The matrix backend × fault kind: how the base runs under each kind ended.
+void print_outcomes(const CheckReport& report, std::ostream& out) {
+  out << "\noutcomes under faults " << report.faults << " (a run counts under every kind in its plan):\n";
+  cli::TextTable table;
+  std::vector<std::string> header = {"backend", "fault", "runs"};
+  for (Outcome outcome : kOutcomes) header.emplace_back(name(outcome));
+  table.add_row(header);
+  for (const auto& [key, counts] : report.outcomes) {
+    std::vector<std::string> row = {key.first, key.second, std::to_string(counts.total())};
+    for (Outcome outcome : kOutcomes) row.push_back(std::to_string(count(counts, outcome)));
+    table.add_row(row);
+  }
+  table.print(out);
+}
+
+void write_outcomes_json(const CheckReport& report, std::ostream& out) {
+  out << ",\n  \"faults\": " << json_string(report.faults) << ",\n  \"outcomes\": [";
+  bool first = true;
+  for (const auto& [key, counts] : report.outcomes) {
+    out << (first ? "\n" : ",\n") << "    {\"backend\": " << json_string(key.first) << ", \"fault\": "
+        << json_string(key.second) << ", \"runs\": " << counts.total();
+    for (Outcome outcome : kOutcomes) out << ", " << json_string(std::string(name(outcome))) << ": " << count(counts, outcome);
+    out << "}";
+    first = false;
+  }
+  out << (first ? "" : "\n  ") << "]";
+}
+
 }  // namespace
 
 void print_report(const CheckReport& report, std::ostream& out) {
@@ -73,10 +106,12 @@ void print_report(const CheckReport& report, std::ostream& out) {
   const Tally total = report.total();
   out << total.cases << " cases in " << seconds_text(report.seconds) << " s: " << total.passed << " passed, "
       << total.failed << " failed, " << total.skipped << " skipped (seed " << report.seed << ")\n";
+  if (!report.faults.empty()) print_outcomes(report, out);
   for (const Failure& f : report.failures) {
     out << "\nFAILED " << f.property << " on " << f.backend << " after " << f.cases_until << " case"
         << (f.cases_until == 1 ? "" : "s") << ", shrunk in " << f.shrink_runs << " runs to:\n  " << to_string(f.shrunk)
-        << "\n" << indent(f.detail, "  ") << "  replay: " << f.replay << "\n";
+        << "\n" << (f.plan.empty() ? "" : "  under faults " + to_string(f.plan) + "\n") << indent(f.detail, "  ")
+        << "  replay: " << f.replay << "\n";
   }
 }
 
@@ -102,10 +137,13 @@ void write_json(const CheckReport& report, std::ostream& out) {
         << ", \"case\": " << json_string(to_string(f.shrunk)) << ", \"original_case\": "
         << json_string(to_string(f.original)) << ", \"schedule_seed\": " << f.schedule_seed
         << ", \"cases_until\": " << f.cases_until << ", \"detail\": " << json_string(f.detail)
+        << (f.plan.empty() ? "" : ", \"faults\": " + json_string(to_string(f.plan)))
         << ", \"replay\": " << json_string(f.replay) << "}";
     first = false;
   }
-  out << (first ? "" : "\n  ") << "]\n}\n";
+  out << (first ? "" : "\n  ") << "]";
+  if (!report.faults.empty()) write_outcomes_json(report, out);
+  out << "\n}\n";
 }
 
 void write_junit(const CheckReport& report, std::ostream& out) {

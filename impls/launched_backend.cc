@@ -1,6 +1,7 @@
 // Launched worlds: `mpirun -np N collcheck worker ...` in its own process group, one control
 // connection per rank, deadlines on every reply, and a world that hung or lost a rank killed
-// (process group, then every worker's pid) and relaunched on the next case.
+// (process group, then every worker's pid) and relaunched on the next case; under faults, the
+// socket interposer preloaded and planned stops and kills told apart from crashes.
 #include "impls/launched_backend.h"
 
 #include <algorithm>
@@ -41,6 +42,15 @@ std::string self_executable() {
   char path[4096];
   const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
   return n > 0 ? std::string(path, static_cast<std::size_t>(n)) : "collcheck";
+}
+
+std::string interposer_path() {
+  return (std::filesystem::path(self_executable()).parent_path() / kInterposerFile).string();
+}
+
+bool interposer_built() {
+  std::error_code error;
+  return std::filesystem::is_regular_file(interposer_path(), error);
 }
 
 std::string host_name() {
@@ -117,7 +127,8 @@ class LaunchedWorld {
   LaunchedWorld& operator=(const LaunchedWorld&) = delete;
   ~LaunchedWorld() { stop(false); }
 
-  Status launch(const RankBackendSpec& spec, int nranks, const BackendOptions& options) {
+  // `faulty`: the world will run cases under fault plans.
+  Status launch(const RankBackendSpec& spec, int nranks, const BackendOptions& options, bool faulty) {
     Result<Listener> listener = Listener::open();
     if (!listener) return listener.error();
     // One directory per world for mpirun's output and Open MPI's shared-memory files (which a
@@ -130,6 +141,7 @@ class LaunchedWorld {
       argv.push_back("-x");
       argv.push_back(name + "=" + value);
     }
+    if (faulty) fault_arguments(spec, argv);
     argv.insert(argv.end(), options.launcher_arguments.begin(), options.launcher_arguments.end());
     const bool many_hosts = std::any_of(options.launcher_arguments.begin(), options.launcher_arguments.end(),
                                         [](const std::string& a) { return a.starts_with("--host") || a == "-H"; });
@@ -140,6 +152,10 @@ class LaunchedWorld {
     if (Status started = start(argv); !started) return started;
     return accept_ranks(*listener, nranks);
   }
+
+  // A run left the world unusable: a rank stopped or killed by the plan, or a vendor's
+  // connections reset or corrupted. The backend relaunches it.
+  bool broken() const { return broken_; }
 
   // Sends the request to every rank and waits for every reply until the deadline.
   RepeatedRun run(const Case& c, const RunOptions& options, double deadline) {
@@ -174,6 +190,15 @@ class LaunchedWorld {
   }
 
  private:
+  // A rank the plan kills must not take the world down (Open MPI's default), and vendor
+  // traffic goes through the interposer, MPI's over TCP.
+  static void fault_arguments(const RankBackendSpec& spec, std::vector<std::string>& argv) {
+    argv.push_back("--enable-recovery");
+    if (!is_vendor_backend(spec.name) || !interposer_built()) return;
+    argv.insert(argv.end(), {"-x", "LD_PRELOAD=" + interposer_path()});
+    if (spec.name.starts_with("mpi")) argv.insert(argv.end(), {"--mca", "btl", "tcp,self"});
+  }
+
   Status start(const std::vector<std::string>& argv) {
     const pid_t child = ::fork();
     if (child < 0) return Error{"--backend", std::string("fork: ") + std::strerror(errno)};
@@ -219,6 +244,7 @@ class LaunchedWorld {
         return launch_error("a worker said it was rank " + std::to_string(hello.rank));
       }
       if (hello.host == host_name()) local_pids_.push_back(hello.pid);
+      pids_[hello.rank] = hello.host == host_name() ? hello.pid : 0;
       ranks_[static_cast<std::size_t>(hello.rank)] = std::move(*socket);
       ++accepted;
     }
@@ -234,20 +260,21 @@ class LaunchedWorld {
   RepeatedRun collect(SteadyTime deadline, double seconds) {
     const std::size_t n = ranks_.size();
     std::vector<std::optional<RankRun>> replies(n);
-    std::vector<std::string> died(n);
-    std::size_t answered = 0, dead = 0;
+    std::vector<std::string> died(n), planned(n);  // planned: stopped or killed by the fault plan
+    std::size_t answered = 0, dead = 0, stopped = 0;
     std::vector<Frame> frames(n);
-    while (answered + dead < n) {
+    const auto waiting = [&](std::size_t r) { return !replies[r] && died[r].empty() && planned[r].empty(); };
+    while (answered + dead + stopped < n) {
       const SteadyTime until = dead > 0 ? std::min(deadline, first_death_ + std::chrono::seconds(1)) : deadline;
       if (Clock::now() >= until) break;
       std::vector<pollfd> polls;
       for (std::size_t r = 0; r < n; ++r) {
-        if (!replies[r] && died[r].empty()) polls.push_back(pollfd{ranks_[r].fd(), POLLIN, 0});
+        if (waiting(r)) polls.push_back(pollfd{ranks_[r].fd(), POLLIN, 0});
       }
       const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
       ::poll(polls.data(), polls.size(), static_cast<int>(std::clamp<long long>(wait, 0, 1000)));
       for (std::size_t r = 0; r < n; ++r) {
-        if (replies[r] || !died[r].empty()) continue;
+        if (!waiting(r)) continue;
         for (;;) {
           Result<bool> got = ranks_[r].receive_some(frames[r]);
           if (!got) {
@@ -257,7 +284,13 @@ class LaunchedWorld {
           }
           if (!*got) break;
           if (frames[r].kind == FrameKind::Dying) {
-            dying_words_[r] = std::string(reinterpret_cast<const char*>(frames[r].payload.data()), frames[r].payload.size());
+            std::string words(reinterpret_cast<const char*>(frames[r].payload.data()), frames[r].payload.size());
+            if (words.starts_with(kPlannedFaultWords)) {
+              planned[r] = words.substr(kPlannedFaultWords.size());
+              ++stopped;
+              break;
+            }
+            dying_words_[r] = std::move(words);
             continue;
           }
           Result<RankRun> run = wire::decode_run(frames[r].payload);
@@ -267,17 +300,19 @@ class LaunchedWorld {
         }
       }
     }
-    return judge(std::move(replies), died, seconds);
+    return judge(std::move(replies), died, planned, seconds);
   }
 
-  RepeatedRun judge(std::vector<std::optional<RankRun>> replies, const std::vector<std::string>& died, double seconds) {
+  RepeatedRun judge(std::vector<std::optional<RankRun>> replies, const std::vector<std::string>& died,
+                    const std::vector<std::string>& planned, double seconds) {
+    kill_planned(planned);
     // A rank that said how it died is the cause; mpirun then takes the others down with it.
     const bool any_words = !dying_words_.empty();
     std::string dead, silent;
     for (std::size_t r = 0; r < replies.size(); ++r) {
       if (!died[r].empty() && (!any_words || dying_words_.contains(r))) {
         dead += (dead.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " died: " + died[r];
-      } else if (!replies[r] && died[r].empty()) {
+      } else if (!replies[r] && died[r].empty() && planned[r].empty()) {
         silent += (silent.empty() ? "" : ", ") + std::to_string(r);
       }
     }
@@ -291,9 +326,26 @@ class LaunchedWorld {
       std::snprintf(limit, sizeof limit, "%.1f", seconds);
       return ended(Outcome::Hang, "rank(s) " + silent + " did not return within the deadline of " + limit + " s");
     }
+    // The ranks the plan took away count as having seen an error: the run is at least
+    // `detected`, judged otherwise on the others' replies.
     std::vector<RankRun> all;
-    for (auto& reply : replies) all.push_back(std::move(*reply));
+    for (std::size_t r = 0; r < replies.size(); ++r) {
+      if (!planned[r].empty()) {
+        all.push_back(RankRun{Outcome::Detected, "taken away by the fault plan (" + planned[r] + ")", {}, 0, true});
+      } else {
+        all.push_back(std::move(*replies[r]));
+      }
+      broken_ = broken_ || all.back().world_broken;
+    }
     return wire::combine(std::move(all));
+  }
+
+  // A stopped rank cannot even take SIGTERM: planned victims get SIGKILL at once.
+  void kill_planned(const std::vector<std::string>& planned) {
+    for (std::size_t r = 0; r < planned.size(); ++r) {
+      const auto pid = pids_.find(static_cast<int>(r));
+      if (!planned[r].empty() && pid != pids_.end() && pid->second > 0) ::kill(static_cast<pid_t>(pid->second), SIGKILL);
+    }
   }
 
   std::string signal_lines() {
@@ -329,6 +381,7 @@ class LaunchedWorld {
   void finish() {
     ranks_.clear();
     local_pids_.clear();
+    pids_.clear();
     mpirun_ = -1;
     std::error_code ignored;
     if (!directory_.empty()) std::filesystem::remove_all(directory_, ignored);
@@ -338,6 +391,8 @@ class LaunchedWorld {
   pid_t mpirun_ = -1;
   std::vector<ControlSocket> ranks_;
   std::vector<long> local_pids_;
+  std::map<int, long> pids_;  // per rank, on this host (0: elsewhere)
+  bool broken_ = false;
   std::map<std::size_t, std::string> dying_words_;
   SteadyTime first_death_;
   std::string directory_;
@@ -351,14 +406,20 @@ class LaunchedBackend final : public Backend {
   ~LaunchedBackend() override { abort(); }
 
   std::string name() const override { return spec_.name; }
-  Capabilities capabilities() const override { return spec_.capabilities; }
+  // Vendor backends take faults through the socket interposer, where it was built.
+  Capabilities capabilities() const override {
+    Capabilities c = spec_.capabilities;
+    if (is_vendor_backend(spec_.name) && interposer_built()) c.hook = true;
+    return c;
+  }
 
   RepeatedRun run(const Case& c, const RunOptions& options) override {
-    std::unique_ptr<LaunchedWorld>& world = worlds_[c.nranks];
+    const std::pair<int, bool> key{c.nranks, !options.fault_plan.empty()};
+    std::unique_ptr<LaunchedWorld>& world = worlds_[key];
     if (!world) {
       world = std::make_unique<LaunchedWorld>();
-      if (Status launched = world->launch(spec_, c.nranks, options_); !launched) {
-        worlds_.erase(c.nranks);
+      if (Status launched = world->launch(spec_, c.nranks, options_, key.second); !launched) {
+        worlds_.erase(key);
         RepeatedRun failed;
         failed.outcome = Outcome::Crash;
         failed.error = launched.error().message;
@@ -366,7 +427,7 @@ class LaunchedBackend final : public Backend {
       }
     }
     RepeatedRun run = world->run(c, options, run_deadline(c, options, options_));
-    if (run.outcome == Outcome::Hang || run.outcome == Outcome::Crash) worlds_.erase(c.nranks);
+    if (run.outcome == Outcome::Hang || run.outcome == Outcome::Crash || world->broken()) worlds_.erase(key);
     return run;
   }
 
@@ -378,7 +439,7 @@ class LaunchedBackend final : public Backend {
  private:
   RankBackendSpec spec_;
   BackendOptions options_;
-  std::map<int, std::unique_ptr<LaunchedWorld>> worlds_;
+  std::map<std::pair<int, bool>, std::unique_ptr<LaunchedWorld>> worlds_;  // by (ranks, under faults)
 };
 
 }  // namespace

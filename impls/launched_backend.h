@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "impls/backend.h"
@@ -24,10 +25,27 @@ double run_deadline(const Case&, const RunOptions&, const BackendOptions&);
 // that our executors give up first and say where.
 RankRunOptions rank_run_options(const RunOptions&, double deadline);
 
+// How a worker starts the words of its Dying frame when the fault plan stops or kills it (so
+// that the launcher does not call it a crash).
+inline constexpr std::string_view kPlannedFaultWords = "planned fault: ";
+
+// The LD_PRELOAD socket interposer (faults/interposer.cc), looked for next to the collcheck
+// binary; launched mpi and gloo worlds take faults only where it is there.
+inline constexpr std::string_view kInterposerFile = "libcollcheck-interpose.so";
+
 // Runs the spec on worlds of `collcheck worker` processes that it launches through mpirun,
-// one world per rank count, kept for the next case. A run past its deadline is a `hang`, a
-// rank that dies is a `crash`; either way that world's processes are killed and the next case
-// on that rank count launches a fresh one. No process outlives the backend.
+// one world per rank count (and per with or without faults), kept for the next case. A run
+// past its deadline is a `hang`, a rank that dies is a `crash`; either way that world's
+// processes are killed and the next case on that rank count launches a fresh one. No process
+// outlives the backend.
+//
+// Under a fault plan (RunOptions::fault_plan) worlds run with mpirun --enable-recovery, so that
+// a rank the plan kills does not take the others down with it, and mpi and gloo worlds with the
+// socket interposer preloaded (mpi also with `--mca btl tcp,self`, so its traffic is on TCP
+// sockets). A rank the plan stops or kills is not waited for: the run is judged on the others
+// (every one must return within the deadline, else `hang`; then as their replies combine, and
+// at least `detected`, for a rank is missing), and the world is relaunched afterwards, as it
+// is after a run whose faults reset or corrupted a vendor's connections.
 std::unique_ptr<Backend> make_launched_backend(RankBackendSpec, const BackendOptions&);
 
 // This process is rank world.rank(): run() runs the rank's part and then gathers every rank's

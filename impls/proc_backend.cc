@@ -106,7 +106,8 @@ class ProcBackend final : public RankBackend {
       transport_ = std::move(made).value();
     }
     RankMemory memory(*schedule, rank);
-    Status begun = transport_->begin(*schedule, ProcRunOptions{options.hook, variant_.reduction, start, options.deadline});
+    Status begun = transport_->begin(*schedule, ProcRunOptions{options.hook, variant_.reduction, start, options.deadline,
+                                                               protocol()});
     if (!begun) return failed(begun.error().text());
     Calls calls{*schedule, memory, rank};
     RankRun result = options.timed ? timed(calls, options) : repeated(calls, options);
@@ -124,6 +125,14 @@ class ProcBackend final : public RankBackend {
     RankMemory& memory;
     int rank;
   };
+
+  // The knobs' link protocol, with what a mutant breaks in it.
+  LinkProtocol protocol() const {
+    LinkProtocol p = knobs_.protocol;
+    if (variant_.skip_checksums) p.checksums = false;
+    if (variant_.never_time_out) p.timeout = -1;
+    return p;
+  }
 
   static RankRun failed(std::string error) {
     RankRun run;
@@ -232,6 +241,7 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Sabo
   spec.capabilities.deterministic = variant.deterministic;
   spec.capabilities.chunk = knobs.chunk;
   spec.capabilities.hook = true;  // every send passes RankRunOptions::hook
+  spec.capabilities.reliable = knobs.protocol.reliable;
   spec.make = [variant = std::move(variant), knobs, links, sabotage, name](World& world) -> Result<std::unique_ptr<RankBackend>> {
     return std::unique_ptr<RankBackend>(std::make_unique<ProcBackend>(world, variant, knobs, links, sabotage, name));
   };

@@ -247,6 +247,7 @@ bool write_some(Connection& c, std::string& error) {
       break;
     }
     c.out_sent += static_cast<std::size_t>(n);
+    c.written += static_cast<std::uint64_t>(n);
     progressed = true;
   }
   return progressed;
@@ -262,7 +263,8 @@ void append_frame(Connection& c, const FrameHeader& header, const std::byte* dat
   }
   const auto* head = reinterpret_cast<const std::byte*>(&header);
   c.out.insert(c.out.end(), head, head + sizeof header);
-  c.out.insert(c.out.end(), data, data + header.bytes);
+  if (header.piece.bytes > 0) c.out.insert(c.out.end(), data, data + header.piece.bytes);
+  c.appended += sizeof header + header.piece.bytes;
 }
 
 }  // namespace collcheck::proc

@@ -2,6 +2,7 @@
 // by the processes of its host, and the TCP connections that carry framed pieces between hosts.
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 #include <compare>
 #include <cstddef>
@@ -28,15 +29,39 @@ struct Key {
   auto operator<=>(const Key&) const = default;
 };
 
-// A TCP frame carries one piece of a message. `epoch` counts cases, so that a frame of a case
-// that ended in an error, still on the wire when the next case begins, is recognised and dropped.
+// One piece of a message, as a FIFO slot and a TCP frame both carry it: the message's sequence
+// number on its stream, where the piece lies in it, the transmission it belongs to, and the
+// checksum of the bytes the sender meant to send (0 when checksums are off).
+struct PieceHeader {
+  std::uint64_t sequence;
+  std::uint64_t offset;
+  std::uint64_t bytes;
+  std::uint64_t checksum;
+  std::uint32_t attempt;
+};
+
+// What a TCP frame carries besides pieces: the link protocol's control messages. Acks and
+// rewinds name the data stream (from = its sender) and travel against it; aborts and dones
+// name the rank that sends them in `from`.
+enum class FrameKind : std::uint32_t {
+  Piece,   // a piece of a message; payload: its bytes
+  Ack,     // reliable: the receiver has taken `sequence` messages of the stream
+  Rewind,  // reliable: the receiver asks the sender to go back to message `sequence`
+  Abort,   // the sender stopped the run; payload: why
+  Done,    // the sender finished the case
+  Arrived, // the sender reached phase `sequence` % 4 of case `sequence` / 4's beginning
+};
+
+// A TCP frame. `epoch` counts cases, so that a frame of a case that ended in an error, still on
+// the wire when the next case begins, is recognised and dropped.
 struct FrameHeader {
   std::uint32_t epoch;
+  FrameKind kind;
   std::int32_t from, to, channel;
-  std::uint64_t sequence;
-  std::uint64_t bytes;
+  std::int32_t unused;
+  PieceHeader piece;  // piece.bytes: the payload's length
 };
-static_assert(sizeof(FrameHeader) == 32);
+static_assert(sizeof(FrameHeader) == 64);
 
 constexpr std::size_t kTcpWindow = std::size_t{4} << 20;  // bytes queued per socket, at most
 
@@ -45,6 +70,7 @@ struct Connection {
   int peer = -1;
   std::vector<std::byte> out;  // whole frames; the socket takes them as it can
   std::size_t out_sent = 0;
+  std::uint64_t appended = 0, written = 0;  // bytes ever queued and sent (marks survive erasure)
   FrameHeader header{};
   std::size_t header_got = 0;
   std::vector<std::byte> payload;
@@ -52,7 +78,7 @@ struct Connection {
 };
 
 struct Piece {
-  std::uint64_t sequence;
+  PieceHeader header;
   std::vector<std::byte> data;
 };
 
@@ -62,7 +88,27 @@ struct Peers {
   std::vector<Connection> connections;  // per rank; fd -1: none
 };
 
+// A segment: the FIFOs into this process, then its control block.
 constexpr std::size_t kSegmentBytes = std::size_t{16} << 20;
+constexpr std::size_t kControlBytes = 8192;
+constexpr std::size_t kFifoBytes = kSegmentBytes - kControlBytes;
+constexpr std::size_t kReasonBytes = 4096;
+
+// How processes on one host stop each other and meet at the end of a case. Any process may
+// write `stop` (the case's epoch above the rank that stopped, plus one, below); only the owner
+// writes `done` and the reason it stopped, which the others read from its segment.
+struct SegmentControl {
+  alignas(64) std::atomic<std::uint64_t> stop;
+  alignas(64) std::atomic<std::uint64_t> done;          // the last epoch the owner finished
+  alignas(64) std::atomic<std::uint64_t> arrived;       // owner: epoch * 4 + phase of begin() reached
+  alignas(64) std::atomic<std::uint64_t> reason_epoch;  // the epoch `reason` belongs to
+  char reason[kReasonBytes];
+};
+static_assert(sizeof(SegmentControl) <= kControlBytes);
+
+inline SegmentControl* segment_control(std::byte* segment) {
+  return reinterpret_cast<SegmentControl*>(segment + kFifoBytes);
+}
 
 // `what` followed by errno's words.
 std::string system_error(const std::string& what);
@@ -81,7 +127,7 @@ bool read_frames(Connection& c, std::vector<std::vector<std::byte>>& spare, std:
     const bool in_header = c.header_got < sizeof c.header;
     char* at = in_header ? reinterpret_cast<char*>(&c.header) + c.header_got
                          : reinterpret_cast<char*>(c.payload.data()) + c.payload_got;
-    const std::size_t want = in_header ? sizeof c.header - c.header_got : c.header.bytes - c.payload_got;
+    const std::size_t want = in_header ? sizeof c.header - c.header_got : c.header.piece.bytes - c.payload_got;
     ssize_t n = 0;
     if (want > 0) {
       n = ::recv(c.fd, at, want, MSG_DONTWAIT);
@@ -98,19 +144,19 @@ bool read_frames(Connection& c, std::vector<std::vector<std::byte>>& spare, std:
     if (in_header) {
       c.header_got += static_cast<std::size_t>(n);
       if (c.header_got < sizeof c.header) continue;
-      if (c.header.bytes > kProcSlotBytes) {
-        error = "a frame of " + std::to_string(c.header.bytes) + " bytes from rank " + std::to_string(c.peer);
+      if (c.header.piece.bytes > kProcSlotBytes) {
+        error = "a frame of " + std::to_string(c.header.piece.bytes) + " bytes from rank " + std::to_string(c.peer);
         return progressed;
       }
       if (spare.empty()) spare.emplace_back();
       c.payload = std::move(spare.back());
       spare.pop_back();
-      c.payload.resize(c.header.bytes);
+      c.payload.resize(c.header.piece.bytes);
       c.payload_got = 0;
     } else {
       c.payload_got += static_cast<std::size_t>(n);
     }
-    if (c.header_got == sizeof c.header && c.payload_got == c.header.bytes) {
+    if (c.header_got == sizeof c.header && c.payload_got == c.header.piece.bytes) {
       deliver(c.header, std::move(c.payload));
       c.header_got = 0;
       c.payload = {};
@@ -120,7 +166,7 @@ bool read_frames(Connection& c, std::vector<std::vector<std::byte>>& spare, std:
 
 // Sends what the socket takes of the connection's queued frames; true when anything moved.
 bool write_some(Connection& c, std::string& error);
-// Queues one frame: its header, then `header.bytes` of `data`.
+// Queues one frame: its header, then `header.piece.bytes` of `data`.
 void append_frame(Connection& c, const FrameHeader& header, const std::byte* data);
 
 }  // namespace collcheck::proc

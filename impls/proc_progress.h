@@ -27,15 +27,17 @@ namespace collcheck::proc {
 // so a piece costs two atomic stores and no per-element synchronisation.
 
 constexpr std::size_t kSlotHeader = 64;  // keeps payloads cache-line aligned
+static_assert(sizeof(PieceHeader) <= kSlotHeader);
 
+// `tail` is the producer's; the rest the consumer's. Reliable streams also carry, against the
+// data, how many messages the consumer has taken (`acked`) and its requests to go back to a
+// message (`rewind_to`, then `rewinds` counts them, so the producer sees each request once).
 struct FifoControl {
   alignas(64) std::atomic<std::uint64_t> tail;
   alignas(64) std::atomic<std::uint64_t> head;
-};
-
-struct SlotHeader {
-  std::uint64_t sequence;
-  std::uint64_t bytes;
+  std::atomic<std::uint64_t> acked;
+  std::atomic<std::uint64_t> rewind_to;
+  std::atomic<std::uint64_t> rewinds;
 };
 
 struct FifoShape {
@@ -50,7 +52,7 @@ struct FifoShape {
 inline FifoShape fifo_shape(std::size_t fifos) {
   FifoShape shape;
   if (fifos == 0) return shape;
-  const std::size_t room = kSegmentBytes / fifos;
+  const std::size_t room = kFifoBytes / fifos;
   while (shape.bytes() > room && shape.slots > 4) shape.slots /= 2;
   while (shape.bytes() > room && shape.slot_bytes > 4096) shape.slot_bytes /= 2;
   while (shape.bytes() > room && shape.slots > 2) shape.slots /= 2;
@@ -73,10 +75,19 @@ inline Fifo fifo_at(std::byte* segment, std::size_t index, FifoShape shape) {
 // Messages in flight, seen from the sender. A send completes when posted, but its bytes are
 // not copied then: the message keeps pointing at the sender's buffer (`lazy`) and the progress
 // loop copies it straight into the receiver's FIFO as slots free up. Only when a later step is
-// about to write over the range that is still unsent, or the call ends (the caller refills
-// inputs and finishes avg), is the rest copied into a private buffer. A schedule therefore never
-// deadlocks on the bounded FIFOs, and a ring moves each byte with one copy in and one copy or
-// reduction out.
+// about to write over the range that is still unsent (reliable: any of it, since it may be sent
+// again), or the call ends (the caller refills inputs and finishes avg), is it copied into a
+// private buffer. A schedule therefore never deadlocks on the bounded FIFOs, and a ring moves
+// each byte with one copy in and one copy or reduction out.
+//
+// With a hook, each transmission is decided at once: the pristine bytes are staged, their
+// per-piece checksums taken, and the hook gets a copy (`wire`) it may change, drop, delay,
+// duplicate or hold back behind the stream's next message.
+
+// A reordered message waits behind the stream's next message at most this long (seconds): the
+// next one may itself wait for the held one's effects downstream, and a real network reorders
+// within a small window too.
+constexpr double kReorderWindow = 0.001;
 
 struct Outgoing {
   std::uint64_t sequence = 0;
@@ -86,14 +97,26 @@ struct Outgoing {
   std::size_t bytes = 0;
   std::size_t pushed = 0;
   bool started = false;               // a zero-byte message still travels as one empty piece
+  // The transmission in progress (hook only: wire, sums, and the decision).
+  bool hooked = false;                // the hook decided this transmission; `wire` holds it
+  std::vector<std::byte> wire;
+  std::vector<std::uint64_t> sums;    // per piece, of the pristine bytes
+  std::uint32_t attempt = 0;
+  std::uint32_t asked = 0;            // times the receiver asked to go back to it
   double not_before = 0;              // a hook's delay
+  bool dropped = false;
+  int copies = 0;                     // duplicates still to push after this transmission
+  bool held = false;                  // reorder: waits until the stream's next message is out,
+  double held_until = 0;              // or until this time (kReorderWindow), whichever is first
 
   bool lazy() const { return source != nullptr; }
   const std::byte* at(std::size_t offset) const { return lazy() ? source + offset : owned.data() + (offset - owned_base); }
+  const std::byte* payload(std::size_t offset) const { return hooked ? wire.data() + offset : at(offset); }
   bool done() const { return started && pushed == bytes; }
-  void stage() {
-    owned.assign(source + pushed, source + bytes);
-    owned_base = pushed;
+  // Copies the bytes from `from` on aside (the rest was pushed and will not be needed again).
+  void stage(std::size_t from) {
+    owned.assign(source + from, source + bytes);
+    owned_base = from;
     source = nullptr;
   }
 };
@@ -102,11 +125,14 @@ struct Outbound {
   Key key;
   Fifo fifo;                       // shm: in the receiver's segment
   Connection* connection = nullptr;  // tcp
+  std::size_t piece_bytes = kProcSlotBytes;
   std::uint64_t per_call = 0;      // messages on this stream per call
-  std::uint64_t next = 0;          // the sequence number to deliver next
-  std::uint64_t broken_from = std::numeric_limits<std::uint64_t>::max();  // a hook dropped it
+  std::uint64_t next = 0;          // the sequence number to push next
+  std::size_t cursor = 0;          // queue entries before `next`
   std::uint64_t tail = 0, head_seen = 0;
-  std::deque<Outgoing> queue;      // posted, by sequence
+  std::uint64_t acked = 0;         // reliable: messages the receiver has taken
+  std::uint64_t rewinds_seen = 0;  // shm: rewind requests handled
+  std::deque<Outgoing> queue;      // posted and not yet pushed (reliable: not yet acked), by sequence
 };
 
 struct Inbound {
@@ -117,6 +143,12 @@ struct Inbound {
   std::uint64_t per_call = 0;
   std::uint64_t consumed = 0;  // messages fully taken
   std::uint64_t head = 0, tail_seen = 0;
+  // Reliable: whether a receive waits on this stream, since when it has brought nothing useful
+  // (or was asked again), and the position (message, byte) last asked for.
+  bool waiting = false;
+  double quiet_since = 0;
+  std::uint64_t asked_sequence = ~std::uint64_t{0};
+  std::size_t asked_offset = 0;
 };
 
 // A receive or send step's stream (index into inbound or outbound) and its ordinal there: the
@@ -150,7 +182,8 @@ enum class Taken { Nothing, Some, All };
 namespace collcheck {
 
 struct ProcTransport::State {
-  State(World& w, ProcLinks l) : world(w), links(l), rank(w.rank()), size(w.size()) {}
+  State(World& w, ProcLinks l)
+      : world(w), links(l), rank(w.rank()), size(w.size()), peers_arrived(static_cast<std::size_t>(size), 0) {}
   ~State();
 
   World& world;
@@ -169,8 +202,21 @@ struct ProcTransport::State {
   std::vector<proc::Hosted> hosted;
   std::size_t lazy = 0;  // lazy messages in the outbound queues
   std::uint64_t call = 0;
-  std::string failure;   // set by a step or a link; ends the run
+  std::string failure;   // set by a step, a link, or another process; ends the run
   std::vector<std::vector<std::byte>> spare;  // tcp payload buffers for reuse
+  std::map<proc::Key, int> outbound_index;
+
+  // The link protocol of the case (ProcRunOptions::protocol with its defaults resolved).
+  bool checksums = true, reliable = false;
+  bool forever = false;      // never give up waiting: neither timeout nor deadline
+  double timeout = 2, retransmit = 0.25;
+  int retries = 7;
+  bool sweeping = false;     // stale pieces can arrive (a hook or retransmissions)
+  bool meeting = false;      // in begin()'s barriers: the FIFOs may still hold the last case's words
+  double last_news = 0;      // when this process last moved anything
+  std::vector<std::uint32_t> peers_done;  // tcp: the last case each rank said it finished
+  std::vector<std::uint64_t> done_marks;  // tcp: where our own Done frame to each rank ends
+  std::vector<std::uint64_t> peers_arrived;  // tcp: the last Arrived mark of each rank (any case)
 
   int host(int participant) const { return proc_host(participant, schedule->nranks()); }
   bool via_shm(const proc::Key& key) const {
@@ -188,6 +234,8 @@ struct ProcTransport::State {
   Status plan(const Schedule&);
   void plan_hosted();
   void reset_inbound();
+  void configure(const LinkProtocol& protocol);
+  bool overdue(bool progressed);
 
   std::byte* address(const proc::Hosted& h, const Range& range) const {
     const ProcBuffers& b = h.buffers;
@@ -205,13 +253,40 @@ struct ProcTransport::State {
   proc::Taken receive(proc::Hosted& h, const Step& step, const proc::StepLink& link,
                       proc::Stream& stream);
   bool advance(proc::Hosted& h, proc::Stream& stream);
-  bool pop_finished(proc::Outbound& o);
-  bool drain_shm(proc::Outbound& o, double now);
-  bool drain_tcp(proc::Outbound& o, double now);
+  std::string stuck(const std::string& how) const;
+
+  // Receiving: the next piece of a stream without taking it, taking it, and what is wrong with it.
+  bool peek(proc::Inbound& in, proc::PieceHeader& header, const std::byte*& data);
+  void pop(proc::Inbound& in);
+  std::string problem(const proc::PieceHeader& piece, const std::byte* data, std::uint64_t sequence,
+                      std::size_t received, std::size_t bytes) const;
+  bool sweep(proc::Inbound& in);
+  void ask(proc::Inbound& in, std::uint64_t sequence, std::size_t offset);
+  void acknowledge(proc::Inbound& in);
+
+  // Sending: one transmission's hook decision, the next message to push, pushing it, going back.
+  void decide(proc::Outbound& o, proc::Outgoing& m);
+  proc::Outgoing* choose(proc::Outbound& o, double time);
+  bool push(proc::Outbound& o, proc::Outgoing& m, bool& moved);
+  void finished(proc::Outbound& o, proc::Outgoing& m);
+  bool heed_receiver(proc::Outbound& o);
+  void rewind(proc::Outbound& o, std::uint64_t to);
+  bool drain(proc::Outbound& o, double time);
   bool pump();
   void deliver(const proc::FrameHeader& header, std::vector<std::byte> payload);
-  bool outbound_empty() const;
-  std::string stuck(double deadline) const;
+
+  // The world: stopping every process, hearing that another stopped, meeting at the end.
+  void fail(std::string reason);
+  void heed_stop();
+  void send_control(int to_rank, proc::FrameKind kind, const proc::Key& key, std::uint64_t sequence,
+                    const std::string& text = {});
+  void flush(double seconds);
+  void announce_done();
+  bool done(int q) const;
+  bool everyone_done() const;
+  bool arrived(int q, int phase) const;
+  Status meet(int phase);
+  std::string stop_reason(int by) const;
 };
 
 }  // namespace collcheck

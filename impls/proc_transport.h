@@ -25,7 +25,9 @@ std::string_view name(ProcLinks);
 Result<ProcLinks> parse_proc_links(std::string_view text);  // auto, shm, tcp
 
 // The shape of every message stream: a bounded FIFO of slots per (from, to, channel). A
-// message travels in pieces of at most one slot; up to kProcSlots pieces are in flight.
+// message travels in pieces of at most one slot; up to kProcSlots pieces are in flight. Every
+// piece carries its message's sequence number, its transmission and a checksum, checked by the
+// receiver before it uses a byte (impls/hook.h, LinkProtocol, says what follows from that).
 inline constexpr std::size_t kProcSlotBytes = std::size_t{128} << 10;
 inline constexpr std::size_t kProcSlots = 8;
 // The pipeline chunk (elements) of `ALGORITHM@proc` when the user gives none.
@@ -48,6 +50,7 @@ struct ProcRunOptions {
   ReductionOverride reduction;  // null members: the standard contract
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   double deadline = 60;         // seconds from `start` after which a wait ends the run
+  LinkProtocol protocol;        // checksums, timeout, reliable mode (impls/hook.h)
 };
 
 class ProcTransport {
@@ -65,7 +68,8 @@ class ProcTransport {
   // participant (entries of participants hosted elsewhere are ignored). Calls after the first
   // follow at once, with no barrier; message sequence numbers continue.
   Status run_call(std::span<const ProcBuffers> buffers);
-  // The end of a run: waits until every message this process sent has been taken.
+  // The end of a run: says this process is done and waits until every other one is, so that a
+  // failure anywhere (a damaged last message too) fails the run on every process.
   Status finish();
 
   std::string links() const;  // what this process uses: "shm", "tcp" or "shm+tcp"

@@ -25,6 +25,8 @@ bool runs_across_processes(std::string_view spec) {
   return transport == "proc" || transport.starts_with("proc:");
 }
 
+bool is_vendor_backend(std::string_view spec) { return names_family(spec, "mpi") || names_family(spec, "gloo"); }
+
 Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
   if (names_family(spec, "mpi")) return mpi_backend_specs(options_of(spec, "mpi"), spec);
   if (names_family(spec, "gloo")) return gloo_backend_specs(options_of(spec, "gloo"), spec);

@@ -42,6 +42,9 @@ struct RankRun {
   std::string error;              // what this rank saw, naming the step or call
   std::vector<RankResult> calls;  // this rank's results, call by call
   double seconds = 0;             // timed: mean seconds per call; otherwise the whole run
+  // Faults left this rank's connections unusable (a vendor's stream reset or corrupted): the
+  // launcher starts a fresh world before the next case.
+  bool world_broken = false;
 };
 
 class RankBackend {
@@ -66,6 +69,10 @@ struct RankBackendSpec {
 // True when the spec names a backend that runs across processes: `ALGORITHM@proc[...]`,
 // `mutant:NAME@proc`, `mpi[...]`, `gloo[...]`.
 bool runs_across_processes(std::string_view spec);
+
+// True when the spec names a vendor backend that talks over its own sockets (`mpi[...]`,
+// `gloo[...]`): faults reach it through the LD_PRELOAD interposer, not through a LinkHook.
+bool is_vendor_backend(std::string_view spec);
 
 // The specs one --backend names (`all@proc`, `mpi:all-algorithms` stand for several). Errors
 // name the part that is wrong and list what is allowed, or say the build lacks MPI or Gloo.

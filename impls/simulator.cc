@@ -20,7 +20,7 @@
 namespace collcheck {
 namespace {
 
-enum class EventKind : std::uint8_t { Wake, StepDone, Arrival, GoBack, Timeout };
+enum class EventKind : std::uint8_t { Wake, StepDone, Arrival, GoBack, Timeout, Release };
 
 struct Event {
   double time;
@@ -29,7 +29,7 @@ struct Event {
   EventKind kind;
   int participant;
   int step;
-  std::size_t message;     // Arrival: index into in_flight_; GoBack: into go_back_; Timeout: the call
+  std::size_t message;     // Arrival: into in_flight_; GoBack, Release: into go_back_; Timeout: the call
 
   bool operator>(const Event& other) const {
     return std::tie(time, tie, sequence) > std::tie(other.time, other.tie, other.sequence);
@@ -66,7 +66,8 @@ struct Outbox {
   std::vector<std::vector<std::byte>> kept;
   std::vector<std::uint64_t> sums;
   std::vector<std::size_t> sizes;
-  std::vector<int> attempts;
+  std::vector<int> attempts;     // transmissions so far, less one
+  std::vector<int> asked;        // times the receiver asked for it again
   std::uint64_t per_call = 0;
   double last_arrival = 0;       // the link is FIFO: later messages do not overtake
   bool holding = false;
@@ -77,6 +78,10 @@ struct GoBack {
   Key key;
   std::uint64_t from;            // resend every message from this sequence number on
 };
+
+// A reordered message waits behind the stream's next message at most this long (virtual
+// seconds): the next one may itself wait for the held one's effects downstream.
+constexpr double kReorderWindow = 0.001;
 
 class DefaultHook final : public LinkHook {};
 
@@ -233,7 +238,9 @@ class Simulation {
         break;
       }
       case EventKind::Arrival: arrive(event.message); break;
-      case EventKind::GoBack: resend(go_back_[event.message]); return;
+      // By value: resending may add to go_back_ (a reorder's release), moving its elements.
+      case EventKind::GoBack: resend(GoBack(go_back_[event.message])); return;
+      case EventKind::Release: release(GoBack(go_back_[event.message])); return;
       case EventKind::Timeout: expire(event.participant, event.step, event.message); break;
     }
     advance(event.participant);
@@ -491,6 +498,7 @@ class Simulation {
       outbox.sums.push_back(sum);
       outbox.sizes.push_back(bytes);
       outbox.attempts.push_back(0);
+      outbox.asked.push_back(0);
     }
     transmit_message(key, sequence, 0, bytes, sum, std::move(payload));
   }
@@ -511,6 +519,8 @@ class Simulation {
     if (!decision.drop && decision.reorder && !last && !outbox.holding) {
       outbox.holding = true;
       outbox.held = std::move(flight);
+      go_back_.push_back(GoBack{key, sequence});
+      push(now_ + kReorderWindow, EventKind::Release, from, -1, go_back_.size() - 1);
       return;
     }
     if (!decision.drop) {
@@ -529,6 +539,16 @@ class Simulation {
     }
   }
 
+  // A held message whose next one has not come within the reorder window goes on its own.
+  void release(const GoBack& held) {
+    Outbox& outbox = outbox_[held.key];
+    if (!outbox.holding || outbox.held.sequence != held.from) return;
+    outbox.holding = false;
+    const double arrival = std::max(now_, std::nextafter(outbox.last_arrival, now_ + 1));
+    outbox.last_arrival = arrival;
+    deliver_at(arrival, std::move(outbox.held));
+  }
+
   void deliver_at(double time, InFlight flight) {
     const int to = std::get<1>(flight.key);
     in_flight_.push_back(std::move(flight));
@@ -536,16 +556,18 @@ class Simulation {
   }
 
   // Reliable: the sender goes back to `from` and sends every later message again, each as one
-  // more attempt; a message sent `retries` times more without getting through ends the run.
+  // more attempt. The message asked for `retries` times more without getting through ends the
+  // run; the ones after it are only resent along (their own losses are counted when asked for).
   void resend(const GoBack& request) {
     Outbox& outbox = outbox_[request.key];
     const std::uint64_t sent = sent_[request.key];
+    if (request.from < sent && ++outbox.asked[static_cast<std::size_t>(request.from)] > protocol_.retries) {
+      return detect(request.key, stream_name(request.key) + ": message " + std::to_string(request.from) + " lost after " +
+                                     std::to_string(protocol_.retries) + " retransmissions");
+    }
     for (std::uint64_t sequence = request.from; sequence < sent && !result_.detected; ++sequence) {
       const auto index = static_cast<std::size_t>(sequence);
-      if (++outbox.attempts[index] > protocol_.retries) {
-        return detect(request.key, stream_name(request.key) + ": message " + std::to_string(sequence) + " lost after " +
-                                       std::to_string(protocol_.retries) + " retransmissions");
-      }
+      ++outbox.attempts[index];
       ++result_.retransmissions;
       transmit_message(request.key, sequence, outbox.attempts[index], outbox.sizes[index], outbox.sums[index],
                        outbox.kept[index]);

@@ -100,6 +100,7 @@ std::vector<std::byte> encode(const RankRun& run) {
     w.bytes(call.input);
     w.u64(call.guards_intact);
   }
+  w.u64(run.world_broken);
   return std::move(w.data());
 }
 
@@ -117,6 +118,7 @@ Result<RankRun> decode_run(std::span<const std::byte> data) {
     call.guards_intact = r.u64() != 0;
     run.calls.push_back(std::move(call));
   }
+  run.world_broken = r.u64() != 0;
   if (!r.ok()) return Error{"result", "truncated rank result"};
   return run;
 }

@@ -1,8 +1,11 @@
 // The properties: each runs what it needs on the backend and judges with the oracle or by
-// comparing runs bit for bit.
+// comparing runs bit for bit; the outcome properties are in outcome_properties.cc.
 #include "properties/property.h"
 
 #include <algorithm>
+#include <optional>
+
+#include "properties/outcome_properties.h"
 
 #include "reference/oracle.h"
 #include "reference/random.h"
@@ -10,20 +13,14 @@
 namespace collcheck {
 namespace {
 
-PropertyResult pass() { return {}; }
-PropertyResult fail(std::string detail) { return {false, false, std::move(detail)}; }
-PropertyResult skip(std::string why) { return {true, true, std::move(why)}; }
-
-bool completed(const RepeatedRun& run) { return run.outcome == Outcome::Ok && !run.calls.empty(); }
-
-// Every rank's output against the oracle, for one call's case.
-PropertyResult match_oracle(const Case& c, const std::vector<RankResult>& ranks, const std::string& call) {
-  Oracle oracle(c);
-  for (int rank = 0; rank < c.nranks; ++rank) {
-    const Verdict verdict = compare(oracle.expected(rank), rank, ranks[static_cast<std::size_t>(rank)].output);
-    if (!verdict.ok) return fail(call + verdict.describe(c.dtype));
+// An extra run that did not complete: under faults a `detected` ending is no evidence either way
+// (liveness judges outcomes), so the property skips; anything else fails it.
+std::optional<PropertyResult> incomplete(const RepeatedRun& run, const PropertyContext& context, const std::string& what) {
+  if (completed(run)) return std::nullopt;
+  if (context.under_faults() && run.outcome == Outcome::Detected) {
+    return skip(what + " ended detected under the faults (no evidence either way): " + run.error);
   }
-  return pass();
+  return fail(what + " did not complete: " + run.error);
 }
 
 PropertyResult oracle_property(const Case& c, Backend&, const RepeatedRun& base, const PropertyContext&) {
@@ -67,8 +64,8 @@ PropertyResult rank_agreement(const Case& c, Backend& backend, const RepeatedRun
 PropertyResult determinism(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
   if (!backend.capabilities().deterministic) return skip("the backend does not claim determinism");
   if (!completed(base)) return skip("the run did not complete (see liveness)");
-  const RepeatedRun again = backend.run(c, RunOptions{mix64(context.schedule_seed + 0x5eed), 1, nullptr});
-  if (!completed(again)) return fail("the second run did not complete: " + again.error);
+  const RepeatedRun again = backend.run(c, context.run_options(mix64(context.schedule_seed + 0x5eed)));
+  if (auto stop = incomplete(again, context, "the second run")) return *stop;
   const std::string difference = first_difference(c, base.calls[0], again.calls[0], "first run", "second run");
   return difference.empty() ? pass() : fail("two runs (other interleaving) differ: " + difference);
 }
@@ -78,8 +75,8 @@ PropertyResult in_place(const Case& c, Backend& backend, const RepeatedRun& base
   if (!completed(base)) return skip("the run did not complete (see liveness)");
   Case other = c;
   other.in_place = !c.in_place;
-  const RepeatedRun run = backend.run(other, RunOptions{context.schedule_seed, 1, nullptr});
-  if (!completed(run)) return fail(std::string(other.in_place ? "in place" : "out of place") + " the run did not complete: " + run.error);
+  const RepeatedRun run = backend.run(other, context.run_options(context.schedule_seed));
+  if (auto stop = incomplete(run, context, std::string(other.in_place ? "in place" : "out of place") + " the run")) return *stop;
   const std::string difference = first_difference(c, base.calls[0], run.calls[0], c.in_place ? "in place" : "out of place",
                                                   other.in_place ? "in place" : "out of place");
   return difference.empty() ? pass() : fail("in place and out of place differ: " + difference);
@@ -92,7 +89,7 @@ std::vector<std::vector<std::byte>> outputs_of(const std::vector<RankResult>& ra
 }
 
 // Reduce-scatter, then all-gather of its blocks, is the all-reduce (bit for bit on exact values).
-PropertyResult compose_all_reduce(const Case& c, Backend& backend, const RepeatedRun& base, std::uint64_t seed) {
+PropertyResult compose_all_reduce(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
   if (c.values != ValueKind::Exact) return skip("composition needs exact values to compare bit for bit");
   if (c.count % static_cast<std::size_t>(c.nranks) != 0) return skip("the count does not split into ranks blocks");
   Case scatter = c;
@@ -104,22 +101,26 @@ PropertyResult compose_all_reduce(const Case& c, Backend& backend, const Repeate
   if (!backend.capabilities().supports(scatter) || !backend.capabilities().supports(gather)) {
     return skip("the backend lacks reduce-scatter or all-gather");
   }
-  const RepeatedRun scattered = backend.run(scatter, RunOptions{seed, 1, nullptr});
-  if (!completed(scattered)) return fail("the reduce-scatter did not complete: " + scattered.error);
+  const RepeatedRun scattered = backend.run(scatter, context.run_options(context.schedule_seed));
+  if (auto stop = incomplete(scattered, context, "the reduce-scatter")) return *stop;
   const std::vector<std::vector<std::byte>> blocks = outputs_of(scattered.calls[0]);
-  const RepeatedRun gathered = backend.run(gather, RunOptions{seed, 1, &blocks});
-  if (!completed(gathered)) return fail("the all-gather did not complete: " + gathered.error);
+  RunOptions given = context.run_options(context.schedule_seed);
+  given.inputs = &blocks;
+  const RepeatedRun gathered = backend.run(gather, given);
+  if (auto stop = incomplete(gathered, context, "the all-gather")) return *stop;
   const std::string difference = first_difference(c, base.calls[0], gathered.calls[0], "all-reduce", "reduce-scatter + all-gather");
   return difference.empty() ? pass() : fail("reduce-scatter then all-gather is not the all-reduce: " + difference);
 }
 
 // All-to-all of all-to-all's output gives every rank its input back.
-PropertyResult compose_all_to_all(const Case& c, Backend& backend, const RepeatedRun& base, std::uint64_t seed) {
+PropertyResult compose_all_to_all(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
   Case again = c;
   again.in_place = false;
   const std::vector<std::vector<std::byte>> first = outputs_of(base.calls[0]);
-  const RepeatedRun twice = backend.run(again, RunOptions{seed, 1, &first});
-  if (!completed(twice)) return fail("the second all-to-all did not complete: " + twice.error);
+  RunOptions given = context.run_options(context.schedule_seed);
+  given.inputs = &first;
+  const RepeatedRun twice = backend.run(again, given);
+  if (auto stop = incomplete(twice, context, "the second all-to-all")) return *stop;
   const InputGenerator inputs(c);
   std::vector<RankResult> original;
   for (int rank = 0; rank < c.nranks; ++rank) {
@@ -136,8 +137,8 @@ PropertyResult composition(const Case& c, Backend& backend, const RepeatedRun& b
     return skip("composition is checked on all-reduce and all-to-all cases");
   }
   if (!completed(base)) return skip("the run did not complete (see liveness)");
-  return c.collective == Collective::AllReduce ? compose_all_reduce(c, backend, base, context.schedule_seed)
-                                               : compose_all_to_all(c, backend, base, context.schedule_seed);
+  return c.collective == Collective::AllReduce ? compose_all_reduce(c, backend, base, context)
+                                               : compose_all_to_all(c, backend, base, context);
 }
 
 PropertyResult buffer_safety(const Case& c, Backend&, const RepeatedRun& base, const PropertyContext&) {
@@ -157,8 +158,9 @@ PropertyResult buffer_safety(const Case& c, Backend&, const RepeatedRun& base, c
 PropertyResult repeat(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
   if (!completed(base)) return skip("the run did not complete (see liveness)");
   constexpr int kCalls = 3;
-  const RepeatedRun run = backend.run(c, RunOptions{context.schedule_seed, kCalls, nullptr});
-  if (!completed(run) || run.calls.size() != kCalls) return fail("the repeated calls did not complete: " + run.error);
+  const RepeatedRun run = backend.run(c, context.run_options(context.schedule_seed, kCalls));
+  if (auto stop = incomplete(run, context, "the repeated calls")) return *stop;
+  if (run.calls.size() != kCalls) return fail("the repeated calls did not complete: " + run.error);
   for (int call = 0; call < kCalls; ++call) {
     Case this_call = c;
     this_call.seed = c.seed + static_cast<std::uint64_t>(call);
@@ -168,13 +170,14 @@ PropertyResult repeat(const Case& c, Backend& backend, const RepeatedRun& base, 
   return pass();
 }
 
-PropertyResult liveness(const Case&, Backend&, const RepeatedRun& base, const PropertyContext&) {
-  if (base.outcome == Outcome::Ok) return pass();
-  return fail(std::string(name(base.outcome)) + ": " + base.error);
-}
-
 constexpr Property kProperties[] = {
-    {"liveness", "the case completes before its deadline (a hang or a crash fails it)", &liveness},
+    {"safety", "under faults no run reports success with a wrong result (the outcome is never corrupt)", &safety},
+    {"liveness", "the case completes before its deadline: a hang or a crash fails it, and so does an error detected "
+                 "on a clean run (a false alarm); under faults a detected error passes", &liveness},
+    {"recovery", "after a run that ended detected or hang, the same case run again without faults is ok and "
+                 "matches the oracle", &recovery},
+    {"reliability", "a backend that retransmits (reliable) ends ok with the right result under transient faults",
+     &reliability},
     {"oracle", "every rank's output matches the CPU oracle: bit for bit on exact inputs, within the bound on real ones",
      &oracle_property},
     {"rank-agreement", "all-reduce, all-gather and broadcast leave identical bits on every rank", &rank_agreement},

@@ -1,8 +1,10 @@
 // Named predicates over one case run on one backend: the oracle, rank agreement, determinism,
-// in-place, composition, buffer safety, repeat and liveness. Each has a one-line doc.
+// in-place, composition, buffer safety, repeat; and under faults safety, liveness, recovery and
+// reliability. Each has a one-line doc; every run is classed as one Outcome.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,7 +21,21 @@ struct PropertyResult {
 
 struct PropertyContext {
   std::uint64_t schedule_seed = 0;  // the interleaving of the base run
+  // The fault plan every run of the case is under, as text (faults/plan.h), passed on in
+  // RunOptions::fault_plan to the properties' extra runs too; empty: a clean run.
+  std::string fault_plan = {};
+  bool transient = false;            // every fault of the plan heals by itself (see faults docs)
+  double deadline = 0;               // RunOptions::deadline of every run
+  std::optional<Outcome> outcome = {};  // the base run's class, when the caller has it already
+
+  bool under_faults() const { return !fault_plan.empty(); }
+  // Options for one more run of the case under the same faults and deadline.
+  RunOptions run_options(std::uint64_t seed, int calls = 1) const;
 };
+
+// What a run of `c` (generated inputs, `calls` back to back) ended as: the backend's own
+// outcome, except that Ok with any rank's output off the oracle (or missing) is Corrupt.
+Outcome classify(const Case& c, const RepeatedRun& run);
 
 // Every property sees the base run of the case (its first call) and may run the backend again.
 struct Property {

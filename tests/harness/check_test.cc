@@ -162,7 +162,7 @@ TEST(Properties, RepeatFailsWhenLaterCallsReadStaleInputs) {
 }
 
 TEST(Properties, EveryPropertyHasANameAndADocLine) {
-  EXPECT_EQ(all_properties().size(), 8u);
+  EXPECT_EQ(all_properties().size(), 11u);
   for (const Property& p : all_properties()) {
     EXPECT_FALSE(p.name.empty());
     EXPECT_GT(p.doc.size(), 20u) << p.name;

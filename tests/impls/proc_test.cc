@@ -15,31 +15,14 @@
 #include "reference/oracle.h"
 #include "reference/random.h"
 #include "tests/support/cases.h"
+#include "tests/support/rank_group.h"
 
 namespace collcheck {
 namespace {
 
-// n members of one world, each with its own rank part of the same backend spec.
-struct Group {
-  std::vector<std::unique_ptr<World>> worlds;
-  std::vector<std::unique_ptr<RankBackend>> backends;
-};
-
-Group make_group(std::string_view spec, int n) {
-  Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
-  EXPECT_TRUE(specs.ok()) << (specs ? "" : specs.error().text());
-  Group group;
-  group.worlds = make_thread_worlds(n);
-  for (int r = 0; r < n; ++r) group.backends.push_back(specs->at(0).make(*group.worlds[static_cast<std::size_t>(r)]).value());
-  return group;
-}
-
-// Runs `fn(rank)` on one thread per member and waits for all.
-void on_every_rank(int n, const std::function<void(int)>& fn) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) threads.emplace_back(fn, r);
-  for (std::thread& t : threads) t.join();
-}
+using testing::Group;
+using testing::make_group;
+using testing::on_every_rank;
 
 std::vector<RankRun> run(Group& group, const Case& c, const RankRunOptions& options = {}) {
   std::vector<RankRun> runs(group.backends.size());
