@@ -7,6 +7,8 @@
 #include <cstring>
 #include <iterator>
 
+#include "reference/random.h"
+
 namespace collcheck {
 
 using namespace proc;
@@ -167,7 +169,7 @@ Taken ProcTransport::State::receive(Hosted& h, const Step& step, const StepLink&
     if (!in.waiting) {
       in.waiting = true;
       in.quiet_since = now();
-    } else if (now() - in.quiet_since > retransmit) {
+    } else if (now() - in.quiet_since > (in.patience > 0 ? in.patience : retransmit)) {
       ask(in, sequence, stream.received);
     }
   }
@@ -194,6 +196,9 @@ void ProcTransport::State::ask(Inbound& in, std::uint64_t sequence, std::size_t 
   in.asked_sequence = sequence;
   in.asked_offset = offset;
   in.quiet_since = time;
+  // Jittered between 0.75 and 1.25 of the interval, so that asks cannot keep landing in the down
+  // half of a flapping link; all of them together stay within the timeout (configure()).
+  in.patience = retransmit * (0.75 + 0.5 * unit_interval(mix64(static_cast<std::uint64_t>(rank) ^ mix64(++asks))));
   if (in.tcp) {
     send_control(host(in.key.from), FrameKind::Rewind, in.key, sequence);
   } else {

@@ -147,6 +147,7 @@ struct Inbound {
   // (or was asked again), and the position (message, byte) last asked for.
   bool waiting = false;
   double quiet_since = 0;
+  double patience = 0;         // reliable: silence before asking again (retransmit, jittered)
   std::uint64_t asked_sequence = ~std::uint64_t{0};
   std::size_t asked_offset = 0;
 };
@@ -209,7 +210,8 @@ struct ProcTransport::State {
   // The link protocol of the case (ProcRunOptions::protocol with its defaults resolved).
   bool checksums = true, reliable = false;
   bool forever = false;      // never give up waiting: neither timeout nor deadline
-  double timeout = 2, retransmit = 0.25;
+  double timeout = 2, retransmit = 0.2;
+  std::uint64_t asks = 0;  // reliable: requests to go back so far (draws their jitter)
   int retries = 7;
   bool sweeping = false;     // stale pieces can arrive (a hook or retransmissions)
   bool meeting = false;      // in begin()'s barriers: the FIFOs may still hold the last case's words

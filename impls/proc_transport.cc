@@ -165,7 +165,7 @@ void ProcTransport::State::configure(const LinkProtocol& protocol) {
   retries = std::max(protocol.retries, 0);
   forever = protocol.timeout < 0;
   timeout = protocol.timeout > 0 ? protocol.timeout : std::min(2.0, options.deadline);
-  retransmit = protocol.retransmit > 0 ? protocol.retransmit : timeout / (retries + 1);
+  retransmit = protocol.retransmit > 0 ? protocol.retransmit : timeout / (retries + 3);
   sweeping = reliable || options.hook != nullptr;
   last_news = 0;
   peers_done.assign(static_cast<std::size_t>(size), 0);

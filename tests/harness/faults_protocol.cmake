@@ -43,3 +43,17 @@ collcheck_add_cli_test(check_proc_no_timeout_is_a_hang check --backend mutant:no
   --faults "drop:link=0->1" --ranks 2 --seed 1 --cases 3 --deadline 2s --property liveness STATUS 1
   STDOUT "FAILED liveness on mutant:no-timeout@proc" "hang: rank\\(s\\) [0-9, ]+ did not return within the deadline of 2\\.0 s")
 set_tests_properties(cli.check_proc_no_timeout_is_a_hang PROPERTIES LABELS "cli;proc;faults" TIMEOUT 60)
+
+# Random plans over every kind (the swarm from the seed, and all ten kinds named): our executor on
+# launched worlds never ends corrupt or hung, and recovers after every detected run (safety,
+# liveness and recovery hold, so nothing fails); with reliable=on, transient plans end ok.
+collcheck_add_cli_test(check_proc_random_faults check --backend ring@proc --faults random
+  --ranks 2..3 --count 0..4K --seed 5 --cases 25 --time-budget 40s
+  --property safety --property liveness --property recovery --property reliability STATUS 0
+  STDOUT "faults: random, swarm " " 0 failed, " "\n +ring@proc +[a-z-]+ +[0-9]+ +[0-9]+ +[0-9]+ +0 +0 +0\n")
+collcheck_add_cli_test(check_proc_random_faults_every_kind check --backend tree@proc:reliable=on
+  --faults random:drop,delay,corrupt,duplicate,reorder,link-down,link-flap,straggler,stop,kill
+  --ranks 2..3 --count 0..4K --seed 6 --cases 25 --time-budget 40s
+  --property safety --property liveness --property recovery --property reliability STATUS 0 STDOUT " 0 failed, ")
+set_tests_properties(cli.check_proc_random_faults cli.check_proc_random_faults_every_kind
+  PROPERTIES LABELS "cli;proc;faults" TIMEOUT 90)
