@@ -4,10 +4,12 @@
 #include "harness/cli_worker.h"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -143,7 +145,27 @@ class PlannedSignal {
 struct WorkerWorld {
   int rank = 0;
   std::vector<long> pids;
+  World* world = nullptr;
 };
+
+// One run with the control world's calls bounded by the run's deadline: a rank that never joins
+// a barrier (stopped, killed) ends the run `detected` here instead of leaving this rank waiting,
+// and the world, whose control channel now has a call pending, is relaunched.
+RankRun run_bounded(const WorkerWorld& world, const std::function<RankRun()>& run, double deadline) {
+  using Clock = std::chrono::steady_clock;
+  world.world->set_deadline(deadline > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                              std::chrono::duration<double>(deadline))
+                                         : Clock::time_point::max());
+  RankRun result;
+  try {
+    result = run();
+  } catch (const WorldTimeout& timeout) {
+    result = RankRun{Outcome::Detected, timeout.what, {}, 0};
+    result.world_broken = true;
+  }
+  world.world->set_deadline(Clock::time_point::max());
+  return result;
+}
 
 // A vendor backend's run with the socket interposer armed by the plan (when the plan has
 // faults a socket can take), this worker's control connection excluded.
@@ -195,7 +217,7 @@ int serve(ControlSocket& control, RankBackend& backend, const WorkerWorld& world
       run.error = request.error().text();
     } else {
       if (request->input) request->options.input = &*request->input;
-      run = run_with_faults(backend, *request, world);
+      run = run_bounded(world, [&] { return run_with_faults(backend, *request, world); }, request->options.deadline);
     }
     if (!control.send(FrameKind::Result, wire::encode(run))) return 3;
   }
@@ -232,7 +254,7 @@ int run_worker(std::span<const std::string_view> args, std::ostream&, std::ostre
   for (int s : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) std::signal(s, on_fatal_signal);
   std::set_terminate(on_terminate);
   // Every rank's pid, gathered while no fault is armed (every rank is here at once).
-  WorkerWorld shared{(*world)->rank(), {}};
+  WorkerWorld shared{(*world)->rank(), {}, *world};
   const std::uint64_t pid = static_cast<std::uint64_t>(::getpid());
   for (const auto& bytes : (*world)->allgather({reinterpret_cast<const std::byte*>(&pid), sizeof pid})) {
     std::uint64_t other = 0;

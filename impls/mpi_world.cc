@@ -7,6 +7,7 @@
 #include <ctime>
 #include <string_view>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include "collcheck/config.h"
@@ -49,7 +50,9 @@ class MpiWorld final : public World {
   std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
     const int bytes = static_cast<int>(mine.size());
     std::vector<int> counts(static_cast<std::size_t>(size_));
-    MPI_Allgather(&bytes, 1, MPI_INT, counts.data(), 1, MPI_INT, control_);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallgather(&bytes, 1, MPI_INT, counts.data(), 1, MPI_INT, control_, &request);
+    wait(request, "allgather");
     std::vector<int> displacements(counts.size());
     long long total = 0;
     for (std::size_t r = 0; r < counts.size(); ++r) {
@@ -57,7 +60,9 @@ class MpiWorld final : public World {
       total += counts[r];
     }
     std::vector<std::byte> all(static_cast<std::size_t>(total));
-    MPI_Allgatherv(mine.data(), bytes, MPI_BYTE, all.data(), counts.data(), displacements.data(), MPI_BYTE, control_);
+    MPI_Iallgatherv(mine.data(), bytes, MPI_BYTE, all.data(), counts.data(), displacements.data(), MPI_BYTE, control_,
+                    &request);
+    wait(request, "allgather");
     std::vector<std::vector<std::byte>> out(counts.size());
     for (std::size_t r = 0; r < counts.size(); ++r) {
       out[r].assign(all.begin() + displacements[r], all.begin() + displacements[r] + counts[r]);
@@ -65,9 +70,33 @@ class MpiWorld final : public World {
     return out;
   }
 
-  void barrier() override { MPI_Barrier(control_); }
+  void barrier() override {
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibarrier(control_, &request);
+    wait(request, "barrier");
+  }
+
+  void set_deadline(std::chrono::steady_clock::time_point deadline) override { deadline_ = deadline; }
 
  private:
+  // Without a deadline, MPI's own blocking wait; with one, polling until it passes.
+  void wait(MPI_Request& request, const char* what) {
+    if (deadline_ == std::chrono::steady_clock::time_point::max()) {
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+      return;
+    }
+    for (int done = 0;;) {
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (done) return;
+      if (std::chrono::steady_clock::now() > deadline_) {
+        throw WorldTimeout{"rank " + std::to_string(rank_) + ": the control world's " + what +
+                           " did not complete by the run's deadline (a rank never joined)"};
+      }
+      sched_yield();
+    }
+  }
+
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   MPI_Comm control_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;

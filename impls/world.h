@@ -2,6 +2,7 @@
 // control channel that is not under test, for rendezvous, agreement on verdicts and results.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -9,6 +10,13 @@
 #include <vector>
 
 namespace collcheck {
+
+// Thrown by a World whose collective call outlasted its deadline (set_deadline): some member
+// never joined (stopped, killed, or stuck elsewhere). The world is broken afterwards. Not a
+// std::exception on purpose, so that adapters catching a vendor's errors let it through.
+struct WorldTimeout {
+  std::string what;
+};
 
 class World {
  public:
@@ -21,6 +29,10 @@ class World {
   // Every member's bytes in rank order, on every member; a collective: all members call it.
   virtual std::vector<std::vector<std::byte>> allgather(std::span<const std::byte>) = 0;
   virtual void barrier() = 0;
+  // From now on, allgather and barrier throw WorldTimeout once `deadline` has passed with some
+  // member missing; time_point::max() (the default) waits for ever. Worlds that cannot time out
+  // (threads, in tests) ignore it.
+  virtual void set_deadline(std::chrono::steady_clock::time_point /*deadline*/) {}
 };
 
 // `size` worlds whose members are threads of this process, for tests: make_thread_worlds(4)
