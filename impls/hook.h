@@ -58,8 +58,11 @@ struct LinkProtocol {
   int retries = 7;            // reliable: retransmissions of one message before giving up
 };
 
-// The checksum of a piece of a message: 64 bits over its bytes (four multiply-xor lanes, so
-// any change of one 8-byte word always changes it, and more changes do with odds 1 - 2^-64).
+// The checksum of a piece of a message: CRC-32C of four interleaved streams of its 8-byte words,
+// folded with its length into 64 bits. Every error of up to three flipped bits within a stream
+// is caught (CRC-32C's Hamming distance at these lengths), and any other with odds 1 - 2^-32.
 std::uint64_t checksum(std::span<const std::byte> bytes);
+// The same value computed without the CPU's crc32 instruction (for tests: both must agree).
+std::uint64_t checksum_without_hardware(std::span<const std::byte> bytes);
 
 }  // namespace collcheck

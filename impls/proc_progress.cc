@@ -241,12 +241,13 @@ bool ProcTransport::State::push(Outbound& o, Outgoing& m, bool& moved) {
   while (!m.done()) {
     const std::size_t n = std::min(o.piece_bytes, m.bytes - m.pushed);
     const std::byte* data = m.payload(m.pushed);
+    // Room first: a full FIFO or window is polled again and again, the checksum taken once.
     std::uint64_t sum = 0;
-    if (checksums) sum = m.hooked ? m.sums[m.pushed / o.piece_bytes] : checksum({data, n});
-    const PieceHeader header{m.sequence, m.pushed, n, sum, m.attempt};
     if (o.connection != nullptr) {
       Connection& c = *o.connection;
       if (c.out.size() - c.out_sent >= kTcpWindow) return false;
+      if (checksums) sum = m.hooked ? m.sums[m.pushed / o.piece_bytes] : checksum({data, n});
+      const PieceHeader header{m.sequence, m.pushed, n, sum, m.attempt};
       append_frame(c, FrameHeader{epoch, FrameKind::Piece, o.key.from, o.key.to, o.key.channel, 0, header}, data);
     } else {
       if (o.tail - o.head_seen >= o.fifo.shape.slots) {
@@ -254,8 +255,11 @@ bool ProcTransport::State::push(Outbound& o, Outgoing& m, bool& moved) {
         if (o.tail - o.head_seen >= o.fifo.shape.slots) return false;
       }
       std::byte* slot = o.fifo.slot(o.tail);
-      std::memcpy(slot, &header, sizeof header);
       if (n > 0) std::memcpy(slot + kSlotHeader, data, n);
+      // Taken over the slot, just written and still in cache (the user's bytes may be in memory).
+      if (checksums) sum = m.hooked ? m.sums[m.pushed / o.piece_bytes] : checksum({slot + kSlotHeader, n});
+      const PieceHeader header{m.sequence, m.pushed, n, sum, m.attempt};
+      std::memcpy(slot, &header, sizeof header);
       o.fifo.control->tail.store(++o.tail, std::memory_order_release);
     }
     m.pushed += n;

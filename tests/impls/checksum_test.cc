@@ -1,0 +1,50 @@
+// The message checksum: the crc32 instruction and the table give the same value (processes on
+// different CPUs must agree), and flipped bits and other lengths change it.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "impls/hook.h"
+#include "reference/random.h"
+
+namespace collcheck {
+namespace {
+
+std::vector<std::byte> bytes_of(std::size_t size, std::uint64_t seed) {
+  std::vector<std::byte> bytes(size);
+  for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<std::byte>(mix64(seed ^ mix64(i)));
+  return bytes;
+}
+
+TEST(Checksum, HardwareAndTableAgree) {
+  for (std::size_t size : {0, 1, 7, 8, 9, 31, 32, 33, 64, 100, 4096, 131072, 131075}) {
+    const std::vector<std::byte> data = bytes_of(size, size);
+    EXPECT_EQ(checksum(data), checksum_without_hardware(data)) << size;
+  }
+}
+
+// Catches a checksum that skips bytes (the tail, a stream) or ignores the length.
+TEST(Checksum, EveryFlippedBitAndEveryLengthChangesIt) {
+  const std::vector<std::byte> data = bytes_of(1000, 3);
+  const std::uint64_t sum = checksum(data);
+  for (std::size_t bit = 0; bit < data.size() * 8; ++bit) {
+    std::vector<std::byte> flipped = data;
+    flipped[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
+    ASSERT_NE(checksum(flipped), sum) << "bit " << bit;
+  }
+  for (std::uint64_t pair = 0; pair < 2000; ++pair) {
+    std::vector<std::byte> flipped = data;
+    const std::uint64_t a = below(mix64(pair), 8000), b = below(mix64(pair ^ 77), 8000);
+    if (a == b) continue;
+    flipped[a / 8] ^= static_cast<std::byte>(1u << (a % 8));
+    flipped[b / 8] ^= static_cast<std::byte>(1u << (b % 8));
+    ASSERT_NE(checksum(flipped), sum) << "bits " << a << " and " << b;
+  }
+  const std::vector<std::byte> zeros(16), longer(17);
+  EXPECT_NE(checksum(zeros), checksum(longer));
+  EXPECT_NE(checksum(std::span(zeros).first(8)), checksum(zeros));
+}
+
+}  // namespace
+}  // namespace collcheck
