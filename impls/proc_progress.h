@@ -86,8 +86,9 @@ inline Fifo fifo_at(std::byte* segment, std::size_t index, FifoShape shape) {
 
 // A reordered message waits behind the stream's next message at most this long (seconds): the
 // next one may itself wait for the held one's effects downstream, and a real network reorders
-// within a small window too.
-constexpr double kReorderWindow = 0.001;
+// within a window too. 50 ms of real time, so that a loaded or sanitized process still posts the
+// next message within it.
+constexpr double kReorderWindow = 0.05;
 
 struct Outgoing {
   std::uint64_t sequence = 0;
