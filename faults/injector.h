@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "faults/plan.h"
-#include "impls/hook.h"
+#include "impls/link/hook.h"
 
 namespace collcheck {
 

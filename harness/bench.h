@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "impls/backend.h"
+#include "impls/backend/backend.h"
 #include "reference/case.h"
 
 namespace collcheck::bench {

@@ -7,7 +7,7 @@
 
 #include <rapidcheck.h>
 
-#include "impls/backend.h"
+#include "impls/backend/backend.h"
 
 namespace collcheck {
 

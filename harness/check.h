@@ -16,7 +16,7 @@
 
 #include "harness/case_generator.h"
 #include "harness/fault_generator.h"
-#include "impls/backend.h"
+#include "impls/backend/backend.h"
 
 namespace collcheck {
 

@@ -12,6 +12,7 @@
 
 #include "harness/arguments.h"
 #include "harness/bench.h"
+#include "impls/registry.h"
 
 namespace collcheck::cli {
 namespace {

@@ -19,8 +19,9 @@
 #include "harness/fault_generator.h"
 #include "harness/faulty_backend.h"
 #include "harness/report.h"
-#include "impls/mpi_world.h"
-#include "impls/rank_backend.h"
+#include "impls/worlds/mpi_world.h"
+#include "impls/backend/rank_backend.h"
+#include "impls/registry.h"
 #include "properties/property.h"
 #include "reference/oracle.h"
 

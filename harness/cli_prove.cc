@@ -10,8 +10,8 @@
 
 #include "harness/arguments.h"
 #include "harness/text_table.h"
-#include "impls/algorithms.h"
-#include "impls/proof.h"
+#include "impls/algorithms/algorithms.h"
+#include "impls/prove/proof.h"
 
 namespace collcheck::cli {
 namespace {

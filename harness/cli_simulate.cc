@@ -10,8 +10,8 @@
 
 #include "harness/arguments.h"
 #include "harness/text_table.h"
-#include "impls/algorithms.h"
-#include "impls/simulator.h"
+#include "impls/algorithms/algorithms.h"
+#include "impls/sim/simulator.h"
 #include "faults/injector.h"
 #include "faults/plan.h"
 #include "reference/bandwidth.h"

@@ -21,11 +21,12 @@
 #include "faults/plan.h"
 #include "faults/socket_faults.h"
 #include "harness/arguments.h"
-#include "impls/control_socket.h"
-#include "impls/launched_backend.h"
-#include "impls/mpi_world.h"
-#include "impls/rank_backend.h"
-#include "impls/wire.h"
+#include "impls/worlds/control_socket.h"
+#include "impls/worlds/launched_backend.h"
+#include "impls/worlds/mpi_world.h"
+#include "impls/backend/rank_backend.h"
+#include "impls/worlds/wire.h"
+#include "impls/registry.h"
 
 namespace collcheck::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "faults/plan.h"
-#include "impls/backend.h"
+#include "impls/backend/backend.h"
 
 namespace collcheck {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "impls/backend.h"
+#include "impls/backend/backend.h"
 
 namespace collcheck {
 

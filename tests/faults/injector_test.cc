@@ -6,9 +6,9 @@
 #include <string>
 
 #include "faults/injector.h"
-#include "impls/algorithms.h"
-#include "impls/sim_backend.h"
-#include "impls/simulator.h"
+#include "impls/algorithms/algorithms.h"
+#include "impls/sim/sim_backend.h"
+#include "impls/sim/simulator.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
 

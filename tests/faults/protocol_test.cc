@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "faults/injector.h"
-#include "impls/algorithms.h"
-#include "impls/sim_backend.h"
-#include "impls/simulator.h"
+#include "impls/algorithms/algorithms.h"
+#include "impls/sim/sim_backend.h"
+#include "impls/sim/simulator.h"
 #include "reference/oracle.h"
 #include "reference/random.h"
 #include "tests/support/cases.h"

@@ -10,9 +10,10 @@
 
 #include "harness/bench.h"
 #include "harness/cli_bench.h"
-#include "impls/algorithms.h"
-#include "impls/simulator.h"
-#include "impls/sim_backend.h"
+#include "impls/algorithms/algorithms.h"
+#include "impls/sim/simulator.h"
+#include "impls/sim/sim_backend.h"
+#include "impls/registry.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
 

@@ -10,7 +10,8 @@
 #include "harness/check.h"
 #include "harness/faulty_backend.h"
 #include "harness/report.h"
-#include "impls/mutants.h"
+#include "impls/mutants/mutants.h"
+#include "impls/registry.h"
 #include "properties/property.h"
 
 namespace collcheck {

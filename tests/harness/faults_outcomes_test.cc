@@ -13,6 +13,7 @@
 #include "harness/faulty_backend.h"
 #include "harness/report.h"
 #include "properties/property.h"
+#include "impls/registry.h"
 
 namespace collcheck {
 namespace {

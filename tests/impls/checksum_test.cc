@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "impls/hook.h"
+#include "impls/link/hook.h"
 #include "reference/random.h"
 
 namespace collcheck {

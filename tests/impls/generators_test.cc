@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "impls/algorithms.h"
-#include "impls/generators.h"
-#include "impls/proof.h"
+#include "impls/algorithms/algorithms.h"
+#include "impls/algorithms/generators.h"
+#include "impls/prove/proof.h"
 
 namespace collcheck {
 namespace {

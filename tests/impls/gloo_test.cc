@@ -14,8 +14,9 @@
 #include <thread>
 #include <vector>
 
-#include "impls/rank_backend.h"
-#include "impls/world.h"
+#include "impls/backend/rank_backend.h"
+#include "impls/backend/world.h"
+#include "impls/registry.h"
 #include "reference/inputs.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"

@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "impls/mpi_world.h"
-#include "impls/rank_backend.h"
+#include "impls/worlds/mpi_world.h"
+#include "impls/backend/rank_backend.h"
+#include "impls/registry.h"
+#include "impls/vendors/mpi/mpi_backend.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "impls/mutants.h"
+#include "impls/mutants/mutants.h"
 #include "tests/support/cases.h"
 #include "reference/oracle.h"
 

@@ -9,9 +9,10 @@
 #include <mutex>
 #include <thread>
 
-#include "impls/proc_transport.h"
-#include "impls/rank_backend.h"
-#include "impls/sim_backend.h"
+#include "impls/proc/transport.h"
+#include "impls/backend/rank_backend.h"
+#include "impls/sim/sim_backend.h"
+#include "impls/registry.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
 #include "tests/support/rank_group.h"

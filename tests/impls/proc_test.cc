@@ -8,10 +8,11 @@
 #include <limits>
 #include <thread>
 
-#include "impls/proc_transport.h"
-#include "impls/rank_backend.h"
-#include "impls/reduce_op.h"
-#include "impls/sim_backend.h"
+#include "impls/proc/transport.h"
+#include "impls/backend/rank_backend.h"
+#include "impls/link/reduce_op.h"
+#include "impls/sim/sim_backend.h"
+#include "impls/registry.h"
 #include "reference/oracle.h"
 #include "reference/random.h"
 #include "tests/support/cases.h"

@@ -6,8 +6,8 @@
 #include <map>
 #include <tuple>
 
-#include "impls/algorithms.h"
-#include "impls/proof.h"
+#include "impls/algorithms/algorithms.h"
+#include "impls/prove/proof.h"
 
 namespace collcheck {
 namespace {

@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 
-#include "impls/algorithms.h"
-#include "impls/simulator.h"
+#include "impls/algorithms/algorithms.h"
+#include "impls/sim/simulator.h"
 #include "tests/support/cases.h"
 #include "reference/oracle.h"
 

@@ -1,6 +1,6 @@
 // Checks the simulated machine: each preset's counts and link figures, shortest deterministic
 // routes (against an independent search), transfer times, and the text format and its errors.
-#include "impls/topology.h"
+#include "impls/sim/topology.h"
 
 #include <gtest/gtest.h>
 

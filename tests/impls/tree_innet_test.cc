@@ -8,9 +8,9 @@
 #include <tuple>
 #include <vector>
 
-#include "impls/innet.h"
-#include "impls/proof.h"
-#include "impls/tree.h"
+#include "impls/algorithms/innet.h"
+#include "impls/prove/proof.h"
+#include "impls/algorithms/tree.h"
 
 namespace collcheck {
 namespace {

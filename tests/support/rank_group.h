@@ -10,8 +10,9 @@
 
 #include <gtest/gtest.h>
 
-#include "impls/rank_backend.h"
-#include "impls/world.h"
+#include "impls/backend/rank_backend.h"
+#include "impls/backend/world.h"
+#include "impls/registry.h"
 
 namespace collcheck::testing {
 

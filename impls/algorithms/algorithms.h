@@ -1,0 +1,51 @@
+// The registry of reference algorithms: each name (`ring`, `tree`, ...) with the collectives
+// it implements, and one generator per (algorithm, collective) that returns a Schedule.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "impls/link/hook.h"
+#include "impls/schedule/schedule.h"
+
+namespace collcheck {
+
+// Tuning a generator accepts; tests turn `chunk` down to reach pipelined paths with little data.
+struct Knobs {
+  std::size_t chunk = 0;  // elements per pipeline chunk; 0: the generator's default
+  int channels = 1;       // parallel pipelines, each over its own slice of the data
+  int fan_in = 4;         // innet: children per switch in the aggregation tree
+  // How our executors protect messages (`reliable=on`, `timeout=MS`, `retries=N`); schedules
+  // ignore it.
+  LinkProtocol protocol = {};
+};
+
+using Generator = Schedule (*)(const Case& shape, const Knobs& knobs);
+
+struct Algorithm {
+  std::string_view name;         // ring tree rhd innet pairwise bruck chain binomial rd
+  Collective collective;
+  std::string_view description;  // one line, for `collcheck list`
+  Generator generate;
+};
+
+std::span<const Algorithm> all_algorithms();
+std::string algorithm_names();  // "ring, tree, ..." without repeats
+
+// The schedule of `name` for the shape's collective; an error names the algorithm or the
+// collective and lists what exists. Knobs are validated (channels 1..64, fan_in 2..64).
+Result<Schedule> make_schedule(std::string_view name, const Case& shape, const Knobs& = {});
+
+// Splits [0, count) into `parts` ranges whose sizes differ by at most one, the larger first:
+// the usual way a generator gives each rank or channel its share of a buffer that nranks
+// need not divide.
+struct Slice {
+  std::size_t offset;
+  std::size_t count;
+};
+Slice slice(std::size_t count, std::size_t parts, std::size_t index);
+
+}  // namespace collcheck

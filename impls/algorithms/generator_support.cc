@@ -1,0 +1,99 @@
+// The helpers every schedule generator shares (see generator_support.h).
+#include "impls/algorithms/generator_support.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace collcheck::generators {
+
+void check(bool condition, std::string_view invariant) {
+  if (!condition) throw std::logic_error("schedule generator invariant broken: " + std::string(invariant));
+}
+
+Schedule start(const Case& shape, std::string_view algorithm) {
+  check(shape.nranks >= 1, "at least one rank");
+  Schedule schedule;
+  schedule.algorithm = std::string(algorithm);
+  schedule.shape = shape;
+  schedule.participants.resize(static_cast<std::size_t>(shape.nranks));
+  return schedule;
+}
+
+std::size_t chunk_count(std::size_t length, std::size_t chunk) {
+  if (length == 0) return 0;
+  if (chunk == 0) return 1;
+  return (length + chunk - 1) / chunk;
+}
+
+Slice chunk_of(std::size_t length, std::size_t chunk, std::size_t k) {
+  if (chunk == 0) return k == 0 ? Slice{0, length} : Slice{length, 0};
+  if (k >= chunk_count(length, chunk)) return Slice{length, 0};
+  const std::size_t offset = k * chunk;
+  return Slice{offset, std::min(chunk, length - offset)};
+}
+
+std::vector<Piece> pieces(std::size_t length, const Knobs& knobs) {
+  std::vector<Piece> out;
+  std::size_t covered = 0;
+  for (int channel = 0; channel < knobs.channels; ++channel) {
+    const Slice part = slice(length, static_cast<std::size_t>(knobs.channels), static_cast<std::size_t>(channel));
+    for (std::size_t k = 0; k < chunk_count(part.count, knobs.chunk); ++k) {
+      const Slice chunk = chunk_of(part.count, knobs.chunk, k);
+      out.push_back(Piece{channel, part.offset + chunk.offset, chunk.count});
+      covered += chunk.count;
+    }
+  }
+  check(covered == length, "the pieces cover the span exactly");
+  return out;
+}
+
+void send(Schedule& schedule, int participant, int to, Range from, int channel) {
+  check(from.count > 0, "no empty message is sent");
+  schedule.add(participant, Step{StepKind::Send, to, from, {}, channel, channel, {}});
+}
+
+void recv(Schedule& schedule, int participant, int from_peer, Range to, int channel) {
+  check(to.count > 0, "no empty message is received");
+  schedule.add(participant, Step{StepKind::Recv, from_peer, {}, to, channel, channel, {}});
+}
+
+void recv_reduce(Schedule& schedule, int participant, int from_peer, Range from, Range to, int channel) {
+  check(to.count > 0 && from.count == to.count, "a reducing receive is non-empty and reads what it writes");
+  schedule.add(participant, Step{StepKind::RecvReduce, from_peer, from, to, channel, channel, {}});
+}
+
+void copy(Schedule& schedule, int participant, Range from, Range to, int channel) {
+  check(from.count == to.count, "a copy writes what it reads");
+  if (from.count == 0 || from == to) return;
+  schedule.copy(participant, from, to, channel);
+}
+
+std::vector<Slice> block_ranges(const std::vector<int>& blocks, std::size_t block, const Piece& piece) {
+  std::vector<Slice> out;
+  if (piece.count == 0) return out;
+  for (int b : blocks) {
+    const std::size_t offset = static_cast<std::size_t>(b) * block + piece.offset;
+    if (!out.empty() && out.back().offset + out.back().count == offset) {
+      out.back().count += piece.count;
+    } else {
+      out.push_back(Slice{offset, piece.count});
+    }
+  }
+  return out;
+}
+
+int floor_power_of_two(int n) {
+  check(n >= 1, "a power of two below a positive number");
+  int power = 1;
+  while (power <= n / 2) power *= 2;
+  return power;
+}
+
+int ceil_log2(int n) {
+  int log = 0;
+  while ((1 << log) < n) ++log;
+  return log;
+}
+
+}  // namespace collcheck::generators

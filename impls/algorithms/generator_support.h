@@ -1,0 +1,66 @@
+// What the schedule generators share: invariant checks, the cut of the data into channels and
+// pipeline chunks, per-participant step shorthands, block ranges and powers of two.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include "impls/algorithms/algorithms.h"
+#include "impls/schedule/schedule.h"
+
+namespace collcheck::generators {
+
+// A generator's own invariant. A failure is a bug in the generator, never bad input (the
+// registry validates input first), so it throws std::logic_error naming the invariant.
+void check(bool condition, std::string_view invariant);
+
+// An empty schedule of `algorithm` for `shape`: one participant per rank, no steps.
+Schedule start(const Case& shape, std::string_view algorithm);
+
+// One pipeline piece: elements [offset, offset + count) of a span, moved on `channel`.
+struct Piece {
+  int channel;
+  std::size_t offset;
+  std::size_t count;
+};
+
+// The span [0, length) cut for pipelining: channel c owns slice(length, channels, c), and each
+// channel's slice is cut into consecutive chunks of at most `chunk` elements (0: one chunk).
+// Empty pieces are left out; pieces come channel by channel, in order.
+std::vector<Piece> pieces(std::size_t length, const Knobs& knobs);
+
+// The k-th chunk of at most `chunk` elements (0: the whole) of a span of `length`, as an offset
+// into that span; empty where the span has fewer than k+1 chunks.
+Slice chunk_of(std::size_t length, std::size_t chunk, std::size_t k);
+// How many chunks chunk_of() cuts a span of `length` into (0 for an empty span).
+std::size_t chunk_count(std::size_t length, std::size_t chunk);
+
+// Steps of one participant; the step runs on the stream of its channel, like the
+// shorthands of Schedule. An empty message is an invariant failure (callers skip both ends);
+// copy() leaves out an empty copy and a copy onto itself.
+void send(Schedule& schedule, int participant, int to, Range from, int channel);
+void recv(Schedule& schedule, int participant, int from_peer, Range to, int channel);
+void recv_reduce(Schedule& schedule, int participant, int from_peer, Range from, Range to, int channel);
+void copy(Schedule& schedule, int participant, Range from, Range to, int channel);
+
+// Element offsets of a set of blocks: for each block b listed, [b*block + piece.offset,
+// + piece.count) of a buffer whose blocks are `block` elements apart; neighbours that touch
+// are merged, so the whole of consecutive blocks is one range. Both ends of a message compute
+// the same list, which keeps the k-th send and the k-th receive the same size.
+std::vector<Slice> block_ranges(const std::vector<int>& blocks, std::size_t block, const Piece& piece);
+
+inline Range at(BufferKind buffer, Slice where) { return Range{buffer, where.offset, where.count}; }
+inline Range at(BufferKind buffer, std::size_t offset, std::size_t count) { return Range{buffer, offset, count}; }
+
+// The largest power of two at most n (n >= 1), and the number of doublings of 1 that reach n.
+int floor_power_of_two(int n);
+int ceil_log2(int n);
+
+// value mod n in 0..n-1, also for negative values: ranks around a ring.
+inline int modulo(int value, int n) { return ((value % n) + n) % n; }
+
+// The rank at `position` counted from `root` around the ranks (position 0 is the root).
+inline int absolute(int position, int root, int nranks) { return (position + root) % nranks; }
+
+}  // namespace collcheck::generators

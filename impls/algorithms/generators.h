@@ -1,0 +1,34 @@
+// The generators of our reference algorithms other than tree and innet: one function per
+// (algorithm, collective), each turning a shape and knobs into a Schedule (see algorithms.h).
+#pragma once
+
+#include "impls/algorithms/algorithms.h"
+#include "impls/schedule/schedule.h"
+
+namespace collcheck {
+
+// ring.cc: reduce-scatter then all-gather around the ranks, pipelined in chunks, per channel.
+Schedule ring_allreduce(const Case& shape, const Knobs& knobs);
+Schedule ring_allgather(const Case& shape, const Knobs& knobs);
+Schedule ring_reducescatter(const Case& shape, const Knobs& knobs);
+
+// chain.cc: a pipelined chain starting at (broadcast) or ending at (reduce) the root.
+Schedule chain_broadcast(const Case& shape, const Knobs& knobs);
+Schedule chain_reduce(const Case& shape, const Knobs& knobs);
+
+// binomial.cc: a binomial tree rooted at the root.
+Schedule binomial_broadcast(const Case& shape, const Knobs& knobs);
+Schedule binomial_reduce(const Case& shape, const Knobs& knobs);
+
+// rd.cc: recursive doubling, the ranks above a power of two folded in and out.
+Schedule rd_allgather(const Case& shape, const Knobs& knobs);
+
+// rhd.cc: recursive halving (and doubling), the ranks above a power of two folded in and out.
+Schedule rhd_allreduce(const Case& shape, const Knobs& knobs);
+Schedule rhd_reducescatter(const Case& shape, const Knobs& knobs);
+
+// alltoall.cc: n-1 pairwise exchanges, or Bruck's ceil(log2 n) rounds through scratch.
+Schedule pairwise_alltoall(const Case& shape, const Knobs& knobs);
+Schedule bruck_alltoall(const Case& shape, const Knobs& knobs);
+
+}  // namespace collcheck

@@ -1,0 +1,105 @@
+// Recursive-doubling all-gather for any number of ranks: log2 rounds of pairwise exchanges
+// among a power of two of them, the ranks beyond it folded in first and served last.
+#include "impls/algorithms/generators.h"
+
+#include <vector>
+
+#include "impls/algorithms/generator_support.h"
+
+namespace collcheck {
+
+// Recursive doubling works as follows. Let p be the largest power of two at most n. In the
+// round of `distance` d (1, 2, 4, ..., p/2) rank v < p exchanges everything it holds with its
+// `partner` v XOR d. Before that round v holds the blocks of the d ranks whose numbers agree
+// with v above bit log2(d) -- the aligned group [base, base + d), base = v rounded down to a
+// multiple of d -- and after it the group of 2d, so after log2(p) rounds every block.
+//
+// Ranks beyond the power of two (the `extra` ones, p <= r < n) are folded in, the usual fix
+// for other n: each first sends its block to its `partner` r - p, which then carries block
+// p+v alongside block v, so a group [base, base + d) stands for blocks base.. and p+base..
+// (those below n): at most two ranges per message. After the last round each partner sends
+// the extra rank every block but its own. This costs two rounds more than log2(p) and moves
+// the whole output once more over n-p links; we chose it over a Bruck-style dissemination
+// (ceil(log2 n) rounds whose messages wrap around the block order) because it keeps the
+// exchanges of recursive doubling exactly, as MPICH and Open MPI do for non-powers of two.
+//
+// The data is cut into pieces (each channel owning a slice of every block, each slice cut into
+// chunks of at most knobs.chunk elements) and the whole exchange runs per piece, channel by
+// channel on its own stream. When a piece is a whole block, a run of blocks is one message.
+//
+// In place, a rank's input is block r of its output, and no step receives into a rank's own
+// block (an extra rank is sent every block but its own), so no input is overwritten.
+
+namespace {
+
+using generators::at;
+using generators::block_ranges;
+using generators::check;
+using generators::Piece;
+using generators::recv;
+using generators::send;
+
+}  // namespace
+
+Schedule rd_allgather(const Case& shape, const Knobs& knobs) {
+  Schedule schedule = generators::start(shape, "rd");
+  const int n = shape.nranks;
+  const int p = generators::floor_power_of_two(n);
+  const int extra = n - p;
+  check(extra < p, "fewer extra ranks than ranks in the power of two");
+  const std::size_t count = shape.count;  // one block
+
+  // The blocks rank v < p holds before the round of distance d.
+  auto group = [&](int v, int d) {
+    const int base = v & ~(d - 1);
+    std::vector<int> blocks;
+    for (int b = base; b < base + d; ++b) blocks.push_back(b);
+    for (int b = base; b < base + d && b < extra; ++b) blocks.push_back(p + b);
+    return blocks;
+  };
+  auto all_but = [&](int skipped) {
+    std::vector<int> blocks;
+    for (int b = 0; b < n; ++b) {
+      if (b != skipped) blocks.push_back(b);
+    }
+    return blocks;
+  };
+
+  for (const Piece& piece : generators::pieces(count, knobs)) {
+    const int channel = piece.channel;
+    const Range own_input = at(BufferKind::Input, piece.offset, piece.count);
+    for (int r = 0; r < n; ++r) {
+      const Range own_output = at(BufferKind::Output, block_ranges({r}, count, piece).front());
+      if (r >= p) {
+        // An extra rank: fold in, then receive the rest at the end.
+        send(schedule, r, r - p, own_input, channel);
+        if (!shape.in_place) generators::copy(schedule, r, own_input, own_output, channel);
+        for (Slice range : block_ranges(all_but(r), count, piece)) {
+          recv(schedule, r, r - p, at(BufferKind::Output, range), channel);
+        }
+        continue;
+      }
+      if (!shape.in_place) generators::copy(schedule, r, own_input, own_output, channel);
+      if (r < extra) {
+        recv(schedule, r, p + r, at(BufferKind::Output, block_ranges({p + r}, count, piece).front()), channel);
+      }
+      for (int distance = 1; distance < p; distance *= 2) {
+        const int partner = r ^ distance;
+        for (Slice range : block_ranges(group(r, distance), count, piece)) {
+          send(schedule, r, partner, at(BufferKind::Output, range), channel);
+        }
+        for (Slice range : block_ranges(group(partner, distance), count, piece)) {
+          recv(schedule, r, partner, at(BufferKind::Output, range), channel);
+        }
+      }
+      if (r < extra) {
+        for (Slice range : block_ranges(all_but(p + r), count, piece)) {
+          send(schedule, r, p + r, at(BufferKind::Output, range), channel);
+        }
+      }
+    }
+  }
+  return schedule;
+}
+
+}  // namespace collcheck

@@ -1,0 +1,174 @@
+// The ring algorithms: all-reduce, all-gather and reduce-scatter passing chunks around the
+// ranks 0 -> 1 -> ... -> n-1 -> 0, each channel running its own ring over its own slice.
+#include "impls/algorithms/generators.h"
+
+#include "impls/algorithms/generator_support.h"
+
+namespace collcheck {
+
+// The ring works as follows. The ranks stand in a circle: rank r sends only to `next`
+// (r+1 mod n) and receives only from `previous` (r-1 mod n). The data a channel owns is cut
+// into n `blocks` (slice(): sizes differ by at most one, so any count works).
+//
+// Reduce-scatter phase, n-1 steps: at step s rank r sends block r-s and receives block
+// r-s-1, which it reduces with its own input of that block. A block therefore travels once
+// round the circle gathering one contribution per rank, and after the last step rank r holds
+// the complete reduction of block r+1 (all-reduce) -- or, in the reduce-scatter collective,
+// where every block is shifted one further, of block r, which is where NCCL wants it.
+//
+// All-gather phase, n-1 steps: at step s rank r sends block r+1-s (all-reduce; r-s in the
+// all-gather collective) and receives block r-s (r-s-1) into its output. Every complete
+// block goes round once more, landing on every rank.
+//
+// Pipelining: every block is cut into chunks of at most knobs.chunk elements, and `round` k
+// moves the k-th chunk of every block through all the steps. A rank's steps are ordered round
+// by round; sends are buffered, so a rank starts round k+1 while its neighbours finish round k.
+// Chunks that are empty (count smaller than the pipeline) are skipped at both ends of the
+// message, since sender and receiver compute the same chunk.
+//
+// In place, the input is the output (all-reduce), lies at block r of the output (all-gather),
+// or the output lies at block r of the input (reduce-scatter). Every input element is read
+// before its aliased output element is written: all-reduce writes block b with the reduction
+// that reads input block b, all-gather never receives block r, reduce-scatter writes its output
+// only with the final reduction that reads it.
+
+namespace {
+
+using generators::at;
+using generators::check;
+using generators::modulo;
+using generators::recv;
+using generators::recv_reduce;
+using generators::send;
+
+// The k-th chunk of block b of a channel's `part`, as offsets into the whole buffer.
+Slice chunk_of_block(Slice part, int n, int b, std::size_t chunk, std::size_t k) {
+  const Slice block = slice(part.count, static_cast<std::size_t>(n), static_cast<std::size_t>(b));
+  const Slice piece = generators::chunk_of(block.count, chunk, k);
+  return Slice{part.offset + block.offset + piece.offset, piece.count};
+}
+
+// A single rank's whole input into its output, where out of place and non-empty.
+void copy_alone(Schedule& schedule, std::size_t count) {
+  if (schedule.shape.in_place) return;
+  generators::copy(schedule, 0, at(BufferKind::Input, 0, count), at(BufferKind::Output, 0, count), 0);
+}
+
+}  // namespace
+
+Schedule ring_allreduce(const Case& shape, const Knobs& knobs) {
+  Schedule schedule = generators::start(shape, "ring");
+  const int n = shape.nranks;
+  if (n == 1) {
+    copy_alone(schedule, shape.count);
+    return schedule;
+  }
+  const auto channels = static_cast<std::size_t>(knobs.channels);
+  // Block 0 of a channel is the largest, so it has the most chunks: the channel's rounds.
+  auto rounds_of = [&](int channel) {
+    const Slice part = slice(shape.count, channels, static_cast<std::size_t>(channel));
+    return generators::chunk_count(slice(part.count, static_cast<std::size_t>(n), 0).count, knobs.chunk);
+  };
+  // At most four steps per round and step of the ring; reserving spares large rings a regrowth.
+  std::size_t most_steps = 0;
+  for (int channel = 0; channel < knobs.channels; ++channel) {
+    most_steps += rounds_of(channel) * 4 * static_cast<std::size_t>(n - 1);
+  }
+  for (Participant& participant : schedule.participants) participant.steps.reserve(most_steps);
+  for (int channel = 0; channel < knobs.channels; ++channel) {
+    const Slice part = slice(shape.count, channels, static_cast<std::size_t>(channel));
+    const std::size_t rounds = rounds_of(channel);
+    for (std::size_t round = 0; round < rounds; ++round) {
+      for (int r = 0; r < n; ++r) {
+        const int next = modulo(r + 1, n);
+        const int previous = modulo(r - 1, n);
+        // Reduce-scatter phase.
+        for (int s = 0; s < n - 1; ++s) {
+          const Slice sent = chunk_of_block(part, n, modulo(r - s, n), knobs.chunk, round);
+          // Step 0 sends the rank's own input; later steps forward the partial it just made.
+          if (sent.count > 0) {
+            send(schedule, r, next, at(s == 0 ? BufferKind::Input : BufferKind::Output, sent), channel);
+          }
+          const Slice received = chunk_of_block(part, n, modulo(r - s - 1, n), knobs.chunk, round);
+          if (received.count > 0) {
+            recv_reduce(schedule, r, previous, at(BufferKind::Input, received), at(BufferKind::Output, received),
+                        channel);
+          }
+        }
+        // All-gather phase: rank r starts from its complete block r+1.
+        for (int s = 0; s < n - 1; ++s) {
+          const Slice sent = chunk_of_block(part, n, modulo(r + 1 - s, n), knobs.chunk, round);
+          if (sent.count > 0) send(schedule, r, next, at(BufferKind::Output, sent), channel);
+          const Slice received = chunk_of_block(part, n, modulo(r - s, n), knobs.chunk, round);
+          if (received.count > 0) recv(schedule, r, previous, at(BufferKind::Output, received), channel);
+        }
+      }
+    }
+  }
+  return schedule;
+}
+
+Schedule ring_allgather(const Case& shape, const Knobs& knobs) {
+  Schedule schedule = generators::start(shape, "ring");
+  const int n = shape.nranks;
+  const std::size_t count = shape.count;  // one block: what each rank contributes
+  auto block = [&](int b, const generators::Piece& piece) {
+    return Slice{static_cast<std::size_t>(b) * count + piece.offset, piece.count};
+  };
+  for (const generators::Piece& piece : generators::pieces(count, knobs)) {
+    for (int r = 0; r < n; ++r) {
+      const int next = modulo(r + 1, n);
+      const int previous = modulo(r - 1, n);
+      const Range own_input = at(BufferKind::Input, piece.offset, piece.count);
+      // Step 0 sends the rank's own input; its local copy follows, off the ring's path.
+      if (n > 1) send(schedule, r, next, own_input, piece.channel);
+      if (!shape.in_place) {
+        generators::copy(schedule, r, own_input, at(BufferKind::Output, block(r, piece)), piece.channel);
+      }
+      for (int s = 0; s < n - 1; ++s) {
+        // Later steps forward the block received in the step before.
+        if (s > 0) send(schedule, r, next, at(BufferKind::Output, block(modulo(r - s, n), piece)), piece.channel);
+        const int received = modulo(r - s - 1, n);
+        check(received != r, "all-gather never receives the rank's own block");
+        recv(schedule, r, previous, at(BufferKind::Output, block(received, piece)), piece.channel);
+      }
+    }
+  }
+  return schedule;
+}
+
+Schedule ring_reducescatter(const Case& shape, const Knobs& knobs) {
+  Schedule schedule = generators::start(shape, "ring");
+  const int n = shape.nranks;
+  const std::size_t count = shape.count;  // one block: what each rank ends with
+  if (n == 1) {
+    copy_alone(schedule, count);
+    return schedule;
+  }
+  // Partial reductions of the blocks a rank forwards live in scratch, at the block's place.
+  if (n > 2) {
+    for (Participant& participant : schedule.participants) participant.scratch = static_cast<std::size_t>(n) * count;
+  }
+  auto block = [&](int b, const generators::Piece& piece) {
+    return Slice{static_cast<std::size_t>(b) * count + piece.offset, piece.count};
+  };
+  for (const generators::Piece& piece : generators::pieces(count, knobs)) {
+    for (int r = 0; r < n; ++r) {
+      const int next = modulo(r + 1, n);
+      const int previous = modulo(r - 1, n);
+      for (int s = 0; s < n - 1; ++s) {
+        const Slice sent = block(modulo(r - s - 1, n), piece);
+        send(schedule, r, next, at(s == 0 ? BufferKind::Input : BufferKind::Scratch, sent), piece.channel);
+        const int received = modulo(r - s - 2, n);
+        const bool last = s == n - 2;
+        check(last == (received == r), "the last step completes the rank's own block, and only it");
+        const Range into = last ? at(BufferKind::Output, piece.offset, piece.count)
+                                : at(BufferKind::Scratch, block(received, piece));
+        recv_reduce(schedule, r, previous, at(BufferKind::Input, block(received, piece)), into, piece.channel);
+      }
+    }
+  }
+  return schedule;
+}
+
+}  // namespace collcheck

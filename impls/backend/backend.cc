@@ -1,0 +1,45 @@
+// The small pieces of the interface every backend implements: what a capability list admits,
+// outcome names, and which family a --backend spec names.
+#include "impls/backend/backend.h"
+
+#include <algorithm>
+
+#include "impls/backend/rank_backend.h"
+
+namespace collcheck {
+
+bool Capabilities::supports(const Case& c) const {
+  auto has = [](const auto& list, auto value) { return std::find(list.begin(), list.end(), value) != list.end(); };
+  return has(collectives, c.collective) && has(dtypes, c.dtype) && (!reduces(c.collective) || has(ops, c.op)) &&
+         (in_place || !c.in_place) && c.nranks >= min_ranks && c.nranks <= max_ranks && (!precondition || precondition(c));
+}
+
+std::string_view name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::Ok: return "ok";
+    case Outcome::Detected: return "detected";
+    case Outcome::Hang: return "hang";
+    case Outcome::Corrupt: return "corrupt";
+    default: return "crash";
+  }
+}
+
+bool names_family(std::string_view spec, std::string_view family) {
+  return spec == family || (spec.starts_with(family) && spec.size() > family.size() && spec[family.size()] == ':');
+}
+
+std::string_view family_options(std::string_view spec, std::string_view family) {
+  return spec.size() > family.size() ? spec.substr(family.size() + 1) : std::string_view{};
+}
+
+bool runs_across_processes(std::string_view spec) {
+  if (names_family(spec, "mpi") || names_family(spec, "gloo")) return true;
+  const std::size_t at = spec.rfind('@');
+  if (at == std::string_view::npos) return false;
+  const std::string_view transport = spec.substr(at + 1);
+  return transport == "proc" || transport.starts_with("proc:");
+}
+
+bool is_vendor_backend(std::string_view spec) { return names_family(spec, "mpi") || names_family(spec, "gloo"); }
+
+}  // namespace collcheck

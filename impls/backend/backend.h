@@ -1,0 +1,111 @@
+// What the harness sees of anything under test: its capabilities, and one call that runs a
+// case on all ranks and hands back every rank's output. Our algorithms on `sim`, and later
+// NCCL, MPI, Gloo and plugins, all sit behind it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "impls/link/hook.h"
+#include "reference/case.h"
+#include "reference/result.h"
+
+namespace collcheck {
+
+struct Capabilities {
+  std::vector<Collective> collectives;
+  std::vector<DType> dtypes;
+  std::vector<RedOp> ops;
+  bool in_place = true;
+  int min_ranks = 1;
+  int max_ranks = kMaxRanks;
+  std::string memory = "host";  // where its buffers live: host, device
+  bool deterministic = true;    // the same case twice gives the same bits
+  bool rank_identical = true;   // all-reduce, all-gather, broadcast give every rank the same bits
+  std::size_t chunk = 0;        // its pipeline chunk in elements, if it has one (0: none known)
+  bool hook = false;            // honours RunOptions::hook or fault_plan (fault injection)
+  // Retransmits lost and damaged messages (LinkProtocol::reliable): transient faults must end
+  // `ok` (the reliability property).
+  bool reliable = false;
+  // A documented limit beyond the lists above (Gloo's bcube: ranks divisible by its base);
+  // cases it refuses are never drawn. Unset: none.
+  std::function<bool(const Case&)> precondition;
+
+  bool supports(const Case&) const;
+};
+
+// How a run ended, before the oracle looks at the data: `Ok` (every rank returned), `Detected`
+// (every rank reported an error), `Hang` (the deadline passed), `Crash`. The harness turns
+// an Ok with wrong data into `Corrupt`.
+enum class Outcome { Ok, Detected, Hang, Corrupt, Crash };
+std::string_view name(Outcome);
+
+struct RankResult {
+  std::vector<std::byte> output;      // the rank's output, packed (empty: reduce non-root)
+  std::vector<std::byte> input;       // its input buffer after the call
+  bool guards_intact = true;          // nothing written just before or after any buffer
+};
+
+// Options a run takes besides the case. `calls` > 1 is a training loop: the collective runs
+// that many times back to back on the same buffers, each rank writing the inputs of call k
+// (the case with seed + k) as soon as its own call k-1 has returned; RepeatedRun::calls then holds
+// every call's outputs, call by call.
+struct RunOptions {
+  std::uint64_t schedule_seed = 0;  // sim: the interleaving
+  int calls = 1;
+  // Given inputs, rank by rank, instead of the generated ones (with calls == 1): how the
+  // composition property feeds one collective's outputs into the next.
+  const std::vector<std::vector<std::byte>>* inputs = nullptr;
+  // Seconds the run may take before it is reported as a hang; 0: the backend's default,
+  // derived from the case's size.
+  double deadline = 0;
+  // Every send of the run passes through it (faults, docs/faults.md); null: none. Backends
+  // that cannot honour a hook say so in Capabilities::hook.
+  LinkHook* hook = nullptr;
+  // The same faults as a plan's text (faults/plan.h), for backends whose ranks run in other
+  // processes and build their own hook from it, seeded by schedule_seed; empty: none.
+  std::string fault_plan = {};
+  // Run without the faults a decorator would add (the recovery property's fresh run).
+  bool without_faults = false;
+  // Timing (`collcheck bench`): inputs written once, `warmup` untimed calls, then `iterations`
+  // timed ones on the same buffers; RepeatedRun::seconds is the mean time per timed call (the
+  // slowest rank's). When `checked`, calls[k] holds timed call k's outputs for the oracle.
+  bool timed = false;
+  int warmup = 0;
+  int iterations = 0;
+  bool checked = false;
+};
+
+// How a run ended and what every rank holds after each call.
+struct RepeatedRun {
+  Outcome outcome = Outcome::Ok;
+  std::string error;
+  std::vector<std::vector<RankResult>> calls;  // calls[k][rank]
+  std::uint64_t trace = 0;
+  double seconds = 0;  // timed: mean seconds per call; on `sim` the predicted (virtual) time
+};
+
+// How backends that run across processes are started.
+struct BackendOptions {
+  double deadline = 0;  // seconds per run before it is a hang; 0: default_deadline()
+  // Extra arguments for mpirun when launching worlds (--hostfile ..., --mca ...).
+  std::vector<std::string> launcher_arguments;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // as the user wrote it: `ring@sim:chunk=4`
+  virtual Capabilities capabilities() const = 0;
+  virtual RepeatedRun run(const Case&, const RunOptions&) = 0;
+  // Stops whatever it runs and releases what it holds (launched worlds of processes); it may
+  // run again afterwards, starting afresh.
+  virtual void abort() {}
+};
+
+}  // namespace collcheck

@@ -1,0 +1,81 @@
+// One rank's part of a backend that runs across processes (`ALGORITHM@proc`, `mpi`, `gloo`):
+// every member of a world calls run() with the same case at the same time, and gets back its
+// own rank's buffers. The harness runs these in lockstep under mpirun, or launches them.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "impls/backend/backend.h"
+#include "impls/link/hook.h"
+#include "impls/backend/world.h"
+#include "reference/case.h"
+#include "reference/result.h"
+
+namespace collcheck {
+
+struct RankRunOptions {
+  int calls = 1;  // back to back on the same buffers, as RunOptions::calls
+  // This rank's given input (exactly its input buffer, packed) instead of the generated one,
+  // with calls == 1.
+  const std::vector<std::byte>* input = nullptr;
+  // Seconds from the start of the run after which a wait gives up and the run ends with an
+  // error (where the backend can: our executors can, a vendor call may not return at all).
+  double deadline = 60;
+  LinkHook* hook = nullptr;  // ours: every send and wait passes through it; null: none
+  // Timing (bench): inputs written once, `warmup` untimed calls, then `iterations` timed ones
+  // on the same buffers; RankRun::seconds is the mean time per timed call and `calls` is
+  // ignored. When `checked`, the timed calls' outputs are returned too (one RankResult each).
+  bool timed = false;
+  int warmup = 0;
+  int iterations = 0;
+  bool checked = false;
+};
+
+struct RankRun {
+  Outcome outcome = Outcome::Ok;  // Ok, or Detected when this rank saw an error
+  std::string error;              // what this rank saw, naming the step or call
+  std::vector<RankResult> calls;  // this rank's results, call by call
+  double seconds = 0;             // timed: mean seconds per call; otherwise the whole run
+  // Faults left this rank's connections unusable (a vendor's stream reset or corrupted): the
+  // launcher starts a fresh world before the next case.
+  bool world_broken = false;
+};
+
+class RankBackend {
+ public:
+  virtual ~RankBackend() = default;
+  virtual std::string name() const = 0;
+  // The case has nranks == the world's size; every member passes the same case and options
+  // (but its own `input`).
+  virtual RankRun run(const Case&, const RankRunOptions&) = 0;
+};
+
+// A backend that runs across processes, before any world exists: its name, what it can run,
+// the environment its processes need (set before MPI is initialised: mpirun -x NAME=VALUE),
+// and how to make its rank part once a world is there.
+struct RankBackendSpec {
+  std::string name;  // as the user wrote it, or as an expansion named it: `mpi:allreduce=ring`
+  Capabilities capabilities;
+  std::vector<std::pair<std::string, std::string>> environment;
+  std::function<Result<std::unique_ptr<RankBackend>>(World&)> make;
+};
+
+// True when the spec names a backend that runs across processes: `ALGORITHM@proc[...]`,
+// `mutant:NAME@proc`, `mpi[...]`, `gloo[...]`.
+bool runs_across_processes(std::string_view spec);
+
+// True when the spec names a vendor backend that talks over its own sockets (`mpi[...]`,
+// `gloo[...]`): faults reach it through the LD_PRELOAD interposer, not through a LinkHook.
+bool is_vendor_backend(std::string_view spec);
+
+// True when the spec is `family` or `family:OPTIONS`; family_options is the OPTIONS part.
+bool names_family(std::string_view spec, std::string_view family);
+std::string_view family_options(std::string_view spec, std::string_view family);
+
+}  // namespace collcheck

@@ -1,0 +1,105 @@
+// The message checksum of impls/hook.h: CRC-32C over four interleaved streams of 8-byte words,
+// folded with the length into 64 bits; the CPU's crc32 instruction where it has one, a table
+// otherwise (the same value either way, so processes on different CPUs agree).
+#include <array>
+#include <cstring>
+
+#include "impls/link/hook.h"
+#include "reference/random.h"
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
+
+namespace collcheck {
+namespace {
+
+// CRC-32C (Castagnoli, reflected polynomial 0x82f63b78), one byte at a time.
+constexpr std::array<std::uint32_t, 256> crc_table() {
+  std::array<std::uint32_t, 256> table{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+    table[i] = c;
+  }
+  return table;
+}
+constexpr std::array<std::uint32_t, 256> kCrcTable = crc_table();
+
+// What the crc32 instruction computes for one 8-byte word (its bytes in memory order).
+inline std::uint64_t crc_word_table(std::uint64_t crc, std::uint64_t word) {
+  auto c = static_cast<std::uint32_t>(crc);
+  for (int k = 0; k < 8; ++k) c = kCrcTable[(c ^ static_cast<std::uint32_t>(word >> (8 * k))) & 0xff] ^ (c >> 8);
+  return c;
+}
+
+struct TableCrc {
+  static std::uint64_t word(std::uint64_t crc, std::uint64_t w) { return crc_word_table(crc, w); }
+};
+
+// The checksum of [from, from + n): four streams, so that the crc32 instruction's latency
+// overlaps.
+template <typename Crc>
+inline std::uint64_t hash(const std::byte* from, std::size_t n) {
+  std::uint64_t c0 = 1, c1 = 2, c2 = 3, c3 = 4;
+  const std::size_t size = n;
+  for (; n >= 32; from += 32, n -= 32) {
+    std::uint64_t w0, w1, w2, w3;
+    std::memcpy(&w0, from, 8);
+    std::memcpy(&w1, from + 8, 8);
+    std::memcpy(&w2, from + 16, 8);
+    std::memcpy(&w3, from + 24, 8);
+    c0 = Crc::word(c0, w0);
+    c1 = Crc::word(c1, w1);
+    c2 = Crc::word(c2, w2);
+    c3 = Crc::word(c3, w3);
+  }
+  for (; n >= 8; from += 8, n -= 8) {
+    std::uint64_t w;
+    std::memcpy(&w, from, 8);
+    c0 = Crc::word(c0, w);
+  }
+  if (n > 0) {
+    std::uint64_t tail = 0;
+    std::memcpy(&tail, from, n);
+    c1 = Crc::word(c1, tail);
+  }
+  std::uint64_t folded = mix64(size);
+  for (std::uint64_t c : {c0, c1, c2, c3}) folded = mix64(c ^ mix64(folded));
+  return folded;
+}
+
+#if defined(__x86_64__)
+struct HardwareCrc {
+  __attribute__((target("sse4.2"))) static std::uint64_t word(std::uint64_t crc, std::uint64_t w) {
+    return _mm_crc32_u64(crc, w);
+  }
+};
+
+// `flatten` inlines the loop, and the instruction into it, here where sse4.2 is allowed.
+__attribute__((target("sse4.2"), flatten)) std::uint64_t hash_hardware(const std::byte* from, std::size_t n) {
+  return hash<HardwareCrc>(from, n);
+}
+
+bool has_crc32() {
+  static const bool has = __builtin_cpu_supports("sse4.2");
+  return has;
+}
+#endif
+
+std::uint64_t dispatch(const std::byte* from, std::size_t n) {
+#if defined(__x86_64__)
+  if (has_crc32()) return hash_hardware(from, n);
+#endif
+  return hash<TableCrc>(from, n);
+}
+
+}  // namespace
+
+std::uint64_t checksum(std::span<const std::byte> bytes) { return dispatch(bytes.data(), bytes.size()); }
+
+std::uint64_t checksum_without_hardware(std::span<const std::byte> bytes) {
+  return hash<TableCrc>(bytes.data(), bytes.size());
+}
+
+}  // namespace collcheck

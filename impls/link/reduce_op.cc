@@ -1,0 +1,165 @@
+// The reduction-op contract on packed CPU buffers: a typed loop per integer type, the narrow
+// float formats through double with one rounding per step, and a native float32/float64 path.
+#include "impls/link/reduce_op.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "reference/float_format.h"
+
+namespace collcheck {
+namespace {
+
+template <typename T>
+T load(const std::byte* at) {
+  T value;
+  std::memcpy(&value, at, sizeof value);
+  return value;
+}
+
+template <typename T>
+void store(std::byte* at, T value) {
+  std::memcpy(at, &value, sizeof value);
+}
+
+// Integers in their unsigned type, so that wraparound is defined.
+template <typename T>
+void reduce_integers(RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
+  using Unsigned = std::make_unsigned_t<T>;
+  for (std::size_t i = 0; i < count; ++i) {
+    const T x = load<T>(a + i * sizeof(T));
+    const T y = load<T>(b + i * sizeof(T));
+    T result;
+    switch (op) {
+      case RedOp::Prod: result = static_cast<T>(static_cast<Unsigned>(static_cast<Unsigned>(x) * static_cast<Unsigned>(y))); break;
+      case RedOp::Min: result = y < x ? y : x; break;
+      case RedOp::Max: result = y > x ? y : x; break;
+      default: result = static_cast<T>(static_cast<Unsigned>(static_cast<Unsigned>(x) + static_cast<Unsigned>(y))); break;
+    }
+    store<T>(out + i * sizeof(T), result);
+  }
+}
+
+double apply(RedOp op, double x, double y) {
+  switch (op) {
+    case RedOp::Prod: return x * y;
+    case RedOp::Min:
+      if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
+      return y < x ? y : x;
+    case RedOp::Max:
+      if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
+      return y > x ? y : x;
+    default: return x + y;
+  }
+}
+
+void reduce_floats(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
+  const std::size_t size = size_of(dtype);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t x = 0, y = 0;
+    std::memcpy(&x, a + i * size, size);
+    std::memcpy(&y, b + i * size, size);
+    const std::uint64_t result = encode(dtype, apply(op, decode(dtype, x), decode(dtype, y)));
+    std::memcpy(out + i * size, &result, size);
+  }
+}
+
+template <typename T>
+void divide_integers(std::byte* data, std::size_t count, int nranks) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const T sum = load<T>(data + i * sizeof(T));
+    // In 64 bits, so that nranks need not fit T; C++ division truncates toward zero.
+    using Wide = std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>;
+    store<T>(data + i * sizeof(T), static_cast<T>(static_cast<Wide>(sum) / static_cast<Wide>(nranks)));
+  }
+}
+
+// Native reduction. reduce_elements decodes every element through double, which is exact but
+// about twenty times slower than memory; for float32 and float64 the native operation gives the
+// same bits: a sum or product of two floats computed in double and rounded once equals the
+// float operation (53 >= 2*24+2, so double rounding is innocuous), and min and max compare
+// exactly. Only a NaN's payload depends on how the contract computes it, so an element whose
+// result is NaN is computed again by reduce_elements itself. Blocks of L1 size keep the inputs
+// intact until then, since `out` may be `a` or `b`.
+
+template <typename T>
+void reduce_native(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
+  constexpr std::size_t kBlock = 2048;
+  T block[kBlock];
+  auto load = [](const std::byte* p, std::size_t i) {
+    T v;
+    std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+    return v;
+  };
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  for (std::size_t first = 0; first < count; first += kBlock) {
+    const std::size_t n = std::min(kBlock, count - first);
+    const std::byte* x = a + first * sizeof(T);
+    const std::byte* y = b + first * sizeof(T);
+    bool any_nan = false;
+    auto run = [&](auto combine) {
+      for (std::size_t i = 0; i < n; ++i) {
+        block[i] = combine(load(x, i), load(y, i));
+        any_nan |= block[i] != block[i];
+      }
+    };
+    switch (op) {
+      case RedOp::Prod: run([](T p, T q) { return p * q; }); break;
+      case RedOp::Min: run([nan](T p, T q) { return p != p || q != q ? nan : (q < p ? q : p); }); break;
+      case RedOp::Max: run([nan](T p, T q) { return p != p || q != q ? nan : (q > p ? q : p); }); break;
+      default: run([](T p, T q) { return p + q; }); break;
+    }
+    for (std::size_t i = 0; any_nan && i < n; ++i) {
+      if (block[i] != block[i]) {
+        reduce_elements(dtype, op, x + i * sizeof(T), y + i * sizeof(T), reinterpret_cast<std::byte*>(&block[i]), 1);
+      }
+    }
+    std::memcpy(out + first * sizeof(T), block, n * sizeof(T));
+  }
+}
+
+}  // namespace
+
+void reduce_elements(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
+  switch (dtype) {
+    case DType::Int8: return reduce_integers<std::int8_t>(op, a, b, out, count);
+    case DType::UInt8: return reduce_integers<std::uint8_t>(op, a, b, out, count);
+    case DType::Int32: return reduce_integers<std::int32_t>(op, a, b, out, count);
+    case DType::UInt32: return reduce_integers<std::uint32_t>(op, a, b, out, count);
+    case DType::Int64: return reduce_integers<std::int64_t>(op, a, b, out, count);
+    case DType::UInt64: return reduce_integers<std::uint64_t>(op, a, b, out, count);
+    default: return reduce_floats(dtype, op, a, b, out, count);
+  }
+}
+
+void reduce_elements_fast(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
+                          std::size_t count) {
+  if (dtype == DType::Float32) return reduce_native<float>(dtype, op, a, b, out, count);
+  if (dtype == DType::Float64) return reduce_native<double>(dtype, op, a, b, out, count);
+  reduce_elements(dtype, op, a, b, out, count);
+}
+
+void finish_average(DType dtype, std::byte* data, std::size_t count, int nranks) {
+  switch (dtype) {
+    case DType::Int8: return divide_integers<std::int8_t>(data, count, nranks);
+    case DType::UInt8: return divide_integers<std::uint8_t>(data, count, nranks);
+    case DType::Int32: return divide_integers<std::int32_t>(data, count, nranks);
+    case DType::UInt32: return divide_integers<std::uint32_t>(data, count, nranks);
+    case DType::Int64: return divide_integers<std::int64_t>(data, count, nranks);
+    case DType::UInt64: return divide_integers<std::uint64_t>(data, count, nranks);
+    default: break;
+  }
+  const std::size_t size = size_of(dtype);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, data + i * size, size);
+    const std::uint64_t result = encode(dtype, decode(dtype, bits) / nranks);
+    std::memcpy(data + i * size, &result, size);
+  }
+}
+
+}  // namespace collcheck

@@ -1,0 +1,325 @@
+// `ALGORITHM@proc` backends: every rank makes the case's schedule, runs the participants it
+// hosts on the proc transport with guard zones around its buffers, and returns them call by call.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include <unistd.h>
+
+#include "impls/mutants/mutants.h"
+#include "impls/proc/transport.h"
+#include "impls/proc/proc_backend.h"
+#include "impls/backend/rank_backend.h"
+#include "impls/link/reduce_op.h"
+#include "impls/sim/sim_backend.h"
+#include "reference/inputs.h"
+
+namespace collcheck {
+namespace {
+
+constexpr std::size_t kGuard = 8;  // elements of guard zone before and after every buffer
+constexpr std::byte kGuardPattern{0xa5};
+
+// The proc-only mutants break the process, not the data: the last rank stops inside the call.
+enum class Sabotage { None, Hang, Crash };
+
+// A buffer between guard zones, its start moved `offset` elements off a 64-byte boundary as
+// the case asks (the offset counts as guard too).
+class GuardedBuffer {
+ public:
+  GuardedBuffer() = default;
+  GuardedBuffer(std::size_t count, std::size_t element, std::size_t offset)
+      : front_((kGuard + offset) * element), bytes_(count * element), back_(kGuard * element) {
+    storage_.assign(64 + front_ + bytes_ + back_, std::byte{0});
+    const auto address = reinterpret_cast<std::uintptr_t>(storage_.data());
+    start_ = static_cast<std::size_t>((64 - address % 64) % 64);
+    std::fill_n(storage_.data() + start_, front_, kGuardPattern);
+    std::fill_n(storage_.data() + start_ + front_ + bytes_, back_, kGuardPattern);
+  }
+  std::byte* data() { return storage_.empty() ? nullptr : storage_.data() + start_ + front_; }
+  bool intact() const {
+    if (storage_.empty()) return true;
+    auto pattern = [](std::byte b) { return b == kGuardPattern; };
+    const std::byte* front = storage_.data() + start_;
+    const std::byte* back = front + front_ + bytes_;
+    return std::all_of(front, front + front_, pattern) && std::all_of(back, back + back_, pattern);
+  }
+
+ private:
+  std::vector<std::byte> storage_;
+  std::size_t start_ = 0, front_ = 0, bytes_ = 0, back_ = 0;
+};
+
+// This rank's memory for one case: its own buffers (one of input and output lies inside the
+// other in place, as NCCL lays them out) and the scratch of the switches it hosts.
+struct RankMemory {
+  std::vector<GuardedBuffer> buffers;
+  std::vector<ProcBuffers> participants;  // indexed by participant
+
+  RankMemory(const Schedule& s, int rank) : participants(static_cast<std::size_t>(s.nparticipants())) {
+    const std::size_t element = size_of(s.shape.dtype);
+    buffers.reserve(static_cast<std::size_t>(s.nparticipants()) + 2);
+    auto make = [&](int p, BufferKind kind) {
+      buffers.emplace_back(s.buffer_size(p, kind), element, s.shape.offset);
+      return buffers.back().data();
+    };
+    for (int p = 0; p < s.nparticipants(); ++p) {
+      if (proc_host(p, s.nranks()) != rank) continue;
+      ProcBuffers& b = participants[static_cast<std::size_t>(p)];
+      b.scratch = make(p, BufferKind::Scratch);
+      if (p >= s.nranks()) continue;
+      const Alias alias = in_place_alias(s.shape, p);
+      const bool input_stored = !s.shape.in_place || alias.inside == BufferKind::Output;
+      const bool output_stored = !s.shape.in_place || alias.inside == BufferKind::Input;
+      if (input_stored) b.input = make(p, BufferKind::Input);
+      if (output_stored) b.output = make(p, BufferKind::Output);
+      if (!input_stored) b.input = b.output + alias.offset * element;
+      if (!output_stored) b.output = b.input + alias.offset * element;
+    }
+  }
+  bool intact() const {
+    return std::all_of(buffers.begin(), buffers.end(), [](const GuardedBuffer& b) { return b.intact(); });
+  }
+};
+
+class ProcBackend final : public RankBackend {
+ public:
+  ProcBackend(World& world, SimVariant variant, Knobs knobs, ProcLinks links, Sabotage sabotage, std::string name)
+      : world_(world), variant_(std::move(variant)), knobs_(knobs), links_(links), sabotage_(sabotage),
+        name_(std::move(name)) {}
+
+  std::string name() const override { return name_; }
+
+  RankRun run(const Case& c, const RankRunOptions& options) override {
+    const auto start = std::chrono::steady_clock::now();
+    const int rank = world_.rank();
+    if (c.nranks != world_.size()) {
+      return failed("the case has " + std::to_string(c.nranks) + " ranks, the world " + std::to_string(world_.size()));
+    }
+    Result<Schedule> schedule = variant_.schedule(c, knobs_);
+    if (!schedule) return failed(schedule.error().text());
+    Status valid = validate(*schedule, kGuard);
+    if (!valid) return failed(valid.error().text());
+    if (transport_ == nullptr) {  // every member's first run: connect is collective
+      Result<std::unique_ptr<ProcTransport>> made = ProcTransport::connect(world_, links_);
+      if (!made) return failed(made.error().text());
+      transport_ = std::move(made).value();
+    }
+    RankMemory memory(*schedule, rank);
+    Status begun = transport_->begin(*schedule, ProcRunOptions{options.hook, variant_.reduction, start, options.deadline,
+                                                               protocol()});
+    if (!begun) return failed(begun.error().text());
+    Calls calls{*schedule, memory, rank};
+    RankRun result = options.timed ? timed(calls, options) : repeated(calls, options);
+    if (result.outcome == Outcome::Ok) {
+      Status finished = transport_->finish();
+      if (!finished) return failed(finished.error().text());
+    }
+    if (!options.timed) result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  }
+
+ private:
+  struct Calls {
+    const Schedule& schedule;
+    RankMemory& memory;
+    int rank;
+  };
+
+  // The knobs' link protocol, with what a mutant breaks in it.
+  LinkProtocol protocol() const {
+    LinkProtocol p = knobs_.protocol;
+    if (variant_.skip_checksums) p.checksums = false;
+    if (variant_.never_time_out) p.timeout = -1;
+    return p;
+  }
+
+  static RankRun failed(std::string error) {
+    RankRun run;
+    run.outcome = Outcome::Detected;
+    run.error = std::move(error);
+    return run;
+  }
+
+  // Writes the inputs of call k: the case with seed + k (a stale-input mutant: always seed).
+  void fill_inputs(const Calls& calls, const RankRunOptions& options, int k) {
+    const Schedule& s = calls.schedule;
+    const std::size_t bytes = s.buffer_size(calls.rank, BufferKind::Input) * size_of(s.shape.dtype);
+    std::byte* input = calls.memory.participants[static_cast<std::size_t>(calls.rank)].input;
+    if (bytes == 0) return;
+    if (options.input != nullptr && k == 0) {
+      std::memset(input, 0, bytes);
+      std::memcpy(input, options.input->data(), std::min(bytes, options.input->size()));
+      return;
+    }
+    Case c = s.shape;
+    if (!variant_.stale_inputs) c.seed += static_cast<std::uint64_t>(k);
+    InputGenerator(c).fill(calls.rank, 0, {input, bytes});
+  }
+
+  // One call on the transport, then avg's last step on this rank's output.
+  Status call(const Calls& calls, int k) {
+    const Schedule& s = calls.schedule;
+    if (k == 0 && sabotage_ != Sabotage::None && calls.rank == s.nranks() - 1 && s.nranks() >= 2) {
+      if (sabotage_ == Sabotage::Crash) std::abort();
+      for (;;) ::pause();  // hangs inside the call, deaf to every deadline
+    }
+    Status done = transport_->run_call(calls.memory.participants);
+    if (!done) return Error{done.error().field, "call " + std::to_string(k) + ": " + done.error().message};
+    const std::size_t count = s.buffer_size(calls.rank, BufferKind::Output);
+    if (s.shape.op == RedOp::Avg && reduces(s.shape.collective) && count > 0) {
+      auto finish = variant_.reduction.finish_average ? variant_.reduction.finish_average : &finish_average;
+      finish(s.shape.dtype, calls.memory.participants[static_cast<std::size_t>(calls.rank)].output, count, s.nranks());
+    }
+    return Ok{};
+  }
+
+  static RankResult collect(const Calls& calls) {
+    const Schedule& s = calls.schedule;
+    const std::size_t element = size_of(s.shape.dtype);
+    const ProcBuffers& b = calls.memory.participants[static_cast<std::size_t>(calls.rank)];
+    const std::size_t outputs = s.buffer_size(calls.rank, BufferKind::Output) * element;
+    const std::size_t inputs = s.buffer_size(calls.rank, BufferKind::Input) * element;
+    RankResult result;
+    if (outputs > 0) result.output.assign(b.output, b.output + outputs);
+    if (inputs > 0) result.input.assign(b.input, b.input + inputs);
+    result.guards_intact = calls.memory.intact();
+    return result;
+  }
+
+  RankRun repeated(const Calls& calls, const RankRunOptions& options) {
+    RankRun run;
+    for (int k = 0; k < std::max(options.calls, 1); ++k) {
+      fill_inputs(calls, options, k);
+      Status done = call(calls, k);
+      if (!done) return failed(done.error().text());
+      run.calls.push_back(collect(calls));
+    }
+    return run;
+  }
+
+  // Inputs once, `warmup` untimed calls, then `iterations` timed ones. No barrier before the
+  // timed calls: a rank that failed in warmup must not leave the others waiting at one.
+  RankRun timed(const Calls& calls, const RankRunOptions& options) {
+    RankRun run;
+    fill_inputs(calls, options, 0);
+    for (int k = 0; k < options.warmup; ++k) {
+      Status done = call(calls, k);
+      if (!done) return failed(done.error().text());
+    }
+    double total = 0;
+    for (int k = 0; k < options.iterations; ++k) {
+      const auto begin = std::chrono::steady_clock::now();
+      Status done = call(calls, options.warmup + k);
+      total += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      if (!done) return failed(done.error().text());
+      if (options.checked) run.calls.push_back(collect(calls));
+    }
+    run.seconds = options.iterations > 0 ? total / options.iterations : 0;
+    return run;
+  }
+
+  World& world_;
+  SimVariant variant_;
+  Knobs knobs_;
+  ProcLinks links_;
+  Sabotage sabotage_;
+  std::string name_;
+  std::unique_ptr<ProcTransport> transport_;  // made on the first run, kept across cases
+};
+
+Error spec_error(std::string_view spec, const std::string& message) {
+  return Error{"--backend", "'" + std::string(spec) + "': " + message};
+}
+
+RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Sabotage sabotage, std::string name) {
+  RankBackendSpec spec;
+  spec.name = name;
+  spec.capabilities.collectives = variant.collectives;
+  spec.capabilities.dtypes.assign(all_dtypes().begin(), all_dtypes().end());
+  spec.capabilities.ops.assign(all_ops().begin(), all_ops().end());
+  spec.capabilities.deterministic = variant.deterministic;
+  spec.capabilities.chunk = knobs.chunk;
+  spec.capabilities.hook = true;  // every send passes RankRunOptions::hook
+  spec.capabilities.reliable = knobs.protocol.reliable;
+  spec.make = [variant = std::move(variant), knobs, links, sabotage, name](World& world) -> Result<std::unique_ptr<RankBackend>> {
+    return std::unique_ptr<RankBackend>(std::make_unique<ProcBackend>(world, variant, knobs, links, sabotage, name));
+  };
+  return spec;
+}
+
+// The proc-only mutants: ring's schedule, with the last rank stopping inside the call.
+const SimVariant* proc_mutant(std::string_view what, Sabotage& sabotage) {
+  static const SimVariant hang = [] {
+    SimVariant v = algorithm_variant("ring").value();
+    v.name = "mutant:hang";
+    v.description = "ring whose last rank stops forever inside the call (deaf to deadlines)";
+    return v;
+  }();
+  static const SimVariant crash = [] {
+    SimVariant v = algorithm_variant("ring").value();
+    v.name = "mutant:crash";
+    v.description = "ring whose last rank aborts inside the call";
+    return v;
+  }();
+  if (what == hang.name) sabotage = Sabotage::Hang;
+  if (what == crash.name) sabotage = Sabotage::Crash;
+  return sabotage == Sabotage::Hang ? &hang : sabotage == Sabotage::Crash ? &crash : nullptr;
+}
+
+}  // namespace
+
+// `what` is ALGORITHM, all or mutant:NAME; `options` the knobs and transport=auto|shm|tcp.
+Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, std::string_view options,
+                                                        std::string_view spec) {
+  ProcLinks links = ProcLinks::Auto;
+  std::string knob_text;
+  for (std::size_t start = 0; start < options.size();) {
+    const std::size_t comma = std::min(options.find(',', start), options.size());
+    const std::string_view item = options.substr(start, comma - start);
+    if (item.starts_with("transport=")) {
+      Result<ProcLinks> parsed = parse_proc_links(item.substr(10));
+      if (!parsed) return spec_error(spec, "transport=" + std::string(item.substr(10)) + ": must be auto, shm or tcp");
+      links = *parsed;
+    } else {
+      knob_text += (knob_text.empty() ? "" : ",") + std::string(item);
+    }
+    start = comma + 1;
+  }
+  Knobs knobs;
+  Status parsed = parse_knobs(spec, knob_text, knobs);
+  if (!parsed) return parsed.error();
+  const std::string suffix = "@proc" + (options.empty() ? "" : ":" + std::string(options));
+  Knobs algorithm_knobs = knobs;
+  if (algorithm_knobs.chunk == 0) algorithm_knobs.chunk = kProcDefaultChunk;
+
+  std::vector<RankBackendSpec> specs;
+  if (what == "all") {
+    for (const std::string& algorithm : algorithm_variant_names()) {
+      specs.push_back(make_spec(algorithm_variant(algorithm).value(), algorithm_knobs, links, Sabotage::None,
+                                algorithm + suffix));
+    }
+    return specs;
+  }
+  if (what.starts_with("mutant:")) {
+    // Mutants keep their own pipeline defaults, so that they break as they do on `sim`.
+    Sabotage sabotage = Sabotage::None;
+    const SimVariant* variant = proc_mutant(what, sabotage);
+    const Mutant* mutant = variant == nullptr ? find_mutant(what) : nullptr;
+    if (variant == nullptr && mutant == nullptr) {
+      std::string names = "mutant:hang, mutant:crash";
+      for (const Mutant& m : all_mutants()) names += ", " + m.variant.name;
+      return spec_error(spec, "no such mutant: mutants are " + names);
+    }
+    specs.push_back(make_spec(variant != nullptr ? *variant : mutant->variant, knobs, links, sabotage,
+                              std::string(what) + suffix));
+    return specs;
+  }
+  Result<SimVariant> variant = algorithm_variant(what);
+  if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME");
+  specs.push_back(make_spec(std::move(variant).value(), algorithm_knobs, links, Sabotage::None, std::string(what) + suffix));
+  return specs;
+}
+
+}  // namespace collcheck

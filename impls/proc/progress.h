@@ -1,0 +1,295 @@
+// The proc transport's engine state: the FIFOs in the segments, the messages in flight, the
+// participants hosted here, and ProcTransport::State, which holds them for one case at a time.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "impls/proc/links.h"
+#include "impls/proc/transport.h"
+#include "impls/link/reduce_op.h"
+
+namespace collcheck::proc {
+
+// ---------------------------------------------------------------------------------------------
+// The FIFOs. A receiver's segment holds one FIFO per message stream into the participants it
+// hosts. Every process computes the whole schedule, so every sender knows where the FIFOs of
+// every receiver lie without asking: the streams into a receiver, in (from, to, channel) order,
+// share its segment equally. Single producer (the sender's process), single consumer: `tail`
+// is written only by the producer and `head` only by the consumer, on their own cache lines,
+// so a piece costs two atomic stores and no per-element synchronisation.
+
+constexpr std::size_t kSlotHeader = 64;  // keeps payloads cache-line aligned
+static_assert(sizeof(PieceHeader) <= kSlotHeader);
+
+// `tail` is the producer's; the rest the consumer's. Reliable streams also carry, against the
+// data, how many messages the consumer has taken (`acked`) and its requests to go back to a
+// message (`rewind_to`, then `rewinds` counts them, so the producer sees each request once).
+struct FifoControl {
+  alignas(64) std::atomic<std::uint64_t> tail;
+  alignas(64) std::atomic<std::uint64_t> head;
+  std::atomic<std::uint64_t> acked;
+  std::atomic<std::uint64_t> rewind_to;
+  std::atomic<std::uint64_t> rewinds;
+};
+
+struct FifoShape {
+  std::size_t slot_bytes = kProcSlotBytes;
+  std::size_t slots = kProcSlots;
+  std::size_t stride() const { return kSlotHeader + slot_bytes; }
+  std::size_t bytes() const { return sizeof(FifoControl) + slots * stride(); }
+};
+
+// The largest FIFOs that let `fifos` of them share one segment: fewer slots first (down to
+// four), then smaller slots (down to 4 KiB), then two slots.
+inline FifoShape fifo_shape(std::size_t fifos) {
+  FifoShape shape;
+  if (fifos == 0) return shape;
+  const std::size_t room = kFifoBytes / fifos;
+  while (shape.bytes() > room && shape.slots > 4) shape.slots /= 2;
+  while (shape.bytes() > room && shape.slot_bytes > 4096) shape.slot_bytes /= 2;
+  while (shape.bytes() > room && shape.slots > 2) shape.slots /= 2;
+  return shape;
+}
+
+struct Fifo {
+  FifoControl* control = nullptr;
+  std::byte* slots = nullptr;
+  FifoShape shape;
+  std::byte* slot(std::uint64_t index) const { return slots + (index % shape.slots) * shape.stride(); }
+};
+
+inline Fifo fifo_at(std::byte* segment, std::size_t index, FifoShape shape) {
+  std::byte* base = segment + index * shape.bytes();
+  return Fifo{reinterpret_cast<FifoControl*>(base), base + sizeof(FifoControl), shape};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages in flight, seen from the sender. A send completes when posted, but its bytes are
+// not copied then: the message keeps pointing at the sender's buffer (`lazy`) and the progress
+// loop copies it straight into the receiver's FIFO as slots free up. Only when a later step is
+// about to write over the range that is still unsent (reliable: any of it, since it may be sent
+// again), or the call ends (the caller refills inputs and finishes avg), is it copied into a
+// private buffer. A schedule therefore never deadlocks on the bounded FIFOs, and a ring moves
+// each byte with one copy in and one copy or reduction out.
+//
+// With a hook, each transmission is decided at once: the pristine bytes are staged, their
+// per-piece checksums taken, and the hook gets a copy (`wire`) it may change, drop, delay,
+// duplicate or hold back behind the stream's next message.
+
+// A reordered message waits behind the stream's next message at most this long (seconds): the
+// next one may itself wait for the held one's effects downstream, and a real network reorders
+// within a window too. 50 ms of real time, so that a loaded or sanitized process still posts the
+// next message within it.
+constexpr double kReorderWindow = 0.05;
+
+struct Outgoing {
+  std::uint64_t sequence = 0;
+  const std::byte* source = nullptr;  // lazy: the sender's buffer; null once staged
+  std::vector<std::byte> owned;       // staged: bytes [owned_base, bytes)
+  std::size_t owned_base = 0;
+  std::size_t bytes = 0;
+  std::size_t pushed = 0;
+  bool started = false;               // a zero-byte message still travels as one empty piece
+  // The transmission in progress (hook only: wire, sums, and the decision).
+  bool hooked = false;                // the hook decided this transmission; `wire` holds it
+  std::vector<std::byte> wire;
+  std::vector<std::uint64_t> sums;    // per piece, of the pristine bytes
+  std::uint32_t attempt = 0;
+  std::uint32_t asked = 0;            // times the receiver asked to go back to it
+  double not_before = 0;              // a hook's delay
+  bool dropped = false;
+  int copies = 0;                     // duplicates still to push after this transmission
+  bool held = false;                  // reorder: waits until the stream's next message is out,
+  double held_until = 0;              // or until this time (kReorderWindow), whichever is first
+
+  bool lazy() const { return source != nullptr; }
+  const std::byte* at(std::size_t offset) const { return lazy() ? source + offset : owned.data() + (offset - owned_base); }
+  const std::byte* payload(std::size_t offset) const { return hooked ? wire.data() + offset : at(offset); }
+  bool done() const { return started && pushed == bytes; }
+  // Copies the bytes from `from` on aside (the rest was pushed and will not be needed again).
+  void stage(std::size_t from) {
+    owned.assign(source + from, source + bytes);
+    owned_base = from;
+    source = nullptr;
+  }
+};
+
+struct Outbound {
+  Key key;
+  Fifo fifo;                       // shm: in the receiver's segment
+  Connection* connection = nullptr;  // tcp
+  std::size_t piece_bytes = kProcSlotBytes;
+  std::uint64_t per_call = 0;      // messages on this stream per call
+  std::uint64_t next = 0;          // the sequence number to push next
+  std::size_t cursor = 0;          // queue entries before `next`
+  std::uint64_t tail = 0, head_seen = 0;
+  std::uint64_t acked = 0;         // reliable: messages the receiver has taken
+  std::uint64_t rewinds_seen = 0;  // shm: rewind requests handled
+  std::deque<Outgoing> queue;      // posted and not yet pushed (reliable: not yet acked), by sequence
+};
+
+struct Inbound {
+  Key key;
+  Fifo fifo;                // shm: in this process's segment
+  bool tcp = false;
+  std::deque<Piece> pieces;  // tcp: frames read, not yet taken
+  std::uint64_t per_call = 0;
+  std::uint64_t consumed = 0;  // messages fully taken
+  std::uint64_t head = 0, tail_seen = 0;
+  // Reliable: whether a receive waits on this stream, since when it has brought nothing useful
+  // (or was asked again), and the position (message, byte) last asked for.
+  bool waiting = false;
+  double quiet_since = 0;
+  double patience = 0;         // reliable: silence before asking again (retransmit, jittered)
+  std::uint64_t asked_sequence = ~std::uint64_t{0};
+  std::size_t asked_offset = 0;
+};
+
+// A receive or send step's stream (index into inbound or outbound) and its ordinal there: the
+// k-th send step (in step order) from a to b on channel c is message k of the call on that
+// stream, and the k-th receive step takes it, as the schedule's validator counts them.
+struct StepLink {
+  int link = -1;
+  std::uint64_t ordinal = 0;
+};
+
+struct Stream {
+  std::vector<int> steps;
+  std::size_t next = 0;
+  std::size_t received = 0;  // bytes of the current receive taken so far
+  bool started = false;
+};
+
+struct Hosted {
+  int participant = 0;
+  std::vector<Stream> streams;
+  std::vector<StepLink> links;  // per step
+  std::vector<std::uint8_t> done;
+  std::size_t remaining = 0;
+  ProcBuffers buffers;
+};
+
+enum class Taken { Nothing, Some, All };
+
+}  // namespace collcheck::proc
+
+namespace collcheck {
+
+struct ProcTransport::State {
+  State(World& w, ProcLinks l)
+      : world(w), links(l), rank(w.rank()), size(w.size()), peers_arrived(static_cast<std::size_t>(size), 0) {}
+  ~State();
+
+  World& world;
+  ProcLinks links;
+  int rank, size;
+  proc::Peers peers;  // hosts, segments and connections, from connect()
+  std::uint32_t epoch = 0;
+
+  // The case in progress.
+  const Schedule* schedule = nullptr;
+  ProcRunOptions options;
+  std::size_t element = 1;
+  std::vector<proc::Outbound> outbound;
+  std::vector<proc::Inbound> inbound;
+  std::map<proc::Key, int> inbound_index;
+  std::vector<proc::Hosted> hosted;
+  std::size_t lazy = 0;  // lazy messages in the outbound queues
+  std::uint64_t call = 0;
+  std::string failure;   // set by a step, a link, or another process; ends the run
+  std::vector<std::vector<std::byte>> spare;  // tcp payload buffers for reuse
+  std::map<proc::Key, int> outbound_index;
+
+  // The link protocol of the case (ProcRunOptions::protocol with its defaults resolved).
+  bool checksums = true, reliable = false;
+  bool forever = false;      // never give up waiting: neither timeout nor deadline
+  double timeout = 2, retransmit = 0.2;
+  std::uint64_t asks = 0;  // reliable: requests to go back so far (draws their jitter)
+  int retries = 7;
+  bool sweeping = false;     // stale pieces can arrive (a hook or retransmissions)
+  bool meeting = false;      // in begin()'s barriers: the FIFOs may still hold the last case's words
+  double last_news = 0;      // when this process last moved anything
+  std::vector<std::uint32_t> peers_done;  // tcp: the last case each rank said it finished
+  std::vector<std::uint64_t> done_marks;  // tcp: where our own Done frame to each rank ends
+  std::vector<std::uint64_t> peers_arrived;  // tcp: the last Arrived mark of each rank (any case)
+
+  int host(int participant) const { return proc_host(participant, schedule->nranks()); }
+  bool via_shm(const proc::Key& key) const {
+    const int from = host(key.from), to = host(key.to);
+    return from == to || (links != ProcLinks::Tcp && peers.hosts[static_cast<std::size_t>(from)] ==
+                                                          peers.hosts[static_cast<std::size_t>(to)]);
+  }
+  double now() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - options.start).count();
+  }
+  std::string participant_name(int p) const {
+    return p < schedule->nranks() ? "rank " + std::to_string(p) : "switch " + std::to_string(p - schedule->nranks());
+  }
+
+  Status plan(const Schedule&);
+  void plan_hosted();
+  void reset_inbound();
+  void configure(const LinkProtocol& protocol);
+  bool overdue(bool progressed);
+
+  std::byte* address(const proc::Hosted& h, const Range& range) const {
+    const ProcBuffers& b = h.buffers;
+    std::byte* base = range.buffer == BufferKind::Input ? b.input : range.buffer == BufferKind::Output ? b.output : b.scratch;
+    return base == nullptr ? nullptr : base + range.offset * element;
+  }
+  void reduce(const std::byte* a, const std::byte* b, std::byte* out, std::size_t bytes) const {
+    auto apply = options.reduction.reduce ? options.reduction.reduce : &reduce_elements_fast;
+    apply(schedule->shape.dtype, schedule->shape.op, a, b, out, bytes / element);
+  }
+
+  void protect(const std::byte* at, std::size_t bytes);
+  void settle();
+  void post(const proc::Hosted& h, const Step& step, const proc::StepLink& link);
+  proc::Taken receive(proc::Hosted& h, const Step& step, const proc::StepLink& link,
+                      proc::Stream& stream);
+  bool advance(proc::Hosted& h, proc::Stream& stream);
+  std::string stuck(const std::string& how) const;
+
+  // Receiving: the next piece of a stream without taking it, taking it, and what is wrong with it.
+  bool peek(proc::Inbound& in, proc::PieceHeader& header, const std::byte*& data);
+  void pop(proc::Inbound& in);
+  std::string problem(const proc::PieceHeader& piece, const std::byte* data, std::uint64_t sequence,
+                      std::size_t received, std::size_t bytes) const;
+  bool sweep(proc::Inbound& in);
+  void ask(proc::Inbound& in, std::uint64_t sequence, std::size_t offset);
+  void acknowledge(proc::Inbound& in);
+
+  // Sending: one transmission's hook decision, the next message to push, pushing it, going back.
+  void decide(proc::Outbound& o, proc::Outgoing& m);
+  proc::Outgoing* choose(proc::Outbound& o, double time);
+  bool push(proc::Outbound& o, proc::Outgoing& m, bool& moved);
+  void finished(proc::Outbound& o, proc::Outgoing& m);
+  bool heed_receiver(proc::Outbound& o);
+  void rewind(proc::Outbound& o, std::uint64_t to);
+  bool drain(proc::Outbound& o, double time);
+  bool pump();
+  void deliver(const proc::FrameHeader& header, std::vector<std::byte> payload);
+
+  // The world: stopping every process, hearing that another stopped, meeting at the end.
+  void fail(std::string reason);
+  void heed_stop();
+  void send_control(int to_rank, proc::FrameKind kind, const proc::Key& key, std::uint64_t sequence,
+                    const std::string& text = {});
+  void flush(double seconds);
+  void announce_done();
+  bool done(int q) const;
+  bool everyone_done() const;
+  bool arrived(int q, int phase) const;
+  Status meet(int phase);
+  std::string stop_reason(int by) const;
+};
+
+}  // namespace collcheck

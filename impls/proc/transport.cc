@@ -1,0 +1,462 @@
+// The proc transport's step scheduling: connects the links, lays out each case's message streams
+// and FIFOs, runs the steps of the participants hosted here, and names what a run waits for.
+#include "impls/proc/transport.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include <sched.h>
+#include <string.h>
+
+#include "impls/proc/progress.h"
+
+namespace collcheck {
+
+using namespace proc;
+
+namespace {
+
+std::string seconds_text(double seconds) {
+  std::ostringstream out;
+  out << seconds;
+  return out.str();
+}
+
+}  // namespace
+
+std::string_view name(ProcLinks links) {
+  switch (links) {
+    case ProcLinks::Shm: return "shm";
+    case ProcLinks::Tcp: return "tcp";
+    default: return "auto";
+  }
+}
+
+Result<ProcLinks> parse_proc_links(std::string_view text) {
+  if (text == "auto") return ProcLinks::Auto;
+  if (text == "shm") return ProcLinks::Shm;
+  if (text == "tcp") return ProcLinks::Tcp;
+  return Error{"transport", "'" + std::string(text) + "': must be auto, shm or tcp"};
+}
+
+ProcTransport::State::~State() { close_peers(peers); }
+
+ProcTransport::ProcTransport(std::unique_ptr<State> state) : state_(std::move(state)) {}
+ProcTransport::~ProcTransport() = default;
+
+Result<std::unique_ptr<ProcTransport>> ProcTransport::connect(World& world, ProcLinks links) {
+  auto state = std::make_unique<State>(world, links);
+  Status connected = connect_peers(world, links, state->peers);
+  if (!connected) return connected.error();
+  return std::unique_ptr<ProcTransport>(new ProcTransport(std::move(state)));
+}
+
+std::string ProcTransport::links() const {
+  const bool tcp = std::any_of(state_->peers.connections.begin(), state_->peers.connections.end(),
+                               [](const Connection& c) { return c.fd >= 0; });
+  return tcp ? (state_->size > 1 && state_->links != ProcLinks::Tcp ? "shm+tcp" : "tcp") : "shm";
+}
+
+// Every stream of the schedule, each receiver's FIFO layout, and this process's ends of them.
+// Everything here depends only on the schedule, so every process decides the same (an error
+// included) before anyone waits at the barrier.
+Status ProcTransport::State::plan(const Schedule& s) {
+  schedule = &s;
+  element = size_of(s.shape.dtype);
+  std::map<Key, std::uint64_t> per_call;
+  for (int p = 0; p < s.nparticipants(); ++p) {
+    for (const Step& step : s.participants[static_cast<std::size_t>(p)].steps) {
+      if (step.sends()) ++per_call[Key{p, step.peer, step.channel}];
+    }
+  }
+  std::vector<std::size_t> fifos(static_cast<std::size_t>(size), 0);
+  std::map<Key, std::size_t> fifo_index;
+  for (const auto& entry : per_call) {
+    if (via_shm(entry.first)) fifo_index[entry.first] = fifos[static_cast<std::size_t>(host(entry.first.to))]++;
+  }
+  for (int r = 0; r < size; ++r) {
+    const std::size_t n = fifos[static_cast<std::size_t>(r)];
+    if (n * fifo_shape(n).bytes() > kFifoBytes) {
+      return Error{"schedule", "rank " + std::to_string(r) + " receives on " + std::to_string(n) +
+                                   " streams; the proc transport's segment holds at most " +
+                                   std::to_string(kFifoBytes / fifo_shape(1 << 20).bytes())};
+    }
+  }
+  outbound.clear();
+  inbound.clear();
+  inbound_index.clear();
+  outbound_index.clear();
+  for (const auto& [key, count] : per_call) {
+    const int to = host(key.to);
+    const bool shm = via_shm(key);
+    const FifoShape shape = fifo_shape(fifos[static_cast<std::size_t>(to)]);
+    if (host(key.from) == rank) {
+      Outbound o;
+      o.key = key;
+      o.per_call = count;
+      if (shm) o.fifo = fifo_at(peers.segments[static_cast<std::size_t>(to)], fifo_index[key], shape);
+      else o.connection = &peers.connections[static_cast<std::size_t>(to)];
+      o.piece_bytes = shm ? shape.slot_bytes : kProcSlotBytes;
+      outbound.push_back(std::move(o));
+    }
+    if (to == rank) {
+      Inbound in;
+      in.key = key;
+      in.per_call = count;
+      in.tcp = !shm;
+      if (shm) in.fifo = fifo_at(peers.segments[static_cast<std::size_t>(rank)], fifo_index[key], shape);
+      inbound_index[key] = static_cast<int>(inbound.size());
+      inbound.push_back(std::move(in));
+    }
+  }
+  plan_hosted();
+  return Ok{};
+}
+
+// The participants this process runs: their streams, and each step's link and ordinal.
+void ProcTransport::State::plan_hosted() {
+  for (std::size_t i = 0; i < outbound.size(); ++i) outbound_index[outbound[i].key] = static_cast<int>(i);
+  hosted.clear();
+  for (int p = 0; p < schedule->nparticipants(); ++p) {
+    if (host(p) != rank) continue;
+    const std::vector<Step>& steps = schedule->participants[static_cast<std::size_t>(p)].steps;
+    Hosted h;
+    h.participant = p;
+    h.links.resize(steps.size());
+    std::map<int, std::vector<int>> by_stream;
+    std::map<Key, std::uint64_t> sends, receives;
+    for (int k = 0; k < static_cast<int>(steps.size()); ++k) {
+      const Step& step = steps[static_cast<std::size_t>(k)];
+      by_stream[step.stream].push_back(k);
+      StepLink& link = h.links[static_cast<std::size_t>(k)];
+      if (step.sends()) {
+        const Key key{p, step.peer, step.channel};
+        link = StepLink{outbound_index.at(key), sends[key]++};
+      } else if (step.receives()) {
+        const Key key{step.peer, p, step.channel};
+        link = StepLink{inbound_index.at(key), receives[key]++};
+      }
+    }
+    for (auto& entry : by_stream) h.streams.push_back(Stream{std::move(entry.second)});
+    hosted.push_back(std::move(h));
+  }
+}
+
+void ProcTransport::State::reset_inbound() {
+  for (Inbound& in : inbound) {
+    if (in.tcp) continue;
+    in.head = in.tail_seen = 0;
+    in.fifo.control->tail.store(0, std::memory_order_relaxed);
+    in.fifo.control->head.store(0, std::memory_order_relaxed);
+    in.fifo.control->acked.store(0, std::memory_order_relaxed);
+    in.fifo.control->rewind_to.store(0, std::memory_order_relaxed);
+    in.fifo.control->rewinds.store(0, std::memory_order_relaxed);
+  }
+}
+
+// The link protocol of a case: its defaults resolved against the run's deadline.
+void ProcTransport::State::configure(const LinkProtocol& protocol) {
+  checksums = protocol.checksums;
+  reliable = protocol.reliable;
+  retries = std::max(protocol.retries, 0);
+  forever = protocol.timeout < 0;
+  timeout = protocol.timeout > 0 ? protocol.timeout : std::min(2.0, options.deadline);
+  retransmit = protocol.retransmit > 0 ? protocol.retransmit : timeout / (retries + 3);
+  sweeping = reliable || options.hook != nullptr;
+  last_news = 0;
+  peers_done.assign(static_cast<std::size_t>(size), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The world: a process that fails a run stops every other one, so that the run ends `detected`
+// on every rank within the link timeout. On one host it leaves its reason in its own segment and
+// its epoch and rank in every other's stop word, which each polls in its progress loop; over TCP
+// it sends an abort frame. Both carry the case's epoch, so a stop from an earlier case is ignored.
+
+void ProcTransport::State::fail(std::string reason) {
+  if (!failure.empty()) return;
+  failure = std::move(reason);
+  SegmentControl* own = segment_control(peers.segments[static_cast<std::size_t>(rank)]);
+  const std::size_t n = std::min(failure.size(), kReasonBytes - 1);
+  std::memcpy(own->reason, failure.data(), n);
+  own->reason[n] = '\0';
+  own->reason_epoch.store(epoch, std::memory_order_release);
+  const std::uint64_t word = (std::uint64_t{epoch} << 32) | static_cast<std::uint64_t>(rank + 1);
+  for (int q = 0; q < size; ++q) {
+    if (q == rank) continue;
+    if (std::byte* segment = peers.segments[static_cast<std::size_t>(q)]) {
+      segment_control(segment)->stop.store(word, std::memory_order_release);
+    } else {
+      send_control(q, FrameKind::Abort, Key{rank, q, 0}, 0, failure.substr(0, n));
+    }
+  }
+  flush(0.2);  // best effort: what stays queued goes out with the next case, which ignores it
+}
+
+std::string ProcTransport::State::stop_reason(int by) const {
+  const std::string who = "rank " + std::to_string(by) + " stopped the run";
+  if (by < 0 || by >= size || peers.segments[static_cast<std::size_t>(by)] == nullptr) return who;
+  const SegmentControl* control = segment_control(peers.segments[static_cast<std::size_t>(by)]);
+  if (control->reason_epoch.load(std::memory_order_acquire) != epoch) return who;
+  return who + ": " + std::string(control->reason, ::strnlen(control->reason, kReasonBytes));
+}
+
+void ProcTransport::State::heed_stop() {
+  const std::uint64_t word =
+      segment_control(peers.segments[static_cast<std::size_t>(rank)])->stop.load(std::memory_order_acquire);
+  if ((word >> 32) == epoch && failure.empty()) failure = stop_reason(static_cast<int>(word & 0xffffffffu) - 1);
+}
+
+void ProcTransport::State::send_control(int to_rank, FrameKind kind, const Key& key, std::uint64_t sequence,
+                                        const std::string& text) {
+  Connection& c = peers.connections[static_cast<std::size_t>(to_rank)];
+  if (c.fd < 0) return;
+  const FrameHeader header{epoch, kind, key.from, key.to, key.channel, 0, PieceHeader{sequence, 0, text.size(), 0, 0}};
+  append_frame(c, header, reinterpret_cast<const std::byte*>(text.data()));
+}
+
+void ProcTransport::State::flush(double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    bool pending = false;
+    for (Connection& c : peers.connections) {
+      if (c.fd < 0 || c.out_sent == c.out.size()) continue;
+      std::string error;
+      write_some(c, error);
+      pending = pending || (error.empty() && c.out_sent < c.out.size());
+    }
+    if (!pending || std::chrono::steady_clock::now() > until) return;
+    sched_yield();
+  }
+}
+
+void ProcTransport::State::announce_done() {
+  segment_control(peers.segments[static_cast<std::size_t>(rank)])->done.store(epoch, std::memory_order_release);
+  done_marks.assign(static_cast<std::size_t>(size), 0);
+  for (int q = 0; q < size; ++q) {
+    if (q == rank || peers.segments[static_cast<std::size_t>(q)] != nullptr) continue;
+    send_control(q, FrameKind::Done, Key{rank, q, 0}, 0);
+    done_marks[static_cast<std::size_t>(q)] = peers.connections[static_cast<std::size_t>(q)].appended;
+  }
+}
+
+// Whether rank q has said it finished this case (over TCP: and our own word has left, unless q
+// closed the connection, which it does only once it has heard every rank finish).
+bool ProcTransport::State::done(int q) const {
+  if (std::byte* segment = peers.segments[static_cast<std::size_t>(q)]) {
+    return segment_control(segment)->done.load(std::memory_order_acquire) >= epoch;
+  }
+  const Connection& c = peers.connections[static_cast<std::size_t>(q)];
+  return peers_done[static_cast<std::size_t>(q)] == epoch && (c.fd < 0 || c.written >= done_marks[static_cast<std::size_t>(q)]);
+}
+
+// Whether rank q has reached phase `phase` of this case's beginning (or the next phase).
+bool ProcTransport::State::arrived(int q, int phase) const {
+  std::byte* segment = peers.segments[static_cast<std::size_t>(q)];
+  const std::uint64_t mark = segment != nullptr
+                                 ? segment_control(segment)->arrived.load(std::memory_order_acquire)
+                                 : peers_arrived[static_cast<std::size_t>(q)];
+  return mark / 4 == epoch && static_cast<int>(mark % 4) >= phase;
+}
+
+// A barrier over the links themselves, within the link timeout.
+Status ProcTransport::State::meet(int phase) {
+  const std::uint64_t mark = std::uint64_t{epoch} * 4 + static_cast<std::uint64_t>(phase);
+  segment_control(peers.segments[static_cast<std::size_t>(rank)])->arrived.store(mark, std::memory_order_release);
+  for (int q = 0; q < size; ++q) {
+    if (q != rank && peers.segments[static_cast<std::size_t>(q)] == nullptr) send_control(q, FrameKind::Arrived, Key{rank, q, 0}, mark);
+  }
+  const double give_up = now() + timeout;
+  for (;;) {
+    std::string missing;
+    for (int q = 0; q < size; ++q) {
+      if (q != rank && !arrived(q, phase)) missing += (missing.empty() ? "" : ", ") + std::to_string(q);
+    }
+    if (missing.empty()) return Ok{};
+    const bool progressed = pump();
+    if (!failure.empty()) return Error{"proc", failure};
+    if (!forever && now() > give_up) {
+      return Error{"proc", "rank " + std::to_string(rank) + ": rank(s) " + missing + " did not begin the case within " +
+                               seconds_text(timeout) + " s (the link timeout)"};
+    }
+    if (!progressed) sched_yield();
+  }
+}
+
+bool ProcTransport::State::everyone_done() const {
+  for (int q = 0; q < size; ++q) {
+    if (q != rank && !done(q)) return false;
+  }
+  return true;
+}
+
+// Two barriers (timed, so that a rank stopped before the case began cannot hang the others in a
+// barrier of the World): the first makes sure no process still writes into any FIFO under the last
+// case's layout (a run that ended in an error leaves its peers sending until their deadline);
+// the second that every inbound FIFO is empty before anyone sends under the new one. TCP frames
+// of an earlier case still on the wire carry an older epoch and are dropped when read, and so
+// are stop words of an earlier case.
+Status ProcTransport::begin(const Schedule& schedule, const ProcRunOptions& options) {
+  State& s = *state_;
+  s.options = options;
+  s.call = 0;
+  s.lazy = 0;
+  s.failure.clear();
+  ++s.epoch;
+  s.configure(options.protocol);
+  Status planned = s.plan(schedule);
+  if (!planned) return planned;
+  s.meeting = true;
+  Status met = s.meet(1);
+  if (met) {
+    s.reset_inbound();
+    met = s.meet(2);
+  }
+  s.meeting = false;
+  return met;
+}
+
+// Runs the stream's steps until one has to wait; true when anything moved.
+bool ProcTransport::State::advance(Hosted& h, Stream& stream) {
+  const std::vector<Step>& steps = schedule->participants[static_cast<std::size_t>(h.participant)].steps;
+  bool progressed = false;
+  while (stream.next < stream.steps.size() && failure.empty()) {
+    const int k = stream.steps[stream.next];
+    const Step& step = steps[static_cast<std::size_t>(k)];
+    for (int earlier : step.after) {
+      if (h.done[static_cast<std::size_t>(earlier)] == 0) return progressed;
+    }
+    const StepLink& link = h.links[static_cast<std::size_t>(k)];
+    const std::size_t bytes = step.to.count * element;
+    switch (step.kind) {
+      case StepKind::Send: post(h, step, link); break;
+      case StepKind::Copy:
+        protect(address(h, step.to), bytes);
+        if (bytes > 0) std::memmove(address(h, step.to), address(h, step.from), bytes);
+        break;
+      case StepKind::Reduce:
+        protect(address(h, step.to), bytes);
+        if (bytes > 0) reduce(address(h, step.to), address(h, step.from), address(h, step.to), bytes);
+        break;
+      default: {
+        const Taken taken = receive(h, step, link, stream);
+        if (taken != Taken::All) return progressed || taken == Taken::Some;
+      }
+    }
+    h.done[static_cast<std::size_t>(k)] = 1;
+    --h.remaining;
+    ++stream.next;
+    stream.received = 0;
+    stream.started = false;
+    progressed = true;
+  }
+  return progressed;
+}
+
+// What this process waits for when it gives up (`how`: "after 0.3 s"): a receive that has no
+// message, preferably.
+std::string ProcTransport::State::stuck(const std::string& how) const {
+  const std::string after = " " + how;
+  std::string first;
+  for (const Hosted& h : hosted) {
+    const std::vector<Step>& steps = schedule->participants[static_cast<std::size_t>(h.participant)].steps;
+    for (const Stream& stream : h.streams) {
+      if (stream.next == stream.steps.size()) continue;
+      const int k = stream.steps[stream.next];
+      const Step& step = steps[static_cast<std::size_t>(k)];
+      const bool ready = std::all_of(step.after.begin(), step.after.end(),
+                                     [&](int e) { return h.done[static_cast<std::size_t>(e)] != 0; });
+      if (ready && step.receives()) {
+        const StepLink& link = h.links[static_cast<std::size_t>(k)];
+        const Inbound& in = inbound[static_cast<std::size_t>(link.link)];
+        return participant_name(h.participant) + " step " + std::to_string(k) + " (" + std::string(name(step.kind)) +
+               " from " + participant_name(step.peer) + ", channel " + std::to_string(step.channel) + "): no message" +
+               after + " (call " + std::to_string(call) + ", message " +
+               std::to_string(call * in.per_call + link.ordinal) + ")";
+      }
+      if (first.empty()) first = describe(*schedule, h.participant, k) + ": not done" + after;
+    }
+  }
+  return first.empty() ? "rank " + std::to_string(rank) + ": stuck" + after : first;
+}
+
+// Whether a wait has lasted too long: past the run's deadline (this process alone gives up: every
+// process has the same deadline), or with nothing new for the link timeout (this process stops
+// every other one). Never, in a world told to wait for ever.
+bool ProcTransport::State::overdue(bool progressed) {
+  if (forever) return false;
+  const double time = now();
+  if (progressed) {
+    last_news = time;
+    return false;
+  }
+  if (time > options.deadline) {
+    if (failure.empty()) failure = stuck("after " + seconds_text(options.deadline) + " s");
+    return true;
+  }
+  if (time - last_news > timeout) {
+    fail(stuck("for " + seconds_text(timeout) + " s (the link timeout)"));
+    return true;
+  }
+  return false;
+}
+
+Status ProcTransport::run_call(std::span<const ProcBuffers> buffers) {
+  State& s = *state_;
+  for (Hosted& h : s.hosted) {
+    const std::size_t steps = s.schedule->participants[static_cast<std::size_t>(h.participant)].steps.size();
+    h.buffers = buffers[static_cast<std::size_t>(h.participant)];
+    h.done.assign(steps, 0);
+    h.remaining = steps;
+    for (Stream& stream : h.streams) stream = Stream{std::move(stream.steps)};
+  }
+  for (Inbound& in : s.inbound) in.waiting = false;
+  auto unfinished = [&] {
+    return std::any_of(s.hosted.begin(), s.hosted.end(), [](const Hosted& h) { return h.remaining > 0; });
+  };
+  while (unfinished()) {
+    bool progressed = false;
+    for (Hosted& h : s.hosted) {
+      for (Stream& stream : h.streams) progressed |= s.advance(h, stream);
+    }
+    progressed |= s.pump();
+    if (!s.failure.empty()) return Error{"proc", s.failure};
+    if (s.overdue(progressed)) return Error{"proc", s.failure};
+    if (!progressed) sched_yield();  // ranks may outnumber cores: let the peer we wait for run
+  }
+  s.settle();
+  ++s.call;
+  return Ok{};
+}
+
+// The end of a run: this process says it is done and waits until every other one is (or stops
+// the run), moving its messages along meanwhile, so that every process ends a run the same way:
+// a rank that finds a damaged last message still fails the run everywhere. Bounded by the
+// deadline only: a peer may still work for long on what does not concern this process.
+Status ProcTransport::finish() {
+  State& s = *state_;
+  s.settle();
+  s.announce_done();
+  for (;;) {
+    const bool progressed = s.pump();
+    if (s.everyone_done()) return Ok{};  // no one stopped the run; a peer may have left already
+    if (!s.failure.empty()) return Error{"proc", s.failure};
+    if (progressed) continue;
+    if (!s.forever && s.now() > s.options.deadline) {
+      std::string waiting;
+      for (int q = 0; q < s.size; ++q) {
+        if (q != s.rank && !s.done(q)) waiting += (waiting.empty() ? "" : ", ") + std::to_string(q);
+      }
+      return Error{"proc", "rank " + std::to_string(s.rank) + ": rank(s) " + waiting + " not finished after " +
+                               seconds_text(s.options.deadline) + " s"};
+    }
+    sched_yield();
+  }
+}
+
+
+}  // namespace collcheck

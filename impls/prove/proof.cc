@@ -1,0 +1,385 @@
+// The symbolic interpreter behind prove(): every element is a set of (rank, index) input
+// contributions, kept as runs of consecutive ranks per index, so ring and tree partial sums
+// stay a run or two even at thousands of ranks.
+#include "impls/prove/proof.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <optional>
+#include <span>
+#include <tuple>
+#include <vector>
+
+namespace collcheck {
+namespace {
+
+// Contributions (r, index) for every rank r in [first, end).
+struct Run {
+  std::uint64_t index;
+  std::uint32_t first;
+  std::uint32_t end;
+
+  friend bool operator==(const Run&, const Run&) = default;
+};
+
+// What one element holds: undefined (never written), or a set of contributions; and which
+// step wrote it last, for the report. One run, the common case, is kept without allocating.
+class Element {
+ public:
+  Element() = default;
+  Element(std::uint64_t index, std::uint32_t rank) : defined_(true), count_(1), single_{index, rank, rank + 1} {}
+
+  bool defined() const { return defined_; }
+  int writer() const { return writer_; }
+  void set_writer(int step) { writer_ = step; }
+  std::span<const Run> runs() const { return count_ <= 1 ? std::span<const Run>(&single_, count_) : std::span<const Run>(many_); }
+
+  void assign(std::vector<Run> runs) {
+    defined_ = true;
+    count_ = static_cast<std::uint32_t>(runs.size());
+    if (count_ == 1) single_ = runs[0];
+    many_ = count_ > 1 ? std::move(runs) : std::vector<Run>{};
+  }
+  void assign_single(const Run& run) {
+    defined_ = true;
+    count_ = 1;
+    single_ = run;
+    many_.clear();
+  }
+
+ private:
+  bool defined_ = false;
+  int writer_ = -1;  // step index of the owning participant; -1: initial contents
+  std::uint32_t count_ = 0;
+  Run single_{};
+  std::vector<Run> many_;
+};
+
+std::string show(std::span<const Run> runs) {
+  if (runs.empty()) return "{}";
+  std::string out = "{";
+  for (const Run& run : runs) {
+    if (out.size() > 1) out += ", ";
+    out += "index " + std::to_string(run.index) + ": rank" + (run.end - run.first > 1 ? "s " : " ") +
+           std::to_string(run.first) + (run.end - run.first > 1 ? ".." + std::to_string(run.end - 1) : "");
+  }
+  return out + "}";
+}
+
+// The union of two disjoint sets; `shared` names the first contribution they have in common.
+struct Union {
+  std::vector<Run> runs;
+  std::optional<Run> shared;
+};
+
+Union combine(std::span<const Run> a, std::span<const Run> b) {
+  Union u;
+  u.runs.reserve(a.size() + b.size());
+  auto less = [](const Run& x, const Run& y) { return std::tie(x.index, x.first) < std::tie(y.index, y.first); };
+  std::size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    const Run next = (j == b.size() || (i < a.size() && less(a[i], b[j]))) ? a[i++] : b[j++];
+    if (!u.runs.empty() && u.runs.back().index == next.index) {
+      Run& last = u.runs.back();
+      if (next.first < last.end) {
+        u.shared = Run{next.index, next.first, std::min(last.end, next.end)};
+        return u;
+      }
+      if (next.first == last.end) {
+        last.end = next.end;
+        continue;
+      }
+    }
+    u.runs.push_back(next);
+  }
+  return u;
+}
+
+using Contents = std::vector<Element>;
+
+class Interpreter {
+ public:
+  explicit Interpreter(const Schedule& s) : s_(s) {
+    const auto n = static_cast<std::size_t>(s.nparticipants());
+    output_.resize(n);
+    scratch_.resize(n);
+    input_.resize(n);
+    done_.resize(n);
+    streams_.resize(n);
+    for (int p = 0; p < s.nparticipants(); ++p) {
+      const auto q = static_cast<std::size_t>(p);
+      output_[q].resize(s.buffer_size(p, BufferKind::Output));
+      scratch_[q].resize(s.buffer_size(p, BufferKind::Scratch));
+      done_[q].assign(s.participants[q].steps.size(), false);
+      std::map<int, std::vector<int>> by_stream;
+      const auto& steps = s.participants[q].steps;
+      for (int k = 0; k < static_cast<int>(steps.size()); ++k) by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
+      for (auto& [stream, indices] : by_stream) streams_[q].push_back(Stream{std::move(indices), 0});
+      if (!s.participants[q].is_switch) initialize_input(p);
+    }
+  }
+
+  Proof run() {
+    Proof proof;
+    // A worklist of participants that may be able to move; a send wakes its receiver.
+    std::deque<int> work;
+    std::vector<bool> queued(static_cast<std::size_t>(s_.nparticipants()), true);
+    for (int p = 0; p < s_.nparticipants(); ++p) work.push_back(p);
+    while (!work.empty() && proof.ok) {
+      const int p = work.front();
+      work.pop_front();
+      queued[static_cast<std::size_t>(p)] = false;
+      advance(p, proof, [&](int woken) {
+        if (!queued[static_cast<std::size_t>(woken)]) {
+          queued[static_cast<std::size_t>(woken)] = true;
+          work.push_back(woken);
+        }
+      });
+    }
+    if (proof.ok) check_finished(proof);
+    if (proof.ok) check_outputs(proof);
+    return proof;
+  }
+
+ private:
+  void initialize_input(int p) {
+    const auto q = static_cast<std::size_t>(p);
+    const std::size_t size = s_.buffer_size(p, BufferKind::Input);
+    const auto rank = static_cast<std::uint32_t>(p);
+    if (!s_.shape.in_place) return;  // out of place the input is implicit and never written
+    const Alias alias = in_place_alias(s_.shape, p);
+    if (alias.inside == BufferKind::Output) {  // reduce-scatter: the output lies in the input
+      input_[q].resize(size);
+      for (std::size_t i = 0; i < size; ++i) input_[q][i] = Element(i, rank);
+      return;
+    }
+    for (std::size_t i = 0; i < size; ++i) {
+      output_[q].at(alias.offset + i) = Element(i, rank);
+    }
+  }
+
+  // The stored element behind (buffer, i) of participant p, after in-place aliasing.
+  Element& at(int p, BufferKind buffer, std::size_t i) {
+    const auto q = static_cast<std::size_t>(p);
+    if (buffer == BufferKind::Scratch) return scratch_[q][i];
+    if (s_.shape.in_place && !s_.participants[q].is_switch) {
+      const Alias alias = in_place_alias(s_.shape, p);
+      if (alias.inside == BufferKind::Input && buffer == BufferKind::Input) return output_[q][alias.offset + i];
+      if (alias.inside == BufferKind::Output && buffer == BufferKind::Output) return input_[q][alias.offset + i];
+      if (buffer == BufferKind::Input) return input_[q][i];
+    }
+    return output_[q][i];
+  }
+
+  // Reads a range; out of place the input is implicit. Sets `error` on an undefined element.
+  std::vector<Element> read(int p, int step, const Range& range, Proof& proof) {
+    std::vector<Element> values(range.count);
+    const bool implicit_input = range.buffer == BufferKind::Input && !s_.shape.in_place;
+    const auto rank = static_cast<std::uint32_t>(p);
+    for (std::size_t i = 0; i < range.count; ++i) {
+      const std::size_t element = range.offset + i;
+      values[i] = implicit_input ? Element(element, rank) : at(p, range.buffer, element);
+      if (!values[i].defined()) {
+        fail(proof, p, step, "reads " + std::string(name(range.buffer)) + " element " + std::to_string(element) +
+                                 ", which nothing has written");
+        return {};
+      }
+    }
+    return values;
+  }
+
+  void write(int p, int step, const Range& range, std::vector<Element> values) {
+    for (std::size_t i = 0; i < range.count; ++i) {
+      values[i].set_writer(step);
+      at(p, range.buffer, range.offset + i) = std::move(values[i]);
+    }
+  }
+
+  // The common case without allocating: two single runs of one index that meet end to end.
+  static bool merge_single(Element& a, const Element& b) {
+    if (a.runs().size() != 1 || b.runs().size() != 1) return false;
+    const Run x = a.runs()[0], y = b.runs()[0];
+    if (x.index != y.index) return false;
+    if (x.end == y.first) a.assign_single(Run{x.index, x.first, y.end});
+    else if (y.end == x.first) a.assign_single(Run{x.index, y.first, x.end});
+    else return false;
+    return true;
+  }
+
+  // a ⊕ b elementwise; fails on a contribution combined twice.
+  bool combine_into(int p, int step, const Range& range, std::vector<Element>& a, const std::vector<Element>& b,
+                    Proof& proof) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (merge_single(a[i], b[i])) continue;
+      Union u = combine(a[i].runs(), b[i].runs());
+      if (u.shared) {
+        fail(proof, p, step, std::string(name(range.buffer)) + " element " + std::to_string(range.offset + i) +
+                                 " would combine " + show(std::span<const Run>(&*u.shared, 1)) + " twice");
+        return false;
+      }
+      a[i].assign(std::move(u.runs));
+    }
+    return true;
+  }
+
+  // Runs every step of p that can run now, stream by stream, until none can.
+  template <typename Wake>
+  void advance(int p, Proof& proof, Wake wake) {
+    const auto q = static_cast<std::size_t>(p);
+    bool progress = true;
+    while (progress && proof.ok) {
+      progress = false;
+      for (Stream& stream : streams_[q]) {
+        while (stream.next < stream.steps.size() && ready(p, stream.steps[stream.next])) {
+          const int k = stream.steps[stream.next];
+          if (!execute(p, k, proof)) return;
+          done_[q][static_cast<std::size_t>(k)] = true;
+          ++stream.next;
+          ++proof.steps;
+          progress = true;
+          const Step& step = s_.participants[q].steps[static_cast<std::size_t>(k)];
+          if (step.sends()) wake(step.peer);
+        }
+      }
+    }
+  }
+
+  // Whether step k of p, the head of its stream, can run: its dependencies are done and,
+  // for a receive, its message has arrived.
+  bool ready(int p, int k) const {
+    const auto q = static_cast<std::size_t>(p);
+    const Step& step = s_.participants[q].steps[static_cast<std::size_t>(k)];
+    for (int earlier : step.after) {
+      if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
+    }
+    if (step.receives()) {
+      auto queue = queues_.find({step.peer, p, step.channel});
+      if (queue == queues_.end() || queue->second.empty()) return false;
+    }
+    return true;
+  }
+
+  bool execute(int p, int k, Proof& proof) {
+    const Step& step = s_.participants[static_cast<std::size_t>(p)].steps[static_cast<std::size_t>(k)];
+    switch (step.kind) {
+      case StepKind::Send: {
+        std::vector<Element> payload = read(p, k, step.from, proof);
+        if (!proof.ok) return false;
+        queues_[{p, step.peer, step.channel}].push_back(std::move(payload));
+        ++proof.messages;
+        return true;
+      }
+      case StepKind::Recv:
+      case StepKind::RecvReduce: {
+        auto& queue = queues_[{step.peer, p, step.channel}];
+        std::vector<Element> payload = std::move(queue.front());
+        queue.pop_front();
+        if (step.kind == StepKind::RecvReduce) {
+          std::vector<Element> local = read(p, k, step.from, proof);
+          if (!proof.ok || !combine_into(p, k, step.to, local, payload, proof)) return false;
+          payload = std::move(local);
+        }
+        write(p, k, step.to, std::move(payload));
+        return true;
+      }
+      case StepKind::Copy: {
+        std::vector<Element> values = read(p, k, step.from, proof);
+        if (!proof.ok) return false;
+        write(p, k, step.to, std::move(values));
+        return true;
+      }
+      case StepKind::Reduce: {
+        std::vector<Element> values = read(p, k, step.from, proof);
+        if (!proof.ok) return false;
+        std::vector<Element> target = read(p, k, step.to, proof);
+        if (!proof.ok || !combine_into(p, k, step.to, target, values, proof)) return false;
+        write(p, k, step.to, std::move(target));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void check_finished(Proof& proof) {
+    std::string stuck;
+    int shown = 0;
+    for (int p = 0; p < s_.nparticipants(); ++p) {
+      const auto& done = done_[static_cast<std::size_t>(p)];
+      const auto first = std::find(done.begin(), done.end(), false);
+      if (first == done.end()) continue;
+      if (shown++ < 4) stuck += "\n  " + describe(s_, p, static_cast<int>(first - done.begin()));
+    }
+    if (shown == 0) return;
+    proof.ok = false;
+    proof.message = "deadlock: " + std::to_string(shown) + " participant" + (shown > 1 ? "s" : "") +
+                    " wait forever, e.g." + stuck;
+  }
+
+  // What output element i of `rank` must hold.
+  Run wanted(int rank, std::size_t i) const {
+    const Case& c = s_.shape;
+    const auto n = static_cast<std::uint32_t>(c.nranks);
+    const auto r = static_cast<std::size_t>(rank);
+    switch (c.collective) {
+      case Collective::AllGather: {
+        const auto source = static_cast<std::uint32_t>(i / std::max<std::size_t>(c.count, 1));
+        return Run{i % std::max<std::size_t>(c.count, 1), source, source + 1};
+      }
+      case Collective::AllToAll: {
+        const auto source = static_cast<std::uint32_t>(i / std::max<std::size_t>(c.count, 1));
+        return Run{r * c.count + i % std::max<std::size_t>(c.count, 1), source, source + 1};
+      }
+      case Collective::Broadcast: {
+        const auto root = static_cast<std::uint32_t>(c.root);
+        return Run{i, root, root + 1};
+      }
+      case Collective::ReduceScatter: return Run{r * c.count + i, 0, n};
+      default: return Run{i, 0, n};  // all-reduce, reduce (root)
+    }
+  }
+
+  void check_outputs(Proof& proof) {
+    for (int rank = 0; rank < s_.nranks() && proof.ok; ++rank) {
+      const std::size_t size = s_.buffer_size(rank, BufferKind::Output);
+      for (std::size_t i = 0; i < size; ++i) {
+        const Element& element = at(rank, BufferKind::Output, i);
+        const Run want = wanted(rank, i);
+        if (element.defined() && element.runs().size() == 1 && element.runs()[0] == want) continue;
+        const std::string holds = element.defined() ? show(element.runs()) : "nothing (never written)";
+        const std::string where =
+            element.writer() >= 0 ? " (last written by " + describe(s_, rank, element.writer()) + ")" : "";
+        proof.ok = false;
+        proof.message = "rank " + std::to_string(rank) + " output element " + std::to_string(i) + " holds " + holds +
+                        where + ", but " + std::string(name(s_.shape.collective)) + " needs " + show(std::span<const Run>(&want, 1));
+        return;
+      }
+    }
+  }
+
+  void fail(Proof& proof, int p, int step, const std::string& what) {
+    proof.ok = false;
+    proof.message = describe(s_, p, step) + ": " + what;
+  }
+
+  struct Stream {
+    std::vector<int> steps;  // step indices of the participant, in order
+    std::size_t next;        // the first not yet run
+  };
+
+  const Schedule& s_;
+  std::vector<std::vector<Stream>> streams_;
+  std::vector<Contents> output_, scratch_, input_;
+  std::vector<std::vector<bool>> done_;
+  std::map<std::tuple<int, int, int>, std::deque<std::vector<Element>>> queues_;
+};
+
+}  // namespace
+
+Proof prove(const Schedule& schedule) {
+  Status valid = validate(schedule);
+  if (!valid) return Proof{false, valid.error().message, 0, 0};
+  return Interpreter(schedule).run();
+}
+
+}  // namespace collcheck

@@ -1,0 +1,31 @@
+// The symbolic proof of a schedule: runs it on provenance instead of numbers, every element
+// being the set of (rank, index) input contributions it holds, and checks every output.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "impls/schedule/schedule.h"
+
+namespace collcheck {
+
+// What the proof found. On failure `message` names the first offending participant, step
+// and element, and what was expected there.
+struct Proof {
+  bool ok = true;
+  std::string message;
+  std::size_t steps = 0;     // steps executed
+  std::size_t messages = 0;  // sends matched
+};
+
+// Proves, without numbers, that after the schedule runs (sends buffered, participants
+// interleaved in a fixed order):
+//   - every step's inputs are defined (nothing reads scratch or output it did not write);
+//   - no reduction combines a contribution twice (each exactly once);
+//   - every output element of every rank holds exactly the contributions the collective
+//     defines (all-reduce: (r, i) for every rank r; all-gather: the one input it copies; ...);
+//   - nothing writes an out-of-place input, and no participant is left waiting (deadlock).
+// In-place schedules run with the input aliased into the output as NCCL lays it out.
+Proof prove(const Schedule&);
+
+}  // namespace collcheck

@@ -1,0 +1,123 @@
+// The registry: the backend grammar (`ALGORITHM@sim[:key=value,...]`, `mutant:NAME@sim`,
+// `all@sim`, `ALGORITHM@proc`, `mpi[...]`, `gloo[...]`) and the backends each spec names.
+#include "impls/registry.h"
+
+#include <algorithm>
+
+#include "collcheck/config.h"
+#include "impls/backend/rank_backend.h"
+#include "impls/mutants/mutants.h"
+#include "impls/proc/proc_backend.h"
+#include "impls/sim/sim_backend.h"
+#include "impls/vendors/gloo/gloo_backend.h"
+#include "impls/vendors/mpi/mpi_backend.h"
+#include "impls/worlds/launched_backend.h"
+#include "impls/worlds/mpi_world.h"
+
+namespace collcheck {
+namespace {
+
+constexpr std::string_view kTransports = "sim or proc (mpi and gloo are named alone: mpi, gloo:NAME)";
+
+Error spec_error(std::string_view spec, const std::string& message) {
+  return Error{"--backend", "'" + std::string(spec) + "': " + message};
+}
+
+}  // namespace
+
+Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
+  if (names_family(spec, "mpi")) return mpi_backend_specs(family_options(spec, "mpi"), spec);
+  if (names_family(spec, "gloo")) return gloo_backend_specs(family_options(spec, "gloo"), spec);
+  const std::size_t at = spec.rfind('@');
+  if (at == std::string_view::npos || !runs_across_processes(spec)) {
+    return Error{"--backend", "'" + std::string(spec) + "' does not run across processes: use ALGORITHM@proc, mpi or gloo"};
+  }
+  const std::string_view transport = spec.substr(at + 1);
+  const std::string_view options = transport.size() > 4 ? transport.substr(5) : std::string_view{};
+  return proc_backend_specs(spec.substr(0, at), options, spec);
+}
+
+#if !COLLCHECK_HAVE_MPI
+Result<std::vector<RankBackendSpec>> mpi_backend_specs(std::string_view, std::string_view spec) {
+  return Error{"--backend", "'" + std::string(spec) + "': this build has no MPI: " COLLCHECK_MPI_REASON};
+}
+#endif
+
+#if !COLLCHECK_HAVE_GLOO
+Result<std::vector<RankBackendSpec>> gloo_backend_specs(std::string_view, std::string_view spec) {
+  return Error{"--backend", "'" + std::string(spec) + "': this build has no Gloo: " COLLCHECK_GLOO_REASON};
+}
+#endif
+
+std::string backend_names() {
+  std::string out;
+  for (const std::string& n : algorithm_variant_names()) out += (out.empty() ? "" : ", ") + n + "@sim";
+  return out;
+}
+
+namespace {
+
+// Backends across processes: lockstep when a launcher started this process, else launched.
+Result<std::vector<std::unique_ptr<Backend>>> make_process_backends(std::string_view spec, const BackendOptions& options) {
+  Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
+  if (!specs) return specs.error();
+  std::vector<std::unique_ptr<Backend>> backends;
+  if (!launched_by_launcher()) {
+    for (RankBackendSpec& one : *specs) backends.push_back(make_launched_backend(std::move(one), options));
+    return backends;
+  }
+  Result<World*> world = launched_world();
+  if (!world) return world.error();
+  for (RankBackendSpec& one : *specs) {
+    Result<std::unique_ptr<Backend>> backend = make_lockstep_backend(std::move(one), **world, options);
+    if (!backend) return backend.error();
+    backends.push_back(std::move(*backend));
+  }
+  return backends;
+}
+
+}  // namespace
+
+Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spec, const BackendOptions& process_options) {
+  if (runs_across_processes(spec)) return make_process_backends(spec, process_options);
+  const std::size_t at = spec.find('@');
+  if (at == std::string_view::npos) {
+    return spec_error(spec, "must be ALGORITHM@TRANSPORT[:OPTIONS], e.g. ring@sim or 'ring@sim:chunk=4096,channels=2'; "
+                            "backends: all@sim, " + backend_names() + ", mutant:NAME@sim, the same @proc, "
+                            "mpi[:COLL=ALG,...|:all-algorithms], gloo[:NAME|:all-algorithms]");
+  }
+  const std::string_view what = spec.substr(0, at);
+  std::string_view rest = spec.substr(at + 1);
+  const std::size_t colon = rest.find(':');
+  const std::string_view transport = rest.substr(0, colon);
+  const std::string_view options = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
+  if (transport != "sim") return spec_error(spec, "transport '" + std::string(transport) + "': must be " + std::string(kTransports));
+  Knobs knobs;
+  Status parsed = parse_knobs(spec, options, knobs);
+  if (!parsed) return parsed.error();
+
+  std::vector<std::unique_ptr<Backend>> backends;
+  const std::string suffix = "@sim" + (options.empty() ? "" : ":" + std::string(options));
+  if (what == "all") {
+    for (const std::string& algorithm : algorithm_variant_names()) {
+      backends.push_back(make_sim_backend(algorithm_variant(algorithm).value(), knobs, algorithm + suffix));
+    }
+    return backends;
+  }
+  if (what.starts_with("mutant:")) {
+    const Mutant* mutant = find_mutant(what);
+    if (mutant == nullptr) {
+      std::string names;
+      for (const Mutant& m : all_mutants()) names += (names.empty() ? "" : ", ") + m.variant.name;
+      return spec_error(spec, "no such mutant: mutants are " + names);
+    }
+    backends.push_back(make_sim_backend(mutant->variant, knobs, std::string(what) + suffix));
+    return backends;
+  }
+  Result<SimVariant> variant = algorithm_variant(what);
+  if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME");
+  backends.push_back(make_sim_backend(std::move(variant).value(), knobs, std::string(what) + suffix));
+  return backends;
+}
+
+}  // namespace collcheck

@@ -1,0 +1,185 @@
+// Schedule helpers, buffer sizes, the in-place layout and the structural validator.
+#include "impls/schedule/schedule.h"
+
+#include <map>
+#include <tuple>
+
+namespace collcheck {
+namespace {
+
+std::string participant_name(const Schedule& s, int p) {
+  if (p >= 0 && p < s.nranks()) return "rank " + std::to_string(p);
+  return "switch " + std::to_string(p - s.nranks());
+}
+
+Error step_error(const Schedule& s, int p, int index, const std::string& message) {
+  return Error{"schedule", describe(s, p, index) + ": " + message};
+}
+
+bool inside(const Schedule& s, int p, const Range& range, std::size_t slack) {
+  const std::size_t size = s.buffer_size(p, range.buffer) + slack;
+  return range.offset <= size && range.count <= size - range.offset;
+}
+
+std::string show(const Range& range) {
+  return std::string(name(range.buffer)) + "[" + std::to_string(range.offset) + ", " +
+         std::to_string(range.offset + range.count) + ")";
+}
+
+Status validate_ranges(const Schedule& s, int p, int index, const Step& step, std::size_t slack) {
+  for (const Range* range : {&step.from, &step.to}) {
+    const bool used = range == &step.from ? step.reads() : step.writes();
+    if (!used) continue;
+    if (!inside(s, p, *range, slack)) {
+      return step_error(s, p, index, show(*range) + " lies outside the buffer of " +
+                                         std::to_string(s.buffer_size(p, range->buffer)) + " elements");
+    }
+  }
+  if (step.writes() && step.to.buffer == BufferKind::Input && !s.shape.in_place) {
+    return step_error(s, p, index, "writes the input buffer of an out-of-place call");
+  }
+  if ((step.kind == StepKind::RecvReduce || step.kind == StepKind::Copy || step.kind == StepKind::Reduce) &&
+      step.from.count != step.to.count) {
+    return step_error(s, p, index, "from has " + std::to_string(step.from.count) + " elements, to has " +
+                                       std::to_string(step.to.count));
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+std::string_view name(BufferKind kind) {
+  switch (kind) {
+    case BufferKind::Input: return "input";
+    case BufferKind::Output: return "output";
+    default: return "scratch";
+  }
+}
+
+std::string_view name(StepKind kind) {
+  switch (kind) {
+    case StepKind::Send: return "send";
+    case StepKind::Recv: return "recv";
+    case StepKind::RecvReduce: return "recv-reduce";
+    case StepKind::Copy: return "copy";
+    default: return "reduce";
+  }
+}
+
+std::size_t Schedule::buffer_size(int p, BufferKind kind) const {
+  const Participant& participant = participants.at(static_cast<std::size_t>(p));
+  if (kind == BufferKind::Scratch) return participant.scratch;
+  if (participant.is_switch) return 0;
+  if (kind == BufferKind::Input) return input_elements(shape);
+  // Only the root of a reduce has an output.
+  if (shape.collective == Collective::Reduce && p != shape.root) return 0;
+  return output_elements(shape);
+}
+
+Step& Schedule::add(int p, Step step) {
+  std::vector<Step>& steps = participants.at(static_cast<std::size_t>(p)).steps;
+  steps.push_back(std::move(step));
+  return steps.back();
+}
+
+void Schedule::send_recv(int from, Range source, int to, Range destination, int channel) {
+  add(from, Step{StepKind::Send, to, source, {}, channel, channel, {}});
+  add(to, Step{StepKind::Recv, from, {}, destination, channel, channel, {}});
+}
+
+void Schedule::send_recv_reduce(int from, Range source, int to, Range local, Range destination, int channel) {
+  add(from, Step{StepKind::Send, to, source, {}, channel, channel, {}});
+  add(to, Step{StepKind::RecvReduce, from, local, destination, channel, channel, {}});
+}
+
+void Schedule::copy(int p, Range from, Range to, int channel) {
+  add(p, Step{StepKind::Copy, -1, from, to, channel, channel, {}});
+}
+
+void Schedule::reduce(int p, Range from, Range to, int channel) {
+  add(p, Step{StepKind::Reduce, -1, from, to, channel, channel, {}});
+}
+
+Alias in_place_alias(const Case& shape, int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  switch (shape.collective) {
+    case Collective::AllGather: return {BufferKind::Input, r * shape.count};
+    case Collective::ReduceScatter: return {BufferKind::Output, r * shape.count};
+    // A reduce's non-root ranks have no output: their input stands alone (an empty output
+    // "inside" it keeps the one rule: the input is stored, the output maps into it).
+    case Collective::Reduce:
+      if (rank != shape.root) return {BufferKind::Output, 0};
+      return {BufferKind::Input, 0};
+    default: return {BufferKind::Input, 0};
+  }
+}
+
+Status validate(const Schedule& s, std::size_t slack) {
+  if (s.nparticipants() < s.nranks()) {
+    return Error{"schedule", std::to_string(s.nparticipants()) + " participants for " + std::to_string(s.nranks()) +
+                                 " ranks"};
+  }
+  // Messages per (from, to, channel), in order: counts of the sends and of the receives.
+  std::map<std::tuple<int, int, int>, std::vector<std::size_t>> sent, received;
+  for (int p = 0; p < s.nparticipants(); ++p) {
+    const Participant& participant = s.participants[static_cast<std::size_t>(p)];
+    if ((p < s.nranks()) == participant.is_switch) {
+      return Error{"schedule", participant_name(s, p) + ": ranks come first, switches after them"};
+    }
+    for (int index = 0; index < static_cast<int>(participant.steps.size()); ++index) {
+      const Step& step = participant.steps[static_cast<std::size_t>(index)];
+      if (step.sends() || step.receives()) {
+        if (step.peer < 0 || step.peer >= s.nparticipants() || step.peer == p) {
+          return step_error(s, p, index, "peer " + std::to_string(step.peer) + " is not another participant");
+        }
+      }
+      for (int earlier : step.after) {
+        if (earlier < 0 || earlier >= index) {
+          return step_error(s, p, index, "waits for step " + std::to_string(earlier) + ", not an earlier step");
+        }
+      }
+      Status ranges = validate_ranges(s, p, index, step, slack);
+      if (!ranges) return ranges;
+      if (step.sends()) sent[{p, step.peer, step.channel}].push_back(step.from.count);
+      if (step.receives()) received[{step.peer, p, step.channel}].push_back(step.to.count);
+    }
+  }
+  for (const auto& [key, counts] : sent) {
+    const auto& [from, to, channel] = key;
+    const std::vector<std::size_t>& matched = received[key];
+    const std::string link = participant_name(s, from) + " -> " + participant_name(s, to) + " on channel " +
+                             std::to_string(channel);
+    if (matched.size() != counts.size()) {
+      return Error{"schedule", link + ": " + std::to_string(counts.size()) + " sends but " +
+                                   std::to_string(matched.size()) + " receives"};
+    }
+    for (std::size_t k = 0; k < counts.size(); ++k) {
+      if (counts[k] != matched[k]) {
+        return Error{"schedule", link + ": message " + std::to_string(k) + " sends " + std::to_string(counts[k]) +
+                                     " elements but the receive takes " + std::to_string(matched[k])};
+      }
+    }
+  }
+  for (const auto& [key, counts] : received) {
+    if (!sent.contains(key) && !counts.empty()) {
+      const auto& [from, to, channel] = key;
+      return Error{"schedule", participant_name(s, to) + " receives from " + participant_name(s, from) +
+                                   " on channel " + std::to_string(channel) + ", which never sends"};
+    }
+  }
+  return Ok{};
+}
+
+std::string describe(const Schedule& s, int p, int index) {
+  std::string out = participant_name(s, p) + " step " + std::to_string(index);
+  const auto& steps = s.participants.at(static_cast<std::size_t>(p)).steps;
+  if (index < 0 || index >= static_cast<int>(steps.size())) return out;
+  const Step& step = steps[static_cast<std::size_t>(index)];
+  out += " (" + std::string(name(step.kind));
+  if (step.sends()) out += " " + show(step.from) + " to " + participant_name(s, step.peer);
+  if (step.receives()) out += " from " + participant_name(s, step.peer) + " into " + show(step.to);
+  if (step.kind == StepKind::Copy || step.kind == StepKind::Reduce) out += " " + show(step.from) + " into " + show(step.to);
+  return out + ")";
+}
+
+}  // namespace collcheck

@@ -1,0 +1,236 @@
+// `ALGORITHM@sim` backends: the case's schedule is simulated numerically with guard zones on a
+// one-switch fabric, each call with its own interleaving, and every rank's buffers returned.
+#include "impls/sim/sim_backend.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <mutex>
+
+#include "reference/random.h"
+
+namespace collcheck {
+namespace {
+
+constexpr std::size_t kGuard = 8;  // elements of guard zone around every buffer
+
+class SimBackend final : public Backend {
+ public:
+  SimBackend(SimVariant variant, Knobs knobs, std::string spec)
+      : variant_(std::move(variant)), knobs_(knobs), spec_(std::move(spec)) {}
+
+  std::string name() const override { return spec_; }
+
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.collectives = variant_.collectives;
+    c.dtypes.assign(all_dtypes().begin(), all_dtypes().end());
+    c.ops.assign(all_ops().begin(), all_ops().end());
+    c.deterministic = variant_.deterministic;
+    c.chunk = knobs_.chunk;
+    c.hook = true;
+    c.reliable = knobs_.protocol.reliable;
+    return c;
+  }
+
+  // All calls run in one simulation, back to back with no barrier (SimulationOptions::calls).
+  RepeatedRun run(const Case& c, const RunOptions& options) override {
+    RepeatedRun result;
+    Result<Schedule> schedule = variant_.schedule(c, knobs_);
+    if (!schedule) {
+      result.outcome = Outcome::Crash;
+      result.error = schedule.error().text();
+      return result;
+    }
+    if (options.timed) return options.checked ? run_timed_checked(c, *schedule, options) : run_timed(c, *schedule, options);
+    SimulationOptions sim(options.schedule_seed, options.hook, true);
+    sim.guard = kGuard;
+    sim.reduction = variant_.reduction;
+    sim.inputs = options.inputs;
+    sim.calls = std::max(options.calls, 1);
+    sim.call_seed_step = variant_.stale_inputs ? 0 : 1;
+    sim.protocol = protocol();
+    SimulatedRun run = simulate(*schedule, sim_fabric(c.nranks), sim);
+    if (!run.completed) return failed(run);
+    result.trace = run.trace;
+    for (auto& outputs : run.earlier_outputs) {
+      std::vector<RankResult> ranks;
+      for (auto& output : outputs) ranks.push_back(RankResult{std::move(output), {}, true});
+      result.calls.push_back(std::move(ranks));
+    }
+    std::vector<RankResult> last(static_cast<std::size_t>(c.nranks));
+    for (std::size_t r = 0; r < last.size(); ++r) {
+      last[r] = RankResult{std::move(run.outputs[r]), std::move(run.inputs[r]), run.guards_intact[r]};
+    }
+    result.calls.push_back(std::move(last));
+    return result;
+  }
+
+ private:
+  // The knobs' link protocol, broken as the variant asks.
+  LinkProtocol protocol() const {
+    LinkProtocol protocol = knobs_.protocol;
+    if (variant_.skip_checksums) protocol.checksums = false;
+    if (variant_.never_time_out) protocol.timeout = -1;
+    return protocol;
+  }
+
+  // Detected: the protocol stopped every rank; a deadline: a hang; anything else: a crash.
+  static RepeatedRun failed(const SimulatedRun& run) {
+    RepeatedRun result;
+    result.trace = run.trace;
+    result.outcome = run.detected ? Outcome::Detected
+                     : run.error.find("deadline") != std::string::npos ? Outcome::Hang : Outcome::Crash;
+    result.error = run.error;
+    return result;
+  }
+
+  // On the simulated fabric every call of an unchecked timed loop takes the same virtual time,
+  // so the mean per call is the predicted time of one call, simulated without data.
+  RepeatedRun run_timed(const Case& c, const Schedule& schedule, const RunOptions& options) const {
+    SimulationOptions sim(options.schedule_seed, options.hook, false);
+    sim.protocol = protocol();
+    const SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), sim);
+    if (!run.completed) return failed(run);
+    RepeatedRun result;
+    result.trace = run.trace;
+    result.seconds = run.time;
+    return result;
+  }
+
+  // A checked timed loop with real data: inputs written once, then every call reads what the
+  // previous one left in the buffers (out of place: the same inputs, so the warmup calls cannot
+  // change anything and are skipped; in place: each call's input is the last call's output).
+  // Each call is its own simulation with its own interleaving (schedule seed + call).
+  RepeatedRun run_timed_checked(const Case& c, const Schedule& schedule, const RunOptions& options) {
+    RepeatedRun result;
+    const int warmup = c.in_place ? std::max(options.warmup, 0) : 0;
+    const int calls = warmup + std::max(options.iterations, 1);
+    std::vector<std::vector<std::byte>> buffers;  // in place: every rank's input buffer now
+    double timed_seconds = 0;
+    for (int k = 0; k < calls; ++k) {
+      SimulationOptions sim(options.schedule_seed + static_cast<std::uint64_t>(k), options.hook, true);
+      sim.guard = kGuard;
+      sim.reduction = variant_.reduction;
+      sim.inputs = k > 0 && c.in_place ? &buffers : options.inputs;
+      sim.protocol = protocol();
+      SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), sim);
+      if (!run.completed) return failed(run);
+      if (c.in_place) buffers = run.inputs;
+      if (k < warmup) continue;
+      result.trace = mix64(result.trace ^ run.trace);
+      timed_seconds += run.time;
+      std::vector<RankResult> ranks(static_cast<std::size_t>(c.nranks));
+      for (std::size_t r = 0; r < ranks.size(); ++r) {
+        ranks[r] = RankResult{std::move(run.outputs[r]), std::move(run.inputs[r]), run.guards_intact[r]};
+      }
+      result.calls.push_back(std::move(ranks));
+    }
+    result.seconds = timed_seconds / static_cast<double>(calls - warmup);
+    return result;
+  }
+
+  SimVariant variant_;
+  Knobs knobs_;
+  std::string spec_;
+};
+
+Topology build_sim_fabric(int nranks) {
+  Topology t;
+  t.name = "sim:" + std::to_string(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    t.vertices.push_back(Vertex{VertexKind::Gpu, "gpu" + std::to_string(r), false});
+    t.gpus.push_back(r);
+  }
+  t.vertices.push_back(Vertex{VertexKind::Switch, "switch", true});
+  for (int r = 0; r < nranks; ++r) {
+    t.links.push_back(Link{r, nranks, LinkKind::NVLink, 1e-6, 25e9});
+    t.links.push_back(Link{nranks, r, LinkKind::NVLink, 1e-6, 25e9});
+  }
+  return t;
+}
+
+}  // namespace
+
+const Topology& sim_fabric(int nranks) {
+  static std::mutex lock;
+  static std::map<int, Topology> fabrics;
+  std::lock_guard<std::mutex> guard(lock);
+  auto found = fabrics.find(nranks);
+  if (found == fabrics.end()) found = fabrics.emplace(nranks, build_sim_fabric(nranks)).first;
+  return found->second;
+}
+
+std::vector<std::string> algorithm_variant_names() {
+  std::vector<std::string> names;
+  for (const Algorithm& a : all_algorithms()) {
+    if (std::find(names.begin(), names.end(), a.name) == names.end()) names.emplace_back(a.name);
+  }
+  return names;
+}
+
+Result<SimVariant> algorithm_variant(std::string_view algorithm) {
+  SimVariant variant;
+  variant.name = std::string(algorithm);
+  for (const Algorithm& a : all_algorithms()) {
+    if (a.name == algorithm) variant.collectives.push_back(a.collective);
+  }
+  if (variant.collectives.empty()) {
+    std::string names;
+    for (const std::string& n : algorithm_variant_names()) names += (names.empty() ? "" : ", ") + n;
+    return Error{"backend", "'" + std::string(algorithm) + "' is not an algorithm: algorithms are " + names};
+  }
+  variant.description = "the reference " + variant.name + " algorithms on the simulated fabric";
+  variant.schedule = [name = variant.name](const Case& c, const Knobs& knobs) { return make_schedule(name, c, knobs); };
+  return variant;
+}
+
+std::unique_ptr<Backend> make_sim_backend(SimVariant variant, Knobs knobs, std::string spec) {
+  return std::make_unique<SimBackend>(std::move(variant), knobs, std::move(spec));
+}
+
+namespace {
+
+Error knob_error(std::string_view spec, const std::string& message) {
+  return Error{"--backend", "'" + std::string(spec) + "': " + message};
+}
+
+}  // namespace
+
+// `chunk=4096,channels=2,fan-in=3` into knobs.
+Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs) {
+  constexpr std::string_view kAllowed = "chunk, channels, fan-in, reliable, timeout, retries";
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, comma - start);
+    const std::size_t equals = item.find('=');
+    const std::string_view key = item.substr(0, equals);
+    const std::string_view number = equals == std::string_view::npos ? "" : item.substr(equals + 1);
+    start = comma + 1;
+    if (key == "reliable") {
+      if (number != "on" && number != "off") return knob_error(spec, "reliable=" + std::string(number) + ": must be on or off");
+      knobs.protocol.reliable = number == "on";
+      continue;
+    }
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (number.empty() || error != std::errc{} || end != number.data() + number.size()) {
+      return knob_error(spec, "option '" + std::string(item) + "' must be KEY=NUMBER (reliable=on|off) with KEY " +
+                                  std::string(kAllowed));
+    }
+    if (key == "chunk") knobs.chunk = value;
+    else if (key == "channels" && value >= 1 && value <= 64) knobs.channels = static_cast<int>(value);
+    else if ((key == "fan-in" || key == "fan_in") && value >= 2 && value <= 64) knobs.fan_in = static_cast<int>(value);
+    else if (key == "timeout" && value >= 1 && value <= 3600000) knobs.protocol.timeout = static_cast<double>(value) / 1000;
+    else if (key == "retries" && value <= 100) knobs.protocol.retries = static_cast<int>(value);
+    else if (key == "channels") return knob_error(spec, "channels=" + std::string(number) + ": must be 1..64");
+    else if (key == "fan-in" || key == "fan_in") return knob_error(spec, "fan-in=" + std::string(number) + ": must be 2..64");
+    else if (key == "timeout") return knob_error(spec, "timeout=" + std::string(number) + ": must be 1..3600000 (milliseconds)");
+    else if (key == "retries") return knob_error(spec, "retries=" + std::string(number) + ": must be 0..100");
+    else return knob_error(spec, "unknown option '" + std::string(key) + "': options are " + std::string(kAllowed));
+  }
+  return Ok{};
+}
+
+}  // namespace collcheck

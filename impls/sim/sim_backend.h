@@ -1,0 +1,44 @@
+// A schedule generator on the simulated fabric as a Backend (`ring@sim`): each case becomes a
+// schedule, runs numerically on `sim` with guard zones, and every rank's buffers come back.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "impls/algorithms/algorithms.h"
+#include "impls/backend/backend.h"
+#include "impls/sim/simulator.h"
+
+namespace collcheck {
+
+// What a `sim` backend runs: normally a registered algorithm; mutants (deliberately broken
+// variants) replace the schedule or the reduction op.
+struct SimVariant {
+  std::string name;                     // `ring`, `mutant:drop-remainder`
+  std::string description;              // one line
+  std::vector<Collective> collectives;  // what it implements
+  std::function<Result<Schedule>(const Case&, const Knobs&)> schedule;
+  ReductionOverride reduction;          // null members: the standard contract
+  bool deterministic = true;            // what it claims (the determinism property holds it to it)
+  bool stale_inputs = false;            // broken: every call of a run reads the first call's inputs
+  bool skip_checksums = false;          // broken: receivers use bytes without checking them
+  bool never_time_out = false;          // broken: a wait for a message that never comes never ends
+};
+
+// The variant of a registered algorithm name (every collective it implements).
+Result<SimVariant> algorithm_variant(std::string_view algorithm);
+std::vector<std::string> algorithm_variant_names();  // ring, tree, ... without repeats
+
+// `spec` is the name the backend reports (`ring@sim:chunk=4`).
+std::unique_ptr<Backend> make_sim_backend(SimVariant variant, Knobs knobs, std::string spec);
+
+// `chunk=4096,channels=2,fan-in=3` into knobs; errors name `spec` and the allowed options.
+Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs);
+
+// The fabric every sim backend runs on: nranks GPUs on one aggregating switch, 1 us and
+// 25 GB/s per link, local copies free.
+const Topology& sim_fabric(int nranks);
+
+}  // namespace collcheck

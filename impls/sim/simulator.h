@@ -1,0 +1,74 @@
+// The `sim` transport: runs a schedule's participants under a seeded deterministic scheduler
+// on virtual time over a Topology, moving and reducing real data, and hashes the event trace.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "impls/link/hook.h"
+#include "impls/schedule/schedule.h"
+#include "impls/sim/topology.h"
+
+namespace collcheck {
+
+// A replacement for the reduction-op contract (reduce_op.h), for deliberately broken variants.
+struct ReductionOverride {
+  void (*reduce)(DType, RedOp, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) = nullptr;
+  void (*finish_average)(DType, std::byte* data, std::size_t count, int nranks) = nullptr;
+};
+
+struct SimulationOptions {
+  explicit SimulationOptions(std::uint64_t schedule_seed = 0, LinkHook* link_hook = nullptr, bool numbers = true)
+      : seed(schedule_seed), hook(link_hook), numeric(numbers) {}
+
+  std::uint64_t seed = 0;     // orders simultaneous events; the inputs come from the case's seed
+  LinkHook* hook = nullptr;   // null: every message delivered, deadline 60 s
+  bool numeric = true;        // move and reduce real data; false: timing only
+  // Elements of guard zone after every buffer (and as many before it), filled with a pattern
+  // and checked afterwards; schedules may address them (validate's slack) and are reported.
+  std::size_t guard = 0;
+  ReductionOverride reduction;  // null members: the standard contract
+  // Given inputs, rank by rank (each exactly the rank's input buffer, packed), instead of the
+  // case's generated ones: to feed one collective's outputs into another.
+  const std::vector<std::vector<std::byte>>* inputs = nullptr;
+  // A training loop: every participant runs its script `calls` times back to back with no
+  // barrier in between. As soon as a rank's call k has finished it writes the inputs of call
+  // k+1 (the case with seed + (k+1) * call_seed_step) into its buffers and starts again, while
+  // its neighbours may still be busy with call k. Scratch keeps whatever the last call left.
+  int calls = 1;
+  std::uint64_t call_seed_step = 1;
+  // Checksums, sequence numbers, timeouts and retransmission (hook.h). On `sim` the timeout is
+  // virtual; 0 means the smaller of 0.5 s and half the hook's deadline. Acknowledgements and
+  // requests to go back travel beside the data, on the route's latency, and are never faulted.
+  LinkProtocol protocol;
+};
+
+struct SimulatedRun {
+  bool completed = false;
+  // The link protocol saw a fault it could not survive (a checksum, a gap, a timeout, too many
+  // retransmissions) and stopped every participant: `error` names who saw what.
+  bool detected = false;
+  std::string error;          // why not, naming the participant and step
+  double detected_at = 0;     // detected: virtual seconds when the last participant was told
+  std::size_t retransmissions = 0;  // reliable: messages sent again
+  std::size_t discarded = 0;  // arrivals dropped by the receiver: duplicates, damaged, out of order
+  double time = 0;            // virtual seconds until the last participant finished
+  std::uint64_t trace = 0;    // hash of every event in order: equal seeds, equal traces
+  std::size_t events = 0;
+  std::size_t messages = 0;
+  std::vector<std::vector<std::byte>> outputs;  // per rank, its output (empty: reduce non-root), last call
+  std::vector<std::vector<std::vector<std::byte>>> earlier_outputs;  // [call][rank], the calls before the last
+  std::vector<std::vector<std::byte>> inputs;   // per rank, its input buffer after the run
+  std::vector<bool> guards_intact;              // per rank: its guard zones still hold the pattern
+};
+
+// Runs `schedule` (its shape carries the case: dtype, op, values, seed) on `topology`: rank r
+// on GPU r, switch participants on the aggregating switches in turn. A message occupies every
+// link of its route for bytes / bandwidth, links serve messages in the order they are sent,
+// and it arrives after the route's latency plus its bytes over the narrowest link (cut-through).
+// Local copies and reductions take bytes / copy_bandwidth.
+SimulatedRun simulate(const Schedule& schedule, const Topology& topology, const SimulationOptions& = SimulationOptions());
+
+}  // namespace collcheck

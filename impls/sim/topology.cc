@@ -1,0 +1,252 @@
+// The simulated machine as a graph: link kind names, shortest routes cached per source and
+// pair, the cut-through transfer time, and the presets ring:N, dgx-h100 and ib-fat-tree:NODES.
+#include "impls/sim/topology.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "reference/case.h"
+
+namespace collcheck {
+namespace {
+
+// Published figures, rounded; docs/simulator.md says where each comes from.
+constexpr double kRingLatency = 1e-6;
+constexpr double kRingBandwidth = 25e9;
+constexpr double kNvlinkLatency = 0.7e-6;
+constexpr double kNvlinkBandwidth = 450e9;  // 18 NVLink4 links × 25 GB/s, each direction
+constexpr double kPcieLatency = 0.5e-6;
+constexpr double kPcieBandwidth = 64e9;  // PCIe Gen5 x16
+constexpr double kInfinibandLatency = 0.6e-6;  // one switch hop, cable included
+constexpr double kInfinibandBandwidth = 50e9;  // NDR 400 Gb/s
+constexpr double kHbm3Bandwidth = 3e12;
+constexpr int kGpusPerNode = 8;
+constexpr int kNodesPerSpine = 4;
+constexpr int kMaxNodes = kMaxRanks / kGpusPerNode;
+constexpr int kSearchesBeforeTree = 2;  // searches from one source that stop at their target
+
+// ---- building presets ----
+
+int add_vertex(Topology& t, VertexKind kind, std::string label, bool aggregates = false) {
+  t.vertices.push_back(Vertex{kind, std::move(label), aggregates});
+  return static_cast<int>(t.vertices.size()) - 1;
+}
+
+// A full-duplex cable: two links, a to b then b to a.
+void add_cable(Topology& t, int a, int b, LinkKind kind, double latency, double bandwidth) {
+  t.links.push_back(Link{a, b, kind, latency, bandwidth});
+  t.links.push_back(Link{b, a, kind, latency, bandwidth});
+}
+
+std::vector<int> add_switches(Topology& t, const std::string& label, int count) {
+  std::vector<int> ids;
+  for (int i = 0; i < count; ++i) ids.push_back(add_vertex(t, VertexKind::Switch, label + std::to_string(i), true));
+  return ids;
+}
+
+Topology ring(int n) {
+  Topology t;
+  t.name = "ring:" + std::to_string(n);
+  for (int r = 0; r < n; ++r) t.gpus.push_back(add_vertex(t, VertexKind::Gpu, "gpu" + std::to_string(r)));
+  // A ring of two is one cable between its GPUs, not two parallel ones; a ring of one has none.
+  const int cables = n <= 2 ? n - 1 : n;
+  for (int r = 0; r < cables; ++r) {
+    add_cable(t, t.gpus[r], t.gpus[(r + 1) % n], LinkKind::NVLink, kRingLatency, kRingBandwidth);
+  }
+  return t;
+}
+
+// `nodes` DGX H100 nodes, on an InfiniBand fat tree when `fabric`. Vertex order is GPUs (rank
+// order), spines, leaves, NICs, NVSwitches. The lowest-id tie-break then takes a spine before a
+// detour through a peer GPU (gpu, nic, leaf, spine, leaf, nic, gpu rather than PXN-style paths
+// of the same length), and the first aggregating switch is spine0, the top of the tree.
+Topology dgx_nodes(std::string name, int nodes, bool fabric) {
+  Topology t;
+  t.name = std::move(name);
+  t.copy_bandwidth = kHbm3Bandwidth;
+  const int ranks = nodes * kGpusPerNode;
+  for (int r = 0; r < ranks; ++r) t.gpus.push_back(add_vertex(t, VertexKind::Gpu, "gpu" + std::to_string(r)));
+  const int spine_count = fabric ? (nodes + kNodesPerSpine - 1) / kNodesPerSpine : 0;
+  const std::vector<int> spines = add_switches(t, "spine", spine_count);
+  const std::vector<int> leaves = add_switches(t, "leaf", fabric ? kGpusPerNode : 0);
+  for (int r = 0; r < ranks; ++r) {
+    const int nic = add_vertex(t, VertexKind::Nic, "nic" + std::to_string(r));
+    add_cable(t, t.gpus[r], nic, LinkKind::PCIe, kPcieLatency, kPcieBandwidth);
+    if (fabric) add_cable(t, nic, leaves[r % kGpusPerNode], LinkKind::InfiniBand, kInfinibandLatency, kInfinibandBandwidth);
+  }
+  const std::vector<int> nvswitches = add_switches(t, "nvswitch", nodes);
+  for (int r = 0; r < ranks; ++r) {
+    add_cable(t, t.gpus[r], nvswitches[r / kGpusPerNode], LinkKind::NVLink, kNvlinkLatency, kNvlinkBandwidth);
+  }
+  for (int leaf : leaves) {
+    for (int spine : spines) add_cable(t, leaf, spine, LinkKind::InfiniBand, kInfinibandLatency, kInfinibandBandwidth);
+  }
+  return t;
+}
+
+Error preset_error(std::string_view preset, const std::string& problem) {
+  return Error{"topology", "'" + std::string(preset) + "': " + problem + "; presets: " + topology_presets()};
+}
+
+// The count after "family:", which must be 1..max.
+Result<int> preset_count(std::string_view preset, std::string_view text, std::string_view what, int max) {
+  int value = 0;
+  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const std::string allowed = std::string(what) + " must be 1.." + std::to_string(max);
+  if (text.empty()) return preset_error(preset, std::string(what) + " is missing: " + allowed);
+  if (status != std::errc{} || end != text.data() + text.size() || value < 1 || value > max) {
+    return preset_error(preset, allowed);
+  }
+  return value;
+}
+
+// ---- routing ----
+
+// Lists each vertex's out-links in link-id order, and makes room for trees per source.
+void prepare(const Topology& t, Topology::RouteCache& cache) {
+  cache = {};
+  cache.first_out.assign(t.vertices.size() + 1, 0);
+  for (const Link& link : t.links) ++cache.first_out[static_cast<std::size_t>(link.from) + 1];
+  for (std::size_t v = 0; v < t.vertices.size(); ++v) cache.first_out[v + 1] += cache.first_out[v];
+  cache.out_links.resize(t.links.size());
+  std::vector<int> next(cache.first_out.begin(), cache.first_out.end() - 1);
+  for (std::size_t l = 0; l < t.links.size(); ++l) {
+    const auto from = static_cast<std::size_t>(t.links[l].from);
+    cache.out_links[static_cast<std::size_t>(next[from]++)] = static_cast<int>(l);
+  }
+  cache.searches.assign(t.vertices.size(), 0);
+  cache.trees.assign(t.vertices.size(), {});
+}
+
+// Breadth-first search from `source`, one hop level at a time with each level in vertex-id
+// order, so a vertex's predecessor is the lowest-id vertex one hop nearer that links to it (by
+// its lowest-id link). Stops after the level that reaches `target`, or goes on to every vertex
+// when `target` is -1. Returns the link into each vertex found; -1 at the source and elsewhere.
+std::vector<int> search(const Topology& t, const Topology::RouteCache& cache, int source, int target) {
+  std::vector<int> into(t.vertices.size(), -1);
+  std::vector<char> seen(t.vertices.size(), 0);
+  seen[static_cast<std::size_t>(source)] = 1;
+  std::vector<int> level{source};
+  std::vector<int> next;
+  while (!level.empty() && (target < 0 || !seen[static_cast<std::size_t>(target)])) {
+    for (int u : level) {
+      const auto first = static_cast<std::size_t>(cache.first_out[static_cast<std::size_t>(u)]);
+      const auto last = static_cast<std::size_t>(cache.first_out[static_cast<std::size_t>(u) + 1]);
+      for (std::size_t i = first; i < last; ++i) {
+        const int link = cache.out_links[i];
+        const auto v = static_cast<std::size_t>(t.links[static_cast<std::size_t>(link)].to);
+        if (seen[v]) continue;
+        seen[v] = 1;
+        into[v] = link;
+        next.push_back(static_cast<int>(v));
+      }
+    }
+    if (!std::is_sorted(next.begin(), next.end())) std::sort(next.begin(), next.end());
+    level.swap(next);
+    next.clear();
+  }
+  return into;
+}
+
+// The route to `to` read off `tree` backwards from `to`; empty when the tree does not reach it.
+std::vector<int> route_on_tree(const Topology& t, const std::vector<int>& tree, int from, int to) {
+  std::vector<int> route;
+  for (int v = to; v != from; v = t.links[static_cast<std::size_t>(route.back())].from) {
+    const int link = tree[static_cast<std::size_t>(v)];
+    if (link < 0) return {};
+    route.push_back(link);
+  }
+  std::reverse(route.begin(), route.end());
+  return route;
+}
+
+}  // namespace
+
+std::string_view name(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::NVLink: return "nvlink";
+    case LinkKind::PCIe: return "pcie";
+    case LinkKind::InfiniBand: return "infiniband";
+    default: return "ethernet";
+  }
+}
+
+std::vector<int> Topology::aggregating_switches() const {
+  std::vector<int> ids;
+  for (std::size_t v = 0; v < vertices.size(); ++v) {
+    if (vertices[v].kind == VertexKind::Switch && vertices[v].aggregates) ids.push_back(static_cast<int>(v));
+  }
+  return ids;
+}
+
+const std::vector<int>& Topology::route(int from, int to) const {
+  const int count = static_cast<int>(vertices.size());
+  if (from < 0 || from >= count || to < 0 || to >= count) {
+    throw std::out_of_range("Topology::route(" + std::to_string(from) + ", " + std::to_string(to) +
+                            "): vertex ids must be 0.." + std::to_string(count - 1));
+  }
+  RouteCache& cache = route_cache;
+  // A cache built for other vertices or links is dropped (edits that keep both counts are not
+  // seen: route_cache = {} is the caller's job then).
+  if (cache.first_out.size() != vertices.size() + 1 || cache.out_links.size() != links.size()) prepare(*this, cache);
+  const std::uint64_t key = (std::uint64_t{static_cast<std::uint32_t>(from)} << 32) | static_cast<std::uint32_t>(to);
+  const auto cached = cache.routes.find(key);
+  if (cached != cache.routes.end()) return cached->second;
+  // A source's first few routes come from searches that stop at their target (neighbours are
+  // near); after that it keeps its whole tree, so asking for every pair costs one search each.
+  std::vector<int>& tree = cache.trees[static_cast<std::size_t>(from)];
+  if (tree.empty() && from != to && ++cache.searches[static_cast<std::size_t>(from)] > kSearchesBeforeTree) {
+    tree = search(*this, cache, from, -1);
+  }
+  std::vector<int> found;
+  if (!tree.empty()) {
+    found = route_on_tree(*this, tree, from, to);
+  } else if (from != to) {
+    found = route_on_tree(*this, search(*this, cache, from, to), from, to);
+  }
+  return cache.routes.emplace(key, std::move(found)).first->second;
+}
+
+double transfer_time(const Topology& topology, const std::vector<int>& route, std::size_t bytes) {
+  if (route.empty()) return 0;
+  double latency = 0;
+  double narrowest = std::numeric_limits<double>::infinity();
+  for (int id : route) {
+    const Link& link = topology.links.at(static_cast<std::size_t>(id));
+    latency += link.latency;
+    narrowest = std::min(narrowest, link.bandwidth);
+  }
+  return latency + static_cast<double>(bytes) / narrowest;
+}
+
+std::string topology_presets() {
+  return "ring:N (N GPUs, 1.." + std::to_string(kMaxRanks) + "), dgx-h100 (8 GPUs), ib-fat-tree:NODES (8 GPUs a node, 1.." +
+         std::to_string(kMaxNodes) + " nodes)";
+}
+
+Result<Topology> make_topology(std::string_view preset) {
+  const std::size_t colon = preset.find(':');
+  const std::string_view family = preset.substr(0, colon);
+  const bool has_count = colon != std::string_view::npos;
+  const std::string_view count = has_count ? preset.substr(colon + 1) : std::string_view{};
+  if (family == "dgx-h100") {
+    if (has_count) return preset_error(preset, "dgx-h100 is one node; for several use ib-fat-tree:NODES");
+    return dgx_nodes("dgx-h100", 1, false);
+  }
+  if (family == "ring") {
+    const Result<int> n = preset_count(preset, count, "N", kMaxRanks);
+    if (!n) return n.error();
+    return ring(*n);
+  }
+  if (family == "ib-fat-tree") {
+    const Result<int> nodes = preset_count(preset, count, "NODES", kMaxNodes);
+    if (!nodes) return nodes.error();
+    return dgx_nodes("ib-fat-tree:" + std::to_string(*nodes), *nodes, true);
+  }
+  return preset_error(preset, "no such preset");
+}
+
+}  // namespace collcheck

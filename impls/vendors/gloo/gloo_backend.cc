@@ -1,0 +1,345 @@
+// `gloo:NAME[:key=value,...]` backends: every algorithm of the installed Gloo that maps onto one of
+// our collectives, over Gloo's TCP transport, as one rank's part of a world (see rank_backend.h).
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <optional>
+
+#include <gloo/context.h>
+
+#include "impls/vendors/gloo/gloo_algorithms.h"
+#include "impls/vendors/gloo/gloo_backend.h"
+#include "impls/backend/rank_backend.h"
+#include "reference/inputs.h"
+
+namespace collcheck {
+namespace {
+
+constexpr std::size_t kGuard = 8;  // elements of guard zone before and after every buffer
+constexpr std::byte kGuardPattern{0xa5};
+constexpr double kClassTimeout = 60;  // seconds: the class-style algorithms' waits (see GlooKnobs)
+
+// ---- the grammar -------------------------------------------------------------------------
+
+std::string algorithm_names() {
+  std::string out;
+  for (const GlooAlgorithm& a : gloo_algorithms()) out += (out.empty() ? "" : ", ") + std::string(a.name);
+  return out;
+}
+
+std::string allowed_options(const GlooAlgorithm& a) {
+  std::string out;
+  for (std::string_view key : a.options) out += std::string(key) + ", ";
+  return out + "timeout, iface";
+}
+
+Result<double> parse_number(std::string_view spec, std::string_view key, std::string_view value, double low,
+                            double high, std::string_view allowed) {
+  const std::string text(value);
+  char* end = nullptr;
+  const double number = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(number >= low && number <= high)) {
+    return Error{"--backend", "'" + std::string(spec) + "': " + std::string(key) + "=" + text + ": must be " +
+                                  std::string(allowed)};
+  }
+  return number;
+}
+
+// One `key=value`; `a` null: only the options every algorithm takes.
+Status apply_option(std::string_view spec, const GlooAlgorithm* a, std::string_view key, std::string_view value,
+                    GlooKnobs& knobs) {
+  const bool taken = key == "timeout" || key == "iface" ||
+                     (a != nullptr && std::find(a->options.begin(), a->options.end(), key) != a->options.end());
+  if (!taken) {
+    return Error{"--backend", "'" + std::string(spec) + "': unknown option '" + std::string(key) + "' for " +
+                                  (a ? "gloo:" + std::string(a->name) : std::string("gloo:all-algorithms")) +
+                                  ": allowed " + (a ? allowed_options(*a) : std::string("timeout, iface"))};
+  }
+  if (key == "iface") {
+    if (value.empty()) return Error{"--backend", "'" + std::string(spec) + "': iface=: must name a network interface"};
+    knobs.iface = std::string(value);
+  } else if (key == "algorithm") {
+    if (value != "ring" && value != "bcube") {
+      return Error{"--backend", "'" + std::string(spec) + "': algorithm=" + std::string(value) + ": must be ring or bcube"};
+    }
+    knobs.algorithm = std::string(value);
+  } else {
+    // segment below the largest element (8 bytes) makes gloo::reduce divide by zero.
+    const bool timeout = key == "timeout", segment = key == "segment";
+    Result<double> number =
+        timeout   ? parse_number(spec, key, value, 0.001, 86400, "seconds, 0.001..86400")
+        : segment ? parse_number(spec, key, value, 8, 1 << 30, "bytes, 8..1073741824")
+                  : parse_number(spec, key, value, 2, 64, "an integer, 2..64");
+    if (!number) return number.error();
+    if (timeout) knobs.timeout = *number;
+    if (segment) knobs.segment = static_cast<std::size_t>(*number);
+    if (key == "base") {
+      if (*number != static_cast<int>(*number)) {
+        return Error{"--backend", "'" + std::string(spec) + "': base=" + std::string(value) + ": must be an integer, 2..64"};
+      }
+      knobs.base = static_cast<int>(*number);
+    }
+  }
+  return Ok{};
+}
+
+Result<GlooKnobs> parse_options(std::string_view spec, const GlooAlgorithm* a, std::string_view text) {
+  GlooKnobs knobs;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    const std::size_t equals = item.find('=');
+    if (equals == std::string_view::npos) {
+      return Error{"--backend", "'" + std::string(spec) + "': option '" + std::string(item) + "' must be key=value (" +
+                                    (a ? allowed_options(*a) : std::string("timeout, iface")) + ")"};
+    }
+    Status applied = apply_option(spec, a, item.substr(0, equals), item.substr(equals + 1), knobs);
+    if (!applied) return applied.error();
+  }
+  return knobs;
+}
+
+Capabilities capabilities_of(const GlooAlgorithm& a) {
+  Capabilities c;
+  c.collectives = {a.collective};
+  c.dtypes = gloo_dtypes(a);
+  // Gloo's ReductionFunction has sum, product, min and max; no average.
+  c.ops = {RedOp::Sum, RedOp::Prod, RedOp::Min, RedOp::Max};
+  c.in_place = a.in_place;
+  return c;
+}
+
+// ---- one rank's part ---------------------------------------------------------------------
+
+// A buffer of `count` elements between guard zones, moved `offset` elements off its alignment.
+class GuardedBuffer {
+ public:
+  void allocate(std::size_t count, std::size_t element, std::size_t offset) {
+    front_ = (offset + kGuard) * element;
+    back_ = kGuard * element;
+    storage_.assign(front_ + count * element + back_, kGuardPattern);
+  }
+  std::byte* data() { return storage_.data() + front_; }
+  bool intact() const {
+    auto is_guard = [](std::byte b) { return b == kGuardPattern; };
+    return std::all_of(storage_.begin(), storage_.begin() + static_cast<std::ptrdiff_t>(front_), is_guard) &&
+           std::all_of(storage_.end() - static_cast<std::ptrdiff_t>(back_), storage_.end(), is_guard);
+  }
+
+ private:
+  std::vector<std::byte> storage_;
+  std::size_t front_ = 0, back_ = 0;
+};
+
+// Everything one case shape needs, built once and reused by every call of that shape.
+struct Prepared {
+  Case shape;  // the case with seed 0: calls that differ only in their inputs share it
+  GuardedBuffer input_storage, output_storage, scratch_storage;
+  GlooBuffers buffers;
+  std::size_t input_count = 0, output_count = 0;
+  std::unique_ptr<GlooCall> call;
+};
+
+Case shape_of(Case c) {
+  c.seed = 0;
+  c.values = ValueKind::Exact;
+  return c;
+}
+
+class GlooRankBackend final : public RankBackend {
+ public:
+  GlooRankBackend(const GlooAlgorithm& algorithm, GlooKnobs knobs, std::string name, World& world,
+                  std::shared_ptr<gloo::Context> context)
+      : algorithm_(algorithm), knobs_(std::move(knobs)), name_(std::move(name)), world_(world),
+        context_(std::move(context)) {}
+
+  std::string name() const override { return name_; }
+
+  RankRun run(const Case& c, const RankRunOptions& options) override {
+    RankRun result;
+    const auto start = std::chrono::steady_clock::now();
+    std::string where = "building " + to_string(c);
+    try {
+      prepare(c);
+      if (options.timed) {
+        timed(c, options, result, where);
+      } else {
+        repeated(c, options, result, where);
+      }
+    } catch (const std::exception& e) {
+      result.outcome = Outcome::Detected;
+      result.error = name_ + " rank " + std::to_string(world_.rank()) + ", " + where + ": " + e.what();
+      return result;
+    }
+    if (!options.timed) result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  }
+
+ private:
+  // Builds the buffers and Gloo's algorithm for a new shape. The barriers keep every rank's
+  // old algorithm alive until all are done with it, and the new one registered before any
+  // rank sends to it (the class-style algorithms bind their buffers to slots).
+  void prepare(const Case& c) {
+    if (prepared_ && prepared_->shape == shape_of(c)) return;
+    world_.barrier();
+    prepared_.reset();
+    auto p = std::make_unique<Prepared>();
+    p->shape = shape_of(c);
+    const int rank = world_.rank();
+    const std::size_t element = size_of(c.dtype);
+    p->input_count = input_elements(c);
+    p->output_count = (c.collective == Collective::Reduce && rank != c.root) ? 0 : output_elements(c);
+    p->scratch_storage.allocate(algorithm_.scratch(c), element, c.offset);
+    p->buffers.scratch = p->scratch_storage.data();
+    const Alias alias = in_place_layout(c, rank);
+    if (c.in_place && alias.input_inside) {
+      p->output_storage.allocate(p->output_count, element, c.offset);
+      p->buffers.output = p->output_storage.data();
+      p->buffers.input = p->buffers.output + alias.offset * element;
+    } else {
+      p->input_storage.allocate(p->input_count, element, c.offset);
+      p->buffers.input = p->input_storage.data();
+      if (c.in_place) {
+        p->buffers.output = p->buffers.input + alias.offset * element;
+      } else {
+        p->output_storage.allocate(p->output_count, element, c.offset);
+        p->buffers.output = p->output_storage.data();
+      }
+    }
+    if (p->output_count == 0 && c.collective == Collective::Reduce) p->buffers.output = nullptr;
+    p->call = algorithm_.make(context_, c, knobs_, p->buffers);
+    prepared_ = std::move(p);
+    world_.barrier();
+  }
+
+  // NCCL's in-place rule (as in_place_alias in schedule.h): all-gather's input lies in its
+  // output at rank * count, reduce-scatter's output in its input at rank * count, the others
+  // share one buffer.
+  struct Alias {
+    bool input_inside;
+    std::size_t offset;
+  };
+  static Alias in_place_layout(const Case& c, int rank) {
+    const auto r = static_cast<std::size_t>(rank);
+    if (c.collective == Collective::AllGather) return {true, r * c.count};
+    if (c.collective == Collective::ReduceScatter) return {false, r * c.count};
+    return {false, 0};
+  }
+
+  void fill(const Case& c, const RankRunOptions& options, std::uint64_t call) {
+    Prepared& p = *prepared_;
+    const std::size_t bytes = p.input_count * size_of(c.dtype);
+    if (options.input != nullptr) {
+      std::memcpy(p.buffers.input, options.input->data(), std::min(bytes, options.input->size()));
+      return;
+    }
+    Case this_call = c;
+    this_call.seed = c.seed + call;
+    if (bytes > 0) InputGenerator(this_call).fill(world_.rank(), 0, {p.buffers.input, bytes});
+  }
+
+  RankResult collect(DType dtype) {
+    Prepared& p = *prepared_;
+    const std::size_t element = size_of(dtype);
+    RankResult r;
+    if (p.output_count > 0) r.output.assign(p.buffers.output, p.buffers.output + p.output_count * element);
+    r.input.assign(p.buffers.input, p.buffers.input + p.input_count * element);
+    r.guards_intact = p.input_storage.intact() && p.output_storage.intact() && p.scratch_storage.intact();
+    return r;
+  }
+
+  std::chrono::milliseconds timeout(const RankRunOptions& options) const {
+    const double seconds = knobs_.timeout > 0 ? knobs_.timeout : options.deadline;
+    return std::chrono::milliseconds(std::max<long long>(1, static_cast<long long>(seconds * 1000)));
+  }
+
+  void call_once(const RankRunOptions& options) { prepared_->call->run(timeout(options), tag_++); }
+
+  void repeated(const Case& c, const RankRunOptions& options, RankRun& result, std::string& where) {
+    const int calls = options.input != nullptr ? 1 : std::max(options.calls, 1);
+    for (int k = 0; k < calls; ++k) {
+      where = "call " + std::to_string(k) + " of " + to_string(c);
+      fill(c, options, static_cast<std::uint64_t>(k));
+      call_once(options);
+      result.calls.push_back(collect(c.dtype));
+    }
+  }
+
+  void timed(const Case& c, const RankRunOptions& options, RankRun& result, std::string& where) {
+    fill(c, options, 0);
+    for (int k = 0; k < options.warmup; ++k) {
+      where = "warmup call " + std::to_string(k) + " of " + to_string(c);
+      call_once(options);
+    }
+    double total = 0;
+    for (int k = 0; k < options.iterations; ++k) {
+      where = "timed call " + std::to_string(k) + " of " + to_string(c);
+      const auto start = std::chrono::steady_clock::now();
+      call_once(options);
+      total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (options.checked) result.calls.push_back(collect(c.dtype));
+    }
+    result.seconds = options.iterations > 0 ? total / options.iterations : 0;
+  }
+
+  const GlooAlgorithm& algorithm_;
+  GlooKnobs knobs_;
+  std::string name_;
+  World& world_;
+  std::shared_ptr<gloo::Context> context_;
+  std::unique_ptr<Prepared> prepared_;
+  std::uint32_t tag_ = 0;  // every rank makes the same calls, so their tags agree
+};
+
+RankBackendSpec spec_of(const GlooAlgorithm& a, GlooKnobs knobs, std::string name) {
+  RankBackendSpec spec;
+  spec.name = name;
+  spec.capabilities = capabilities_of(a);
+  if (std::string_view(a.name) == "allreduce_bcube") {
+    spec.capabilities.precondition = [base = knobs.base](const Case& c) { return c.nranks % base == 0; };
+  }
+  spec.make = [&a, knobs, name](World& world) -> Result<std::unique_ptr<RankBackend>> {
+    const double seconds = knobs.timeout > 0 ? knobs.timeout : kClassTimeout;
+    try {
+      std::shared_ptr<gloo::Context> context =
+          connect_gloo_mesh(world, knobs, std::chrono::milliseconds(static_cast<long long>(seconds * 1000)));
+      return std::unique_ptr<RankBackend>(std::make_unique<GlooRankBackend>(a, knobs, name, world, std::move(context)));
+    } catch (const std::exception& e) {
+      return Error{"--backend", "'" + name + "': connecting Gloo's TCP mesh on rank " + std::to_string(world.rank()) +
+                                    ": " + e.what()};
+    }
+  };
+  return spec;
+}
+
+}  // namespace
+
+// `gloo`, `gloo:all-algorithms[:timeout=S,iface=NAME]`: one spec per algorithm;
+// `gloo:NAME[:key=value,...]`: that algorithm with its options.
+Result<std::vector<RankBackendSpec>> gloo_backend_specs(std::string_view options, std::string_view spec) {
+  const std::size_t colon = options.find(':');
+  const std::string_view name = options.substr(0, colon);
+  const std::string_view rest = colon == std::string_view::npos ? std::string_view{} : options.substr(colon + 1);
+  std::vector<RankBackendSpec> specs;
+  if (name.empty() || name == "all-algorithms" || name == "all") {
+    Result<GlooKnobs> knobs = parse_options(spec, nullptr, rest);
+    if (!knobs) return knobs.error();
+    const std::string suffix = rest.empty() ? "" : ":" + std::string(rest);
+    for (const GlooAlgorithm& a : gloo_algorithms()) specs.push_back(spec_of(a, *knobs, "gloo:" + std::string(a.name) + suffix));
+    return specs;
+  }
+  for (const GlooAlgorithm& a : gloo_algorithms()) {
+    if (a.name != name) continue;
+    Result<GlooKnobs> knobs = parse_options(spec, &a, rest);
+    if (!knobs) return knobs.error();
+    specs.push_back(spec_of(a, *knobs, std::string(spec)));
+    return specs;
+  }
+  return Error{"--backend", "'" + std::string(spec) + "': unknown Gloo algorithm '" + std::string(name) +
+                                "': allowed all-algorithms, " + algorithm_names()};
+}
+
+}  // namespace collcheck
+

@@ -1,0 +1,143 @@
+// The launched world over MPI: MPI_Init_thread once, a duplicate of MPI_COMM_WORLD for control
+// traffic, allgather by MPI_Allgatherv, MPI_Finalize at exit.
+#include "impls/worlds/mpi_world.h"
+
+#include <cstdlib>
+#include <cstdint>
+#include <ctime>
+#include <string_view>
+
+#include <sched.h>
+#include <unistd.h>
+
+#include "collcheck/config.h"
+
+#if COLLCHECK_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace collcheck {
+
+bool launched_by_launcher() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_NTASKS"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') {
+      if (std::string_view(name) == "SLURM_NTASKS" && std::getenv("SLURM_PROCID") == nullptr) continue;
+      return true;
+    }
+  }
+  return false;
+}
+
+#if COLLCHECK_HAVE_MPI
+namespace {
+
+class MpiWorld final : public World {
+ public:
+  MpiWorld() {
+    MPI_Comm_dup(MPI_COMM_WORLD, &control_);
+    MPI_Comm_rank(control_, &rank_);
+    MPI_Comm_size(control_, &size_);
+    // The job name: rank 0's pid and time, the same everywhere.
+    std::uint64_t id[2] = {static_cast<std::uint64_t>(::getpid()), static_cast<std::uint64_t>(std::time(nullptr))};
+    MPI_Bcast(id, 2, MPI_UINT64_T, 0, control_);
+    job_ = "mpi-" + std::to_string(id[0]) + "-" + std::to_string(id[1]);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string job() const override { return job_; }
+
+  std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
+    const int bytes = static_cast<int>(mine.size());
+    std::vector<int> counts(static_cast<std::size_t>(size_));
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallgather(&bytes, 1, MPI_INT, counts.data(), 1, MPI_INT, control_, &request);
+    wait(request, "allgather");
+    std::vector<int> displacements(counts.size());
+    long long total = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      displacements[r] = static_cast<int>(total);
+      total += counts[r];
+    }
+    std::vector<std::byte> all(static_cast<std::size_t>(total));
+    MPI_Iallgatherv(mine.data(), bytes, MPI_BYTE, all.data(), counts.data(), displacements.data(), MPI_BYTE, control_,
+                    &request);
+    wait(request, "allgather");
+    std::vector<std::vector<std::byte>> out(counts.size());
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      out[r].assign(all.begin() + displacements[r], all.begin() + displacements[r] + counts[r]);
+    }
+    return out;
+  }
+
+  void barrier() override {
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibarrier(control_, &request);
+    wait(request, "barrier");
+  }
+
+  void set_deadline(std::chrono::steady_clock::time_point deadline) override { deadline_ = deadline; }
+
+ private:
+  // Without a deadline, MPI's own blocking wait; with one, polling until it passes.
+  void wait(MPI_Request& request, const char* what) {
+    if (deadline_ == std::chrono::steady_clock::time_point::max()) {
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+      return;
+    }
+    for (int done = 0;;) {
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (done) return;
+      if (std::chrono::steady_clock::now() > deadline_) {
+        throw WorldTimeout{"rank " + std::to_string(rank_) + ": the control world's " + what +
+                           " did not complete by the run's deadline (a rank never joined)"};
+      }
+      sched_yield();
+    }
+  }
+
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  MPI_Comm control_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  std::string job_;
+};
+
+void finalize() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+}  // namespace
+
+Result<World*> launched_world() {
+  static MpiWorld* world = [] {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+      std::atexit(finalize);
+    }
+    return new MpiWorld();
+  }();
+  return static_cast<World*>(world);
+}
+
+void abort_launched_world(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+#else
+
+Result<World*> launched_world() {
+  return Error{"--backend", "running across processes needs MPI (mpirun), and this build has none: " COLLCHECK_MPI_REASON};
+}
+
+void abort_launched_world(int code) { std::_Exit(code); }
+
+#endif
+
+}  // namespace collcheck

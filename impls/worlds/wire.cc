@@ -1,0 +1,145 @@
+// The wire encoding: little-endian 64-bit integers, doubles by bits, byte strings and text with
+// a length first; requests carry the case's text form so they read back exactly.
+#include "impls/worlds/wire.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+namespace collcheck::wire {
+
+void Writer::u64(std::uint64_t value) {
+  for (int i = 0; i < 8; ++i) data_.push_back(static_cast<std::byte>(value >> (8 * i)));
+}
+
+void Writer::f64(double value) { u64(std::bit_cast<std::uint64_t>(value)); }
+
+void Writer::bytes(std::span<const std::byte> value) {
+  u64(value.size());
+  data_.insert(data_.end(), value.begin(), value.end());
+}
+
+void Writer::text(std::string_view value) { bytes(std::as_bytes(std::span(value.data(), value.size()))); }
+
+std::span<const std::byte> Reader::take(std::size_t n) {
+  if (!ok_ || n > data_.size() - at_) {
+    ok_ = false;
+    return {};
+  }
+  std::span<const std::byte> out = data_.subspan(at_, n);
+  at_ += n;
+  return out;
+}
+
+std::uint64_t Reader::u64() {
+  std::span<const std::byte> raw = take(8);
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < raw.size(); ++i) value |= static_cast<std::uint64_t>(raw[i]) << (8 * i);
+  return value;
+}
+
+double Reader::f64() { return std::bit_cast<double>(u64()); }
+
+std::vector<std::byte> Reader::bytes() {
+  const std::uint64_t n = u64();
+  std::span<const std::byte> raw = take(static_cast<std::size_t>(n));
+  return {raw.begin(), raw.end()};
+}
+
+std::string Reader::text() {
+  std::vector<std::byte> raw = bytes();
+  return {reinterpret_cast<const char*>(raw.data()), raw.size()};
+}
+
+std::vector<std::byte> encode(const RunRequest& request) {
+  Writer w;
+  w.text(to_string(request.c));
+  const RankRunOptions& o = request.options;
+  w.u64(static_cast<std::uint64_t>(o.calls));
+  w.f64(o.deadline);
+  w.u64(o.timed);
+  w.u64(static_cast<std::uint64_t>(o.warmup));
+  w.u64(static_cast<std::uint64_t>(o.iterations));
+  w.u64(o.checked);
+  w.u64(request.input.has_value());
+  if (request.input) w.bytes(*request.input);
+  w.text(request.fault_plan);
+  w.u64(request.fault_seed);
+  return std::move(w.data());
+}
+
+Result<RunRequest> decode_request(std::span<const std::byte> data) {
+  Reader r(data);
+  RunRequest request;
+  const std::string text = r.text();
+  RankRunOptions& o = request.options;
+  o.calls = static_cast<int>(r.u64());
+  o.deadline = r.f64();
+  o.timed = r.u64() != 0;
+  o.warmup = static_cast<int>(r.u64());
+  o.iterations = static_cast<int>(r.u64());
+  o.checked = r.u64() != 0;
+  if (r.u64() != 0) request.input = r.bytes();
+  request.fault_plan = r.text();
+  request.fault_seed = r.u64();
+  if (!r.ok()) return Error{"request", "truncated run request"};
+  Result<Case> c = parse_case(text);
+  if (!c) return c.error();
+  request.c = *c;
+  return request;
+}
+
+std::vector<std::byte> encode(const RankRun& run) {
+  Writer w;
+  w.u64(static_cast<std::uint64_t>(run.outcome));
+  w.text(run.error);
+  w.f64(run.seconds);
+  w.u64(run.calls.size());
+  for (const RankResult& call : run.calls) {
+    w.bytes(call.output);
+    w.bytes(call.input);
+    w.u64(call.guards_intact);
+  }
+  w.u64(run.world_broken);
+  return std::move(w.data());
+}
+
+Result<RankRun> decode_run(std::span<const std::byte> data) {
+  Reader r(data);
+  RankRun run;
+  run.outcome = static_cast<Outcome>(std::min<std::uint64_t>(r.u64(), static_cast<std::uint64_t>(Outcome::Crash)));
+  run.error = r.text();
+  run.seconds = r.f64();
+  const std::uint64_t calls = r.u64();
+  for (std::uint64_t k = 0; k < calls && r.ok(); ++k) {
+    RankResult call;
+    call.output = r.bytes();
+    call.input = r.bytes();
+    call.guards_intact = r.u64() != 0;
+    run.calls.push_back(std::move(call));
+  }
+  run.world_broken = r.u64() != 0;
+  if (!r.ok()) return Error{"result", "truncated rank result"};
+  return run;
+}
+
+RepeatedRun combine(std::vector<RankRun> ranks) {
+  RepeatedRun out;
+  std::size_t calls = ranks.empty() ? 0 : ranks[0].calls.size();
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const RankRun& run = ranks[r];
+    out.seconds = std::max(out.seconds, run.seconds);
+    calls = std::min(calls, run.calls.size());
+    if (run.outcome == Outcome::Ok) continue;
+    if (out.outcome == Outcome::Ok || run.outcome > out.outcome) out.outcome = run.outcome;
+    out.error += (out.error.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + ": " + run.error;
+  }
+  if (out.outcome != Outcome::Ok) return out;
+  out.calls.assign(calls, std::vector<RankResult>(ranks.size()));
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    for (std::size_t k = 0; k < calls; ++k) out.calls[k][r] = std::move(ranks[r].calls[k]);
+  }
+  return out;
+}
+
+}  // namespace collcheck::wire
