@@ -1,5 +1,7 @@
 # Detects the optional parts collcheck can use; a missing part never fails the configure.
 # Sets COLLCHECK_HAVE_<PART> (ON/OFF) and COLLCHECK_<PART>_REASON for each, then prints one summary.
+# Required parts (nlohmann-json, header-only, in Debian) stop the configure with the package to
+# install, and the summary lists them too.
 #
 # Parts: CUDA, CUDA_HEADERS, NCCL, MPI, GLOO, IBVERBS, RAPIDCHECK, GTEST, BENCHMARK.
 # COLLCHECK_ENABLE_<PART> (CUDA, NCCL, MPI, GLOO, IBVERBS) turns a part off; ON means "use it
@@ -261,6 +263,16 @@ function(_collcheck_detect_benchmark)
   _collcheck_part(BENCHMARK ON "${benchmark_VERSION}, ${benchmark_DIR}")
 endfunction()
 
+# nlohmann-json writes the JSON report (harness/report.cc); ordered_json needs 3.9.
+function(_collcheck_require_nlohmann_json)
+  find_package(nlohmann_json 3.9 CONFIG QUIET)
+  if(NOT nlohmann_json_FOUND OR NOT TARGET nlohmann_json::nlohmann_json)
+    message(FATAL_ERROR "collcheck needs nlohmann-json 3.9 or later: install nlohmann-json3-dev "
+      "(ci/install-deps), or set nlohmann_json_DIR")
+  endif()
+  set(COLLCHECK_NLOHMANN_JSON_REASON "${nlohmann_json_VERSION}, ${nlohmann_json_DIR}" PARENT_SCOPE)
+endfunction()
+
 # The name a person reads for each part, in the summary and in `collcheck version`.
 set(COLLCHECK_CUDA_TITLE "CUDA")
 set(COLLCHECK_CUDA_HEADERS_TITLE "CUDA headers")
@@ -273,6 +285,8 @@ set(COLLCHECK_GTEST_TITLE "GoogleTest")
 set(COLLCHECK_BENCHMARK_TITLE "Google Benchmark")
 
 function(_collcheck_print_summary)
+  message(STATUS "collcheck required parts:")
+  message(STATUS "  nlohmann-json     required  ${COLLCHECK_NLOHMANN_JSON_REASON}")
   message(STATUS "collcheck optional parts:")
   foreach(part IN LISTS COLLCHECK_PARTS)
     set(title "${COLLCHECK_${part}_TITLE}")
@@ -298,4 +312,5 @@ _collcheck_detect_ibverbs()
 _collcheck_detect_rapidcheck()
 _collcheck_detect_gtest()
 _collcheck_detect_benchmark()
+_collcheck_require_nlohmann_json()
 _collcheck_print_summary()

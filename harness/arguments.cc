@@ -58,7 +58,30 @@ std::vector<std::string> Arguments::all(std::string_view flag) const {
 
 std::string Arguments::get(std::string_view flag, std::string_view fallback) const {
   const auto found = values_.find(std::string(flag));
-  return found == values_.end() ? std::string(fallback) : found->second.back();
+  if (found != values_.end()) return found->second.back();
+  const auto table_default = defaults_.find(flag);
+  return fallback.empty() && table_default != defaults_.end() ? table_default->second : std::string(fallback);
+}
+
+std::vector<std::string_view> other_spellings(const Option& option) {
+  std::vector<std::string_view> spellings;
+  for (std::string_view rest = option.spellings; !rest.empty();) {
+    const std::size_t space = std::min(rest.find(' '), rest.size());
+    if (space > 0) spellings.push_back(rest.substr(0, space));
+    rest.remove_prefix(std::min(space + 1, rest.size()));
+  }
+  return spellings;
+}
+
+Result<Arguments> Arguments::parse(std::span<const std::string_view> args, std::span<const Option> options) {
+  std::vector<std::string_view> flags, switches;
+  for (const Option& option : options) (option.value.empty() ? switches : flags).push_back(option.name);
+  Result<Arguments> parsed = parse(args, flags, switches);
+  if (!parsed) return parsed;
+  for (const Option& option : options) {
+    if (!option.fallback.empty()) parsed->defaults_.emplace(option.name, option.fallback);
+  }
+  return parsed;
 }
 
 Result<std::uint64_t> parse_count(std::string_view field, std::string_view text, std::uint64_t low,

@@ -1,5 +1,6 @@
-// Command-line options of the form `--flag value` and `--switch`, checked against the flags a
-// command knows, and the number grammars they use (`1..1024`, `0,1,7`, `64K`).
+// Command-line options of the form `--flag value` and `--switch`, checked against the table of
+// options a command knows (the same table its help is printed from), and the number grammars
+// they use (`1..1024`, `0,1,7`, `64K`).
 #pragma once
 
 #include <cstddef>
@@ -14,21 +15,42 @@
 
 namespace collcheck::cli {
 
+// How often an option may be given.
+enum class Use { Once, Repeatable, Required };
+
+// One option of a command: its parser and its help (harness/command_help.h) read the same row,
+// so what `--help` says and what the command accepts cannot drift apart.
+struct Option {
+  std::string_view name;        // the long name without `--`: "ranks"
+  std::string_view value;       // what the value is, for help: "LIST", "0|1"; empty for a switch
+  std::string_view fallback;    // what Arguments::get returns when the option is absent; empty: none
+  std::string_view help;        // one line; says the default in words where it is not one value
+  Use use = Use::Once;
+  std::string_view spellings{};  // other spellings, space-separated: "-b", "-w --warmup-iters"
+};
+
+// The option's spellings besides `--name`: {"-w", "--warmup-iters"}.
+std::vector<std::string_view> other_spellings(const Option& option);
+
 class Arguments {
  public:
   // `flags` take a value (`--ranks 8`, also `--ranks=8`), `switches` do not (`--verbose`).
   // Errors name the flag and list the ones the command knows.
   static Result<Arguments> parse(std::span<const std::string_view> args, std::span<const std::string_view> flags,
                                  std::span<const std::string_view> switches);
+  // The options of a command's table, by their long names; get() falls back to the table's defaults.
+  static Result<Arguments> parse(std::span<const std::string_view> args, std::span<const Option> options);
 
   bool has(std::string_view flag) const { return values_.contains(std::string(flag)); }
   // Every value given for a repeatable flag, in order; empty when absent.
   std::vector<std::string> all(std::string_view flag) const;
-  // The last value given, or `fallback`.
+  // The last value given, else `fallback` (a default computed from other options), else the
+  // default of the table the arguments were parsed with.
   std::string get(std::string_view flag, std::string_view fallback = "") const;
 
  private:
   std::map<std::string, std::vector<std::string>> values_;
+  std::map<std::string, std::string, std::less<>> defaults_;
 };
 
 // An integer with an optional K/M/G suffix (powers of 1024) within [low, high].

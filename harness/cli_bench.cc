@@ -22,17 +22,48 @@ constexpr std::size_t kMemoryCopyBytes = std::size_t{256} << 20;
 constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 36;
 constexpr std::size_t kMaxSizes = 10000;
 
-constexpr std::string_view kFlags[] = {"minbytes", "maxbytes", "stepfactor", "stepbytes", "iters", "warmup_iters",
-                                       "check", "datatype", "op", "root", "backend", "vs", "collective", "ranks",
-                                       "csv", "svg", "deadline"};
+// nccl-tests' flags, in their order, with their short spellings and defaults.
+constexpr Option kOptions[] = {
+    {"minbytes", "BYTES", "8", "smallest message size", Use::Once, "-b"},
+    {"maxbytes", "BYTES", "32M", "largest message size", Use::Once, "-e"},
+    {"stepfactor", "FACTOR", "2", "multiply the size by this each step, 2..1024", Use::Once, "-f"},
+    {"stepbytes", "BYTES", "0", "add this many bytes each step instead of -f (0: use -f)", Use::Once, "-i"},
+    {"iters", "N", "20", "timed iterations per size", Use::Once, "-n"},
+    {"warmup_iters", "N", "5", "untimed iterations before them", Use::Once, "-w --warmup-iters --warmup"},
+    {"check", "0|1", "1", "check every result against the oracle", Use::Once, "-c"},
+    {"datatype", "DTYPE|all", "float", "element type (nccl-tests' names or ours)", Use::Once, "-d --dtype"},
+    {"op", "OP|all", "sum", "reduction op", Use::Once, "-o"},
+    {"root", "ROOT|all", "0", "root of rooted collectives; -1 or all: every root", Use::Once, "-r"},
+    {"backend", "B", "ring@sim", "the backend to time (check --help gives the grammar)"},
+    {"vs", "B", "", "a second backend, timed on the same sizes and compared"},
+    {"collective", "C", "allreduce", "the collective"},
+    {"ranks", "N", "4", "rank count"},
+    {"csv", "FILE", "", "write the table as CSV"},
+    {"svg", "FILE", "", "plot busbw against size as SVG"},
+    {"deadline", "SECONDS", "", "a run not done by then is a hang (30, 2.5, 90s); default: the backend's"},
+};
 
 // nccl-tests' short flags and the other spellings we accept, to the long names above.
 const std::map<std::string_view, std::string_view>& spellings() {
-  static const std::map<std::string_view, std::string_view> map{
-      {"-b", "minbytes"}, {"-e", "maxbytes"}, {"-f", "stepfactor"}, {"-i", "stepbytes"},
-      {"-n", "iters"}, {"-w", "warmup_iters"}, {"-c", "check"}, {"-d", "datatype"}, {"-o", "op"}, {"-r", "root"},
-      {"--dtype", "datatype"}, {"--warmup-iters", "warmup_iters"}, {"--warmup", "warmup_iters"}};
+  static const std::map<std::string_view, std::string_view> map = [] {
+    std::map<std::string_view, std::string_view> all;
+    for (const Option& option : kOptions) {
+      for (std::string_view spelling : other_spellings(option)) all.emplace(spelling, option.name);
+    }
+    return all;
+  }();
   return map;
+}
+
+// "-b, -e, -f, ...": the short spellings, in the table's order.
+std::string short_options() {
+  std::string names;
+  for (const Option& option : kOptions) {
+    for (std::string_view spelling : other_spellings(option)) {
+      if (!spelling.starts_with("--")) names += (names.empty() ? "" : ", ") + std::string(spelling);
+    }
+  }
+  return names;
 }
 
 // The arguments with every spelling made `--long`, and how the user spelled each flag, so
@@ -53,7 +84,7 @@ Result<Spelled> respell(std::span<const std::string_view> raw) {
     const std::string_view flag = arg.substr(0, arg.find('='));
     const auto found = spellings().find(flag);
     if (found == spellings().end() && arg.size() > 1 && arg[0] == '-' && arg[1] != '-') {
-      return Error{std::string(arg), "is not an option: short options are -b, -e, -f, -i, -n, -w, -c, -d, -o, -r"};
+      return Error{std::string(arg), "is not an option: short options are " + short_options()};
     }
     if (found == spellings().end() && !arg.starts_with("--")) {
       spelled.args.emplace_back(arg);  // a stray word: Arguments::parse names it
@@ -68,9 +99,9 @@ Result<Spelled> respell(std::span<const std::string_view> raw) {
   return spelled;
 }
 
-Result<std::uint64_t> number(const Arguments& args, const Spelled& spelled, std::string_view flag,
-                             std::string_view fallback, std::uint64_t low, std::uint64_t high) {
-  return parse_count(spelled.field(flag), args.get(flag, fallback), low, high);
+Result<std::uint64_t> number(const Arguments& args, const Spelled& spelled, std::string_view flag, std::uint64_t low,
+                             std::uint64_t high) {
+  return parse_count(spelled.field(flag), args.get(flag), low, high);
 }
 
 Status parse_sizes(const Arguments& args, const Spelled& spelled, bench::Settings& s) {
@@ -78,13 +109,13 @@ Status parse_sizes(const Arguments& args, const Spelled& spelled, bench::Setting
     return Error{spelled.field("stepbytes"), "cannot be combined with " + spelled.field("stepfactor") +
                                                  ": give a step factor or a step in bytes"};
   }
-  Result<std::uint64_t> step_bytes = number(args, spelled, "stepbytes", "0", args.has("stepbytes") ? 1 : 0, kMaxBytes);
+  Result<std::uint64_t> step_bytes = number(args, spelled, "stepbytes", args.has("stepbytes") ? 1 : 0, kMaxBytes);
   if (!step_bytes) return step_bytes.error();
-  Result<std::uint64_t> factor = number(args, spelled, "stepfactor", "2", 2, 1024);
+  Result<std::uint64_t> factor = number(args, spelled, "stepfactor", 2, 1024);
   if (!factor) return factor.error();
-  Result<std::uint64_t> min = number(args, spelled, "minbytes", "8", 0, kMaxBytes);
+  Result<std::uint64_t> min = number(args, spelled, "minbytes", 0, kMaxBytes);
   if (!min) return min.error();
-  Result<std::uint64_t> max = number(args, spelled, "maxbytes", "32M", 0, kMaxBytes);
+  Result<std::uint64_t> max = number(args, spelled, "maxbytes", 0, kMaxBytes);
   if (!max) return max.error();
   if (*min > *max) {
     return Error{spelled.field("minbytes"), std::to_string(*min) + ": must be at most " + spelled.field("maxbytes") +
@@ -103,11 +134,11 @@ Status parse_sizes(const Arguments& args, const Spelled& spelled, bench::Setting
 }
 
 Status parse_loop(const Arguments& args, const Spelled& spelled, bench::Settings& s) {
-  Result<std::uint64_t> iterations = number(args, spelled, "iters", "20", 1, 1'000'000);
+  Result<std::uint64_t> iterations = number(args, spelled, "iters", 1, 1'000'000);
   if (!iterations) return iterations.error();
-  Result<std::uint64_t> warmup = number(args, spelled, "warmup_iters", "5", 0, 1'000'000);
+  Result<std::uint64_t> warmup = number(args, spelled, "warmup_iters", 0, 1'000'000);
   if (!warmup) return warmup.error();
-  const std::string check = args.get("check", "1");
+  const std::string check = args.get("check");
   if (check != "0" && check != "1") return Error{spelled.field("check"), "'" + check + "': must be 0 or 1"};
   s.iterations = static_cast<int>(*iterations);
   s.warmup = static_cast<int>(*warmup);
@@ -125,13 +156,13 @@ Status parse_loop(const Arguments& args, const Spelled& spelled, bench::Settings
 }
 
 Status parse_case_fields(const Arguments& args, const Spelled& spelled, bench::Settings& s) {
-  Result<Collective> collective = parse_collective(args.get("collective", "allreduce"));
+  Result<Collective> collective = parse_collective(args.get("collective"));
   if (!collective) return Error{spelled.field("collective"), collective.error().message};
-  Result<std::uint64_t> ranks = number(args, spelled, "ranks", "4", 1, kMaxRanks);
+  Result<std::uint64_t> ranks = number(args, spelled, "ranks", 1, kMaxRanks);
   if (!ranks) return ranks.error();
   s.collective = *collective;
   s.nranks = static_cast<int>(*ranks);
-  const std::string dtype = args.get("datatype", "float");
+  const std::string dtype = args.get("datatype");
   if (dtype == "all") {
     s.dtypes.assign(all_dtypes().begin(), all_dtypes().end());
   } else {
@@ -139,7 +170,7 @@ Status parse_case_fields(const Arguments& args, const Spelled& spelled, bench::S
     if (!parsed) return Error{spelled.field("datatype"), parsed.error().message + ", or all"};
     s.dtypes = {*parsed};
   }
-  const std::string op = args.get("op", "sum");
+  const std::string op = args.get("op");
   if (op == "all") {
     s.ops.assign(all_ops().begin(), all_ops().end());
   } else {
@@ -147,7 +178,7 @@ Status parse_case_fields(const Arguments& args, const Spelled& spelled, bench::S
     if (!parsed) return Error{spelled.field("op"), parsed.error().message + ", or all"};
     s.ops = {*parsed};
   }
-  const std::string root = args.get("root", "0");
+  const std::string root = args.get("root");
   s.roots.clear();
   if (root == "all" || root == "-1") {
     for (int r = 0; r < s.nranks; ++r) s.roots.push_back(r);
@@ -190,6 +221,15 @@ Result<std::unique_ptr<std::ofstream>> open_output(const Arguments& args, std::s
 
 }  // namespace
 
+const CommandHelp& bench_help() {
+  static constexpr CommandHelp help{
+      "bench", "time a backend with nccl-tests' flags and columns, optionally against another", kOptions, "",
+      "Sizes are bytes and take K, M, G. Every size is timed, checked and printed as nccl-tests prints it;\n"
+      "@sim backends report the time the simulated fabric predicts (docs/bench.md).",
+      "collcheck bench -b 8 -e 128M -f 2 -n 20 --backend ring@proc --vs mpi --svg ring-vs-mpi.svg"};
+  return help;
+}
+
 int run_bench(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
   auto usage_error = [&](const Error& error) {
     err << "collcheck bench: " << error.text() << '\n';
@@ -198,7 +238,7 @@ int run_bench(std::span<const std::string_view> raw, std::ostream& out, std::ost
   Result<Spelled> spelled = respell(raw);
   if (!spelled) return usage_error(spelled.error());
   const std::vector<std::string_view> views(spelled->args.begin(), spelled->args.end());
-  Result<Arguments> args = Arguments::parse(views, kFlags, {});
+  Result<Arguments> args = Arguments::parse(views, kOptions);
   if (!args) return usage_error(args.error());
   bench::Settings settings;
   for (Status status : {parse_sizes(*args, *spelled, settings), parse_loop(*args, *spelled, settings),
@@ -208,7 +248,7 @@ int run_bench(std::span<const std::string_view> raw, std::ostream& out, std::ost
   std::vector<std::unique_ptr<Backend>> backends;
   for (std::string_view flag : {"backend", "vs"}) {
     if (flag == "vs" && !args->has("vs")) continue;
-    Result<std::unique_ptr<Backend>> backend = one_backend("--" + std::string(flag), args->get(flag, "ring@sim"), settings);
+    Result<std::unique_ptr<Backend>> backend = one_backend("--" + std::string(flag), args->get(flag), settings);
     if (!backend) return usage_error(backend.error());
     backends.push_back(std::move(backend).value());
   }

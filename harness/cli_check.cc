@@ -30,10 +30,32 @@ namespace {
 
 constexpr int kUsageError = 2;
 constexpr int kUnavailable = 77;
-constexpr std::string_view kCheckFlags[] = {"backend", "collective", "dtype", "op", "values", "ranks", "count", "cases",
-                                            "seed", "time-budget", "property", "json", "junit",
-                                            "deadline", "mpirun-args", "faults"};
-constexpr std::string_view kReplayFlags[] = {"backend", "schedule-seed", "property", "deadline", "mpirun-args", "faults"};
+constexpr Option kCheckOptions[] = {
+    {"backend", "B", "all@sim", "what to test; the grammar is below", Use::Repeatable},
+    {"collective", "C", "", "only these collectives; default: all the backend has", Use::Repeatable},
+    {"dtype", "D", "", "only these element types; default: all", Use::Repeatable},
+    {"op", "O", "", "only these reduction ops; default: all", Use::Repeatable},
+    {"values", "V", "", "only these value kinds (exact, real, special); default: all", Use::Repeatable},
+    {"ranks", "A..B", "1..64", "rank counts drawn from 1, 2, 3, primes, powers of two, 2^k+-1 within the range"},
+    {"count", "A..B", "0..64K", "elements (NCCL's count)"},
+    {"cases", "N", "0", "cases per backend (0: as many as the budget allows)"},
+    {"seed", "S", "", "the same seed and options give the same cases; default: drawn at random, always printed"},
+    {"time-budget", "T", "60s", "for all backends together: 30s, 2m, 90 (seconds)"},
+    {"property", "P", "", "only these properties (docs/properties.md); default: all", Use::Repeatable},
+    {"json", "FILE", "", "write the report as JSON"},
+    {"junit", "FILE", "", "write the report as JUnit XML"},
+    {"deadline", "SECONDS", "", "across processes: a run not done by then is a hang; default: 20 s + 1 s per 50 MB"},
+    {"mpirun-args", "'ARGS'", "", "across processes: extra arguments for mpirun (--hostfile hosts)"},
+    {"faults", "PLAN", "", "every run under a fault plan, or random[:KIND,...] for a plan per case (docs/faults.md)"},
+};
+constexpr Option kReplayOptions[] = {
+    {"backend", "B", "ring@sim", "the backend (check --help gives the grammar)"},
+    {"schedule-seed", "S", "0", "the schedule seed of the failure's replay line"},
+    {"property", "P", "", "check only this property; default: all"},
+    {"deadline", "SECONDS", "", "across processes: a run not done by then is a hang; default: 20 s + 1 s per 50 MB"},
+    {"mpirun-args", "'ARGS'", "", "across processes: extra arguments for mpirun"},
+    {"faults", "PLAN", "none", "the one plan of the failure's replay line (not random)"},
+};
 
 // `60s`, `2m`, `90` (seconds), `1.5m`.
 Result<double> parse_duration(std::string_view flag, const std::string& text) {
@@ -75,9 +97,9 @@ Status parse_limits(const Arguments& args, CaseLimits& limits) {
   if (s) s = parse_list<RedOp>(args, "op", parse_op, limits.ops);
   if (s) s = parse_list<ValueKind>(args, "values", parse_value_kind, limits.values);
   if (!s) return s;
-  Result<std::pair<std::uint64_t, std::uint64_t>> ranks = parse_range("--ranks", args.get("ranks", "1..64"), 1, kMaxRanks);
+  Result<std::pair<std::uint64_t, std::uint64_t>> ranks = parse_range("--ranks", args.get("ranks"), 1, kMaxRanks);
   if (!ranks) return ranks.error();
-  Result<std::pair<std::uint64_t, std::uint64_t>> count = parse_range("--count", args.get("count", "0..64K"), 0, 1 << 24);
+  Result<std::pair<std::uint64_t, std::uint64_t>> count = parse_range("--count", args.get("count"), 0, 1 << 24);
   if (!count) return count.error();
   limits.min_ranks = static_cast<int>(ranks->first);
   limits.max_ranks = static_cast<int>(ranks->second);
@@ -130,7 +152,7 @@ Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockst
       return first;
     };
   }
-  Result<std::uint64_t> cases = parse_count("--cases", args.get("cases", "0"), 0, 1u << 30);
+  Result<std::uint64_t> cases = parse_count("--cases", args.get("cases"), 0, 1u << 30);
   if (!cases) return cases.error();
   options.cases = *cases;
   const std::string seed = args.get("seed");
@@ -144,7 +166,7 @@ Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockst
   }
   options.faults = args.get("faults");
   if (Result<FaultChoice> faults = parse_fault_choice(options.faults, options.seed); !faults) return faults.error();
-  Result<double> budget = parse_duration("--time-budget", args.get("time-budget", "60s"));
+  Result<double> budget = parse_duration("--time-budget", args.get("time-budget"));
   if (!budget) return budget.error();
   options.time_budget = *budget;
   for (const std::string& property : args.all("property")) {
@@ -201,7 +223,7 @@ bool write_file(const std::string& path, void (*writer)(const CheckReport&, std:
 
 // Replay takes one concrete plan: the one a failure's replay line carries.
 Result<FaultChoice> replay_faults(const Arguments& args) {
-  Result<FaultChoice> faults = parse_fault_choice(args.get("faults", "none"), 0);
+  Result<FaultChoice> faults = parse_fault_choice(args.get("faults"), 0);
   if (faults && faults->random) {
     return Error{"--faults", "'" + args.get("faults") + "': replay takes one plan, the --faults '...' of the "
                                                         "failure's replay line, not random"};
@@ -229,14 +251,33 @@ void print_replayed_run(const Case& c, const Backend& backend, const RepeatedRun
 
 }  // namespace
 
+const CommandHelp& check_help() {
+  static constexpr CommandHelp help{
+      "check", "run random cases on backends, check every property, shrink failures", kCheckOptions, "",
+      "backends: ALGORITHM@sim[:chunk=N,channels=N,fan-in=N], all@sim, mutant:NAME@sim; the same @proc\n"
+      "[:...,transport=auto|shm|tcp]; mpi[:COLL=ALG,...|:all-algorithms]; gloo[:NAME[:OPTIONS]|:all-algorithms]\n"
+      "(collcheck list names them). Under mpirun or srun every rank runs in lockstep. Exit status: 0 held,\n"
+      "1 failed, 2 usage error, 77 nothing could run here. The reports: docs/cli.md.",
+      "collcheck check --backend ring@sim --backend tree@sim --ranks 2..16 --time-budget 30s --json report.json"};
+  return help;
+}
+
+const CommandHelp& replay_help() {
+  static constexpr CommandHelp help{
+      "replay", "rerun one case on one backend with per-rank detail", kReplayOptions, "'CASE'",
+      "CASE: the text form of a case (docs/oracle.md), as a failure's replay line gives it.",
+      "collcheck replay --backend ring@sim 'allreduce/f32/sum/n=10/ranks=3'"};
+  return help;
+}
+
 int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
-  Result<Arguments> args = Arguments::parse(raw, kCheckFlags, {});
+  Result<Arguments> args = Arguments::parse(raw, kCheckOptions);
   if (!args) {
     err << "collcheck check: " << args.error().text() << '\n';
     return kUsageError;
   }
   std::vector<std::string> specs = args->all("backend");
-  if (specs.empty()) specs.push_back("all@sim");
+  if (specs.empty()) specs.push_back(args->get("backend"));
   Lockstep lockstep;
   Status joined = join_lockstep(specs, lockstep);
   Result<CheckOptions> options = joined ? parse_options(*args, lockstep) : Result<CheckOptions>(joined.error());
@@ -284,7 +325,7 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
       return kUsageError;
     }
   }
-  Result<Arguments> args = Arguments::parse(options, kReplayFlags, {});
+  Result<Arguments> args = Arguments::parse(options, kReplayOptions);
   if (!args) {
     err << "collcheck replay: " << args.error().text() << '\n';
     return kUsageError;
@@ -294,9 +335,9 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
     return kUsageError;
   }
   Result<Case> c = parse_case(case_text);
-  Result<std::uint64_t> schedule_seed = parse_count("--schedule-seed", args->get("schedule-seed", "0"), 0, ~std::uint64_t{0});
+  Result<std::uint64_t> schedule_seed = parse_count("--schedule-seed", args->get("schedule-seed"), 0, ~std::uint64_t{0});
   Result<FaultChoice> faults = replay_faults(*args);
-  auto backends = faults ? backends_of({args->get("backend", "ring@sim")}, *args, *faults)
+  auto backends = faults ? backends_of({args->get("backend")}, *args, *faults)
                          : Result<std::vector<std::unique_ptr<Backend>>>(faults.error());
   const std::string property_name = args->get("property");
   const Property* only = property_name.empty() ? nullptr : find_property(property_name);

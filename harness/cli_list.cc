@@ -148,6 +148,13 @@ void print_topologies(std::ostream& out) {
 
 }  // namespace
 
+const CommandHelp& list_help() {
+  static constexpr CommandHelp help{
+      "list", "print the collectives, dtypes, ops, algorithms, value kinds and optional parts", {}, "", "",
+      "collcheck list"};
+  return help;
+}
+
 int run_list(std::ostream& out) {
   print_collectives(out);
   out << '\n';

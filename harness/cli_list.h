@@ -4,7 +4,12 @@
 
 #include <ostream>
 
+#include "harness/command_help.h"
+
 namespace collcheck::cli {
+
+// The options, defaults and example `collcheck list --help` prints.
+const CommandHelp& list_help();
 
 int run_list(std::ostream& out);
 

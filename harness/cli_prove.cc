@@ -16,8 +16,18 @@
 namespace collcheck::cli {
 namespace {
 
-constexpr std::string_view kFlags[] = {"algorithm", "collective", "ranks", "counts", "roots",
-                                       "layout", "chunk", "channels", "fan-in"};
+constexpr Option kOptions[] = {
+    {"algorithm", "A|all", "", "the algorithm to prove (collcheck list names them), or all", Use::Required},
+    {"collective", "C", "", "only its schedules for these collectives; default: every one it implements",
+     Use::Repeatable},
+    {"ranks", "LIST", "1..64", "rank counts, up to 4096"},
+    {"counts", "LIST", "", "element counts; default: the awkward counts of each rank count (below)"},
+    {"roots", "some|all", "some", "rooted collectives: every root up to 16 ranks, above that 0, 1, n/2, n-1; or all"},
+    {"layout", "both|inplace|outofplace", "both", "buffer layouts to prove"},
+    {"chunk", "N", "0", "pipeline chunk in elements (0: one chunk)"},
+    {"channels", "N", "1", "parallel channels, 1..64"},
+    {"fan-in", "N", "4", "switch fan-in of the in-network algorithm, 2..64"},
+};
 constexpr int kUsageError = 2;
 
 struct Sweep {
@@ -70,7 +80,7 @@ Result<Sweep> parse_sweep(const Arguments& args) {
     return Error{"--algorithm", "'" + algorithm + "' with the collectives given: none; algorithms are " +
                                     algorithm_names() + " (collcheck list shows which collectives each implements)"};
   }
-  Result<std::vector<std::uint64_t>> ranks = parse_set("--ranks", args.get("ranks", "1..64"), 1, kMaxRanks);
+  Result<std::vector<std::uint64_t>> ranks = parse_set("--ranks", args.get("ranks"), 1, kMaxRanks);
   if (!ranks) return ranks.error();
   sweep.ranks = *ranks;
   if (args.has("counts")) {
@@ -78,17 +88,17 @@ Result<Sweep> parse_sweep(const Arguments& args) {
     if (!counts) return counts.error();
     sweep.counts = *counts;
   }
-  const std::string roots = args.get("roots", "some");
+  const std::string roots = args.get("roots");
   if (roots != "some" && roots != "all") return Error{"--roots", "'" + roots + "': must be some or all"};
   sweep.all_roots = roots == "all";
-  const std::string layout = args.get("layout", "both");
+  const std::string layout = args.get("layout");
   if (layout == "both") sweep.layouts = {false, true};
   else if (layout == "inplace") sweep.layouts = {true};
   else if (layout == "outofplace") sweep.layouts = {false};
   else return Error{"--layout", "'" + layout + "': must be both, inplace or outofplace"};
-  Result<std::uint64_t> chunk = parse_count("--chunk", args.get("chunk", "0"), 0, 1 << 24);
-  Result<std::uint64_t> channels = parse_count("--channels", args.get("channels", "1"), 1, 64);
-  Result<std::uint64_t> fan_in = parse_count("--fan-in", args.get("fan-in", "4"), 2, 64);
+  Result<std::uint64_t> chunk = parse_count("--chunk", args.get("chunk"), 0, 1 << 24);
+  Result<std::uint64_t> channels = parse_count("--channels", args.get("channels"), 1, 64);
+  Result<std::uint64_t> fan_in = parse_count("--fan-in", args.get("fan-in"), 2, 64);
   if (!chunk) return chunk.error();
   if (!channels) return channels.error();
   if (!fan_in) return fan_in.error();
@@ -155,8 +165,17 @@ void print_bands(const Algorithm& algorithm, const std::vector<Band>& bands, std
 
 }  // namespace
 
+const CommandHelp& prove_help() {
+  static constexpr CommandHelp help{
+      "prove", "prove reference algorithms symbolically over ranges of shapes", kOptions, "",
+      "LIST: 1,2,8..16; counts take K, M, G (powers of 1024). Without --counts each rank count n gets\n"
+      "{0, 1, n-1, n, n+1, 7, 3n+2, chunk+-1, n*chunk+-1, and 64n+13 up to 64 ranks} (docs/algorithms.md).",
+      "collcheck prove --algorithm ring --collective allreduce --ranks 1..1024"};
+  return help;
+}
+
 int run_prove(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
-  Result<Arguments> args = Arguments::parse(raw, kFlags, {});
+  Result<Arguments> args = Arguments::parse(raw, kOptions);
   if (!args) {
     err << "collcheck prove: " << args.error().text() << '\n';
     return kUsageError;

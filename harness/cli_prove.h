@@ -6,7 +6,12 @@
 #include <span>
 #include <string_view>
 
+#include "harness/command_help.h"
+
 namespace collcheck::cli {
+
+// The options, defaults and example `collcheck prove --help` prints.
+const CommandHelp& prove_help();
 
 int run_prove(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
 

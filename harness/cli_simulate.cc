@@ -20,10 +20,24 @@
 namespace collcheck::cli {
 namespace {
 
-constexpr std::string_view kFlags[] = {"algorithm", "collective", "ranks", "counts", "dtype", "op", "values",
-                                       "seed", "schedule-seed", "topology", "root", "chunk", "channels", "fan-in",
-                                       "faults"};
-constexpr std::string_view kSwitches[] = {"inplace"};
+constexpr Option kOptions[] = {
+    {"algorithm", "A", "ring", "the algorithm to run (collcheck list names them)"},
+    {"collective", "C", "allreduce", "the collective"},
+    {"ranks", "N", "8", "rank count, up to 4096"},
+    {"counts", "LIST", "1K,64K,1M", "element counts, one table row each"},
+    {"dtype", "D", "f32", "element type"},
+    {"op", "O", "sum", "reduction op"},
+    {"values", "exact|real|special", "exact", "input values (docs/oracle.md)"},
+    {"seed", "S", "0", "seed of the inputs"},
+    {"schedule-seed", "S", "0", "seed of the fabric's choices and of the faults drawn"},
+    {"topology", "ring:N|dgx-h100|ib-fat-tree:NODES|FILE", "", "the fabric; default: ring:RANKS"},
+    {"root", "R", "0", "root of rooted collectives"},
+    {"chunk", "N", "0", "pipeline chunk in elements (0: one chunk)"},
+    {"channels", "N", "1", "parallel channels, 1..64"},
+    {"fan-in", "N", "4", "switch fan-in of the in-network algorithm, 2..64"},
+    {"faults", "PLAN", "none", "a fault plan for every message, e.g. 'drop:link=2->3:p=0.01;delay:rank=1:ms=5'"},
+    {"inplace", "", "", "run in place (the output buffer holds the input)"},
+};
 constexpr int kUsageError = 2;
 
 struct Plan {
@@ -36,25 +50,24 @@ struct Plan {
   FaultPlan faults;  // empty: none
 };
 
-Result<std::uint64_t> number(const Arguments& args, std::string_view flag, std::string_view fallback,
-                             std::uint64_t low, std::uint64_t high) {
-  return parse_count("--" + std::string(flag), args.get(flag, fallback), low, high);
+Result<std::uint64_t> number(const Arguments& args, std::string_view flag, std::uint64_t low, std::uint64_t high) {
+  return parse_count("--" + std::string(flag), args.get(flag), low, high);
 }
 
 Status parse_case_fields(const Arguments& args, Plan& plan) {
-  Result<Collective> collective = parse_collective(args.get("collective", "allreduce"));
-  Result<DType> dtype = parse_dtype(args.get("dtype", "f32"));
-  Result<RedOp> op = parse_op(args.get("op", "sum"));
-  Result<ValueKind> values = parse_value_kind(args.get("values", "exact"));
+  Result<Collective> collective = parse_collective(args.get("collective"));
+  Result<DType> dtype = parse_dtype(args.get("dtype"));
+  Result<RedOp> op = parse_op(args.get("op"));
+  Result<ValueKind> values = parse_value_kind(args.get("values"));
   if (!collective) return Error{"--collective", collective.error().message};
   if (!dtype) return Error{"--dtype", dtype.error().message};
   if (!op) return Error{"--op", op.error().message};
   if (!values) return Error{"--values", values.error().message};
-  Result<std::uint64_t> ranks = number(args, "ranks", "8", 1, kMaxRanks);
+  Result<std::uint64_t> ranks = number(args, "ranks", 1, kMaxRanks);
   if (!ranks) return ranks.error();
-  Result<std::uint64_t> root = number(args, "root", "0", 0, *ranks - 1);
+  Result<std::uint64_t> root = number(args, "root", 0, *ranks - 1);
   if (!root) return root.error();
-  Result<std::uint64_t> seed = number(args, "seed", "0", 0, ~std::uint64_t{0});
+  Result<std::uint64_t> seed = number(args, "seed", 0, ~std::uint64_t{0});
   if (!seed) return seed.error();
   plan.base.collective = *collective;
   plan.base.dtype = *dtype;
@@ -69,16 +82,16 @@ Status parse_case_fields(const Arguments& args, Plan& plan) {
 
 Result<Plan> parse_plan(const Arguments& args) {
   Plan plan;
-  plan.algorithm = args.get("algorithm", "ring");
+  plan.algorithm = args.get("algorithm");
   Status fields = parse_case_fields(args, plan);
   if (!fields) return fields.error();
-  Result<std::vector<std::uint64_t>> counts = parse_set("--counts", args.get("counts", "1K,64K,1M"), 0, 1ull << 28);
+  Result<std::vector<std::uint64_t>> counts = parse_set("--counts", args.get("counts"), 0, 1ull << 28);
   if (!counts) return counts.error();
   plan.counts = *counts;
-  Result<std::uint64_t> chunk = number(args, "chunk", "0", 0, 1ull << 28);
-  Result<std::uint64_t> channels = number(args, "channels", "1", 1, 64);
-  Result<std::uint64_t> fan_in = number(args, "fan-in", "4", 2, 64);
-  Result<std::uint64_t> schedule_seed = number(args, "schedule-seed", "0", 0, ~std::uint64_t{0});
+  Result<std::uint64_t> chunk = number(args, "chunk", 0, 1ull << 28);
+  Result<std::uint64_t> channels = number(args, "channels", 1, 64);
+  Result<std::uint64_t> fan_in = number(args, "fan-in", 2, 64);
+  Result<std::uint64_t> schedule_seed = number(args, "schedule-seed", 0, ~std::uint64_t{0});
   if (!chunk) return chunk.error();
   if (!channels) return channels.error();
   if (!fan_in) return fan_in.error();
@@ -89,7 +102,7 @@ Result<Plan> parse_plan(const Arguments& args) {
   Result<Topology> loaded = load_topology(topology);
   if (!loaded) return Error{"--topology", loaded.error().text()};
   plan.topology = std::move(loaded).value();
-  Result<FaultPlan> faults = parse_fault_plan(args.get("faults", "none"));
+  Result<FaultPlan> faults = parse_fault_plan(args.get("faults"));
   if (!faults) return faults.error();
   if (Status valid = validate(*faults, plan.base.nranks); !valid) return valid.error();
   plan.faults = std::move(faults).value();
@@ -122,8 +135,17 @@ std::size_t wrong_elements(const Case& c, const SimulatedRun& run, std::string& 
 
 }  // namespace
 
+const CommandHelp& simulate_help() {
+  static constexpr CommandHelp help{
+      "simulate", "run an algorithm on the simulated fabric, check it, predict its time", kOptions, "",
+      "LIST: 1,2,8..16; counts take K, M, G (powers of 1024). Fault plans: docs/faults.md; the fabric and\n"
+      "its topologies: docs/simulator.md.",
+      "collcheck simulate --algorithm ring --ranks 8 --topology dgx-h100 --counts 16,1K,1M"};
+  return help;
+}
+
 int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
-  Result<Arguments> args = Arguments::parse(raw, kFlags, kSwitches);
+  Result<Arguments> args = Arguments::parse(raw, kOptions);
   if (!args) {
     err << "collcheck simulate: " << args.error().text() << '\n';
     return kUsageError;

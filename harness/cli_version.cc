@@ -9,6 +9,12 @@
 
 namespace collcheck::cli {
 
+const CommandHelp& version_help() {
+  static constexpr CommandHelp help{"version", "print the version, the build and its optional parts", {}, "",
+                                    "", "collcheck version"};
+  return help;
+}
+
 int run_version(std::ostream& out) {
   constexpr std::string_view flags = COLLCHECK_CXX_FLAGS;
   out << "collcheck " << COLLCHECK_VERSION << '\n';

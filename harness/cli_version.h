@@ -4,7 +4,12 @@
 
 #include <ostream>
 
+#include "harness/command_help.h"
+
 namespace collcheck::cli {
+
+// The options, defaults and example `collcheck version --help` prints.
+const CommandHelp& version_help();
 
 int run_version(std::ostream& out);
 

@@ -224,11 +224,23 @@ int serve(ControlSocket& control, RankBackend& backend, const WorkerWorld& world
   }
 }
 
+constexpr Option kOptions[] = {
+    {"backend", "B", "", "the backend this rank runs (one spec of check --help)", Use::Required},
+    {"connect", "HOST:PORT", "", "the control connection of the check or bench that launched the world", Use::Required},
+};
+
 }  // namespace
 
+const CommandHelp& worker_help() {
+  static constexpr CommandHelp help{
+      "worker", "one rank of a world launched by check or bench through mpirun (not run by hand)", kOptions, "",
+      "check, replay and bench start workers through mpirun and talk to them over --connect (docs/processes.md).",
+      "mpirun -np 4 collcheck worker --backend ring@proc --connect 127.0.0.1:40000"};
+  return help;
+}
+
 int run_worker(std::span<const std::string_view> args, std::ostream&, std::ostream& err) {
-  constexpr std::string_view kFlags[] = {"backend", "connect"};
-  Result<Arguments> arguments = Arguments::parse(args, kFlags, {});
+  Result<Arguments> arguments = Arguments::parse(args, kOptions);
   if (!arguments) {
     err << "collcheck worker: " << arguments.error().text() << '\n';
     return 2;

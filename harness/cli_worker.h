@@ -6,7 +6,12 @@
 #include <span>
 #include <string_view>
 
+#include "harness/command_help.h"
+
 namespace collcheck::cli {
+
+// The options, defaults and example `collcheck worker --help` prints.
+const CommandHelp& worker_help();
 
 int run_worker(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
 

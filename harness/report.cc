@@ -3,32 +3,16 @@
 #include "harness/report.h"
 
 #include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "harness/text_table.h"
 
 namespace collcheck {
 namespace {
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", ch);
-          out += escaped;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
+using Json = nlohmann::ordered_json;  // keys in the order docs/cli.md shows them
 
 std::string xml_text(const std::string& text) {
   std::string out;
@@ -80,17 +64,33 @@ void print_outcomes(const CheckReport& report, std::ostream& out) {
   table.print(out);
 }
 
-void write_outcomes_json(const CheckReport& report, std::ostream& out) {
-  out << ",\n  \"faults\": " << json_string(report.faults) << ",\n  \"outcomes\": [";
-  bool first = true;
+// Under faults: the plan and the matrix backend × fault kind, one object per row.
+void add_outcomes_json(const CheckReport& report, Json& json) {
+  json["faults"] = report.faults;
+  json["outcomes"] = Json::array();
   for (const auto& [key, counts] : report.outcomes) {
-    out << (first ? "\n" : ",\n") << "    {\"backend\": " << json_string(key.first) << ", \"fault\": "
-        << json_string(key.second) << ", \"runs\": " << counts.total();
-    for (Outcome outcome : kOutcomes) out << ", " << json_string(std::string(name(outcome))) << ": " << count(counts, outcome);
-    out << "}";
-    first = false;
+    Json row{{"backend", key.first}, {"fault", key.second}, {"runs", counts.total()}};
+    for (Outcome outcome : kOutcomes) row[std::string(name(outcome))] = count(counts, outcome);
+    json["outcomes"].push_back(std::move(row));
   }
-  out << (first ? "" : "\n  ") << "]";
+}
+
+Json tally_json(const Tally& tally) {
+  return {{"cases", tally.cases}, {"passed", tally.passed}, {"failed", tally.failed}, {"skipped", tally.skipped}};
+}
+
+Json failure_json(const Failure& f) {
+  Json json{{"backend", f.backend},
+            {"collective", name(f.collective)},
+            {"property", f.property},
+            {"case", to_string(f.shrunk)},
+            {"original_case", to_string(f.original)},
+            {"schedule_seed", f.schedule_seed},
+            {"cases_until", f.cases_until},
+            {"detail", f.detail}};
+  if (!f.plan.empty()) json["faults"] = to_string(f.plan);
+  json["replay"] = f.replay;
+  return json;
 }
 
 }  // namespace
@@ -116,34 +116,22 @@ void print_report(const CheckReport& report, std::ostream& out) {
 }
 
 void write_json(const CheckReport& report, std::ostream& out) {
-  const Tally total = report.total();
-  out << "{\n  \"seed\": " << report.seed << ",\n  \"seconds\": " << seconds_text(report.seconds)
-      << ",\n  \"backends\": [";
-  for (std::size_t i = 0; i < report.backends.size(); ++i) out << (i ? ", " : "") << json_string(report.backends[i]);
-  out << "],\n  \"summary\": {\"cases\": " << total.cases << ", \"passed\": " << total.passed
-      << ", \"failed\": " << total.failed << ", \"skipped\": " << total.skipped << "},\n  \"table\": [";
-  bool first = true;
+  Json json;
+  json["seed"] = report.seed;
+  json["seconds"] = std::stod(seconds_text(report.seconds));  // tenths, as the text report prints them
+  json["backends"] = report.backends;
+  json["summary"] = tally_json(report.total());
+  json["table"] = Json::array();
   for (const auto& [key, tally] : report.table) {
-    out << (first ? "\n" : ",\n") << "    {\"backend\": " << json_string(key.first) << ", \"collective\": "
-        << json_string(std::string(name(key.second))) << ", \"cases\": " << tally.cases << ", \"passed\": "
-        << tally.passed << ", \"failed\": " << tally.failed << ", \"skipped\": " << tally.skipped << "}";
-    first = false;
+    Json row{{"backend", key.first}, {"collective", name(key.second)}};
+    row.update(tally_json(tally));
+    json["table"].push_back(std::move(row));
   }
-  out << (first ? "" : "\n  ") << "],\n  \"failures\": [";
-  first = true;
-  for (const Failure& f : report.failures) {
-    out << (first ? "\n" : ",\n") << "    {\"backend\": " << json_string(f.backend) << ", \"collective\": "
-        << json_string(std::string(name(f.collective))) << ", \"property\": " << json_string(f.property)
-        << ", \"case\": " << json_string(to_string(f.shrunk)) << ", \"original_case\": "
-        << json_string(to_string(f.original)) << ", \"schedule_seed\": " << f.schedule_seed
-        << ", \"cases_until\": " << f.cases_until << ", \"detail\": " << json_string(f.detail)
-        << (f.plan.empty() ? "" : ", \"faults\": " + json_string(to_string(f.plan)))
-        << ", \"replay\": " << json_string(f.replay) << "}";
-    first = false;
-  }
-  out << (first ? "" : "\n  ") << "]";
-  if (!report.faults.empty()) write_outcomes_json(report, out);
-  out << "\n}\n";
+  json["failures"] = Json::array();
+  for (const Failure& f : report.failures) json["failures"].push_back(failure_json(f));
+  if (!report.faults.empty()) add_outcomes_json(report, json);
+  // A backend name or detail that is not UTF-8 is written with U+FFFD, never refused.
+  out << json.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }
 
 void write_junit(const CheckReport& report, std::ostream& out) {

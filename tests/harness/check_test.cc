@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "faults/plan.h"
 #include "harness/check.h"
 #include "harness/faulty_backend.h"
@@ -107,14 +109,53 @@ TEST(Check, ReportsAreWellFormedAndCarryTheFailures) {
   write_json(report, json);
   write_junit(report, junit);
   print_report(report, text);
-  EXPECT_NE(json.str().find("\"seed\": 3"), std::string::npos);
-  EXPECT_NE(json.str().find("\"summary\": {\"cases\": "), std::string::npos);
-  EXPECT_NE(json.str().find("\"property\": \"oracle\""), std::string::npos);
-  EXPECT_NE(json.str().find("\"replay\": \"collcheck replay --backend 'mutant:drop-remainder@sim'"), std::string::npos);
+  const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(json.str());
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : parsed.items()) keys.push_back(key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"seed", "seconds", "backends", "summary", "table", "failures"}));
+  EXPECT_EQ(parsed["seed"], 3);
+  EXPECT_EQ(parsed["backends"], nlohmann::json::array({"mutant:drop-remainder@sim"}));
+  EXPECT_EQ(parsed["summary"]["cases"], report.total().cases);
+  EXPECT_EQ(parsed["summary"]["failed"], report.total().failed);
+  EXPECT_EQ(parsed["table"].size(), report.table.size());
+  EXPECT_EQ(parsed["table"][0]["collective"], std::string(name(report.table.begin()->first.second)));
+  ASSERT_EQ(parsed["failures"].size(), report.failures.size());
+  const nlohmann::ordered_json& failure = parsed["failures"][0];
+  EXPECT_EQ(failure["property"], "oracle");
+  EXPECT_EQ(failure["case"], to_string(report.failures[0].shrunk));
+  EXPECT_EQ(failure["schedule_seed"], report.failures[0].schedule_seed);
+  EXPECT_EQ(failure["detail"], report.failures[0].detail);
+  EXPECT_FALSE(failure.contains("faults"));
+  EXPECT_TRUE(failure["replay"].get<std::string>().starts_with("collcheck replay --backend 'mutant:drop-remainder@sim'"));
   EXPECT_NE(junit.str().find("<testsuites name=\"collcheck\""), std::string::npos);
   EXPECT_NE(junit.str().find("<failure message=\"oracle failed"), std::string::npos);
   EXPECT_NE(text.str().find("FAILED oracle on mutant:drop-remainder@sim"), std::string::npos);
   EXPECT_NE(text.str().find("replay: collcheck replay"), std::string::npos);
+}
+
+// Names and details are written as given, quotes, backslashes and control characters included;
+// bytes that are not UTF-8 become U+FFFD rather than failing the report.
+TEST(Check, JsonReportKeepsEveryCharacterOfItsStrings) {
+  CheckReport report;
+  report.seed = 7;
+  report.seconds = 1.26;
+  report.backends = {"odd \"name\" \\ with\ttab", std::string("latin-1 caf\xe9")};
+  Failure failure;
+  failure.backend = report.backends[0];
+  failure.property = "oracle";
+  failure.detail = "line 1\nline \"2\"\x01 {not: json}";
+  failure.replay = "collcheck replay --backend 'x' 'a/b'";
+  report.failures.push_back(failure);
+  std::ostringstream json;
+  write_json(report, json);
+  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  EXPECT_EQ(parsed["seconds"], 1.3);  // tenths, as the text report prints them
+  EXPECT_EQ(parsed["backends"][0], report.backends[0]);
+  EXPECT_EQ(parsed["backends"][1], "latin-1 caf\xef\xbf\xbd");
+  EXPECT_EQ(parsed["failures"][0]["backend"], failure.backend);
+  EXPECT_EQ(parsed["failures"][0]["detail"], failure.detail);
+  EXPECT_EQ(parsed["failures"][0]["replay"], failure.replay);
+  EXPECT_EQ(parsed["failures"][0]["collective"], "allreduce");
 }
 
 TEST(BackendGrammar, NamesEveryPartThatIsWrong) {

@@ -5,7 +5,7 @@ if(COLLCHECK_HAVE_GTEST)
   collcheck_add_gtest(faults_outcomes_tests
     LABELS harness faults
     SOURCES faults_outcomes_test.cc
-    LIBRARIES collcheck_harness collcheck_impls rapidcheck)
+    LIBRARIES collcheck_harness collcheck_impls rapidcheck nlohmann_json::nlohmann_json)
 endif()
 
 # `check --faults random` from the command line: the swarm drawn from the seed is printed first

@@ -8,6 +8,8 @@
 #include <functional>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "harness/check.h"
 #include "harness/fault_generator.h"
 #include "harness/faulty_backend.h"
@@ -326,10 +328,22 @@ TEST(CheckUnderFaults, SafetyFailureCarriesItsShrunkPlanInTheReplayLine) {
   EXPECT_NE(text.str().find("outcomes under faults random, swarm drop, corrupt"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("runs  ok  detected  hang  corrupt  crash"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("under faults " + to_string(f.plan)), std::string::npos) << text.str();
-  EXPECT_NE(json.str().find("\"outcomes\": ["), std::string::npos);
+  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  EXPECT_EQ(parsed["faults"], report.faults);
+  EXPECT_EQ(parsed["failures"][0]["faults"], to_string(f.plan));
+  ASSERT_EQ(parsed["outcomes"].size(), report.outcomes.size());
+  std::size_t corrupt_in_json = 0;
+  for (const nlohmann::json& row : parsed["outcomes"]) {
+    EXPECT_EQ(row["backend"], "wrong");
+    EXPECT_EQ(row["runs"], row["ok"].get<std::size_t>() + row["detected"].get<std::size_t>() +
+                               row["hang"].get<std::size_t>() + row["corrupt"].get<std::size_t>() +
+                               row["crash"].get<std::size_t>());
+    corrupt_in_json += row["corrupt"].get<std::size_t>();
+  }
   std::size_t corrupt = 0;
   for (const auto& [key, counts] : report.outcomes) corrupt += counts.runs[static_cast<std::size_t>(Outcome::Corrupt)];
   EXPECT_GT(corrupt, 0u);
+  EXPECT_EQ(corrupt_in_json, corrupt);
 }
 
 TEST(CheckUnderFaults, GoodBackendsPassAndTheMatrixCountsEveryKindOfEachPlan) {
