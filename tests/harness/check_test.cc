@@ -126,7 +126,8 @@ TEST(Check, ReportsAreWellFormedAndCarryTheFailures) {
   EXPECT_EQ(failure["schedule_seed"], report.failures[0].schedule_seed);
   EXPECT_EQ(failure["detail"], report.failures[0].detail);
   EXPECT_FALSE(failure.contains("faults"));
-  EXPECT_TRUE(failure["replay"].get<std::string>().starts_with("collcheck replay --backend 'mutant:drop-remainder@sim'"));
+  const std::string replay = failure["replay"];
+  EXPECT_TRUE(replay.starts_with("collcheck replay --backend 'mutant:drop-remainder@sim'")) << replay;
   EXPECT_NE(junit.str().find("<testsuites name=\"collcheck\""), std::string::npos);
   EXPECT_NE(junit.str().find("<failure message=\"oracle failed"), std::string::npos);
   EXPECT_NE(text.str().find("FAILED oracle on mutant:drop-remainder@sim"), std::string::npos);

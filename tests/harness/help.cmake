@@ -43,7 +43,8 @@ foreach(command IN LISTS help_commands)
 endforeach()
 
 # -h too, and --help after other options; a value that reads `-h` is a value, not a request for help.
-collcheck_add_cli_test(prove_short_help prove --algorithm ring -h STATUS 0 STDOUT "^usage: collcheck prove " EMPTY stderr)
+collcheck_add_cli_test(prove_short_help prove --algorithm ring -h STATUS 0 STDOUT "^usage: collcheck prove "
+  EMPTY stderr)
 collcheck_add_cli_test(bench_help_after_flags bench -b 8 -r -1 --help STATUS 0 STDOUT "^usage: collcheck bench "
   EMPTY stderr)
 collcheck_add_cli_test(bench_help_as_a_value bench -d -h STATUS 2 STDERR "^collcheck bench: -d " EMPTY stdout)
