@@ -50,6 +50,12 @@ void copy(Schedule& schedule, int participant, Range from, Range to, int channel
 // the same list, which keeps the k-th send and the k-th receive the same size.
 std::vector<Slice> block_ranges(const std::vector<int>& blocks, std::size_t block, const Piece& piece);
 
+// Piece `piece` of block b of a buffer whose blocks are `block` elements apart (all-to-all's
+// block per peer).
+inline Slice block_of(int b, std::size_t block, const Piece& piece) {
+  return Slice{static_cast<std::size_t>(b) * block + piece.offset, piece.count};
+}
+
 inline Range at(BufferKind buffer, Slice where) { return Range{buffer, where.offset, where.count}; }
 inline Range at(BufferKind buffer, std::size_t offset, std::size_t count) { return Range{buffer, offset, count}; }
 

@@ -27,8 +27,10 @@ Schedule rd_allgather(const Case& shape, const Knobs& knobs);
 Schedule rhd_allreduce(const Case& shape, const Knobs& knobs);
 Schedule rhd_reducescatter(const Case& shape, const Knobs& knobs);
 
-// alltoall.cc: n-1 pairwise exchanges, or Bruck's ceil(log2 n) rounds through scratch.
+// pairwise.cc: n-1 pairwise exchanges.
 Schedule pairwise_alltoall(const Case& shape, const Knobs& knobs);
+
+// bruck.cc: Bruck's ceil(log2 n) rounds through scratch.
 Schedule bruck_alltoall(const Case& shape, const Knobs& knobs);
 
 }  // namespace collcheck

@@ -1,5 +1,5 @@
-// All-to-all two ways: pairwise exchange (n-1 steps, one block each) and Bruck's algorithm
-// (ceil(log2 n) rounds, many blocks each, through a rotated copy in scratch).
+// All-to-all by Bruck's algorithm: ceil(log2 n) rounds, many blocks each, through a rotated copy
+// in scratch.
 #include "impls/algorithms/generators.h"
 
 #include <algorithm>
@@ -12,14 +12,6 @@ namespace collcheck {
 // Block b of a rank's input is what it sends to rank b; block b of its output is what it
 // received from rank b.
 //
-// Pairwise exchange works as follows. In step s (1..n-1) rank r sends its block for rank
-// `to` = r+s and receives from rank `from` = r-s (mod n) into output block `from`; its own
-// block is a local copy. Every step every rank sends one block and receives one, no two ranks
-// sending to the same rank.
-//   In place the output is the input, and output block r-s, received in step s, is still to be
-// sent in step n-s when n-s > s. Such a block is received into scratch and copied into place
-// right after step n-s has sent the input under it.
-//
 // Bruck's algorithm works as follows. First a local `rotation`: rank r puts its block for rank
 // r+j at index j of a temporary array in scratch, so index j means "j ranks further on".
 // Then in the round of `distance` d (1, 2, 4, ... below n) every index j with bit d set moves d
@@ -31,21 +23,19 @@ namespace collcheck {
 //   In place the rotation reads the whole input into scratch before anything is written; the
 // own block (index 0) never moves and stays where it is.
 //
-// Both cut the data into pieces -- each channel owning a slice of every block, cut into chunks
-// of at most knobs.chunk elements -- and run whole per piece, each channel on its own stream.
+// The data is cut into pieces -- each channel owning a slice of every block, cut into chunks of
+// at most knobs.chunk elements -- and the rounds run whole per piece, each channel on its own
+// stream.
 
 namespace {
 
 using generators::at;
+using generators::block_of;
 using generators::check;
 using generators::modulo;
 using generators::Piece;
 using generators::recv;
 using generators::send;
-
-Slice block_of(int b, std::size_t count, const Piece& piece) {
-  return Slice{static_cast<std::size_t>(b) * count + piece.offset, piece.count};
-}
 
 void copy_whole(Schedule& schedule, const Case& shape) {
   const std::size_t size = input_elements(shape);
@@ -55,38 +45,6 @@ void copy_whole(Schedule& schedule, const Case& shape) {
 }
 
 }  // namespace
-
-Schedule pairwise_alltoall(const Case& shape, const Knobs& knobs) {
-  Schedule schedule = generators::start(shape, "pairwise");
-  const int n = shape.nranks;
-  const std::size_t count = shape.count;
-  if (shape.in_place && n > 2) {
-    for (Participant& participant : schedule.participants) participant.scratch = static_cast<std::size_t>(n) * count;
-  }
-  for (const Piece& piece : generators::pieces(count, knobs)) {
-    const int channel = piece.channel;
-    for (int r = 0; r < n; ++r) {
-      if (!shape.in_place) {
-        generators::copy(schedule, r, at(BufferKind::Input, block_of(r, count, piece)),
-                         at(BufferKind::Output, block_of(r, count, piece)), channel);
-      }
-      for (int s = 1; s < n; ++s) {
-        const int to = modulo(r + s, n);
-        const int from = modulo(r - s, n);
-        send(schedule, r, to, at(BufferKind::Input, block_of(to, count, piece)), channel);
-        // In place: block `to` arrived in step n-s, before its input was sent; put it in place now.
-        if (shape.in_place && n - s < s) {
-          generators::copy(schedule, r, at(BufferKind::Scratch, block_of(to, count, piece)),
-                           at(BufferKind::Output, block_of(to, count, piece)), channel);
-        }
-        const bool early = shape.in_place && s < n - s;
-        recv(schedule, r, from, at(early ? BufferKind::Scratch : BufferKind::Output, block_of(from, count, piece)),
-             channel);
-      }
-    }
-  }
-  return schedule;
-}
 
 Schedule bruck_alltoall(const Case& shape, const Knobs& knobs) {
   Schedule schedule = generators::start(shape, "bruck");
