@@ -1,0 +1,257 @@
+// One rank of Open MPI under test: the case's buffers laid out as NCCL lays them between guard
+// zones, one MPI call per collective, repeated or timed runs, and the cases MPI cannot run.
+#include "impls/vendors/mpi/mpi_rank_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "impls/schedule/schedule.h"
+#include "impls/vendors/mpi/mpi_backend.h"
+#include "reference/inputs.h"
+
+namespace collcheck {
+namespace {
+
+constexpr std::size_t kGuard = 8;  // elements of guard zone before and after every buffer
+constexpr std::byte kGuardPattern{0xa5};
+
+std::optional<MPI_Datatype> mpi_type(DType dtype) {
+  switch (dtype) {
+    case DType::Int8: return MPI_INT8_T;
+    case DType::UInt8: return MPI_UINT8_T;
+    case DType::Int32: return MPI_INT32_T;
+    case DType::UInt32: return MPI_UINT32_T;
+    case DType::Int64: return MPI_INT64_T;
+    case DType::UInt64: return MPI_UINT64_T;
+    case DType::Float32: return MPI_FLOAT;
+    case DType::Float64: return MPI_DOUBLE;
+    default: return std::nullopt;  // see mpi_dtype_note()
+  }
+}
+
+std::optional<MPI_Op> mpi_op(RedOp op) {
+  switch (op) {
+    case RedOp::Sum: return MPI_SUM;
+    case RedOp::Prod: return MPI_PROD;
+    case RedOp::Min: return MPI_MIN;
+    case RedOp::Max: return MPI_MAX;
+    default: return std::nullopt;  // avg: MPI has no averaging op
+  }
+}
+
+// One buffer between two guard zones, moved `offset` elements off the allocation's alignment.
+class GuardedBuffer {
+ public:
+  GuardedBuffer() = default;
+  GuardedBuffer(std::size_t elements, std::size_t element_size, std::size_t offset)
+      : memory_((offset + 2 * kGuard + elements) * element_size, kGuardPattern),
+        element_(element_size), guard_(kGuard * element_size), lead_(offset * element_size + guard_) {
+    std::fill_n(data(), elements * element_size, std::byte{0});
+  }
+  std::byte* data() { return memory_.data() + lead_; }
+  std::byte* at(std::size_t element) { return data() + element * element_; }
+  bool guards_intact() const {
+    const auto pattern = [](std::byte b) { return b == kGuardPattern; };
+    return std::all_of(memory_.begin() + static_cast<std::ptrdiff_t>(lead_ - guard_), memory_.begin() + static_cast<std::ptrdiff_t>(lead_), pattern) &&
+           std::all_of(memory_.end() - static_cast<std::ptrdiff_t>(guard_), memory_.end(), pattern);
+  }
+
+ private:
+  std::vector<std::byte> memory_;
+  std::size_t element_ = 1, guard_ = 0, lead_ = 0;
+};
+
+// This rank's buffers for one case, laid out as NCCL lays them: out of place an input and an
+// output buffer; in place one buffer, the input inside the output for all-gather and the
+// output inside the input for reduce-scatter (impls/schedule.h, in_place_alias).
+struct Buffers {
+  GuardedBuffer input, output;  // in place: only `input` is allocated and holds both
+  std::byte* in = nullptr;      // where the input starts
+  std::byte* out = nullptr;     // where the output starts (NCCL's layout)
+  std::size_t in_bytes = 0, out_bytes = 0;
+};
+
+Buffers make_buffers(const Case& c, int rank) {
+  Buffers b;
+  const std::size_t element = size_of(c.dtype);
+  const bool has_output = c.collective != Collective::Reduce || rank == c.root;
+  b.in_bytes = input_elements(c) * element;
+  b.out_bytes = has_output ? output_elements(c) * element : 0;
+  if (!c.in_place) {
+    b.input = GuardedBuffer(input_elements(c), element, c.offset);
+    b.output = GuardedBuffer(has_output ? output_elements(c) : 0, element, c.offset);
+    b.in = b.input.data();
+    b.out = b.output.data();
+    return b;
+  }
+  b.input = GuardedBuffer(std::max(input_elements(c), output_elements(c)), element, c.offset);
+  const Alias alias = in_place_alias(c, rank);
+  b.in = b.out = b.input.data();
+  if (alias.inside == BufferKind::Input) b.in = b.input.at(alias.offset);
+  if (alias.inside == BufferKind::Output) b.out = b.input.at(alias.offset);
+  return b;
+}
+
+void fill_input(const Case& c, int rank, std::uint64_t call, const std::vector<std::byte>* given, Buffers& b) {
+  if (given != nullptr) {
+    std::copy_n(given->begin(), std::min(given->size(), b.in_bytes), b.in);
+    return;
+  }
+  Case next = c;
+  next.seed = c.seed + call;
+  if (b.in_bytes > 0) InputGenerator(next).fill(rank, 0, {b.in, b.in_bytes});
+}
+
+class MpiBackend final : public RankBackend {
+ public:
+  MpiBackend(std::string name, MPI_Comm comm, World& world) : name_(std::move(name)), comm_(comm), world_(world) {
+    MPI_Comm_rank(comm_, &rank_);
+  }
+  ~MpiBackend() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+  std::string name() const override { return name_; }
+  RankRun run(const Case& c, const RankRunOptions& options) override;
+
+ private:
+  std::string call(const Case& c, MPI_Datatype type, MPI_Op op, Buffers& b);
+  RankResult result(const Case& c, Buffers& b) const;
+  RankRun timed(const Case& c, const RankRunOptions& options, MPI_Datatype type, MPI_Op op, Buffers& b);
+
+  std::string name_;
+  MPI_Comm comm_;
+  World& world_;
+  int rank_ = 0;
+};
+
+}  // namespace
+
+std::string mpi_error(std::string_view function, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(function) + ": " + std::string(text, static_cast<std::size_t>(length));
+}
+
+namespace {
+
+// One call of the case's collective; "" on success, else what MPI said, naming the function.
+std::string MpiBackend::call(const Case& c, MPI_Datatype type, MPI_Op op, Buffers& b) {
+  const int count = static_cast<int>(c.count);
+  void* in = c.in_place ? MPI_IN_PLACE : b.in;
+  // In place, all-gather and all-to-all take no send count or type.
+  const int send_count = c.in_place ? 0 : count;
+  const MPI_Datatype send_type = c.in_place ? MPI_DATATYPE_NULL : type;
+  const auto said = [](const char* function, int rc) { return rc == MPI_SUCCESS ? std::string() : mpi_error(function, rc); };
+  switch (c.collective) {
+    case Collective::AllReduce: return said("MPI_Allreduce", MPI_Allreduce(in, b.out, count, type, op, comm_));
+    case Collective::AllGather:
+      // MPI's in-place all-gather reads this rank's part at recvbuf + rank*count, as NCCL's.
+      return said("MPI_Allgather", MPI_Allgather(in, send_count, send_type, b.out, count, type, comm_));
+    case Collective::ReduceScatter: {
+      // In place, MPI leaves the result at the start of the buffer and NCCL at rank*count:
+      // moved there after the call.
+      std::string error = said("MPI_Reduce_scatter_block",
+                               MPI_Reduce_scatter_block(in, c.in_place ? b.in : b.out, count, type, op, comm_));
+      if (error.empty() && c.in_place && b.out != b.in) std::memmove(b.out, b.in, b.out_bytes);
+      return error;
+    }
+    case Collective::AllToAll: return said("MPI_Alltoall", MPI_Alltoall(in, send_count, send_type, b.out, count, type, comm_));
+    case Collective::Broadcast:
+      // MPI's broadcast has one buffer: out of place the root first copies its input to its
+      // output, which MPI then broadcasts (NCCL's root sends from its input instead).
+      if (!c.in_place && rank_ == c.root) std::memcpy(b.out, b.in, b.out_bytes);
+      return said("MPI_Bcast", MPI_Bcast(b.out, count, type, c.root, comm_));
+    case Collective::Reduce: {
+      // In place only the root passes MPI_IN_PLACE; the others send from their one buffer.
+      const bool root = rank_ == c.root;
+      void* send = c.in_place && root ? MPI_IN_PLACE : b.in;
+      return said("MPI_Reduce", MPI_Reduce(send, root ? b.out : nullptr, count, type, op, c.root, comm_));
+    }
+  }
+  return "unknown collective";
+}
+
+RankResult MpiBackend::result(const Case&, Buffers& b) const {
+  RankResult r;
+  r.output.assign(b.out, b.out + b.out_bytes);
+  r.input.assign(b.in, b.in + b.in_bytes);
+  r.guards_intact = b.input.guards_intact() && b.output.guards_intact();
+  return r;
+}
+
+RankRun detected(std::string error) {
+  RankRun run;
+  run.outcome = Outcome::Detected;
+  run.error = std::move(error);
+  return run;
+}
+
+// Why this backend cannot run the case ("" when it can).
+std::string refusal(const Case& c, int size) {
+  if (c.nranks != size) return "the case has " + std::to_string(c.nranks) + " ranks and the MPI world " + std::to_string(size);
+  if (!mpi_type(c.dtype)) return "dtype " + std::string(name(c.dtype)) + ": " + std::string(mpi_dtype_note());
+  if (reduces(c.collective) && !mpi_op(c.op)) return "op " + std::string(name(c.op)) + ": MPI has no averaging op (sum, prod, min, max only)";
+  const auto largest = std::max(input_elements(c), output_elements(c));
+  if (c.count > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      largest > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    return "n=" + std::to_string(c.count) + ": MPI counts are int, at most " + std::to_string(std::numeric_limits<int>::max());
+  }
+  return "";
+}
+
+RankRun MpiBackend::run(const Case& c, const RankRunOptions& options) {
+  if (std::string why = refusal(c, world_.size()); !why.empty()) return detected(name_ + ": " + why);
+  const MPI_Datatype type = *mpi_type(c.dtype);
+  const MPI_Op op = mpi_op(c.op).value_or(MPI_SUM);  // ignored where the collective does not reduce
+  Buffers buffers = make_buffers(c, rank_);
+  if (options.timed) return timed(c, options, type, op, buffers);
+  RankRun run;
+  const auto start = std::chrono::steady_clock::now();
+  const int calls = std::max(options.calls, 1);
+  for (int k = 0; k < calls; ++k) {
+    fill_input(c, rank_, static_cast<std::uint64_t>(k), k == 0 ? options.input : nullptr, buffers);
+    if (std::string error = call(c, type, op, buffers); !error.empty()) {
+      return detected(error + " (call " + std::to_string(k + 1) + " of " + std::to_string(calls) + ")");
+    }
+    run.calls.push_back(result(c, buffers));
+  }
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run;
+}
+
+// Inputs once, `warmup` untimed calls, then `iterations` timed ones; each timed call's
+// duration is summed (results copied out between calls are not timed).
+RankRun MpiBackend::timed(const Case& c, const RankRunOptions& options, MPI_Datatype type, MPI_Op op, Buffers& b) {
+  RankRun run;
+  fill_input(c, rank_, 0, options.input, b);
+  for (int k = 0; k < options.warmup; ++k) {
+    if (std::string error = call(c, type, op, b); !error.empty()) return detected(error + " (warmup call " + std::to_string(k + 1) + ")");
+  }
+  world_.barrier();  // every rank starts timing together (the control channel, not under test)
+  double total = 0;
+  for (int k = 0; k < options.iterations; ++k) {
+    const auto start = std::chrono::steady_clock::now();
+    std::string error = call(c, type, op, b);
+    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!error.empty()) return detected(error + " (timed call " + std::to_string(k + 1) + ")");
+    if (options.checked) run.calls.push_back(result(c, b));
+  }
+  run.seconds = options.iterations > 0 ? total / options.iterations : 0;
+  return run;
+}
+
+}  // namespace
+
+std::unique_ptr<RankBackend> make_mpi_rank_backend(std::string name, MPI_Comm comm, World& world) {
+  return std::make_unique<MpiBackend>(std::move(name), comm, world);
+}
+
+}  // namespace collcheck

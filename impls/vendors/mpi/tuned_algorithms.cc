@@ -1,0 +1,124 @@
+// The table of Open MPI's coll/tuned algorithms and the grammar of `mpi:COLL=ALG,...`: which
+// algorithm (and segment size) each collective is forced to, and the environment that forces it.
+#include "impls/vendors/mpi/tuned_algorithms.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <optional>
+
+namespace collcheck::tuned {
+namespace {
+
+std::string collective_choices_text() {
+  std::string out;
+  for (const TunedCollective& t : kTuned) out += (out.empty() ? "" : ", ") + std::string(t.mca);
+  return out + " (reduce_scatter means reduce_scatter_block)";
+}
+
+const TunedCollective* find_collective(std::string_view text) {
+  for (const TunedCollective& t : kTuned) {
+    if (text == t.mca || (!t.alias.empty() && text == t.alias)) return &t;
+  }
+  return nullptr;
+}
+
+std::string variable(const TunedCollective& t, std::string_view suffix) {
+  return "OMPI_MCA_coll_tuned_" + std::string(t.mca) + "_algorithm" + std::string(suffix);
+}
+
+std::optional<int> parse_int(std::string_view text) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+Result<int> parse_algorithm(const TunedCollective& t, std::string_view text, std::string_view spec) {
+  const int count = algorithm_count(t);
+  for (int k = 0; k < count; ++k) {
+    if (text == t.algorithms[static_cast<std::size_t>(k)]) return k + 1;
+  }
+  if (const std::optional<int> number = parse_int(text); number && *number >= 1 && *number <= count) return *number;
+  return Error{"--backend", "'" + std::string(spec) + "': '" + std::string(text) + "' is not an Open MPI " +
+                                std::string(t.mca) + " algorithm: " + algorithm_choices(t)};
+}
+
+// One `KEY=VALUE` of the options: `COLL=ALG` or `COLL_segsize=BYTES`.
+Status parse_item(std::string_view item, std::string_view spec, Selection& s) {
+  const std::size_t equals = item.find('=');
+  const std::string_view key = item.substr(0, equals);
+  const std::string_view value = equals == std::string_view::npos ? std::string_view{} : item.substr(equals + 1);
+  const bool segment = key.ends_with("_segsize");
+  const TunedCollective* t = find_collective(segment ? key.substr(0, key.size() - 8) : key);
+  const std::string quoted = "'" + std::string(spec) + "': ";
+  if (t == nullptr) {
+    return Error{"--backend", quoted + "'" + std::string(key) + "' is not a collective: use COLL=ALGORITHM or " +
+                                  "COLL_segsize=BYTES with COLL one of " + collective_choices_text() +
+                                  ", or all-algorithms alone"};
+  }
+  if (equals == std::string_view::npos) {
+    return Error{"--backend", quoted + "'" + std::string(item) + "' needs =" + (segment ? "BYTES" : "ALGORITHM")};
+  }
+  const auto i = static_cast<std::size_t>(t - kTuned.data());
+  if (segment) {
+    const std::optional<int> bytes = parse_int(value);
+    if (!bytes || *bytes < 0) {
+      return Error{"--backend", quoted + std::string(key) + " '" + std::string(value) + "': must be bytes, 0.." +
+                                    std::to_string(std::numeric_limits<int>::max())};
+    }
+    s.segment_bytes[i] = *bytes;
+    return Ok{};
+  }
+  if (s.algorithm[i] != 0) return Error{"--backend", quoted + std::string(t->mca) + " is selected twice"};
+  Result<int> algorithm = parse_algorithm(*t, value, spec);
+  if (!algorithm) return algorithm.error();
+  s.algorithm[i] = *algorithm;
+  return Ok{};
+}
+
+}  // namespace
+
+int algorithm_count(const TunedCollective& t) {
+  return static_cast<int>(std::count_if(t.algorithms.begin(), t.algorithms.end(), [](auto a) { return !a.empty(); }));
+}
+
+std::string algorithm_choices(const TunedCollective& t) {
+  std::string out;
+  for (int k = 0; k < algorithm_count(t); ++k) {
+    out += (out.empty() ? "" : ", ") + std::to_string(k + 1) + " " + std::string(t.algorithms[static_cast<std::size_t>(k)]);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> environment_of(const Selection& s) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!s.any()) return out;
+  out.emplace_back("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+  for (std::size_t i = 0; i < kTuned.size(); ++i) {
+    if (s.algorithm[i] == 0) continue;
+    out.emplace_back(variable(kTuned[i], ""), std::to_string(s.algorithm[i]));
+    if (s.segment_bytes[i] != 0) out.emplace_back(variable(kTuned[i], "_segmentsize"), std::to_string(s.segment_bytes[i]));
+  }
+  return out;
+}
+
+Result<Selection> parse_selection(std::string_view options, std::string_view spec) {
+  Selection s;
+  while (!options.empty()) {
+    const std::size_t comma = options.find(',');
+    Status item = parse_item(options.substr(0, comma), spec, s);
+    if (!item) return item.error();
+    options = comma == std::string_view::npos ? std::string_view{} : options.substr(comma + 1);
+  }
+  for (std::size_t i = 0; i < kTuned.size(); ++i) {
+    if (s.segment_bytes[i] != 0 && s.algorithm[i] == 0) {
+      return Error{"--backend", "'" + std::string(spec) + "': " + std::string(kTuned[i].mca) + "_segsize needs " +
+                                    std::string(kTuned[i].mca) +
+                                    "=ALGORITHM too (Open MPI uses a segment size only with a forced algorithm)"};
+    }
+  }
+  return s;
+}
+
+}  // namespace collcheck::tuned
