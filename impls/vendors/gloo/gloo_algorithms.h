@@ -1,5 +1,5 @@
 // Gloo's algorithms (the class-style ones and the function-style ones) behind one small interface
-// for the gloo backend, and the TCP full mesh they run on, connected over a World.
+// for the gloo backend (the TCP full mesh they run on is gloo_mesh.h).
 #pragma once
 
 #include <chrono>
@@ -11,7 +11,6 @@
 #include <string_view>
 #include <vector>
 
-#include "impls/backend/world.h"
 #include "reference/case.h"
 
 namespace gloo {
@@ -68,11 +67,5 @@ std::span<const GlooAlgorithm> gloo_algorithms();
 // The dtypes an algorithm runs: every dtype where it only moves data (Gloo moves elements by
 // size), Gloo's arithmetic types (no bf16, no fp8) where it reduces.
 std::vector<DType> gloo_dtypes(const GlooAlgorithm&);
-
-// A Gloo context whose pairs form a full mesh over TCP, connected by exchanging the pairs'
-// addresses over the world (no rendezvous store). Collective: every member calls it at once.
-// Loopback when every member runs on this host, the host's name otherwise (or knobs.iface).
-// `timeout` is each wait's limit for the pairs (and the class-style algorithms on them).
-std::shared_ptr<gloo::Context> connect_gloo_mesh(World&, const GlooKnobs&, std::chrono::milliseconds timeout);
 
 }  // namespace collcheck

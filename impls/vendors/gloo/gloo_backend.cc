@@ -10,6 +10,7 @@
 
 #include "impls/vendors/gloo/gloo_algorithms.h"
 #include "impls/vendors/gloo/gloo_backend.h"
+#include "impls/vendors/gloo/gloo_mesh.h"
 #include "impls/backend/rank_backend.h"
 #include "reference/inputs.h"
 
