@@ -14,6 +14,18 @@
 #include <unistd.h>
 
 namespace collcheck {
+
+SteadyTime seconds_from_now(double seconds) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::string this_host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
 namespace {
 
 constexpr std::size_t kHeader = 12;

@@ -22,6 +22,12 @@ struct Frame {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
+// `seconds` from now.
+SteadyTime seconds_from_now(double seconds);
+
+// This host's name, as a worker tells it in its hello and the launcher compares it with its own.
+std::string this_host_name();
+
 class ControlSocket {
  public:
   ControlSocket() = default;

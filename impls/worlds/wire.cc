@@ -123,6 +123,26 @@ Result<RankRun> decode_run(std::span<const std::byte> data) {
   return run;
 }
 
+std::vector<std::byte> encode(const Hello& hello) {
+  Writer w;
+  w.u64(static_cast<std::uint64_t>(hello.rank));
+  w.u64(static_cast<std::uint64_t>(hello.pid));
+  w.text(hello.host);
+  w.text(hello.error);
+  return std::move(w.data());
+}
+
+Hello decode_hello(std::span<const std::byte> data) {
+  Reader r(data);
+  Hello hello;
+  hello.rank = static_cast<int>(r.u64());
+  hello.pid = static_cast<long>(r.u64());
+  hello.host = r.text();
+  hello.error = r.text();
+  if (!r.ok()) hello.error = "malformed hello";
+  return hello;
+}
+
 RepeatedRun combine(std::vector<RankRun> ranks) {
   RepeatedRun out;
   std::size_t calls = ranks.empty() ? 0 : ranks[0].calls.size();

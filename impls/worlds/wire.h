@@ -59,6 +59,17 @@ Result<RunRequest> decode_request(std::span<const std::byte>);
 std::vector<std::byte> encode(const RankRun&);
 Result<RankRun> decode_run(std::span<const std::byte>);
 
+// What a worker says first: its rank, process id and host, and why it cannot serve ("" when it
+// can). A malformed hello reads back with that as its error.
+struct Hello {
+  int rank = -1;
+  long pid = 0;
+  std::string host;
+  std::string error;
+};
+std::vector<std::byte> encode(const Hello&);
+Hello decode_hello(std::span<const std::byte>);
+
 // Every rank's run of one case as the harness sees it: calls[k][rank]; Detected when any rank
 // saw an error (the errors joined, each with its rank).
 RepeatedRun combine(std::vector<RankRun> ranks);

@@ -1,0 +1,137 @@
+// One case on a launched world: the request sent to every rank, and the replies collected until
+// the deadline and judged: a rank that died is a `crash`, one that is silent a `hang`, one the
+// fault plan stopped or killed counts as having seen an error.
+#include "impls/worlds/launched_world.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+
+#include <poll.h>
+
+#include "impls/worlds/launched_backend.h"
+#include "impls/worlds/wire.h"
+
+namespace collcheck {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kCrashGrace = std::chrono::seconds(1);  // after one rank died, how long the others get
+
+}  // namespace
+
+RepeatedRun LaunchedWorld::run(const Case& c, const RunOptions& options, double deadline) {
+  const RankRunOptions rank_options = rank_run_options(options, deadline);
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    wire::RunRequest request{c, rank_options, std::nullopt, options.fault_plan, options.schedule_seed};
+    if (options.inputs != nullptr) request.input = options.inputs->at(r);
+    if (Status sent = ranks_[r].send(FrameKind::Run, wire::encode(request)); !sent) {
+      return ended(Outcome::Crash, "rank " + std::to_string(r) + " is gone: " + sent.error().message);
+    }
+  }
+  return collect(seconds_from_now(deadline), deadline);
+}
+
+RepeatedRun LaunchedWorld::collect(SteadyTime deadline, double seconds) {
+  const std::size_t n = ranks_.size();
+  std::vector<std::optional<RankRun>> replies(n);
+  std::vector<std::string> died(n), planned(n);  // planned: stopped or killed by the fault plan
+  std::size_t answered = 0, dead = 0, stopped = 0;
+  std::vector<Frame> frames(n);
+  const auto waiting = [&](std::size_t r) { return !replies[r] && died[r].empty() && planned[r].empty(); };
+  while (answered + dead + stopped < n) {
+    const SteadyTime until = dead > 0 ? std::min(deadline, first_death_ + kCrashGrace) : deadline;
+    if (Clock::now() >= until) break;
+    std::vector<pollfd> polls;
+    for (std::size_t r = 0; r < n; ++r) {
+      if (waiting(r)) polls.push_back(pollfd{ranks_[r].fd(), POLLIN, 0});
+    }
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    ::poll(polls.data(), polls.size(), static_cast<int>(std::clamp<long long>(wait, 0, 1000)));
+    for (std::size_t r = 0; r < n; ++r) {
+      if (!waiting(r)) continue;
+      for (;;) {
+        Result<bool> got = ranks_[r].receive_some(frames[r]);
+        if (!got) {
+          died[r] = dying_words_[r].empty() ? "its process ended" : dying_words_[r];
+          if (dead++ == 0) first_death_ = Clock::now();
+          break;
+        }
+        if (!*got) break;
+        if (frames[r].kind == FrameKind::Dying) {
+          std::string words(reinterpret_cast<const char*>(frames[r].payload.data()), frames[r].payload.size());
+          if (words.starts_with(kPlannedFaultWords)) {
+            planned[r] = words.substr(kPlannedFaultWords.size());
+            ++stopped;
+            break;
+          }
+          dying_words_[r] = std::move(words);
+          continue;
+        }
+        Result<RankRun> run = wire::decode_run(frames[r].payload);
+        replies[r] = run ? std::move(*run) : RankRun{Outcome::Crash, run.error().message, {}, 0};
+        ++answered;
+        break;
+      }
+    }
+  }
+  return judge(std::move(replies), died, planned, seconds);
+}
+
+RepeatedRun LaunchedWorld::judge(std::vector<std::optional<RankRun>> replies, const std::vector<std::string>& died,
+                  const std::vector<std::string>& planned, double seconds) {
+  kill_planned(planned);
+  // A rank that said how it died is the cause; mpirun then takes the others down with it.
+  const bool any_words = !dying_words_.empty();
+  std::string dead, silent;
+  for (std::size_t r = 0; r < replies.size(); ++r) {
+    if (!died[r].empty() && (!any_words || dying_words_.contains(r))) {
+      dead += (dead.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " died: " + died[r];
+    } else if (!replies[r] && died[r].empty() && planned[r].empty()) {
+      silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+    }
+  }
+  if (!dead.empty()) {
+    stop(false);
+    return ended(Outcome::Crash, dead + signal_lines());
+  }
+  if (!silent.empty()) {
+    stop(false);
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%.1f", seconds);
+    return ended(Outcome::Hang, "rank(s) " + silent + " did not return within the deadline of " + limit + " s");
+  }
+  // The ranks the plan took away count as having seen an error: the run is at least
+  // `detected`, judged otherwise on the others' replies.
+  std::vector<RankRun> all;
+  for (std::size_t r = 0; r < replies.size(); ++r) {
+    if (!planned[r].empty()) {
+      all.push_back(RankRun{Outcome::Detected, "taken away by the fault plan (" + planned[r] + ")", {}, 0, true});
+    } else {
+      all.push_back(std::move(*replies[r]));
+    }
+    broken_ = broken_ || all.back().world_broken;
+  }
+  return wire::combine(std::move(all));
+}
+
+std::string LaunchedWorld::signal_lines() {
+  std::string out;
+  std::ifstream in(log_);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("signal") != std::string::npos || line.find("Aborted") != std::string::npos) out += "\n    " + line;
+  }
+  return out;
+}
+
+RepeatedRun LaunchedWorld::ended(Outcome outcome, std::string error) {
+  RepeatedRun run;
+  run.outcome = outcome;
+  run.error = std::move(error);
+  return run;
+}
+
+}  // namespace collcheck

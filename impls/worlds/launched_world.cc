@@ -1,0 +1,240 @@
+// Launched worlds' processes: `mpirun -np N collcheck worker ...` in its own process group, in a
+// directory of its own, its ranks' control connections accepted, and the world killed (process
+// group, then every worker's pid) and cleaned up; under faults, the socket interposer preloaded.
+#include "impls/worlds/launched_world.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <utility>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "impls/worlds/launched_backend.h"
+#include "impls/worlds/wire.h"
+
+namespace collcheck {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr double kLaunchSeconds = 60;
+
+std::string self_executable() {
+  char path[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  return n > 0 ? std::string(path, static_cast<std::size_t>(n)) : "collcheck";
+}
+
+std::string interposer_path() {
+  return (std::filesystem::path(self_executable()).parent_path() / kInterposerFile).string();
+}
+
+std::string tail_of(const std::string& path, std::size_t lines) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) all.push_back(line);
+  }
+  std::string out;
+  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "\n    " + all[i];
+  return out;
+}
+
+// Where worlds keep their files: /dev/shm (tmpfs, as Open MPI wants for shared memory), else /tmp.
+std::filesystem::path world_base() {
+  std::error_code error;
+  return std::filesystem::is_directory("/dev/shm", error) ? "/dev/shm" : "/tmp";
+}
+
+// Removes the world directories of collcheck processes that are gone (killed before they could
+// clean up), once per process.
+void sweep_stale_directories() {
+  static bool swept = false;
+  if (std::exchange(swept, true)) return;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(world_base(), error)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("collcheck-world-")) continue;
+    const long pid = std::atol(name.c_str() + std::strlen("collcheck-world-"));
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), error);
+  }
+}
+
+// A fresh directory for one world: collcheck-world-PID-N.
+std::string world_directory() {
+  static int next = 0;
+  sweep_stale_directories();
+  const std::filesystem::path path =
+      world_base() / ("collcheck-world-" + std::to_string(::getpid()) + "-" + std::to_string(next++));
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  return path.string();
+}
+
+}  // namespace
+
+bool interposer_built() {
+  std::error_code error;
+  return std::filesystem::is_regular_file(interposer_path(), error);
+}
+
+Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const BackendOptions& options, bool faulty) {
+  Result<Listener> listener = Listener::open();
+  if (!listener) return listener.error();
+  // One directory per world for mpirun's output and Open MPI's shared-memory files (which a
+  // killed world would otherwise leave in /dev/shm); removed with the world.
+  directory_ = world_directory();
+  log_ = directory_ + "/mpirun.log";
+  std::vector<std::string> argv = {"mpirun", "-np", std::to_string(nranks), "--oversubscribe", "--bind-to", "none",
+                                   "--mca", "btl_vader_backing_directory", directory_};
+  for (const auto& [name, value] : spec.environment) {
+    argv.push_back("-x");
+    argv.push_back(name + "=" + value);
+  }
+  if (faulty) fault_arguments(spec, argv);
+  argv.insert(argv.end(), options.launcher_arguments.begin(), options.launcher_arguments.end());
+  const bool many_hosts = std::any_of(options.launcher_arguments.begin(), options.launcher_arguments.end(),
+                                      [](const std::string& a) { return a.starts_with("--host") || a == "-H"; });
+  const std::string connect = (many_hosts ? this_host_name() : std::string("127.0.0.1")) + ":" + std::to_string(listener->port());
+  argv.insert(argv.end(), {self_executable(), "worker", "--backend", spec.name, "--connect", connect});
+  command_.clear();
+  for (const std::string& a : argv) command_ += (command_.empty() ? "" : " ") + a;
+  if (Status started = start(argv); !started) return started;
+  return accept_ranks(*listener, nranks);
+}
+
+void LaunchedWorld::stop(bool healthy) {
+  if (mpirun_ <= 0) return;
+  if (healthy) {
+    for (ControlSocket& rank : ranks_) (void)rank.send(FrameKind::Quit, {});
+    if (wait_for_exit(seconds_from_now(5))) return finish();
+  }
+  ranks_.clear();  // workers see their control connection close and exit
+  ::kill(-mpirun_, SIGTERM);
+  if (!wait_for_exit(seconds_from_now(2))) {
+    ::kill(-mpirun_, SIGKILL);
+    for (long pid : local_pids_) ::kill(static_cast<pid_t>(pid), SIGKILL);
+    wait_for_exit(seconds_from_now(5));
+  }
+  for (long pid : local_pids_) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  finish();
+}
+
+// A rank the plan kills must not take the world down (Open MPI's default), and vendor
+// traffic goes through the interposer, MPI's over TCP.
+void LaunchedWorld::fault_arguments(const RankBackendSpec& spec, std::vector<std::string>& argv) {
+  argv.push_back("--enable-recovery");
+  if (!is_vendor_backend(spec.name) || !interposer_built()) return;
+  argv.insert(argv.end(), {"-x", "LD_PRELOAD=" + interposer_path()});
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer its runtime insists on coming first among the loaded libraries; the
+  // interposer, preloaded, would come before it. Its own wrappers still reach ASan's through
+  // RTLD_NEXT, so the order does not matter here.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  argv.insert(argv.end(), {"-x", std::string("ASAN_OPTIONS=") + (asan ? std::string(asan) + ":" : "") +
+                                     "verify_asan_link_order=0"});
+#endif
+  if (spec.name.starts_with("mpi")) argv.insert(argv.end(), {"--mca", "btl", "tcp,self"});
+}
+
+Status LaunchedWorld::start(const std::vector<std::string>& argv) {
+  const pid_t child = ::fork();
+  if (child < 0) return Error{"--backend", std::string("fork: ") + std::strerror(errno)};
+  if (child == 0) {
+    ::setpgid(0, 0);
+    const int log = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (log >= 0) {
+      ::dup2(log, 1);
+      ::dup2(log, 2);
+    }
+    if (::geteuid() == 0) {
+      ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+      ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    }
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "collcheck: cannot run mpirun: %s\n", std::strerror(errno));
+    ::_exit(127);
+  }
+  ::setpgid(child, child);
+  mpirun_ = child;
+  return Ok{};
+}
+
+Status LaunchedWorld::accept_ranks(Listener& listener, int nranks) {
+  const SteadyTime deadline = seconds_from_now(kLaunchSeconds);
+  ranks_.clear();
+  ranks_.resize(static_cast<std::size_t>(nranks));
+  for (int accepted = 0; accepted < nranks;) {
+    Result<ControlSocket> socket = listener.accept(std::min(deadline, seconds_from_now(0.2)));
+    if (!socket) {
+      if (exited()) return launch_error("mpirun ended before every rank connected");
+      if (Clock::now() >= deadline) return launch_error("ranks did not connect within 60 s");
+      continue;
+    }
+    Result<Frame> frame = socket->receive(seconds_from_now(kLaunchSeconds));
+    if (!frame || frame->kind != FrameKind::Hello) return launch_error("a rank connected but sent no hello");
+    const wire::Hello hello = wire::decode_hello(frame->payload);
+    if (!hello.error.empty()) return launch_error("rank " + std::to_string(hello.rank) + ": " + hello.error);
+    if (hello.rank < 0 || hello.rank >= nranks || ranks_[static_cast<std::size_t>(hello.rank)].open()) {
+      return launch_error("a worker said it was rank " + std::to_string(hello.rank));
+    }
+    if (hello.host == this_host_name()) local_pids_.push_back(hello.pid);
+    pids_[hello.rank] = hello.host == this_host_name() ? hello.pid : 0;
+    ranks_[static_cast<std::size_t>(hello.rank)] = std::move(*socket);
+    ++accepted;
+  }
+  return Ok{};
+}
+
+Error LaunchedWorld::launch_error(const std::string& what) {
+  const std::string output = tail_of(log_, 12);
+  stop(false);
+  return Error{"--backend", "launching `" + command_ + "`: " + what + "; its output:" + output};
+}
+
+// A stopped rank cannot even take SIGTERM: planned victims get SIGKILL at once.
+void LaunchedWorld::kill_planned(const std::vector<std::string>& planned) {
+  for (std::size_t r = 0; r < planned.size(); ++r) {
+    const auto pid = pids_.find(static_cast<int>(r));
+    if (!planned[r].empty() && pid != pids_.end() && pid->second > 0) ::kill(static_cast<pid_t>(pid->second), SIGKILL);
+  }
+}
+
+bool LaunchedWorld::exited() {
+  if (mpirun_ <= 0) return true;
+  int status = 0;
+  return ::waitpid(mpirun_, &status, WNOHANG) == mpirun_ && (mpirun_ = -1, true);
+}
+
+bool LaunchedWorld::wait_for_exit(SteadyTime deadline) {
+  while (!exited()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+void LaunchedWorld::finish() {
+  ranks_.clear();
+  local_pids_.clear();
+  pids_.clear();
+  mpirun_ = -1;
+  std::error_code ignored;
+  if (!directory_.empty()) std::filesystem::remove_all(directory_, ignored);
+  directory_.clear();
+}
+
+}  // namespace collcheck

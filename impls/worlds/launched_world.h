@@ -1,0 +1,73 @@
+// One launched world, as the launching process sees it: `mpirun -np N collcheck worker ...` in
+// its own process group (launched_world.cc), one control connection per rank, and the run of one
+// case across them (launched_run.cc). The other end is worker.h.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "impls/backend/backend.h"
+#include "impls/backend/rank_backend.h"
+#include "impls/worlds/control_socket.h"
+
+namespace collcheck {
+
+// Whether the socket interposer (kInterposerFile) lies next to this collcheck binary.
+bool interposer_built();
+
+class LaunchedWorld {
+ public:
+  LaunchedWorld() = default;
+  LaunchedWorld(const LaunchedWorld&) = delete;
+  LaunchedWorld& operator=(const LaunchedWorld&) = delete;
+  ~LaunchedWorld() { stop(false); }
+
+  // `faulty`: the world will run cases under fault plans.
+  Status launch(const RankBackendSpec& spec, int nranks, const BackendOptions& options, bool faulty);
+
+  // A run left the world unusable: a rank stopped or killed by the plan, or a vendor's
+  // connections reset or corrupted. The backend relaunches it.
+  bool broken() const { return broken_; }
+
+  // Sends the request to every rank and waits for every reply until the deadline.
+  RepeatedRun run(const Case& c, const RunOptions& options, double deadline);
+
+  // Kills the world: a polite quit when it is healthy, else the process group and every
+  // worker we know of, at once.
+  void stop(bool healthy);
+
+ private:
+  // launched_world.cc: the processes.
+  static void fault_arguments(const RankBackendSpec& spec, std::vector<std::string>& argv);
+  Status start(const std::vector<std::string>& argv);
+  Status accept_ranks(Listener& listener, int nranks);
+  Error launch_error(const std::string& what);
+  void kill_planned(const std::vector<std::string>& planned);
+  bool exited();
+  bool wait_for_exit(SteadyTime deadline);
+  void finish();
+
+  // launched_run.cc: one case's replies.
+  RepeatedRun collect(SteadyTime deadline, double seconds);
+  RepeatedRun judge(std::vector<std::optional<RankRun>> replies, const std::vector<std::string>& died,
+                    const std::vector<std::string>& planned, double seconds);
+  std::string signal_lines();
+  static RepeatedRun ended(Outcome outcome, std::string error);
+
+  pid_t mpirun_ = -1;
+  std::vector<ControlSocket> ranks_;
+  std::vector<long> local_pids_;
+  std::map<int, long> pids_;  // per rank, on this host (0: elsewhere)
+  bool broken_ = false;
+  std::map<std::size_t, std::string> dying_words_;
+  SteadyTime first_death_;
+  std::string directory_;
+  std::string log_;
+  std::string command_;
+};
+
+}  // namespace collcheck

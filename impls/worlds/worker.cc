@@ -1,0 +1,143 @@
+// The worker's core: it connects to the launching process, says hello (rank, pid, host), then
+// runs every case it is sent, under the case's faults (which the layer above applies), and sends
+// back its rank's results; it says how it dies when it dies, and exits at once when the
+// launching process goes away.
+#include "impls/worlds/worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include <poll.h>
+#include <unistd.h>
+
+namespace collcheck {
+namespace {
+
+int control_fd = -1;  // for the signal handlers, which may only write()
+
+void on_fatal_signal(int signal) {
+  const char* words = signal == SIGSEGV ? "signal 11 (SIGSEGV)"
+                      : signal == SIGABRT ? "signal 6 (SIGABRT)"
+                      : signal == SIGBUS  ? "signal 7 (SIGBUS)"
+                      : signal == SIGFPE  ? "signal 8 (SIGFPE)"
+                                          : "signal 4 (SIGILL)";
+  say_dying(words);
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
+void on_terminate() {
+  std::string words = "an exception escaped";
+  if (std::exception_ptr current = std::current_exception()) {
+    try {
+      std::rethrow_exception(current);
+    } catch (const std::exception& e) {
+      words += ": " + std::string(e.what());
+    } catch (...) {
+    }
+  }
+  say_dying(words.c_str());
+  std::signal(SIGABRT, SIG_DFL);
+  std::abort();
+}
+
+// Exits the process as soon as the launching process closes the connection, even while the
+// main thread is stuck inside a vendor's collective.
+void watch_launcher(int fd) {
+  std::thread([fd] {
+    for (;;) {
+      pollfd p{fd, POLLRDHUP, 0};
+      if (::poll(&p, 1, -1) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) ::_exit(3);
+    }
+  }).detach();
+}
+
+// Every rank's pid, gathered while no fault is armed (every rank is here at once).
+std::vector<long> every_pid(World& world) {
+  std::vector<long> pids;
+  const std::uint64_t pid = static_cast<std::uint64_t>(::getpid());
+  for (const auto& bytes : world.allgather({reinterpret_cast<const std::byte*>(&pid), sizeof pid})) {
+    std::uint64_t other = 0;
+    std::memcpy(&other, bytes.data(), std::min(bytes.size(), sizeof other));
+    pids.push_back(static_cast<long>(other));
+  }
+  return pids;
+}
+
+// One run with the control world's calls bounded by the run's deadline: a rank that never joins
+// a barrier (stopped, killed) ends the run `detected` here instead of leaving this rank waiting,
+// and the world, whose control channel now has a call pending, is relaunched.
+template <class Run>
+RankRun run_bounded(World& world, const Run& run, double deadline) {
+  using Clock = std::chrono::steady_clock;
+  world.set_deadline(deadline > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double>(deadline))
+                                  : Clock::time_point::max());
+  RankRun result;
+  try {
+    result = run();
+  } catch (const WorldTimeout& timeout) {
+    result = RankRun{Outcome::Detected, timeout.what, {}, 0};
+    result.world_broken = true;
+  }
+  world.set_deadline(Clock::time_point::max());
+  return result;
+}
+
+}  // namespace
+
+void say_dying(const char* words) {
+  if (control_fd < 0) return;
+  const std::size_t length = std::strlen(words);
+  // The frame's header: its kind (4 bytes), then its length (8), little-endian.
+  unsigned char header[12] = {static_cast<unsigned char>(FrameKind::Dying), 0, 0, 0};
+  for (std::size_t i = 0; i < 8; ++i) header[4 + i] = static_cast<unsigned char>(static_cast<std::uint64_t>(length) >> (8 * i));
+  (void)!::write(control_fd, header, sizeof header);
+  (void)!::write(control_fd, words, length);
+}
+
+Result<ControlSocket> connect_to_launcher(const std::string& host, int port) {
+  Result<ControlSocket> control =
+      ControlSocket::connect(host, port, std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  if (!control) return control;
+  control_fd = control->fd();
+  watch_launcher(control->fd());
+  for (int s : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) std::signal(s, on_fatal_signal);
+  std::set_terminate(on_terminate);
+  return control;
+}
+
+int serve_launcher(ControlSocket& control, World& world, const MakeRankBackend& make_backend,
+                   const RunUnderFaults& run_under_faults) {
+  const WorkerRank rank{world.rank(), every_pid(world), control.fd()};
+  Result<std::unique_ptr<RankBackend>> backend = make_backend(world);
+  const wire::Hello hello{world.rank(), static_cast<long>(::getpid()), this_host_name(),
+                          backend ? "" : backend.error().text()};
+  if (!control.send(FrameKind::Hello, wire::encode(hello))) return 3;
+  if (!backend) return 2;
+  for (;;) {
+    Result<Frame> frame = control.receive(SteadyTime::max());
+    if (!frame || frame->kind == FrameKind::Quit) return 0;
+    if (frame->kind != FrameKind::Run) continue;
+    Result<wire::RunRequest> request = wire::decode_request(frame->payload);
+    RankRun run;
+    if (!request) {
+      run.outcome = Outcome::Crash;
+      run.error = request.error().text();
+    } else {
+      if (request->input) request->options.input = &*request->input;
+      run = run_bounded(world, [&] {
+        if (request->fault_plan.empty()) return (*backend)->run(request->c, request->options);
+        return run_under_faults(**backend, *request, rank);
+      }, request->options.deadline);
+    }
+    if (!control.send(FrameKind::Result, wire::encode(run))) return 3;
+  }
+}
+
+}  // namespace collcheck
