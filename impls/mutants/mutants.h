@@ -11,15 +11,24 @@
 
 namespace collcheck {
 
+// What a process mutant does to the last rank of a world of two or more, inside its first call.
+enum class ProcessSabotage { None, Hang, Crash };
+
 struct Mutant {
   SimVariant variant;                      // variant.name is `mutant:NAME`
   std::vector<std::string_view> caught_by; // the properties expected to catch it, best first
   // The fault plan (faults/plan.h text) under which it shows, for bugs of the link protocol
   // that only faults reveal; empty: it shows on clean runs.
   std::string faults;
+  ProcessSabotage sabotage = ProcessSabotage::None;  // a process mutant's; the proc executor does it
 };
 
 const std::vector<Mutant>& all_mutants();
 const Mutant* find_mutant(std::string_view name);  // NAME or mutant:NAME
+
+// The mutants that break the process, not the data, and so only make sense across processes
+// (`mutant:hang@proc`, `mutant:crash@proc`); not among all_mutants().
+const std::vector<Mutant>& process_mutants();
+const Mutant* find_process_mutant(std::string_view name);  // mutant:NAME
 
 }  // namespace collcheck

@@ -21,9 +21,6 @@ namespace {
 constexpr std::size_t kGuard = 8;  // elements of guard zone before and after every buffer
 constexpr std::byte kGuardPattern{0xa5};
 
-// The proc-only mutants break the process, not the data: the last rank stops inside the call.
-enum class Sabotage { None, Hang, Crash };
-
 // A buffer between guard zones, its start moved `offset` elements off a 64-byte boundary as
 // the case asks (the offset counts as guard too).
 class GuardedBuffer {
@@ -85,7 +82,7 @@ struct RankMemory {
 
 class ProcBackend final : public RankBackend {
  public:
-  ProcBackend(World& world, SimVariant variant, Knobs knobs, ProcLinks links, Sabotage sabotage, std::string name)
+  ProcBackend(World& world, SimVariant variant, Knobs knobs, ProcLinks links, ProcessSabotage sabotage, std::string name)
       : world_(world), variant_(std::move(variant)), knobs_(knobs), links_(links), sabotage_(sabotage),
         name_(std::move(name)) {}
 
@@ -161,8 +158,8 @@ class ProcBackend final : public RankBackend {
   // One call on the transport, then avg's last step on this rank's output.
   Status call(const Calls& calls, int k) {
     const Schedule& s = calls.schedule;
-    if (k == 0 && sabotage_ != Sabotage::None && calls.rank == s.nranks() - 1 && s.nranks() >= 2) {
-      if (sabotage_ == Sabotage::Crash) std::abort();
+    if (k == 0 && sabotage_ != ProcessSabotage::None && calls.rank == s.nranks() - 1 && s.nranks() >= 2) {
+      if (sabotage_ == ProcessSabotage::Crash) std::abort();
       for (;;) ::pause();  // hangs inside the call, deaf to every deadline
     }
     Status done = transport_->run_call(calls.memory.participants);
@@ -224,7 +221,7 @@ class ProcBackend final : public RankBackend {
   SimVariant variant_;
   Knobs knobs_;
   ProcLinks links_;
-  Sabotage sabotage_;
+  ProcessSabotage sabotage_;
   std::string name_;
   std::unique_ptr<ProcTransport> transport_;  // made on the first run, kept across cases
 };
@@ -233,7 +230,7 @@ Error spec_error(std::string_view spec, const std::string& message) {
   return Error{"--backend", "'" + std::string(spec) + "': " + message};
 }
 
-RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Sabotage sabotage, std::string name) {
+RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, ProcessSabotage sabotage, std::string name) {
   RankBackendSpec spec;
   spec.name = name;
   spec.capabilities.collectives = variant.collectives;
@@ -247,25 +244,6 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Sabo
     return std::unique_ptr<RankBackend>(std::make_unique<ProcBackend>(world, variant, knobs, links, sabotage, name));
   };
   return spec;
-}
-
-// The proc-only mutants: ring's schedule, with the last rank stopping inside the call.
-const SimVariant* proc_mutant(std::string_view what, Sabotage& sabotage) {
-  static const SimVariant hang = [] {
-    SimVariant v = algorithm_variant("ring").value();
-    v.name = "mutant:hang";
-    v.description = "ring whose last rank stops forever inside the call (deaf to deadlines)";
-    return v;
-  }();
-  static const SimVariant crash = [] {
-    SimVariant v = algorithm_variant("ring").value();
-    v.name = "mutant:crash";
-    v.description = "ring whose last rank aborts inside the call";
-    return v;
-  }();
-  if (what == hang.name) sabotage = Sabotage::Hang;
-  if (what == crash.name) sabotage = Sabotage::Crash;
-  return sabotage == Sabotage::Hang ? &hang : sabotage == Sabotage::Crash ? &crash : nullptr;
 }
 
 }  // namespace
@@ -297,28 +275,28 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
   std::vector<RankBackendSpec> specs;
   if (what == "all") {
     for (const std::string& algorithm : algorithm_variant_names()) {
-      specs.push_back(make_spec(algorithm_variant(algorithm).value(), algorithm_knobs, links, Sabotage::None,
+      specs.push_back(make_spec(algorithm_variant(algorithm).value(), algorithm_knobs, links, ProcessSabotage::None,
                                 algorithm + suffix));
     }
     return specs;
   }
   if (what.starts_with("mutant:")) {
     // Mutants keep their own pipeline defaults, so that they break as they do on `sim`.
-    Sabotage sabotage = Sabotage::None;
-    const SimVariant* variant = proc_mutant(what, sabotage);
-    const Mutant* mutant = variant == nullptr ? find_mutant(what) : nullptr;
-    if (variant == nullptr && mutant == nullptr) {
-      std::string names = "mutant:hang, mutant:crash";
-      for (const Mutant& m : all_mutants()) names += ", " + m.variant.name;
+    const Mutant* mutant = find_process_mutant(what);
+    if (mutant == nullptr) mutant = find_mutant(what);
+    if (mutant == nullptr) {
+      std::string names;
+      for (const auto* list : {&process_mutants(), &all_mutants()}) {
+        for (const Mutant& m : *list) names += (names.empty() ? "" : ", ") + m.variant.name;
+      }
       return spec_error(spec, "no such mutant: mutants are " + names);
     }
-    specs.push_back(make_spec(variant != nullptr ? *variant : mutant->variant, knobs, links, sabotage,
-                              std::string(what) + suffix));
+    specs.push_back(make_spec(mutant->variant, knobs, links, mutant->sabotage, std::string(what) + suffix));
     return specs;
   }
   Result<SimVariant> variant = algorithm_variant(what);
   if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME");
-  specs.push_back(make_spec(std::move(variant).value(), algorithm_knobs, links, Sabotage::None, std::string(what) + suffix));
+  specs.push_back(make_spec(std::move(variant).value(), algorithm_knobs, links, ProcessSabotage::None, std::string(what) + suffix));
   return specs;
 }
 

@@ -302,7 +302,8 @@ const std::vector<GlooAlgorithm>& table() {
              std::make_unique<gloo::ReduceScatterHalvingDoubling<T>>(setup.context, std::vector<T*>{setup.scratch},
                                                                      int_count(setup.every_block()), blocks,
                                                                      reduction_function<T>(setup.shape.op)),
-             copy(setup.input, setup.scratch, setup.every_block()), copy(setup.scratch, setup.output, setup.shape.count));
+             copy(setup.input, setup.scratch, setup.every_block()),
+             copy(setup.scratch, setup.output, setup.shape.count));
        })},
       // In place gloo::allgather and gloo::allgatherv take no input: it already lies at
       // output + rank * count.

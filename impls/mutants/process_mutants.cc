@@ -1,0 +1,36 @@
+// The process mutants: ring's schedule with the last rank stopping forever inside the call (deaf
+// to every deadline) or aborting there, which only a world of processes can survive to report.
+#include "impls/mutants/mutants.h"
+
+namespace collcheck {
+namespace {
+
+Mutant process_mutant(std::string_view name, std::string_view description, ProcessSabotage sabotage) {
+  Mutant made;
+  made.variant = algorithm_variant("ring").value();
+  made.variant.name = "mutant:" + std::string(name);
+  made.variant.description = std::string(description);
+  made.caught_by = {"liveness"};
+  made.sabotage = sabotage;
+  return made;
+}
+
+}  // namespace
+
+const std::vector<Mutant>& process_mutants() {
+  static const std::vector<Mutant> registry = {
+      process_mutant("hang", "ring whose last rank stops forever inside the call (deaf to deadlines)",
+                     ProcessSabotage::Hang),
+      process_mutant("crash", "ring whose last rank aborts inside the call", ProcessSabotage::Crash),
+  };
+  return registry;
+}
+
+const Mutant* find_process_mutant(std::string_view name) {
+  for (const Mutant& mutant : process_mutants()) {
+    if (mutant.variant.name == name) return &mutant;
+  }
+  return nullptr;
+}
+
+}  // namespace collcheck
