@@ -160,6 +160,12 @@ class GlooRankBackend final : public RankBackend {
 
   RankRun run(const Case& c, const RankRunOptions& options) override {
     RankRun result;
+    if (!capabilities_of(algorithm_).supports(c)) {  // Gloo would run another collective or dtype, or crash
+      result.outcome = Outcome::Detected;
+      result.error = name_ + " rank " + std::to_string(world_.rank()) + ": " + to_string(c) +
+                     " is not among its collectives, dtypes and ops";
+      return result;
+    }
     const auto start = std::chrono::steady_clock::now();
     std::string where = "building " + to_string(c);
     try {
