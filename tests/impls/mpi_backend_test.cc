@@ -1,5 +1,6 @@
-// The `mpi` backend: its --backend grammar, and Open MPI's default collectives against the oracle
-// on every rank under mpiexec (ctest runs this program on 3 ranks; the ranks agree on each test).
+// The `mpi` backend: its --backend grammar, Open MPI's findings and choosing algorithms at run time,
+// under mpiexec (ctest runs this program on 3 ranks; the ranks agree on each test). What every
+// backend must do (the oracle, repeated, timed and given-input calls, refusals) is in tests/conformance/.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -183,12 +184,11 @@ void check(RankBackend& backend, const Case& c, const RankRunOptions& options, s
   }
 }
 
-bool is_float_type(DType dtype) { return dtype == DType::Float32 || dtype == DType::Float64; }
-
 // Open MPI 4.1's op/avx component adds 8-bit integers with saturating vector instructions, so
 // MPI_SUM on MPI_INT8_T and MPI_UINT8_T clamps where its own C ops (and NCCL, and the oracle)
-// wrap around. MpiFindings.ByteSumsWrapAround reports it; the sweeps leave those cases out
-// rather than fail on a bug that is not the adapter's. Every rank calls this at the same point.
+// wrap around. MpiFindings.ByteSumsWrapAround reports it; the conformance suite leaves those
+// cases out rather than fail on a bug that is not the adapter's. Every rank calls this at the
+// same point.
 bool byte_sums_saturate() {
   static const bool saturate = [] {
     std::vector<std::uint8_t> in(64, 200), out(64, 0);
@@ -198,45 +198,6 @@ bool byte_sums_saturate() {
   return saturate;
 }
 
-bool known_open_mpi_bug(const Case& c) {
-  return (c.dtype == DType::Int8 || c.dtype == DType::UInt8) && c.op == RedOp::Sum && reduces(c.collective) &&
-         byte_sums_saturate();
-}
-
-// Every dtype, op (where it reduces), placement and small count of one collective.
-void sweep(Collective collective) {
-  std::vector<std::string> failures;
-  std::unique_ptr<RankBackend> backend = make_on_every_rank("mpi", failures);
-  const RankBackendSpec spec = only_spec("mpi");
-  const int nranks = g_world->size();
-  for (DType dtype : spec.capabilities.dtypes) {
-    for (RedOp op : spec.capabilities.ops) {
-      if (!reduces(collective) && op != RedOp::Sum) continue;
-      for (bool in_place : {false, true}) {
-        for (std::size_t count : {0, 1, 7, 1000}) {
-          for (ValueKind values : {ValueKind::Exact, ValueKind::Real}) {
-            if (values == ValueKind::Real && !is_float_type(dtype)) continue;
-            Case c = make_case(collective, dtype, op, count, nranks);
-            c.in_place = in_place;
-            c.root = static_cast<int>(count % static_cast<std::size_t>(nranks));
-            c.values = values;
-            c.seed = count * 31 + static_cast<std::size_t>(dtype);
-            if (backend && !known_open_mpi_bug(c)) check(*backend, c, RankRunOptions{}, failures);
-          }
-        }
-      }
-    }
-  }
-  agree(failures);
-}
-
-TEST(MpiRuns, AllReduce) { SKIP_UNLESS_LAUNCHED(); sweep(Collective::AllReduce); }
-TEST(MpiRuns, AllGather) { SKIP_UNLESS_LAUNCHED(); sweep(Collective::AllGather); }
-TEST(MpiRuns, ReduceScatter) { SKIP_UNLESS_LAUNCHED(); sweep(Collective::ReduceScatter); }
-TEST(MpiRuns, AllToAll) { SKIP_UNLESS_LAUNCHED(); sweep(Collective::AllToAll); }
-TEST(MpiRuns, Broadcast) { SKIP_UNLESS_LAUNCHED(); sweep(Collective::Broadcast); }
-TEST(MpiRuns, Reduce) { SKIP_UNLESS_LAUNCHED(); sweep(Collective::Reduce); }
-
 TEST(MpiFindings, ByteSumsWrapAround) {
   SKIP_UNLESS_LAUNCHED();
   if (g_world->size() < 2) GTEST_SKIP() << "needs 2 or more ranks";
@@ -244,91 +205,13 @@ TEST(MpiFindings, ByteSumsWrapAround) {
     GTEST_SKIP() << "Open MPI finding: MPI_SUM on MPI_UINT8_T gives 255 for 200 summed over " << g_world->size()
                  << " ranks (saturated, not wrapped): its op/avx component uses saturating adds for 8-bit "
                     "integers (see open-mpi/ompi#8045 for 16-bit); `--mca op ^avx` avoids it. The i8/u8 sum "
-                    "cases are left out of the sweeps here.";
+                    "cases are left out of the conformance suite.";
   }
   std::vector<std::string> failures;
   std::unique_ptr<RankBackend> backend = make_on_every_rank("mpi", failures);
   for (DType dtype : {DType::Int8, DType::UInt8}) {
     const Case c = make_case(Collective::AllReduce, dtype, RedOp::Sum, 1000, g_world->size());
     if (backend) check(*backend, c, RankRunOptions{}, failures);
-  }
-  agree(failures);
-}
-
-TEST(MpiRuns, RepeatedCallsWriteEachCallsInputs) {
-  SKIP_UNLESS_LAUNCHED();
-  std::vector<std::string> failures;
-  std::unique_ptr<RankBackend> backend = make_on_every_rank("mpi", failures);
-  RankRunOptions options;
-  options.calls = 3;
-  for (Collective collective : all_collectives()) {
-    for (bool in_place : {false, true}) {
-      Case c = make_case(collective, DType::Int32, RedOp::Sum, 100, g_world->size());
-      c.in_place = in_place;
-      c.seed = 7;
-      if (backend) check(*backend, c, options, failures);
-    }
-  }
-  agree(failures);
-}
-
-TEST(MpiRuns, TimedCallsAreCheckedAndTimed) {
-  SKIP_UNLESS_LAUNCHED();
-  std::vector<std::string> failures;
-  std::unique_ptr<RankBackend> backend = make_on_every_rank("mpi", failures);
-  RankRunOptions options;
-  options.timed = true;
-  options.warmup = 2;
-  options.iterations = 4;
-  options.checked = true;
-  const Case c = make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 4096, g_world->size());
-  if (backend) {
-    check(*backend, c, options, failures);
-    const RankRun run = backend->run(c, options);
-    if (!(run.seconds > 0)) failures.push_back("timed run reports " + std::to_string(run.seconds) + " s per call");
-    options.checked = false;
-    if (!backend->run(c, options).calls.empty()) failures.push_back("an unchecked timed run returned results");
-  }
-  agree(failures);
-}
-
-TEST(MpiRuns, GivenInputsReplaceTheGeneratedOnes) {
-  SKIP_UNLESS_LAUNCHED();
-  std::vector<std::string> failures;
-  std::unique_ptr<RankBackend> backend = make_on_every_rank("mpi", failures);
-  const int nranks = g_world->size();
-  Case c = make_case(Collective::AllReduce, DType::Int64, RedOp::Sum, 5, nranks);
-  std::vector<std::byte> mine(5 * sizeof(std::int64_t));
-  for (std::int64_t i = 0; i < 5; ++i) {
-    const std::int64_t value = (g_world->rank() + 1) * 100 + i;
-    std::memcpy(mine.data() + i * 8, &value, 8);
-  }
-  RankRunOptions options;
-  options.input = &mine;
-  if (backend) {
-    const RankRun run = backend->run(c, options);
-    for (std::int64_t i = 0; i < 5 && run.outcome == Outcome::Ok; ++i) {
-      std::int64_t got = 0;
-      std::memcpy(&got, run.calls.at(0).output.data() + i * 8, 8);
-      const std::int64_t want = 100 * nranks * (nranks + 1) / 2 + nranks * i;
-      if (got != want) failures.push_back("element " + std::to_string(i) + ": " + std::to_string(got) + " for " + std::to_string(want));
-    }
-    if (run.outcome != Outcome::Ok) failures.push_back(run.error);
-  }
-  agree(failures);
-}
-
-TEST(MpiRuns, UnsupportedCasesAreDetectedNotRun) {
-  SKIP_UNLESS_LAUNCHED();
-  std::vector<std::string> failures;
-  std::unique_ptr<RankBackend> backend = make_on_every_rank("mpi", failures);
-  const int nranks = g_world->size();
-  const Case fp16 = make_case(Collective::AllReduce, DType::Float16, RedOp::Sum, 4, nranks);
-  const Case avg = make_case(Collective::AllReduce, DType::Float32, RedOp::Avg, 4, nranks);
-  const Case wrong_size = make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 4, nranks + 1);
-  for (const Case& c : {fp16, avg, wrong_size}) {
-    const RankRun run = backend ? backend->run(c, {}) : RankRun{};
-    if (backend && run.outcome != Outcome::Detected) failures.push_back(to_string(c) + " was not refused");
   }
   agree(failures);
 }

@@ -1,6 +1,6 @@
-// The `sim` transport: every algorithm's numeric results against the oracle (bit for bit on
-// exact inputs, within the bound on real ones), determinism from the seed, predicted times
-// against the alpha-beta model, and the hook's deadline.
+// The `sim` transport: determinism from the seed, predicted times against the alpha-beta model,
+// how the link protocol reports a lost message, and calls back to back without a barrier. What
+// every backend must do (the oracle on fixed cases, ...) is in tests/conformance/.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,12 +15,8 @@
 namespace collcheck {
 namespace {
 
-Case make_case(Collective collective, DType dtype, RedOp op, std::size_t count, int nranks, bool in_place = false,
-               ValueKind values = ValueKind::Exact, int root = 0) {
+Case make_case(Collective collective, DType dtype, RedOp op, std::size_t count, int nranks) {
   Case c = testing::make_case(collective, dtype, op, count, nranks);
-  c.in_place = in_place;
-  c.values = values;
-  c.root = root;
   c.seed = 1234;
   return c;
 }
@@ -34,69 +30,6 @@ const Topology& fabric_for(int nranks) {
   Result<Topology> t = make_topology(nodes == 1 ? "dgx-h100" : "ib-fat-tree:" + std::to_string(nodes));
   EXPECT_TRUE(t.ok()) << t.error().text();
   return cache.emplace(nranks, std::move(t).value()).first->second;
-}
-
-// Runs the case on `sim` and returns the oracle's verdict over all ranks ("" when all pass).
-std::string check(const Algorithm& algorithm, const Case& c, const Knobs& knobs = {}, std::uint64_t seed = 0) {
-  Result<Schedule> schedule = make_schedule(algorithm.name, c, knobs);
-  if (!schedule) return schedule.error().text();
-  const SimulatedRun run = simulate(*schedule, fabric_for(c.nranks), SimulationOptions(seed, nullptr, true));
-  if (!run.completed) return run.error;
-  Oracle oracle(c);
-  for (int rank = 0; rank < c.nranks; ++rank) {
-    const Verdict verdict = compare(oracle.expected(rank), rank, run.outputs[static_cast<std::size_t>(rank)]);
-    if (!verdict.ok) return std::string(algorithm.name) + " " + to_string(c) + "\n" + verdict.describe(c.dtype);
-  }
-  if (!c.in_place) {  // out of place, inputs are untouched
-    const InputGenerator inputs(c);
-    for (int rank = 0; rank < c.nranks; ++rank) {
-      std::vector<std::byte> want(run.inputs[static_cast<std::size_t>(rank)].size());
-      inputs.fill(rank, 0, want);
-      if (want != run.inputs[static_cast<std::size_t>(rank)]) return to_string(c) + ": rank input changed";
-    }
-  }
-  return "";
-}
-
-TEST(Simulator, EveryAlgorithmAgreesWithTheOracleOnEveryDtypeAndOp) {
-  for (const Algorithm& algorithm : all_algorithms()) {
-    const std::vector<RedOp> ops = reduces(algorithm.collective) ? std::vector<RedOp>(all_ops().begin(), all_ops().end())
-                                                                 : std::vector<RedOp>{RedOp::Sum};
-    for (DType dtype : all_dtypes()) {
-      for (RedOp op : ops) {
-        const Case c = make_case(algorithm.collective, dtype, op, 13, 5, false, ValueKind::Exact, 3);
-        EXPECT_EQ(check(algorithm, c), "");
-      }
-    }
-  }
-}
-
-TEST(Simulator, EveryAlgorithmAgreesOnAwkwardShapes) {
-  for (const Algorithm& algorithm : all_algorithms()) {
-    for (int n : {1, 2, 3, 7, 8, 12}) {
-      for (std::size_t count : {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(n) + 1, std::size_t{3} * n + 2}) {
-        for (bool in_place : {false, true}) {
-          const Case c = make_case(algorithm.collective, DType::Int32, RedOp::Sum, count, n, in_place,
-                                   ValueKind::Exact, n - 1);
-          EXPECT_EQ(check(algorithm, c, Knobs{2, 2, 3}), "");
-        }
-      }
-    }
-  }
-}
-
-TEST(Simulator, RealValuesStayWithinTheBound) {
-  for (const Algorithm& algorithm : all_algorithms()) {
-    if (!reduces(algorithm.collective)) continue;
-    for (DType dtype : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
-      for (RedOp op : all_ops()) {
-        for (ValueKind values : {ValueKind::Real, ValueKind::Special}) {
-          const Case c = make_case(algorithm.collective, dtype, op, 40, 6, false, values, 2);
-          EXPECT_EQ(check(algorithm, c, Knobs{4, 1, 4}), "");
-        }
-      }
-    }
-  }
 }
 
 TEST(Simulator, TheSameSeedGivesTheSameTraceAndOtherSeedsOtherTraces) {
