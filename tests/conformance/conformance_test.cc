@@ -37,12 +37,12 @@ class Conformance : public ::testing::TestWithParam<std::string> {
   }
 
   // Runs the case unless the capabilities exclude it or a known vendor finding stands in the
-  // way (counted, and said once); then holds the run to check_run's verdict.
+  // way (counted, and said at the end); then holds the run to check_run's verdict.
   void run_case(const Case& c, const RunOptions& options, std::size_t calls, std::uint64_t seed_step = 1) {
     if (!capabilities_.supports(c)) return;
     const std::string_view finding = known_finding(GetParam(), c, options);
     if (!finding.empty()) {
-      if (left_out_++ == 0) std::printf("left out: %s\n", std::string(finding).c_str());
+      ++left_out_;
       left_out_because_ = finding;
       return;
     }
@@ -76,7 +76,8 @@ class Conformance : public ::testing::TestWithParam<std::string> {
   void conclude(const std::string& why_nothing_ran) {
     if (ran_ == 0 && left_out_ > 0) GTEST_SKIP() << GetParam() << ": every case is left out: " << left_out_because_;
     if (ran_ == 0) GTEST_SKIP() << GetParam() << ": " << why_nothing_ran;
-    std::printf("%s: %d cases ran, %d left out\n", GetParam().c_str(), ran_, left_out_);
+    std::printf("%s: %d cases ran, %d left out%s%s\n", GetParam().c_str(), ran_, left_out_, left_out_ > 0 ? ", as " : "",
+                std::string(left_out_because_).c_str());
     std::string shown;
     for (const std::string& failure : failures_) shown += failure + "\n";
     if (failed_ > 0) {
