@@ -73,7 +73,7 @@ std::vector<int> rank_counts(const Capabilities& capabilities, std::vector<int> 
 
 std::vector<Case> oracle_cases(const Capabilities& capabilities, Collective collective, int nranks) {
   const std::vector<RedOp> ops = ops_for(capabilities, collective);
-  const std::size_t counts[] = {0, 1, 7, 37, 300};
+  const std::size_t counts[] = {0, 1, 7, 37, 101};
   std::vector<Case> cases;
   std::uint64_t seed = 100;
   auto add = [&](DType dtype, RedOp op, std::size_t count, ValueKind values, std::size_t root) {
@@ -105,7 +105,7 @@ std::vector<Case> in_place_cases(const Capabilities& capabilities, Collective co
   const DType dtypes[] = {dtype_among(capabilities, {DType::Float32}), dtype_among(capabilities, {DType::Int32}),
                           dtype_among(capabilities, {DType::BFloat16, DType::Float16}),
                           dtype_among(capabilities, {DType::Float64}), dtype_among(capabilities, {DType::UInt8})};
-  const std::size_t counts[] = {1, 7, 37, 300};
+  const std::size_t counts[] = {1, 7, 37, 101};
   std::vector<Case> cases;
   for (std::size_t i = 0; i < 8; ++i) {
     Case c = make(collective, dtypes[i % 5], ops[i % ops.size()], counts[i % 4], nranks, 200 + i);

@@ -21,11 +21,11 @@ std::string check_run(const Case&, const RepeatedRun&, std::size_t calls, std::u
 // The rank counts of `wanted` the capabilities allow; the nearest allowed one when none is.
 std::vector<int> rank_counts(const Capabilities&, std::vector<int> wanted);
 
-// Out of place on `nranks`: every dtype with the ops in turn, counts 0, 1, 7, 37 and 300, every
+// Out of place on `nranks`: every dtype with the ops in turn, counts 0, 1, 7, 37 and 101, every
 // root in turn, exact values; every op once; real and special values on the float dtypes.
 std::vector<Case> oracle_cases(const Capabilities&, Collective, int nranks);
 
-// In place on `nranks`: a few dtypes and ops, counts 1, 7, 37 and 300, misaligned, roots in turn.
+// In place on `nranks`: a few dtypes and ops, counts 1, 7, 37 and 101, misaligned, roots in turn.
 std::vector<Case> in_place_cases(const Capabilities&, Collective, int nranks);
 
 // Buffers moved 1..3 elements off their alignment, dtypes of 1, 2, 4 and 8 bytes, counts that

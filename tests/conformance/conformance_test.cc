@@ -138,7 +138,7 @@ TEST_P(Conformance, TimedRunsReportSecondsAndCheckedOutputs) {
   options.iterations = 3;
   options.checked = true;
   for (Collective collective : capabilities_.collectives) {
-    Case shape = plain_case(capabilities_, 1, 1000);
+    Case shape = plain_case(capabilities_, 1, 250);
     shape.collective = collective;
     const std::optional<Case> c = runnable(shape, options);
     if (!c) continue;
