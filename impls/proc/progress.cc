@@ -7,7 +7,6 @@
 #include <cstring>
 #include <iterator>
 
-#include "reference/random.h"
 
 namespace collcheck {
 
@@ -18,11 +17,11 @@ using namespace proc;
 // the bytes it had when it was posted.
 void ProcTransport::State::protect(const std::byte* at, std::size_t bytes) {
   if (lazy == 0 || bytes == 0) return;
-  for (Outbound& o : outbound) {
-    for (Outgoing& m : o.queue) {
-      const std::size_t keep = reliable ? 0 : m.pushed;
-      if (m.lazy() && at < m.source + m.bytes && m.source + keep < at + bytes) {
-        m.stage(keep);
+  for (Outbound& out : outbound) {
+    for (Outgoing& message : out.queue) {
+      const std::size_t keep = settings.reliable ? 0 : message.pushed;
+      if (message.lazy() && at < message.source + message.bytes && message.source + keep < at + bytes) {
+        message.stage(keep);
         --lazy;
       }
     }
@@ -30,9 +29,9 @@ void ProcTransport::State::protect(const std::byte* at, std::size_t bytes) {
 }
 
 void ProcTransport::State::settle() {
-  for (Outbound& o : outbound) {
-    for (Outgoing& m : o.queue) {
-      if (m.lazy()) m.stage(reliable ? 0 : m.pushed);
+  for (Outbound& out : outbound) {
+    for (Outgoing& message : out.queue) {
+      if (message.lazy()) message.stage(settings.reliable ? 0 : message.pushed);
     }
   }
   lazy = 0;
@@ -41,37 +40,41 @@ void ProcTransport::State::settle() {
 // One transmission through the hook: the per-piece checksums of the pristine bytes first, then
 // the hook gets its own copy to change. A reorder is not honoured for the last message of a call,
 // which has no next message to wait for.
-void ProcTransport::State::decide(Outbound& o, Outgoing& m) {
-  if (checksums && m.sums.empty()) {
-    for (std::size_t offset = 0; offset < m.bytes || offset == 0; offset += o.piece_bytes) {
-      m.sums.push_back(checksum({m.at(offset), std::min(o.piece_bytes, m.bytes - offset)}));
+void ProcTransport::State::decide(Outbound& out, Outgoing& message) {
+  if (settings.checksums && message.sums.empty()) {
+    for (std::size_t offset = 0; offset < message.bytes || offset == 0; offset += out.piece_bytes) {
+      message.sums.push_back(checksum({message.at(offset), std::min(out.piece_bytes, message.bytes - offset)}));
     }
   }
-  if (reliable) m.wire.assign(m.at(0), m.at(0) + m.bytes);  // the pristine copy stays for retransmissions
-  else m.wire = std::move(m.owned);
+  if (settings.reliable) {
+    message.wire.assign(message.at(0), message.at(0) + message.bytes);  // the pristine copy stays, to send again
+  } else {
+    message.wire = std::move(message.owned);
+  }
   const double time = now();
-  const Message message{o.key.from, o.key.to, o.key.channel, m.sequence, m.bytes, time, static_cast<int>(m.attempt)};
-  const SendDecision decision = options.hook->on_send(message, m.wire);
-  m.hooked = true;
-  m.dropped = decision.drop;
-  m.not_before = time + decision.delay;
-  m.copies = std::max(0, decision.duplicates);
-  m.held = decision.reorder && m.sequence % o.per_call + 1 < o.per_call;
-  m.held_until = time + kReorderWindow;
+  const auto attempt = static_cast<int>(out.sender.attempt(message.sequence));
+  const Message on_wire{out.key.from, out.key.to, out.key.channel, message.sequence, message.bytes, time, attempt};
+  const SendDecision decision = options.hook->on_send(on_wire, message.wire);
+  message.hooked = true;
+  message.dropped = decision.drop;
+  message.not_before = time + decision.delay;
+  message.copies = std::max(0, decision.duplicates);
+  message.held = decision.reorder && LinkSender::may_hold(message.sequence, out.per_call);
+  message.held_until = time + settings.reorder_window;
 }
 
-void ProcTransport::State::post(const Hosted& h, const Step& step, const StepLink& link) {
-  Outbound& o = outbound[static_cast<std::size_t>(link.link)];
-  Outgoing m;
-  m.sequence = call * o.per_call + link.ordinal;
-  m.bytes = step.from.count * element;
-  m.source = address(h, step.from);
-  auto place = o.queue.end();
-  while (place != o.queue.begin() && std::prev(place)->sequence > m.sequence) --place;
-  place = o.queue.insert(place, std::move(m));
+void ProcTransport::State::post(const Hosted& local, const Step& step, const StepLink& link) {
+  Outbound& out = outbound[static_cast<std::size_t>(link.link)];
+  Outgoing message;
+  message.sequence = call * out.per_call + link.ordinal;
+  message.bytes = step.from.count * element;
+  message.source = address(local, step.from);
+  auto place = out.queue.end();
+  while (place != out.queue.begin() && std::prev(place)->sequence > message.sequence) --place;
+  place = out.queue.insert(place, std::move(message));
   if (options.hook != nullptr) {
     place->stage(0);  // the hook may change the payload, so it sees a copy, taken now
-    decide(o, *place);
+    decide(out, *place);
   } else if (place->lazy()) {
     ++lazy;
   }
@@ -101,76 +104,75 @@ void ProcTransport::State::pop(Inbound& in) {
   }
 }
 
-// What is wrong with a piece that is not a duplicate, where byte `received` of message `sequence`
-// (`bytes` long) is due; "" when it may be used.
-std::string ProcTransport::State::problem(const PieceHeader& piece, const std::byte* data, std::uint64_t sequence,
-                                          std::size_t received, std::size_t bytes) const {
-  if (piece.sequence != sequence || piece.offset != received) {
+// What is wrong with a piece the stream's receiver did not take (nor drop as a duplicate), where
+// the receiver's due position lies in a message of `bytes` bytes.
+std::string ProcTransport::State::problem(Verdict verdict, const PieceHeader& piece, const Inbound& in,
+                                          std::size_t bytes) const {
+  const std::uint64_t sequence = in.receiver.due_message();
+  const std::size_t received = in.receiver.due_byte();
+  if (verdict == Verdict::OutOfOrder) {
     return "byte " + std::to_string(piece.offset) + " of message " + std::to_string(piece.sequence) +
            " arrived where byte " + std::to_string(received) + " of message " + std::to_string(sequence) +
            " was due (a message lost or out of order)";
   }
-  if (received + piece.bytes > bytes) {
+  if (verdict == Verdict::Overlong) {
     return "a piece of " + std::to_string(piece.bytes) + " bytes at byte " + std::to_string(received) +
            " of message " + std::to_string(sequence) + ", which has " + std::to_string(bytes);
   }
-  if (checksums && checksum({data, piece.bytes}) != piece.checksum) {
-    return "message " + std::to_string(sequence) + " damaged: the piece at byte " + std::to_string(received) + " (" +
-           std::to_string(piece.bytes) + " bytes, transmission " + std::to_string(piece.attempt) +
-           ") does not match its checksum";
-  }
-  return "";
+  return "message " + std::to_string(sequence) + " damaged: the piece at byte " + std::to_string(received) + " (" +
+         std::to_string(piece.bytes) + " bytes, transmission " + std::to_string(piece.attempt) +
+         ") does not match its checksum";
 }
 
-Taken ProcTransport::State::receive(Hosted& h, const Step& step, const StepLink& link, Stream& stream) {
+Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepLink& link, Stream& stream) {
   Inbound& in = inbound[static_cast<std::size_t>(link.link)];
+  LinkReceiver& receiver = in.receiver;
   const std::uint64_t sequence = call * in.per_call + link.ordinal;
-  if (in.consumed != sequence) return Taken::Nothing;  // an earlier message is not yet taken
+  if (receiver.due_message() != sequence) return Taken::Nothing;  // an earlier message is not yet taken
   const std::size_t bytes = step.to.count * element;
-  std::byte* to = address(h, step.to);
-  const std::byte* from = step.kind == StepKind::RecvReduce ? address(h, step.from) : nullptr;
+  std::byte* to = address(local, step.to);
+  const std::byte* from = step.kind == StepKind::RecvReduce ? address(local, step.from) : nullptr;
   if (!stream.started) protect(to, bytes);
   Taken taken = Taken::Nothing;
   PieceHeader piece{};
   const std::byte* data = nullptr;
   while (peek(in, piece, data)) {
     taken = Taken::Some;
-    if (piece.sequence < sequence || (piece.sequence == sequence && piece.offset < stream.received)) {
+    const PieceLabel label{piece.sequence, piece.offset, piece.bytes, piece.checksum, piece.attempt};
+    const Verdict verdict = receiver.judge(label, {data, piece.bytes}, bytes, settings);
+    if (verdict == Verdict::Duplicate) {
       pop(in);  // a duplicate, or a retransmission of what was taken already
       continue;
     }
-    const std::string wrong = problem(piece, data, sequence, stream.received, bytes);
-    if (!wrong.empty()) {
-      if (!reliable) {
-        fail(participant_name(h.participant) + ": from " + participant_name(in.key.from) + " on channel " +
-             std::to_string(in.key.channel) + " (call " + std::to_string(call) + "): " + wrong);
+    if (verdict != Verdict::Take) {
+      if (!settings.reliable) {
+        fail(participant_name(local.participant) + ": from " + participant_name(in.key.from) + " on channel " +
+             std::to_string(in.key.channel) + " (call " + std::to_string(call) + "): " + problem(verdict, piece, in, bytes));
         return taken;
       }
       pop(in);
-      ask(in, sequence, stream.received);
+      ask(in);
       continue;
     }
+    const std::size_t received = receiver.due_byte();
     if (piece.bytes > 0) {
-      if (from == nullptr) std::memcpy(to + stream.received, data, piece.bytes);
-      else reduce(from + stream.received, data, to + stream.received, piece.bytes);
+      if (from == nullptr) std::memcpy(to + received, data, piece.bytes);
+      else reduce(from + received, data, to + received, piece.bytes);
     }
-    stream.received += piece.bytes;
     stream.started = true;
     pop(in);
-    if (reliable) in.quiet_since = now();
-    if (stream.received == bytes) {
-      ++in.consumed;
+    if (receiver.take(piece.bytes, bytes, settings.reliable ? now() : 0)) {
       in.waiting = false;
-      if (reliable) acknowledge(in);
+      if (settings.reliable) acknowledge(in);
       return Taken::All;
     }
   }
-  if (reliable) {
+  if (settings.reliable) {
     if (!in.waiting) {
       in.waiting = true;
-      in.quiet_since = now();
-    } else if (now() - in.quiet_since > (in.patience > 0 ? in.patience : retransmit)) {
-      ask(in, sequence, stream.received);
+      receiver.heard(now());
+    } else if (receiver.impatient(now(), settings)) {
+      ask(in);
     }
   }
   return taken;
@@ -182,23 +184,18 @@ bool ProcTransport::State::sweep(Inbound& in) {
   bool moved = false;
   PieceHeader piece{};
   const std::byte* data = nullptr;
-  while (peek(in, piece, data) && piece.sequence < in.consumed) {
+  while (peek(in, piece, data) && piece.sequence < in.receiver.due_message()) {
     pop(in);
     moved = true;
   }
   return moved;
 }
 
-// Asks the sender to go back to `sequence` (reliable), at most once per position and silence.
-void ProcTransport::State::ask(Inbound& in, std::uint64_t sequence, std::size_t offset) {
-  const double time = now();
-  if (in.asked_sequence == sequence && in.asked_offset == offset && time - in.quiet_since <= retransmit) return;
-  in.asked_sequence = sequence;
-  in.asked_offset = offset;
-  in.quiet_since = time;
-  // Jittered between 0.75 and 1.25 of the interval, so that asks cannot keep landing in the down
-  // half of a flapping link; all of them together stay within the timeout (configure()).
-  in.patience = retransmit * (0.75 + 0.5 * unit_interval(mix64(static_cast<std::uint64_t>(rank) ^ mix64(++asks))));
+// Asks the sender to go back to the message due (reliable), unless the receiver has asked for the
+// same position within the retransmission interval.
+void ProcTransport::State::ask(Inbound& in) {
+  if (!in.receiver.ask(now(), settings, &patience_jitter)) return;
+  const std::uint64_t sequence = in.receiver.due_message();
   if (in.tcp) {
     send_control(host(in.key.from), FrameKind::Rewind, in.key, sequence);
   } else {
@@ -208,62 +205,63 @@ void ProcTransport::State::ask(Inbound& in, std::uint64_t sequence, std::size_t 
 }
 
 void ProcTransport::State::acknowledge(Inbound& in) {
-  if (in.tcp) send_control(host(in.key.from), FrameKind::Ack, in.key, in.consumed);
-  else in.fifo.control->acked.store(in.consumed, std::memory_order_release);
+  const std::uint64_t taken = in.receiver.due_message();
+  if (in.tcp) send_control(host(in.key.from), FrameKind::Ack, in.key, taken);
+  else in.fifo.control->acked.store(taken, std::memory_order_release);
 }
 
 // The message to push now: the one at `next`, or, when that one is held back, the one after it.
-Outgoing* ProcTransport::State::choose(Outbound& o, double time) {
-  while (o.cursor < o.queue.size()) {
-    Outgoing& m = o.queue[o.cursor];
-    if (m.sequence != o.next) return nullptr;  // not posted yet
-    if (m.done() && m.copies == 0) {  // pushed ahead of the held message before it
-      finished(o, m);
+Outgoing* ProcTransport::State::choose(Outbound& out, double time) {
+  while (out.cursor < out.queue.size()) {
+    Outgoing& message = out.queue[out.cursor];
+    if (message.sequence != out.next) return nullptr;  // not posted yet
+    if (message.done() && message.copies == 0) {  // pushed ahead of the held message before it
+      finished(out, message);
       continue;
     }
-    if (!m.held || time >= m.held_until) return m.not_before <= time ? &m : nullptr;
-    if (o.cursor + 1 == o.queue.size() || o.queue[o.cursor + 1].sequence != m.sequence + 1) return nullptr;
-    Outgoing& after = o.queue[o.cursor + 1];
+    if (!message.held || time >= message.held_until) return message.not_before <= time ? &message : nullptr;
+    if (out.cursor + 1 == out.queue.size() || out.queue[out.cursor + 1].sequence != message.sequence + 1) return nullptr;
+    Outgoing& after = out.queue[out.cursor + 1];
     return after.not_before <= time ? &after : nullptr;
   }
   return nullptr;
 }
 
 // Pushes the message's pieces while there is room; true when all of it is out.
-bool ProcTransport::State::push(Outbound& o, Outgoing& m, bool& moved) {
-  if (m.dropped) {  // this transmission never arrives
-    m.pushed = m.bytes;
-    m.started = true;
-    m.copies = 0;
+bool ProcTransport::State::push(Outbound& out, Outgoing& message, bool& moved) {
+  if (message.dropped) {  // this transmission never arrives
+    message.pushed = message.bytes;
+    message.started = true;
+    message.copies = 0;
     moved = true;
     return true;
   }
-  while (!m.done()) {
-    const std::size_t n = std::min(o.piece_bytes, m.bytes - m.pushed);
-    const std::byte* data = m.payload(m.pushed);
+  while (!message.done()) {
+    const std::size_t n = std::min(out.piece_bytes, message.bytes - message.pushed);
+    const std::byte* data = message.payload(message.pushed);
     // Room first: a full FIFO or window is polled again and again, the checksum taken once.
     std::uint64_t sum = 0;
-    if (o.connection != nullptr) {
-      Connection& c = *o.connection;
-      if (c.out.size() - c.out_sent >= kTcpWindow) return false;
-      if (checksums) sum = m.hooked ? m.sums[m.pushed / o.piece_bytes] : checksum({data, n});
-      const PieceHeader header{m.sequence, m.pushed, n, sum, m.attempt};
-      append_frame(c, FrameHeader{epoch, FrameKind::Piece, o.key.from, o.key.to, o.key.channel, 0, header}, data);
+    if (out.connection != nullptr) {
+      Connection& connection = *out.connection;
+      if (connection.out.size() - connection.out_sent >= kTcpWindow) return false;
+      if (settings.checksums) sum = message.hooked ? message.sums[message.pushed / out.piece_bytes] : checksum({data, n});
+      const PieceHeader header{message.sequence, message.pushed, n, sum, out.sender.attempt(message.sequence)};
+      append_frame(connection, FrameHeader{epoch, FrameKind::Piece, out.key.from, out.key.to, out.key.channel, 0, header}, data);
     } else {
-      if (o.tail - o.head_seen >= o.fifo.shape.slots) {
-        o.head_seen = o.fifo.control->head.load(std::memory_order_acquire);
-        if (o.tail - o.head_seen >= o.fifo.shape.slots) return false;
+      if (out.tail - out.head_seen >= out.fifo.shape.slots) {
+        out.head_seen = out.fifo.control->head.load(std::memory_order_acquire);
+        if (out.tail - out.head_seen >= out.fifo.shape.slots) return false;
       }
-      std::byte* slot = o.fifo.slot(o.tail);
+      std::byte* slot = out.fifo.slot(out.tail);
       if (n > 0) std::memcpy(slot + kSlotHeader, data, n);
       // Taken over the slot, just written and still in cache (the user's bytes may be in memory).
-      if (checksums) sum = m.hooked ? m.sums[m.pushed / o.piece_bytes] : checksum({slot + kSlotHeader, n});
-      const PieceHeader header{m.sequence, m.pushed, n, sum, m.attempt};
+      if (settings.checksums) sum = message.hooked ? message.sums[message.pushed / out.piece_bytes] : checksum({slot + kSlotHeader, n});
+      const PieceHeader header{message.sequence, message.pushed, n, sum, out.sender.attempt(message.sequence)};
       std::memcpy(slot, &header, sizeof header);
-      o.fifo.control->tail.store(++o.tail, std::memory_order_release);
+      out.fifo.control->tail.store(++out.tail, std::memory_order_release);
     }
-    m.pushed += n;
-    m.started = true;
+    message.pushed += n;
+    message.started = true;
     moved = true;
   }
   return true;
@@ -271,88 +269,89 @@ bool ProcTransport::State::push(Outbound& o, Outgoing& m, bool& moved) {
 
 // After a message's transmission is out: its duplicates next; a message pushed ahead releases the
 // held one before it; otherwise the stream moves on (and, unreliable, forgets what is out).
-void ProcTransport::State::finished(Outbound& o, Outgoing& m) {
-  if (m.copies > 0) {
-    --m.copies;
-    m.pushed = 0;
-    m.started = false;
+void ProcTransport::State::finished(Outbound& out, Outgoing& message) {
+  if (message.copies > 0) {
+    --message.copies;
+    message.pushed = 0;
+    message.started = false;
     return;
   }
-  if (&m != &o.queue[o.cursor]) {
-    o.queue[o.cursor].held = false;
+  if (&message != &out.queue[out.cursor]) {
+    out.queue[out.cursor].held = false;
     return;
   }
-  ++o.next;
-  ++o.cursor;
-  if (reliable) return;
-  while (o.cursor > 0) {
-    if (o.queue.front().lazy()) --lazy;
-    o.queue.pop_front();
-    --o.cursor;
+  ++out.next;
+  ++out.cursor;
+  if (settings.reliable) return;
+  while (out.cursor > 0) {
+    if (out.queue.front().lazy()) --lazy;
+    out.queue.pop_front();
+    --out.cursor;
   }
 }
 
 // Reliable: forgets what the receiver has taken, and goes back where it asks to.
-bool ProcTransport::State::heed_receiver(Outbound& o) {
+bool ProcTransport::State::heed_receiver(Outbound& out) {
   bool moved = false;
-  if (o.connection == nullptr) {
-    o.acked = std::max(o.acked, o.fifo.control->acked.load(std::memory_order_acquire));
-    const std::uint64_t rewinds = o.fifo.control->rewinds.load(std::memory_order_acquire);
-    if (rewinds != o.rewinds_seen) {
-      o.rewinds_seen = rewinds;
-      rewind(o, o.fifo.control->rewind_to.load(std::memory_order_relaxed));
+  if (out.connection == nullptr) {
+    out.acked = std::max(out.acked, out.fifo.control->acked.load(std::memory_order_acquire));
+    const std::uint64_t rewinds = out.fifo.control->rewinds.load(std::memory_order_acquire);
+    if (rewinds != out.rewinds_seen) {
+      out.rewinds_seen = rewinds;
+      rewind(out, out.fifo.control->rewind_to.load(std::memory_order_relaxed));
       moved = true;
     }
   }
-  while (o.cursor > 0 && o.queue.front().sequence < o.acked) {
-    if (o.queue.front().lazy()) --lazy;
-    o.queue.pop_front();
-    --o.cursor;
+  while (out.cursor > 0 && out.queue.front().sequence < out.acked) {
+    if (out.queue.front().lazy()) --lazy;
+    out.queue.pop_front();
+    --out.cursor;
     moved = true;
   }
+  out.sender.acknowledged(out.acked);
   return moved;
 }
 
 // Go-back-N: every message from `to` on that has been (partly) sent goes again, through the hook
 // again with its attempt counted; one sent more than `retries` times again ends the run.
-void ProcTransport::State::rewind(Outbound& o, std::uint64_t to) {
-  to = std::max(to, o.acked);
-  if (to > o.next) return;
-  std::size_t cursor = o.queue.size();
-  for (std::size_t i = 0; i < o.queue.size(); ++i) {
-    Outgoing& m = o.queue[i];
-    if (m.sequence < to) continue;
+void ProcTransport::State::rewind(Outbound& out, std::uint64_t to) {
+  to = std::max(to, out.acked);
+  if (to > out.next) return;
+  std::size_t cursor = out.queue.size();
+  for (std::size_t i = 0; i < out.queue.size(); ++i) {
+    Outgoing& message = out.queue[i];
+    if (message.sequence < to) continue;
     cursor = std::min(cursor, i);
-    if (!m.started) {  // not sent yet (a delay or a reorder holds it): nothing to repeat
-      m.held = false;
+    if (!message.started) {  // not sent yet (a delay or a reorder holds it): nothing to repeat
+      message.held = false;
       continue;
     }
-    ++m.attempt;
+    out.sender.retransmit(message.sequence);
     // Only the message asked for counts against its retries; the later ones are resent along.
-    if (m.sequence == to && static_cast<int>(++m.asked) > retries) {
-      fail(participant_name(o.key.from) + ": message " + std::to_string(m.sequence) + " to " +
-           participant_name(o.key.to) + " on channel " + std::to_string(o.key.channel) + " (call " +
-           std::to_string(call) + ") not taken after " + std::to_string(retries) + " retransmissions");
+    if (message.sequence == to && !out.sender.asked_again(to, settings)) {
+      fail(participant_name(out.key.from) + ": message " + std::to_string(message.sequence) + " to " +
+           participant_name(out.key.to) + " on channel " + std::to_string(out.key.channel) + " (call " +
+           std::to_string(call) + ") not taken after " + std::to_string(settings.retries) + " retransmissions");
       return;
     }
-    m.pushed = 0;
-    m.started = false;
-    m.copies = 0;
-    m.held = false;
-    m.dropped = false;
-    m.not_before = 0;
-    if (m.hooked) decide(o, m);
+    message.pushed = 0;
+    message.started = false;
+    message.copies = 0;
+    message.held = false;
+    message.dropped = false;
+    message.not_before = 0;
+    if (message.hooked) decide(out, message);
   }
-  o.cursor = cursor;
-  o.next = to;
+  out.cursor = cursor;
+  out.next = to;
 }
 
-bool ProcTransport::State::drain(Outbound& o, double time) {
-  bool moved = reliable && heed_receiver(o);
+bool ProcTransport::State::drain(Outbound& out, double time) {
+  bool moved = settings.reliable && heed_receiver(out);
   while (failure.empty()) {
-    Outgoing* m = choose(o, time);
-    if (m == nullptr || !push(o, *m, moved)) break;
-    finished(o, *m);
+    Outgoing* message = choose(out, time);
+    if (message == nullptr || !push(out, *message, moved)) break;
+    finished(out, *message);
   }
   return moved;
 }
@@ -399,13 +398,13 @@ bool ProcTransport::State::pump() {
   const double time = now();
   heed_stop();
   if (!meeting) {
-    for (Outbound& o : outbound) progressed |= drain(o, time);
+    for (Outbound& out : outbound) progressed |= drain(out, time);
   }
-  for (Connection& c : peers.connections) {
-    if (c.fd < 0) continue;
+  for (Connection& connection : peers.connections) {
+    if (connection.fd < 0) continue;
     std::string error;
-    progressed |= write_some(c, error);
-    progressed |= read_frames(c, spare, error, [this](const FrameHeader& header, std::vector<std::byte> payload) {
+    progressed |= write_some(connection, error);
+    progressed |= read_frames(connection, spare, error, [this](const FrameHeader& header, std::vector<std::byte> payload) {
       deliver(header, std::move(payload));
     });
     if (!error.empty() && failure.empty()) failure = error;

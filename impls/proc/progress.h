@@ -12,11 +12,27 @@
 #include <string>
 #include <vector>
 
+#include "impls/link/protocol.h"
+#include "impls/link/reduce_op.h"
 #include "impls/proc/links.h"
 #include "impls/proc/transport.h"
-#include "impls/link/reduce_op.h"
 
 namespace collcheck::proc {
+
+// The engine works as follows. Every process computes the whole schedule and hosts some of its
+// participants (`Hosted`: rank r, and the switches that run on it). One thread polls: for every
+// hosted participant it runs each stream of steps (`Stream`) as far as it can without waiting
+// (transport.cc, advance()), then pumps every outbound stream and socket once (progress.cc,
+// pump()), and yields the CPU when nothing moved. A send step only posts its message
+// (`Outgoing`, still pointing at the sender's buffer) on the stream's `Outbound`; pumping copies
+// it piece by piece into the receiver's FIFO or TCP connection as room frees up. A receive step
+// takes pieces from its stream's `Inbound` and hands each to the stream's LinkReceiver
+// (impls/link/protocol.h), which judges it against the position due: taken (copied or reduced
+// into place), dropped as a duplicate, or a fault. Unreliable, a fault stops the run on every
+// process; reliable, the receiver asks the sender to go back (a word in the FIFO's control
+// block, or a Rewind frame), and the sender's LinkSender counts the transmissions and the asks.
+// A process that moves nothing for the link timeout, or outlives the run's deadline, gives up
+// naming what it waits for.
 
 // ---------------------------------------------------------------------------------------------
 // The FIFOs. A receiver's segment holds one FIFO per message stream into the participants it
@@ -84,12 +100,6 @@ inline Fifo fifo_at(std::byte* segment, std::size_t index, FifoShape shape) {
 // per-piece checksums taken, and the hook gets a copy (`wire`) it may change, drop, delay,
 // duplicate or hold back behind the stream's next message.
 
-// A reordered message waits behind the stream's next message at most this long (seconds): the
-// next one may itself wait for the held one's effects downstream, and a real network reorders
-// within a window too. 50 ms of real time, so that a loaded or sanitized process still posts the
-// next message within it.
-constexpr double kReorderWindow = 0.05;
-
 struct Outgoing {
   std::uint64_t sequence = 0;
   const std::byte* source = nullptr;  // lazy: the sender's buffer; null once staged
@@ -98,17 +108,16 @@ struct Outgoing {
   std::size_t bytes = 0;
   std::size_t pushed = 0;
   bool started = false;               // a zero-byte message still travels as one empty piece
-  // The transmission in progress (hook only: wire, sums, and the decision).
+  // The transmission in progress (hook only: wire, sums, and the decision); which transmission it
+  // is, the stream's LinkSender counts.
   bool hooked = false;                // the hook decided this transmission; `wire` holds it
   std::vector<std::byte> wire;
   std::vector<std::uint64_t> sums;    // per piece, of the pristine bytes
-  std::uint32_t attempt = 0;
-  std::uint32_t asked = 0;            // times the receiver asked to go back to it
   double not_before = 0;              // a hook's delay
   bool dropped = false;
   int copies = 0;                     // duplicates still to push after this transmission
   bool held = false;                  // reorder: waits until the stream's next message is out,
-  double held_until = 0;              // or until this time (kReorderWindow), whichever is first
+  double held_until = 0;              // or until the reorder window has passed, whichever is first
 
   bool lazy() const { return source != nullptr; }
   const std::byte* at(std::size_t offset) const { return lazy() ? source + offset : owned.data() + (offset - owned_base); }
@@ -124,6 +133,7 @@ struct Outgoing {
 
 struct Outbound {
   Key key;
+  LinkSender sender;               // reliable: each kept message's attempts and the asks for it
   Fifo fifo;                       // shm: in the receiver's segment
   Connection* connection = nullptr;  // tcp
   std::size_t piece_bytes = kProcSlotBytes;
@@ -142,15 +152,11 @@ struct Inbound {
   bool tcp = false;
   std::deque<Piece> pieces;  // tcp: frames read, not yet taken
   std::uint64_t per_call = 0;
-  std::uint64_t consumed = 0;  // messages fully taken
   std::uint64_t head = 0, tail_seen = 0;
-  // Reliable: whether a receive waits on this stream, since when it has brought nothing useful
-  // (or was asked again), and the position (message, byte) last asked for.
-  bool waiting = false;
-  double quiet_since = 0;
-  double patience = 0;         // reliable: silence before asking again (retransmit, jittered)
-  std::uint64_t asked_sequence = ~std::uint64_t{0};
-  std::size_t asked_offset = 0;
+  // The position due next (message, byte), and, reliable, since when the stream has brought
+  // nothing useful and what it last asked the sender for.
+  LinkReceiver receiver;
+  bool waiting = false;        // reliable: a receive waits on this stream
 };
 
 // A receive or send step's stream (index into inbound or outbound) and its ordinal there: the
@@ -164,8 +170,7 @@ struct StepLink {
 struct Stream {
   std::vector<int> steps;
   std::size_t next = 0;
-  std::size_t received = 0;  // bytes of the current receive taken so far
-  bool started = false;
+  bool started = false;      // the current receive has taken a piece (its stream's receiver: how much)
 };
 
 struct Hosted {
@@ -184,8 +189,9 @@ enum class Taken { Nothing, Some, All };
 namespace collcheck {
 
 struct ProcTransport::State {
-  State(World& w, ProcLinks l)
-      : world(w), links(l), rank(w.rank()), size(w.size()), peers_arrived(static_cast<std::size_t>(size), 0) {}
+  State(World& members, ProcLinks kind)
+      : world(members), links(kind), rank(members.rank()), size(members.size()),
+        patience_jitter(static_cast<std::uint64_t>(rank)), peers_arrived(static_cast<std::size_t>(size), 0) {}
   ~State();
 
   World& world;
@@ -208,12 +214,10 @@ struct ProcTransport::State {
   std::vector<std::vector<std::byte>> spare;  // tcp payload buffers for reuse
   std::map<proc::Key, int> outbound_index;
 
-  // The link protocol of the case (ProcRunOptions::protocol with its defaults resolved).
-  bool checksums = true, reliable = false;
-  bool forever = false;      // never give up waiting: neither timeout nor deadline
-  double timeout = 2, retransmit = 0.2;
-  std::uint64_t asks = 0;  // reliable: requests to go back so far (draws their jitter)
-  int retries = 7;
+  // The link protocol of the case (ProcRunOptions::protocol with its defaults resolved): its
+  // `forever` also waives the run's deadline.
+  LinkSettings settings;
+  RetransmitJitter patience_jitter;  // reliable: each wait before asking again
   bool sweeping = false;     // stale pieces can arrive (a hook or retransmissions)
   bool meeting = false;      // in begin()'s barriers: the FIFOs may still hold the last case's words
   double last_news = 0;      // when this process last moved anything
@@ -240,9 +244,11 @@ struct ProcTransport::State {
   void configure(const LinkProtocol& protocol);
   bool overdue(bool progressed);
 
-  std::byte* address(const proc::Hosted& h, const Range& range) const {
-    const ProcBuffers& b = h.buffers;
-    std::byte* base = range.buffer == BufferKind::Input ? b.input : range.buffer == BufferKind::Output ? b.output : b.scratch;
+  std::byte* address(const proc::Hosted& local, const Range& range) const {
+    const ProcBuffers& buffers = local.buffers;
+    std::byte* base = range.buffer == BufferKind::Input    ? buffers.input
+                      : range.buffer == BufferKind::Output ? buffers.output
+                                                           : buffers.scratch;
     return base == nullptr ? nullptr : base + range.offset * element;
   }
   void reduce(const std::byte* a, const std::byte* b, std::byte* out, std::size_t bytes) const {
@@ -252,29 +258,28 @@ struct ProcTransport::State {
 
   void protect(const std::byte* at, std::size_t bytes);
   void settle();
-  void post(const proc::Hosted& h, const Step& step, const proc::StepLink& link);
-  proc::Taken receive(proc::Hosted& h, const Step& step, const proc::StepLink& link,
+  void post(const proc::Hosted& local, const Step& step, const proc::StepLink& link);
+  proc::Taken receive(proc::Hosted& local, const Step& step, const proc::StepLink& link,
                       proc::Stream& stream);
-  bool advance(proc::Hosted& h, proc::Stream& stream);
+  bool advance(proc::Hosted& local, proc::Stream& stream);
   std::string stuck(const std::string& how) const;
 
   // Receiving: the next piece of a stream without taking it, taking it, and what is wrong with it.
   bool peek(proc::Inbound& in, proc::PieceHeader& header, const std::byte*& data);
   void pop(proc::Inbound& in);
-  std::string problem(const proc::PieceHeader& piece, const std::byte* data, std::uint64_t sequence,
-                      std::size_t received, std::size_t bytes) const;
+  std::string problem(Verdict verdict, const proc::PieceHeader& piece, const proc::Inbound& in, std::size_t bytes) const;
   bool sweep(proc::Inbound& in);
-  void ask(proc::Inbound& in, std::uint64_t sequence, std::size_t offset);
+  void ask(proc::Inbound& in);
   void acknowledge(proc::Inbound& in);
 
   // Sending: one transmission's hook decision, the next message to push, pushing it, going back.
-  void decide(proc::Outbound& o, proc::Outgoing& m);
-  proc::Outgoing* choose(proc::Outbound& o, double time);
-  bool push(proc::Outbound& o, proc::Outgoing& m, bool& moved);
-  void finished(proc::Outbound& o, proc::Outgoing& m);
-  bool heed_receiver(proc::Outbound& o);
-  void rewind(proc::Outbound& o, std::uint64_t to);
-  bool drain(proc::Outbound& o, double time);
+  void decide(proc::Outbound& out, proc::Outgoing& message);
+  proc::Outgoing* choose(proc::Outbound& out, double time);
+  bool push(proc::Outbound& out, proc::Outgoing& message, bool& moved);
+  void finished(proc::Outbound& out, proc::Outgoing& message);
+  bool heed_receiver(proc::Outbound& out);
+  void rewind(proc::Outbound& out, std::uint64_t to);
+  bool drain(proc::Outbound& out, double time);
   bool pump();
   void deliver(const proc::FrameHeader& header, std::vector<std::byte> payload);
 

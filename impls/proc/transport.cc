@@ -18,6 +18,14 @@ namespace collcheck {
 
 using namespace proc;
 
+// A case runs as follows (progress.h says how the engine moves messages). begin() lays out the
+// case's streams from the schedule alone (plan(): every process decides the same), then meets
+// the others twice over the links themselves, emptying its inbound FIFOs in between, so that no
+// word of the last case is read under the new layout. run_call() runs every hosted participant's
+// steps once, polling until all are done, a process fails, or the run is overdue; calls follow
+// one another with no meeting. finish() says this process is done and keeps moving messages
+// until every process is, so that a failure anywhere fails the run everywhere.
+
 namespace {
 
 std::string seconds_text(double seconds) {
@@ -57,19 +65,19 @@ Result<std::unique_ptr<ProcTransport>> ProcTransport::connect(World& world, Proc
 
 std::string ProcTransport::links() const {
   const bool tcp = std::any_of(state_->peers.connections.begin(), state_->peers.connections.end(),
-                               [](const Connection& c) { return c.fd >= 0; });
+                               [](const Connection& connection) { return connection.fd >= 0; });
   return tcp ? (state_->size > 1 && state_->links != ProcLinks::Tcp ? "shm+tcp" : "tcp") : "shm";
 }
 
 // Every stream of the schedule, each receiver's FIFO layout, and this process's ends of them.
 // Everything here depends only on the schedule, so every process decides the same (an error
 // included) before anyone waits at the barrier.
-Status ProcTransport::State::plan(const Schedule& s) {
-  schedule = &s;
-  element = size_of(s.shape.dtype);
+Status ProcTransport::State::plan(const Schedule& next) {
+  schedule = &next;
+  element = size_of(next.shape.dtype);
   std::map<Key, std::uint64_t> per_call;
-  for (int p = 0; p < s.nparticipants(); ++p) {
-    for (const Step& step : s.participants[static_cast<std::size_t>(p)].steps) {
+  for (int p = 0; p < next.nparticipants(); ++p) {
+    for (const Step& step : next.participants[static_cast<std::size_t>(p)].steps) {
       if (step.sends()) ++per_call[Key{p, step.peer, step.channel}];
     }
   }
@@ -95,13 +103,13 @@ Status ProcTransport::State::plan(const Schedule& s) {
     const bool shm = via_shm(key);
     const FifoShape shape = fifo_shape(fifos[static_cast<std::size_t>(to)]);
     if (host(key.from) == rank) {
-      Outbound o;
-      o.key = key;
-      o.per_call = count;
-      if (shm) o.fifo = fifo_at(peers.segments[static_cast<std::size_t>(to)], fifo_index[key], shape);
-      else o.connection = &peers.connections[static_cast<std::size_t>(to)];
-      o.piece_bytes = shm ? shape.slot_bytes : kProcSlotBytes;
-      outbound.push_back(std::move(o));
+      Outbound out;
+      out.key = key;
+      out.per_call = count;
+      if (shm) out.fifo = fifo_at(peers.segments[static_cast<std::size_t>(to)], fifo_index[key], shape);
+      else out.connection = &peers.connections[static_cast<std::size_t>(to)];
+      out.piece_bytes = shm ? shape.slot_bytes : kProcSlotBytes;
+      outbound.push_back(std::move(out));
     }
     if (to == rank) {
       Inbound in;
@@ -124,15 +132,15 @@ void ProcTransport::State::plan_hosted() {
   for (int p = 0; p < schedule->nparticipants(); ++p) {
     if (host(p) != rank) continue;
     const std::vector<Step>& steps = schedule->participants[static_cast<std::size_t>(p)].steps;
-    Hosted h;
-    h.participant = p;
-    h.links.resize(steps.size());
+    Hosted local;
+    local.participant = p;
+    local.links.resize(steps.size());
     std::map<int, std::vector<int>> by_stream;
     std::map<Key, std::uint64_t> sends, receives;
     for (int k = 0; k < static_cast<int>(steps.size()); ++k) {
       const Step& step = steps[static_cast<std::size_t>(k)];
       by_stream[step.stream].push_back(k);
-      StepLink& link = h.links[static_cast<std::size_t>(k)];
+      StepLink& link = local.links[static_cast<std::size_t>(k)];
       if (step.sends()) {
         const Key key{p, step.peer, step.channel};
         link = StepLink{outbound_index.at(key), sends[key]++};
@@ -141,8 +149,8 @@ void ProcTransport::State::plan_hosted() {
         link = StepLink{inbound_index.at(key), receives[key]++};
       }
     }
-    for (auto& entry : by_stream) h.streams.push_back(Stream{std::move(entry.second)});
-    hosted.push_back(std::move(h));
+    for (auto& entry : by_stream) local.streams.push_back(Stream{std::move(entry.second)});
+    hosted.push_back(std::move(local));
   }
 }
 
@@ -160,13 +168,8 @@ void ProcTransport::State::reset_inbound() {
 
 // The link protocol of a case: its defaults resolved against the run's deadline.
 void ProcTransport::State::configure(const LinkProtocol& protocol) {
-  checksums = protocol.checksums;
-  reliable = protocol.reliable;
-  retries = std::max(protocol.retries, 0);
-  forever = protocol.timeout < 0;
-  timeout = protocol.timeout > 0 ? protocol.timeout : std::min(2.0, options.deadline);
-  retransmit = protocol.retransmit > 0 ? protocol.retransmit : timeout / (retries + 3);
-  sweeping = reliable || options.hook != nullptr;
+  settings = resolve(protocol, kRealClock, options.deadline);
+  sweeping = settings.reliable || options.hook != nullptr;
   last_news = 0;
   peers_done.assign(static_cast<std::size_t>(size), 0);
 }
@@ -213,21 +216,21 @@ void ProcTransport::State::heed_stop() {
 
 void ProcTransport::State::send_control(int to_rank, FrameKind kind, const Key& key, std::uint64_t sequence,
                                         const std::string& text) {
-  Connection& c = peers.connections[static_cast<std::size_t>(to_rank)];
-  if (c.fd < 0) return;
+  Connection& connection = peers.connections[static_cast<std::size_t>(to_rank)];
+  if (connection.fd < 0) return;
   const FrameHeader header{epoch, kind, key.from, key.to, key.channel, 0, PieceHeader{sequence, 0, text.size(), 0, 0}};
-  append_frame(c, header, reinterpret_cast<const std::byte*>(text.data()));
+  append_frame(connection, header, reinterpret_cast<const std::byte*>(text.data()));
 }
 
 void ProcTransport::State::flush(double seconds) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   for (;;) {
     bool pending = false;
-    for (Connection& c : peers.connections) {
-      if (c.fd < 0 || c.out_sent == c.out.size()) continue;
+    for (Connection& connection : peers.connections) {
+      if (connection.fd < 0 || connection.out_sent == connection.out.size()) continue;
       std::string error;
-      write_some(c, error);
-      pending = pending || (error.empty() && c.out_sent < c.out.size());
+      write_some(connection, error);
+      pending = pending || (error.empty() && connection.out_sent < connection.out.size());
     }
     if (!pending || std::chrono::steady_clock::now() > until) return;
     sched_yield();
@@ -250,8 +253,8 @@ bool ProcTransport::State::done(int q) const {
   if (std::byte* segment = peers.segments[static_cast<std::size_t>(q)]) {
     return segment_control(segment)->done.load(std::memory_order_acquire) >= epoch;
   }
-  const Connection& c = peers.connections[static_cast<std::size_t>(q)];
-  return peers_done[static_cast<std::size_t>(q)] == epoch && (c.fd < 0 || c.written >= done_marks[static_cast<std::size_t>(q)]);
+  const Connection& connection = peers.connections[static_cast<std::size_t>(q)];
+  return peers_done[static_cast<std::size_t>(q)] == epoch && (connection.fd < 0 || connection.written >= done_marks[static_cast<std::size_t>(q)]);
 }
 
 // Whether rank q has reached phase `phase` of this case's beginning (or the next phase).
@@ -270,7 +273,7 @@ Status ProcTransport::State::meet(int phase) {
   for (int q = 0; q < size; ++q) {
     if (q != rank && peers.segments[static_cast<std::size_t>(q)] == nullptr) send_control(q, FrameKind::Arrived, Key{rank, q, 0}, mark);
   }
-  const double give_up = now() + timeout;
+  const double give_up = now() + settings.timeout;
   for (;;) {
     std::string missing;
     for (int q = 0; q < size; ++q) {
@@ -279,9 +282,9 @@ Status ProcTransport::State::meet(int phase) {
     if (missing.empty()) return Ok{};
     const bool progressed = pump();
     if (!failure.empty()) return Error{"proc", failure};
-    if (!forever && now() > give_up) {
+    if (!settings.forever && now() > give_up) {
       return Error{"proc", "rank " + std::to_string(rank) + ": rank(s) " + missing + " did not begin the case within " +
-                               seconds_text(timeout) + " s (the link timeout)"};
+                               seconds_text(settings.timeout) + " s (the link timeout)"};
     }
     if (!progressed) sched_yield();
   }
@@ -301,56 +304,55 @@ bool ProcTransport::State::everyone_done() const {
 // of an earlier case still on the wire carry an older epoch and are dropped when read, and so
 // are stop words of an earlier case.
 Status ProcTransport::begin(const Schedule& schedule, const ProcRunOptions& options) {
-  State& s = *state_;
-  s.options = options;
-  s.call = 0;
-  s.lazy = 0;
-  s.failure.clear();
-  ++s.epoch;
-  s.configure(options.protocol);
-  Status planned = s.plan(schedule);
+  State& state = *state_;
+  state.options = options;
+  state.call = 0;
+  state.lazy = 0;
+  state.failure.clear();
+  ++state.epoch;
+  state.configure(options.protocol);
+  Status planned = state.plan(schedule);
   if (!planned) return planned;
-  s.meeting = true;
-  Status met = s.meet(1);
+  state.meeting = true;
+  Status met = state.meet(1);
   if (met) {
-    s.reset_inbound();
-    met = s.meet(2);
+    state.reset_inbound();
+    met = state.meet(2);
   }
-  s.meeting = false;
+  state.meeting = false;
   return met;
 }
 
 // Runs the stream's steps until one has to wait; true when anything moved.
-bool ProcTransport::State::advance(Hosted& h, Stream& stream) {
-  const std::vector<Step>& steps = schedule->participants[static_cast<std::size_t>(h.participant)].steps;
+bool ProcTransport::State::advance(Hosted& local, Stream& stream) {
+  const std::vector<Step>& steps = schedule->participants[static_cast<std::size_t>(local.participant)].steps;
   bool progressed = false;
   while (stream.next < stream.steps.size() && failure.empty()) {
     const int k = stream.steps[stream.next];
     const Step& step = steps[static_cast<std::size_t>(k)];
     for (int earlier : step.after) {
-      if (h.done[static_cast<std::size_t>(earlier)] == 0) return progressed;
+      if (local.done[static_cast<std::size_t>(earlier)] == 0) return progressed;
     }
-    const StepLink& link = h.links[static_cast<std::size_t>(k)];
+    const StepLink& link = local.links[static_cast<std::size_t>(k)];
     const std::size_t bytes = step.to.count * element;
     switch (step.kind) {
-      case StepKind::Send: post(h, step, link); break;
+      case StepKind::Send: post(local, step, link); break;
       case StepKind::Copy:
-        protect(address(h, step.to), bytes);
-        if (bytes > 0) std::memmove(address(h, step.to), address(h, step.from), bytes);
+        protect(address(local, step.to), bytes);
+        if (bytes > 0) std::memmove(address(local, step.to), address(local, step.from), bytes);
         break;
       case StepKind::Reduce:
-        protect(address(h, step.to), bytes);
-        if (bytes > 0) reduce(address(h, step.to), address(h, step.from), address(h, step.to), bytes);
+        protect(address(local, step.to), bytes);
+        if (bytes > 0) reduce(address(local, step.to), address(local, step.from), address(local, step.to), bytes);
         break;
       default: {
-        const Taken taken = receive(h, step, link, stream);
+        const Taken taken = receive(local, step, link, stream);
         if (taken != Taken::All) return progressed || taken == Taken::Some;
       }
     }
-    h.done[static_cast<std::size_t>(k)] = 1;
-    --h.remaining;
+    local.done[static_cast<std::size_t>(k)] = 1;
+    --local.remaining;
     ++stream.next;
-    stream.received = 0;
     stream.started = false;
     progressed = true;
   }
@@ -362,23 +364,23 @@ bool ProcTransport::State::advance(Hosted& h, Stream& stream) {
 std::string ProcTransport::State::stuck(const std::string& how) const {
   const std::string after = " " + how;
   std::string first;
-  for (const Hosted& h : hosted) {
-    const std::vector<Step>& steps = schedule->participants[static_cast<std::size_t>(h.participant)].steps;
-    for (const Stream& stream : h.streams) {
+  for (const Hosted& local : hosted) {
+    const std::vector<Step>& steps = schedule->participants[static_cast<std::size_t>(local.participant)].steps;
+    for (const Stream& stream : local.streams) {
       if (stream.next == stream.steps.size()) continue;
       const int k = stream.steps[stream.next];
       const Step& step = steps[static_cast<std::size_t>(k)];
       const bool ready = std::all_of(step.after.begin(), step.after.end(),
-                                     [&](int e) { return h.done[static_cast<std::size_t>(e)] != 0; });
+                                     [&](int e) { return local.done[static_cast<std::size_t>(e)] != 0; });
       if (ready && step.receives()) {
-        const StepLink& link = h.links[static_cast<std::size_t>(k)];
+        const StepLink& link = local.links[static_cast<std::size_t>(k)];
         const Inbound& in = inbound[static_cast<std::size_t>(link.link)];
-        return participant_name(h.participant) + " step " + std::to_string(k) + " (" + std::string(name(step.kind)) +
+        return participant_name(local.participant) + " step " + std::to_string(k) + " (" + std::string(name(step.kind)) +
                " from " + participant_name(step.peer) + ", channel " + std::to_string(step.channel) + "): no message" +
                after + " (call " + std::to_string(call) + ", message " +
                std::to_string(call * in.per_call + link.ordinal) + ")";
       }
-      if (first.empty()) first = describe(*schedule, h.participant, k) + ": not done" + after;
+      if (first.empty()) first = describe(*schedule, local.participant, k) + ": not done" + after;
     }
   }
   return first.empty() ? "rank " + std::to_string(rank) + ": stuck" + after : first;
@@ -388,7 +390,7 @@ std::string ProcTransport::State::stuck(const std::string& how) const {
 // process has the same deadline), or with nothing new for the link timeout (this process stops
 // every other one). Never, in a world told to wait for ever.
 bool ProcTransport::State::overdue(bool progressed) {
-  if (forever) return false;
+  if (settings.forever) return false;
   const double time = now();
   if (progressed) {
     last_news = time;
@@ -398,38 +400,38 @@ bool ProcTransport::State::overdue(bool progressed) {
     if (failure.empty()) failure = stuck("after " + seconds_text(options.deadline) + " s");
     return true;
   }
-  if (time - last_news > timeout) {
-    fail(stuck("for " + seconds_text(timeout) + " s (the link timeout)"));
+  if (time - last_news > settings.timeout) {
+    fail(stuck("for " + seconds_text(settings.timeout) + " s (the link timeout)"));
     return true;
   }
   return false;
 }
 
 Status ProcTransport::run_call(std::span<const ProcBuffers> buffers) {
-  State& s = *state_;
-  for (Hosted& h : s.hosted) {
-    const std::size_t steps = s.schedule->participants[static_cast<std::size_t>(h.participant)].steps.size();
-    h.buffers = buffers[static_cast<std::size_t>(h.participant)];
-    h.done.assign(steps, 0);
-    h.remaining = steps;
-    for (Stream& stream : h.streams) stream = Stream{std::move(stream.steps)};
+  State& state = *state_;
+  for (Hosted& local : state.hosted) {
+    const std::size_t steps = state.schedule->participants[static_cast<std::size_t>(local.participant)].steps.size();
+    local.buffers = buffers[static_cast<std::size_t>(local.participant)];
+    local.done.assign(steps, 0);
+    local.remaining = steps;
+    for (Stream& stream : local.streams) stream = Stream{std::move(stream.steps)};
   }
-  for (Inbound& in : s.inbound) in.waiting = false;
+  for (Inbound& in : state.inbound) in.waiting = false;
   auto unfinished = [&] {
-    return std::any_of(s.hosted.begin(), s.hosted.end(), [](const Hosted& h) { return h.remaining > 0; });
+    return std::any_of(state.hosted.begin(), state.hosted.end(), [](const Hosted& local) { return local.remaining > 0; });
   };
   while (unfinished()) {
     bool progressed = false;
-    for (Hosted& h : s.hosted) {
-      for (Stream& stream : h.streams) progressed |= s.advance(h, stream);
+    for (Hosted& local : state.hosted) {
+      for (Stream& stream : local.streams) progressed |= state.advance(local, stream);
     }
-    progressed |= s.pump();
-    if (!s.failure.empty()) return Error{"proc", s.failure};
-    if (s.overdue(progressed)) return Error{"proc", s.failure};
+    progressed |= state.pump();
+    if (!state.failure.empty()) return Error{"proc", state.failure};
+    if (state.overdue(progressed)) return Error{"proc", state.failure};
     if (!progressed) sched_yield();  // ranks may outnumber cores: let the peer we wait for run
   }
-  s.settle();
-  ++s.call;
+  state.settle();
+  ++state.call;
   return Ok{};
 }
 
@@ -438,21 +440,21 @@ Status ProcTransport::run_call(std::span<const ProcBuffers> buffers) {
 // a rank that finds a damaged last message still fails the run everywhere. Bounded by the
 // deadline only: a peer may still work for long on what does not concern this process.
 Status ProcTransport::finish() {
-  State& s = *state_;
-  s.settle();
-  s.announce_done();
+  State& state = *state_;
+  state.settle();
+  state.announce_done();
   for (;;) {
-    const bool progressed = s.pump();
-    if (s.everyone_done()) return Ok{};  // no one stopped the run; a peer may have left already
-    if (!s.failure.empty()) return Error{"proc", s.failure};
+    const bool progressed = state.pump();
+    if (state.everyone_done()) return Ok{};  // no one stopped the run; a peer may have left already
+    if (!state.failure.empty()) return Error{"proc", state.failure};
     if (progressed) continue;
-    if (!s.forever && s.now() > s.options.deadline) {
+    if (!state.settings.forever && state.now() > state.options.deadline) {
       std::string waiting;
-      for (int q = 0; q < s.size; ++q) {
-        if (q != s.rank && !s.done(q)) waiting += (waiting.empty() ? "" : ", ") + std::to_string(q);
+      for (int q = 0; q < state.size; ++q) {
+        if (q != state.rank && !state.done(q)) waiting += (waiting.empty() ? "" : ", ") + std::to_string(q);
       }
-      return Error{"proc", "rank " + std::to_string(s.rank) + ": rank(s) " + waiting + " not finished after " +
-                               seconds_text(s.options.deadline) + " s"};
+      return Error{"proc", "rank " + std::to_string(state.rank) + ": rank(s) " + waiting + " not finished after " +
+                               seconds_text(state.options.deadline) + " s"};
     }
     sched_yield();
   }

@@ -1,0 +1,91 @@
+// The link protocol's decisions, shared by every executor (protocol.h says how it works): the
+// settings, the jitter, the receiver's judgement and requests, the sender's retry bookkeeping.
+#include "impls/link/protocol.h"
+
+#include <algorithm>
+
+#include "reference/random.h"
+
+namespace collcheck {
+
+LinkSettings resolve(const LinkProtocol& protocol, const LinkClock& clock, double deadline) {
+  LinkSettings settings;
+  settings.checksums = protocol.checksums;
+  settings.reliable = protocol.reliable;
+  settings.retries = std::max(protocol.retries, 0);
+  settings.forever = protocol.timeout < 0;
+  settings.timeout =
+      protocol.timeout > 0 ? protocol.timeout : std::min(clock.default_timeout, deadline * clock.deadline_share);
+  // All the retransmissions of one message (jittered by at most a quarter) stay within the timeout.
+  settings.retransmit =
+      protocol.retransmit > 0 ? protocol.retransmit : settings.timeout / (settings.retries + kRetransmitSpare);
+  settings.reorder_window = clock.reorder_window;
+  return settings;
+}
+
+double RetransmitJitter::draw(double interval) {
+  const double unit = unit_interval(mix64(seed_ ^ mix64(++draws_)));
+  return interval * (1 - kRetransmitJitter + 2 * kRetransmitJitter * unit);
+}
+
+Verdict LinkReceiver::judge(const PieceLabel& piece, std::span<const std::byte> data, std::size_t message_bytes,
+                            const LinkSettings& settings) const {
+  if (piece.sequence < due_message_ || (piece.sequence == due_message_ && piece.offset < due_byte_)) {
+    return Verdict::Duplicate;
+  }
+  if (piece.sequence != due_message_ || piece.offset != due_byte_) return Verdict::OutOfOrder;
+  if (due_byte_ + piece.bytes > message_bytes) return Verdict::Overlong;
+  if (settings.checksums && checksum(data) != piece.sum) return Verdict::Damaged;
+  return Verdict::Take;
+}
+
+bool LinkReceiver::take(std::size_t bytes, std::size_t message_bytes, double now) {
+  quiet_since_ = now;
+  due_byte_ += bytes;
+  if (due_byte_ < message_bytes) return false;
+  ++due_message_;
+  due_byte_ = 0;
+  return true;
+}
+
+bool LinkReceiver::ask(double now, const LinkSettings& settings, RetransmitJitter* patience) {
+  const bool outstanding = asked_ && asked_message_ == due_message_ && asked_byte_ == due_byte_;
+  if (outstanding && now - quiet_since_ <= settings.retransmit) return false;
+  ask_anyway(now, settings, patience);
+  return true;
+}
+
+void LinkReceiver::ask_anyway(double now, const LinkSettings& settings, RetransmitJitter* patience) {
+  asked_ = true;
+  asked_message_ = due_message_;
+  asked_byte_ = due_byte_;
+  quiet_since_ = now;
+  if (patience != nullptr) patience_ = patience->draw(settings.retransmit);
+}
+
+bool LinkReceiver::impatient(double now, const LinkSettings& settings) const {
+  return now - quiet_since_ > (patience_ > 0 ? patience_ : settings.retransmit);
+}
+
+std::uint32_t LinkSender::attempt(std::uint64_t sequence) const {
+  if (sequence < first_ || sequence - first_ >= records_.size()) return 0;
+  return records_[static_cast<std::size_t>(sequence - first_)].attempt;
+}
+
+LinkSender::Record& LinkSender::record(std::uint64_t sequence) {
+  if (records_.empty()) first_ = sequence;
+  for (; sequence < first_; --first_) records_.emplace_front();
+  const auto index = static_cast<std::size_t>(sequence - first_);
+  if (index >= records_.size()) records_.resize(index + 1);
+  return records_[index];
+}
+
+void LinkSender::acknowledged(std::uint64_t sequence) {
+  while (!records_.empty() && first_ < sequence) {
+    records_.pop_front();
+    ++first_;
+  }
+  if (records_.empty()) first_ = std::max(first_, sequence);
+}
+
+}  // namespace collcheck

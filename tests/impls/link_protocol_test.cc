@@ -1,0 +1,258 @@
+// The link protocol's two sides (impls/link/protocol.h) driven directly over a toy wire that drops,
+// damages and repeats transmissions: in order, duplicates, gaps, checksums, silence, go-back-N with
+// bounded retries; each check is also run on a deliberately broken receiver to show it can fail.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "impls/link/protocol.h"
+
+namespace collcheck {
+namespace {
+
+using Transmission = std::pair<std::uint64_t, std::uint32_t>;  // (message, attempt)
+
+// What the toy wire does to transmissions: dropped, damaged (a byte flipped after the checksum
+// was taken), or followed by a copy. `always_drop`: every transmission of that message is lost.
+struct Wire {
+  std::set<Transmission> drop, damage, duplicate;
+  std::set<std::uint64_t> always_drop;
+};
+
+// A judge: the receiver's own, or a broken one.
+using Judge = std::function<Verdict(const LinkReceiver&, const PieceLabel&, std::span<const std::byte>, std::size_t,
+                                    const LinkSettings&)>;
+
+Verdict honest(const LinkReceiver& receiver, const PieceLabel& piece, std::span<const std::byte> data,
+               std::size_t bytes, const LinkSettings& settings) {
+  return receiver.judge(piece, data, bytes, settings);
+}
+
+// Broken receivers: one that takes a duplicate again, one that takes whatever comes next.
+Verdict takes_duplicates(const LinkReceiver& receiver, const PieceLabel& piece, std::span<const std::byte> data,
+                         std::size_t bytes, const LinkSettings& settings) {
+  const Verdict verdict = receiver.judge(piece, data, bytes, settings);
+  return verdict == Verdict::Duplicate ? Verdict::Take : verdict;
+}
+Verdict ignores_gaps(const LinkReceiver& receiver, const PieceLabel& piece, std::span<const std::byte> data,
+                     std::size_t bytes, const LinkSettings& settings) {
+  const Verdict verdict = receiver.judge(piece, data, bytes, settings);
+  return verdict == Verdict::OutOfOrder ? Verdict::Take : verdict;
+}
+
+struct Outcome {
+  std::vector<std::uint64_t> taken;  // the first byte of every message taken, in order
+  bool detected = false;             // unreliable: the receiver saw a fault and stopped
+  bool gave_up = false;              // reliable: a message outlasted its retries
+  int retransmissions = 0;
+  bool right(std::uint64_t messages) const {
+    if (detected || gave_up || taken.size() != messages) return false;
+    for (std::uint64_t i = 0; i < messages; ++i) {
+      if (taken[i] != i) return false;
+    }
+    return true;
+  }
+};
+
+LinkSettings settings_of(bool reliable, bool checksums = true) {
+  LinkProtocol protocol;
+  protocol.reliable = reliable;
+  protocol.checksums = checksums;
+  protocol.retries = 3;
+  protocol.timeout = 4;  // one round of the toy wire is one second: a retransmission interval of 4 / 6
+  return resolve(protocol, kVirtualClock, 60);
+}
+
+// Sends `messages` one-piece messages (message m: 8 bytes of value m) from a LinkSender to a
+// LinkReceiver over `wire`, one round per second: the sender transmits what it owes, the receiver
+// judges every arrival, and, reliable, asks to go back on a gap, damage, or silence beyond its
+// patience; the sender goes back (go-back-N) unless the message has been asked for too often.
+Outcome run_link(const Wire& wire, const LinkSettings& settings, std::uint64_t messages, const Judge& judge = honest) {
+  LinkSender sender;
+  LinkReceiver receiver;
+  RetransmitJitter jitter(1);
+  Outcome outcome;
+  std::uint64_t next = 0;  // the sender's next message to transmit
+  for (int round = 0; round < 100 && receiver.due_message() < messages; ++round) {
+    const double now = round;
+    std::deque<std::pair<PieceLabel, std::vector<std::byte>>> arrivals;
+    for (; next < messages; ++next) {
+      std::vector<std::byte> payload(8, static_cast<std::byte>(next));
+      const Transmission transmission{next, sender.attempt(next)};
+      const PieceLabel label{next, 0, payload.size(), checksum(payload), transmission.second};
+      if (wire.drop.count(transmission) > 0 || wire.always_drop.count(next) > 0) continue;
+      if (wire.damage.count(transmission) > 0) payload[0] ^= std::byte{0x10};
+      arrivals.emplace_back(label, payload);
+      if (wire.duplicate.count(transmission) > 0) arrivals.emplace_back(label, payload);
+    }
+    bool asked = false;
+    for (auto& [label, payload] : arrivals) {
+      const Verdict verdict = judge(receiver, label, payload, payload.size(), settings);
+      if (verdict == Verdict::Duplicate) continue;
+      if (verdict == Verdict::Take) {
+        receiver.take(label.bytes, payload.size(), now);
+        outcome.taken.push_back(static_cast<std::uint64_t>(payload[0]));
+        continue;
+      }
+      if (!settings.reliable) {
+        outcome.detected = true;
+        return outcome;
+      }
+      asked = receiver.ask(now, settings, &jitter) || asked;
+    }
+    if (!settings.reliable) continue;
+    if (!asked && receiver.due_message() < messages && arrivals.empty() && receiver.impatient(now, settings)) {
+      asked = receiver.ask(now, settings, &jitter);
+    }
+    if (!asked) continue;
+    const std::uint64_t from = receiver.due_message();
+    if (!sender.asked_again(from, settings)) {
+      outcome.gave_up = true;
+      return outcome;
+    }
+    for (std::uint64_t sequence = from; sequence < next; ++sequence) {
+      sender.retransmit(sequence);
+      ++outcome.retransmissions;
+    }
+    next = from;
+  }
+  return outcome;
+}
+
+TEST(LinkProtocol, TakesMessagesInOrder) {
+  const Outcome outcome = run_link(Wire{}, settings_of(false), 6);
+  EXPECT_TRUE(outcome.right(6));
+  EXPECT_EQ(outcome.retransmissions, 0);
+}
+
+// Catches a receiver that takes a repeated message twice.
+TEST(LinkProtocol, DropsDuplicates) {
+  Wire wire;
+  wire.duplicate = {{1, 0}, {4, 0}};
+  EXPECT_TRUE(run_link(wire, settings_of(false), 6).right(6));
+  EXPECT_FALSE(run_link(wire, settings_of(false), 6, takes_duplicates).right(6));
+}
+
+// Catches a receiver that does not notice a missing message.
+TEST(LinkProtocol, DetectsAGap) {
+  Wire wire;
+  wire.drop = {{2, 0}};
+  const Outcome outcome = run_link(wire, settings_of(false), 6);
+  EXPECT_TRUE(outcome.detected);
+  EXPECT_EQ(outcome.taken, (std::vector<std::uint64_t>{0, 1}));
+  const Outcome broken = run_link(wire, settings_of(false), 6, ignores_gaps);
+  EXPECT_FALSE(broken.detected);
+  EXPECT_FALSE(broken.right(6));
+}
+
+// Catches a receiver that uses bytes unchecked (the mutant no-checksum).
+TEST(LinkProtocol, DetectsABadChecksum) {
+  Wire wire;
+  wire.damage = {{3, 0}};
+  EXPECT_TRUE(run_link(wire, settings_of(false), 6).detected);
+  const Outcome unchecked = run_link(wire, settings_of(false, false), 6);
+  EXPECT_FALSE(unchecked.detected);
+  EXPECT_FALSE(unchecked.right(6));
+}
+
+// Go-back-N: a lost, a damaged and a repeated message all end right, by retransmission.
+TEST(LinkProtocol, RecoversByGoingBack) {
+  Wire wire;
+  wire.drop = {{1, 0}};
+  wire.damage = {{3, 0}, {3, 1}};
+  wire.duplicate = {{2, 1}};
+  const Outcome outcome = run_link(wire, settings_of(true), 6);
+  EXPECT_TRUE(outcome.right(6));
+  EXPECT_GT(outcome.retransmissions, 0);
+  EXPECT_FALSE(run_link(wire, settings_of(true), 6, takes_duplicates).right(6));
+}
+
+// The last message lost: nothing arrives to show the gap, so the receiver's patience runs out.
+TEST(LinkProtocol, AsksAgainAfterSilence) {
+  Wire wire;
+  wire.drop = {{5, 0}};
+  EXPECT_TRUE(run_link(wire, settings_of(true), 6).right(6));
+  EXPECT_FALSE(run_link(wire, settings_of(false), 6).right(6));  // unreliable: the timeout's (executor's) case
+}
+
+// A message that never gets through: the sender gives up after `retries` requests, not before.
+TEST(LinkProtocol, RetriesAreBounded) {
+  Wire wire;
+  wire.always_drop = {2};
+  const Outcome outcome = run_link(wire, settings_of(true), 6);
+  EXPECT_TRUE(outcome.gave_up);
+  EXPECT_EQ(outcome.taken, (std::vector<std::uint64_t>{0, 1}));
+  LinkSender sender;
+  const LinkSettings settings = settings_of(true);
+  for (int ask = 0; ask < settings.retries; ++ask) EXPECT_TRUE(sender.asked_again(7, settings)) << ask;
+  EXPECT_FALSE(sender.asked_again(7, settings));
+  EXPECT_TRUE(sender.asked_again(8, settings));  // each message counts its own
+}
+
+// Pieces of one message: taken at their offsets; a repeated piece is a duplicate, a skipped one a
+// gap, one past the message's end refused.
+TEST(LinkProtocol, JudgesPiecesOfAMessage) {
+  const LinkSettings settings = settings_of(false);
+  const std::vector<std::byte> data(4, std::byte{7});
+  const std::uint64_t sum = checksum(data);
+  LinkReceiver receiver;
+  EXPECT_EQ(receiver.judge({0, 0, 4, sum, 0}, data, 12, settings), Verdict::Take);
+  EXPECT_FALSE(receiver.take(4, 12, 0));
+  EXPECT_EQ(receiver.judge({0, 0, 4, sum, 1}, data, 12, settings), Verdict::Duplicate);
+  EXPECT_EQ(receiver.judge({0, 8, 4, sum, 0}, data, 12, settings), Verdict::OutOfOrder);
+  EXPECT_EQ(receiver.judge({0, 4, 4, sum + 1, 0}, data, 12, settings), Verdict::Damaged);
+  EXPECT_EQ(receiver.judge({0, 4, 4, sum, 0}, data, 6, settings), Verdict::Overlong);
+  EXPECT_EQ(receiver.judge({0, 4, 4, sum, 0}, data, 12, settings), Verdict::Take);
+  EXPECT_FALSE(receiver.take(4, 12, 0));
+  EXPECT_TRUE(receiver.take(4, 12, 0));
+  EXPECT_EQ(receiver.due_message(), 1u);
+  EXPECT_EQ(receiver.due_byte(), 0u);
+}
+
+// One request per position and retransmission interval; a new position may be asked for at once.
+TEST(LinkProtocol, AsksOncePerPositionAndInterval) {
+  const LinkSettings settings = settings_of(true);
+  LinkReceiver receiver;
+  RetransmitJitter jitter(3);
+  EXPECT_TRUE(receiver.ask(10, settings, &jitter));
+  EXPECT_FALSE(receiver.ask(10 + settings.retransmit / 2, settings, &jitter));
+  EXPECT_TRUE(receiver.ask(10 + settings.retransmit * 1.01, settings, &jitter));
+  receiver.take(0, 0, 11);
+  EXPECT_TRUE(receiver.ask(11, settings, &jitter));
+  EXPECT_FALSE(receiver.impatient(11 + settings.retransmit * 0.74, settings));
+  EXPECT_TRUE(receiver.impatient(11 + settings.retransmit * 1.26, settings));
+}
+
+TEST(LinkProtocol, SettingsAndTimers) {
+  const LinkSettings virtual_time = resolve(LinkProtocol{}, kVirtualClock, 0.4);
+  EXPECT_DOUBLE_EQ(virtual_time.timeout, 0.2);  // half the deadline, under 0.5 s
+  EXPECT_DOUBLE_EQ(virtual_time.retransmit, 0.2 / (7 + kRetransmitSpare));
+  EXPECT_DOUBLE_EQ(resolve(LinkProtocol{}, kRealClock, 60).timeout, 2);
+  LinkProtocol never;
+  never.timeout = -1;
+  EXPECT_TRUE(resolve(never, kRealClock, 60).forever);
+  RetransmitJitter jitter(5), again(5);
+  std::set<double> drawn;
+  for (int i = 0; i < 100; ++i) {
+    const double interval = jitter.draw(1);
+    EXPECT_EQ(interval, again.draw(1));
+    EXPECT_GE(interval, 1 - kRetransmitJitter);
+    EXPECT_LE(interval, 1 + kRetransmitJitter);
+    drawn.insert(interval);
+  }
+  EXPECT_GT(drawn.size(), 90u);
+  // The last message of a call is never held back by a reorder: it has no next one.
+  EXPECT_TRUE(LinkSender::may_hold(0, 3));
+  EXPECT_TRUE(LinkSender::may_hold(4, 3));
+  EXPECT_FALSE(LinkSender::may_hold(5, 3));
+  EXPECT_FALSE(LinkSender::may_hold(0, 1));
+}
+
+}  // namespace
+}  // namespace collcheck
