@@ -73,7 +73,7 @@ void FaultInjector::apply(std::size_t index, const Message& message, std::span<s
     case FaultKind::LinkDown:
     case FaultKind::LinkFlap:
     // On `sim` a stopped or killed rank is one whose messages never leave it; on `proc` these
-    // become SIGSTOP and SIGKILL to the rank's process (later in issue 6).
+    // become SIGSTOP and SIGKILL that the launched rank's process raises on itself.
     case FaultKind::Stop:
     case FaultKind::Kill:
       decision.drop = true;

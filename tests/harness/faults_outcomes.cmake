@@ -1,4 +1,4 @@
-# tests/harness/faults_outcomes.cmake: issue 6's outcomes, included from CMakeLists.txt (with
+# tests/harness/faults_outcomes.cmake: outcomes under faults, included from CMakeLists.txt (with
 # RapidCheck): random fault plans, the properties under faults on small broken backends, and
 # `check --faults random` from the command line (labels `cli;faults`).
 if(COLLCHECK_HAVE_GTEST)

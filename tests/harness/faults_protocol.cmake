@@ -1,4 +1,4 @@
-# tests/harness/faults_protocol.cmake: CLI tests of issue 6 (protocol), included from CMakeLists.txt.
+# tests/harness/faults_protocol.cmake: CLI tests of the link protocol under faults, included from CMakeLists.txt.
 # Launched `@proc` worlds under single-fault plans: without `reliable` every fault that damages
 # or loses a message ends `detected` (never `corrupt`); with it, transient faults end `ok`; with
 # checksums off (mutant:no-checksum) a corruption is `corrupt`. Columns of the outcome table:

@@ -1,4 +1,4 @@
-# tests/harness/faults_sockets.cmake: CLI tests of issue 6 (sockets), included from CMakeLists.txt.
+# tests/harness/faults_sockets.cmake: CLI tests of faults on sockets, included from CMakeLists.txt.
 # Faults on real vendor traffic through libcollcheck-interpose.so, and stop/kill as signals.
 #
 # Every test is small (2..3 ranks, a few cases, short deadlines; Gloo's own timeout set to 1-2 s
