@@ -84,13 +84,16 @@ void write_axes(std::ostream& out, const Axes& axes) {
       << "\" fill=\"none\" stroke=\"#444\"/>\n";
   const double span = axes.x_high - axes.x_low;
   const double every = std::max(1.0, std::ceil(span / 12));
-  for (double v = axes.x_low; v <= axes.x_high + 1e-9; v += every) {
+  // Ticks are counted, not summed, so rounding cannot add or drop the last one.
+  for (int tick = 0; axes.x_low + tick * every <= axes.x_high + 1e-9; ++tick) {
+    const double v = axes.x_low + tick * every;
     out << "<line x1=\"" << axes.x(v) << "\" y1=\"" << bottom << "\" x2=\"" << axes.x(v) << "\" y2=\"" << bottom + 5
         << "\" stroke=\"#444\"/><text x=\"" << axes.x(v) << "\" y=\"" << bottom + 18 << "\" text-anchor=\"middle\">"
         << bytes_label(v) << "</text>\n";
   }
   const double step = tick_step(axes.y_high);
-  for (double v = 0; v <= axes.y_high + step * 1e-6; v += step) {
+  for (int tick = 0; tick * step <= axes.y_high + step * 1e-6; ++tick) {
+    const double v = tick * step;
     out << "<line x1=\"" << kLeft << "\" y1=\"" << axes.y(v) << "\" x2=\"" << kLeft + kPlotWidth << "\" y2=\""
         << axes.y(v) << "\" stroke=\"#ddd\"/><text x=\"" << kLeft - 6 << "\" y=\"" << axes.y(v) + 4
         << "\" text-anchor=\"end\">" << printf_text("%g", v) << "</text>\n";

@@ -39,7 +39,7 @@ rc::Gen<T> pick(std::vector<T> list) {
 }
 
 // One of `weights.size()` kinds, the i-th drawn weights[i] times in sum(weights); shrinks to 0.
-rc::Gen<std::size_t> kind(std::vector<std::size_t> weights) {
+rc::Gen<std::size_t> kind(const std::vector<std::size_t>& weights) {
   std::size_t total = 0;
   for (std::size_t w : weights) total += w;
   return rc::gen::map(rc::gen::inRange<std::size_t>(0, total), [weights](std::size_t draw) {
@@ -109,7 +109,7 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
   const bool in_place = capabilities.in_place;
   const std::size_t chunk = capabilities.chunk;
   const std::size_t min_count = limits.min_count, max_count = limits.max_count;
-  const rc::Gen<Case> drawn = rc::gen::exec([=] {
+  rc::Gen<Case> drawn = rc::gen::exec([=] {
     Case c;
     c.collective = *pick(collectives);
     c.nranks = *pick(ranks);
