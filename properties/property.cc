@@ -84,6 +84,7 @@ PropertyResult in_place(const Case& c, Backend& backend, const RepeatedRun& base
 
 std::vector<std::vector<std::byte>> outputs_of(const std::vector<RankResult>& ranks) {
   std::vector<std::vector<std::byte>> outputs;
+  outputs.reserve(ranks.size());
   for (const RankResult& rank : ranks) outputs.push_back(rank.output);
   return outputs;
 }

@@ -55,6 +55,7 @@ class SimBackend final : public Backend {
     result.trace = run.trace;
     for (auto& outputs : run.earlier_outputs) {
       std::vector<RankResult> ranks;
+      ranks.reserve(outputs.size());
       for (auto& output : outputs) ranks.push_back(RankResult{std::move(output), {}, true});
       result.calls.push_back(std::move(ranks));
     }

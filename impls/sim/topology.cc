@@ -43,6 +43,7 @@ void add_cable(Topology& t, int a, int b, LinkKind kind, double latency, double 
 
 std::vector<int> add_switches(Topology& t, const std::string& label, int count) {
   std::vector<int> ids;
+  ids.reserve(static_cast<std::size_t>(std::max(count, 0)));
   for (int i = 0; i < count; ++i) ids.push_back(add_vertex(t, VertexKind::Switch, label + std::to_string(i), true));
   return ids;
 }

@@ -62,6 +62,7 @@ std::vector<std::unique_ptr<World>> make_thread_worlds(int size) {
   board->slots.assign(static_cast<std::size_t>(size), {});
   board->job = "threads-" + std::to_string(::getpid()) + "-" + std::to_string(worlds++);
   std::vector<std::unique_ptr<World>> members;
+  members.reserve(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) members.push_back(std::make_unique<ThreadWorld>(board, r));
   return members;
 }
