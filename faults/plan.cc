@@ -6,6 +6,9 @@
 #include <cmath>
 #include <string>
 #include <system_error>
+#include <vector>
+
+#include "reference/key_values.h"
 
 namespace collcheck {
 namespace {
@@ -146,33 +149,28 @@ std::string read_key(Fault& f, std::string_view key, std::string_view value) {
 }
 
 Result<Fault> parse_fault(std::size_t item, std::string_view text) {
-  std::string_view rest = text;
-  const std::size_t colon = rest.find(':');
-  Result<FaultKind> kind = parse_fault_kind(rest.substr(0, colon));
+  // `KIND:key=value:...`: every piece after the kind is a key=value, empty pieces included
+  // (`drop:` is an error).
+  const std::vector<std::string_view> pieces = split_list(text, ':');
+  Result<FaultKind> kind = parse_fault_kind(pieces.front());
   if (!kind) return item_error(item, text, kind.error().message);
   Fault f;
   f.kind = *kind;
   std::string seen = " ";
-  // Every piece after the kind is a key=value, empty pieces included (`drop:` is an error).
-  rest.remove_prefix(colon == std::string_view::npos ? rest.size() : colon + 1);
-  while (colon != std::string_view::npos) {
-    const std::size_t next = rest.find(':');
-    const std::string_view pair = rest.substr(0, next);
-    const std::size_t equals = pair.find('=');
-    if (equals == std::string_view::npos || equals == 0) {
-      return item_error(item, text, "`" + std::string(pair) + "` is not key=value (keys: " + allowed_keys(f.kind) + ")");
+  for (std::size_t i = 1; i < pieces.size(); ++i) {
+    const KeyValue pair = split_key_value(pieces[i]);
+    if (!pair.has_value || pair.key.empty()) {
+      return item_error(item, text, "`" + std::string(pair.item) + "` is not key=value (keys: " + allowed_keys(f.kind) + ")");
     }
-    const std::string_view key = pair.substr(0, equals);
+    const std::string_view key = pair.key;
     const bool is_target = key == "link" || key == "rank";
     const std::string tag = is_target ? " target " : " " + std::string(key) + " ";
     if (seen.find(tag) != std::string::npos) {
       return item_error(item, text, std::string(key) + ": given twice" + (is_target ? " (one target per fault)" : ""));
     }
     seen += tag.substr(1);
-    const std::string what = read_key(f, key, pair.substr(equals + 1));
+    const std::string what = read_key(f, key, pair.value);
     if (!what.empty()) return item_error(item, text, what);
-    if (next == std::string_view::npos) break;
-    rest.remove_prefix(next + 1);
   }
   const std::string what = range_error(f);
   if (!what.empty()) return item_error(item, text, what);
@@ -228,13 +226,11 @@ std::string to_string(const FaultPlan& plan) {
 Result<FaultPlan> parse_fault_plan(std::string_view text) {
   FaultPlan plan;
   if (text.empty() || text == "none") return plan;
-  for (std::size_t item = 1;; ++item) {
-    const std::size_t semicolon = text.find(';');
-    Result<Fault> f = parse_fault(item, text.substr(0, semicolon));
+  const std::vector<std::string_view> faults = split_list(text, ';');
+  for (std::size_t item = 1; item <= faults.size(); ++item) {
+    Result<Fault> f = parse_fault(item, faults[item - 1]);
     if (!f) return f.error();
     plan.faults.push_back(*f);
-    if (semicolon == std::string_view::npos) break;
-    text.remove_prefix(semicolon + 1);
   }
   return plan;
 }

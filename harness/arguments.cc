@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "reference/key_values.h"
+
 namespace collcheck::cli {
 namespace {
 
@@ -104,10 +106,7 @@ Result<std::uint64_t> parse_count(std::string_view field, std::string_view text,
 Result<std::vector<std::uint64_t>> parse_set(std::string_view field, std::string_view text, std::uint64_t low,
                                              std::uint64_t high) {
   std::vector<std::uint64_t> values;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string_view item = text.substr(start, comma - start);
+  for (std::string_view item : split_list(text)) {
     const std::size_t dots = item.find("..");
     Result<std::uint64_t> first = parse_count(field, item.substr(0, dots), low, high);
     if (!first) return first.error();
@@ -116,7 +115,6 @@ Result<std::vector<std::uint64_t>> parse_set(std::string_view field, std::string
     if (*last < *first) return Error{std::string(field), "'" + std::string(item) + "': the range is empty"};
     if (*last - *first > 1'000'000) return Error{std::string(field), "'" + std::string(item) + "': more than a million values"};
     for (std::uint64_t v = *first; v <= *last; ++v) values.push_back(v);
-    start = comma + 1;
   }
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());

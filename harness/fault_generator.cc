@@ -6,6 +6,7 @@
 #include <array>
 
 #include "reference/case.h"
+#include "reference/key_values.h"
 #include "reference/random.h"
 
 namespace collcheck {
@@ -157,14 +158,10 @@ Result<FaultChoice> parse_fault_choice(std::string_view text, std::uint64_t seed
   if (text.starts_with("random:")) {
     choice.random = true;
     choice.swarm_given = true;
-    std::string_view kinds = text.substr(7);
-    while (true) {
-      const std::size_t comma = kinds.find(',');
-      Result<FaultKind> kind = parse_fault_kind(kinds.substr(0, comma));
+    for (std::string_view name : split_list(text.substr(7))) {
+      Result<FaultKind> kind = parse_fault_kind(name);
       if (!kind) return Error{"--faults", "random:KIND,...: " + kind.error().message};
       if (std::find(choice.swarm.begin(), choice.swarm.end(), *kind) == choice.swarm.end()) choice.swarm.push_back(*kind);
-      if (comma == std::string_view::npos) break;
-      kinds.remove_prefix(comma + 1);
     }
     return choice;
   }

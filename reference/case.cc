@@ -6,22 +6,13 @@
 #include <optional>
 #include <vector>
 
+#include "reference/key_values.h"
+
 namespace collcheck {
 namespace {
 
 constexpr std::array<std::string_view, 3> kValueKindNames{"exact", "real", "special"};
 constexpr std::string_view kKeys = "n, ranks, root, offset, values, seed, inplace, outofplace";
-
-std::vector<std::string_view> split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t end = text.find(separator, start);
-    parts.push_back(text.substr(start, end - start));
-    if (end == std::string_view::npos) return parts;
-    start = end + 1;
-  }
-}
 
 Result<std::uint64_t> parse_unsigned(std::string_view field, std::string_view text) {
   std::uint64_t value = 0;
@@ -53,12 +44,12 @@ Status parse_field(std::string_view part, Seen& seen) {
     seen.in_place = part == "inplace";
     return Ok{};
   }
-  const std::size_t equals = part.find('=');
-  const std::string_view key = part.substr(0, equals);
-  if (equals == std::string_view::npos) {
+  const KeyValue field = split_key_value(part);
+  const std::string_view key = field.key;
+  if (!field.has_value) {
     return Error{std::string(key), "is not a field: allowed are " + std::string(kKeys)};
   }
-  const std::string_view text = part.substr(equals + 1);
+  const std::string_view text = field.value;
   if (key == "values") {
     if (seen.values) return Error{"values", "given twice"};
     Result<ValueKind> kind = parse_value_kind(text);
@@ -133,7 +124,7 @@ std::string to_string(const Case& c) {
 }
 
 Result<Case> parse_case(std::string_view text) {
-  const std::vector<std::string_view> parts = split(text, '/');
+  const std::vector<std::string_view> parts = split_list(text, '/');
   if (parts.size() < 3) {
     return Error{"case", "'" + std::string(text) +
                              "': must be COLLECTIVE/DTYPE/OP/n=COUNT/ranks=N[/root=R][/inplace]"

@@ -14,6 +14,7 @@
 #include "impls/link/reduce_op.h"
 #include "impls/sim/sim_backend.h"
 #include "reference/inputs.h"
+#include "reference/key_values.h"
 
 namespace collcheck {
 namespace {
@@ -251,22 +252,22 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Proc
 // `what` is ALGORITHM, all or mutant:NAME; `options` the knobs and transport=auto|shm|tcp.
 Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, std::string_view options,
                                                         std::string_view spec) {
+  Result<std::vector<KeyValue>> items = split_key_values(options);
+  if (!items) return spec_error(spec, items.error().message);
+  if (const KeyValue* again = repeated_key(*items)) return spec_error(spec, std::string(again->key) + " given twice");
   ProcLinks links = ProcLinks::Auto;
-  std::string knob_text;
-  for (std::size_t start = 0; start < options.size();) {
-    const std::size_t comma = std::min(options.find(',', start), options.size());
-    const std::string_view item = options.substr(start, comma - start);
-    if (item.starts_with("transport=")) {
-      Result<ProcLinks> parsed = parse_proc_links(item.substr(10));
-      if (!parsed) return spec_error(spec, "transport=" + std::string(item.substr(10)) + ": must be auto, shm or tcp");
-      links = *parsed;
-    } else {
-      knob_text += (knob_text.empty() ? "" : ",") + std::string(item);
+  std::vector<KeyValue> knob_items;
+  for (const KeyValue& item : *items) {
+    if (item.key != "transport") {
+      knob_items.push_back(item);
+      continue;
     }
-    start = comma + 1;
+    Result<ProcLinks> parsed = parse_proc_links(item.value);
+    if (!parsed) return spec_error(spec, "transport=" + std::string(item.value) + ": must be auto, shm or tcp");
+    links = *parsed;
   }
   Knobs knobs;
-  Status parsed = parse_knobs(spec, knob_text, knobs);
+  Status parsed = apply_knobs(spec, knob_items, knobs);
   if (!parsed) return parsed.error();
   const std::string suffix = "@proc" + (options.empty() ? "" : ":" + std::string(options));
   Knobs algorithm_knobs = knobs;

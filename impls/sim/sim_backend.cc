@@ -3,10 +3,11 @@
 #include "impls/sim/sim_backend.h"
 
 #include <algorithm>
-#include <charconv>
+#include <cstdint>
 #include <map>
 #include <mutex>
 
+#include "reference/key_values.h"
 #include "reference/random.h"
 
 namespace collcheck {
@@ -196,40 +197,54 @@ Error knob_error(std::string_view spec, const std::string& message) {
   return Error{"--backend", "'" + std::string(spec) + "': " + message};
 }
 
+// The numeric knobs and what each allows (`fan_in` is an old spelling of `fan-in`).
+struct KnobRange {
+  std::string_view key;
+  std::uint64_t low, high;
+  std::string_view unit;
+};
+constexpr KnobRange kKnobRanges[] = {{"chunk", 0, UINT64_MAX, ""},      {"channels", 1, 64, ""},
+                                     {"fan-in", 2, 64, ""},              {"fan_in", 2, 64, ""},
+                                     {"timeout", 1, 3600000, "milliseconds"}, {"retries", 0, 100, ""}};
+
+bool is_digits(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char digit) { return digit >= '0' && digit <= '9'; });
+}
+
 }  // namespace
 
-// `chunk=4096,channels=2,fan-in=3` into knobs.
 Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs) {
+  Result<std::vector<KeyValue>> options = split_key_values(text);
+  if (!options) return knob_error(spec, options.error().message);
+  return apply_knobs(spec, *options, knobs);
+}
+
+Status apply_knobs(std::string_view spec, std::span<const KeyValue> options, Knobs& knobs) {
   constexpr std::string_view kAllowed = "chunk, channels, fan-in, reliable, timeout, retries";
-  std::size_t start = 0;
-  while (start < text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string_view item = text.substr(start, comma - start);
-    const std::size_t equals = item.find('=');
-    const std::string_view key = item.substr(0, equals);
-    const std::string_view number = equals == std::string_view::npos ? "" : item.substr(equals + 1);
-    start = comma + 1;
-    if (key == "reliable") {
-      if (number != "on" && number != "off") return knob_error(spec, "reliable=" + std::string(number) + ": must be on or off");
-      knobs.protocol.reliable = number == "on";
+  if (const KeyValue* again = repeated_key(options)) return knob_error(spec, std::string(again->key) + " given twice");
+  for (const KeyValue& option : options) {
+    if (option.key == "reliable") {
+      Result<bool> on = read_on_off(option);
+      if (!on) return knob_error(spec, on.error().message);
+      knobs.protocol.reliable = *on;
       continue;
     }
-    std::uint64_t value = 0;
-    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
-    if (number.empty() || error != std::errc{} || end != number.data() + number.size()) {
-      return knob_error(spec, "option '" + std::string(item) + "' must be KEY=NUMBER (reliable=on|off) with KEY " +
+    const KnobRange* range = std::find_if(std::begin(kKnobRanges), std::end(kKnobRanges),
+                                          [&](const KnobRange& known) { return known.key == option.key; });
+    if (range == std::end(kKnobRanges)) {
+      return knob_error(spec, "unknown option '" + std::string(option.key) + "': options are " + std::string(kAllowed));
+    }
+    if (!is_digits(option.value)) {
+      return knob_error(spec, "option '" + std::string(option.item) + "' must be KEY=NUMBER (reliable=on|off) with KEY " +
                                   std::string(kAllowed));
     }
-    if (key == "chunk") knobs.chunk = value;
-    else if (key == "channels" && value >= 1 && value <= 64) knobs.channels = static_cast<int>(value);
-    else if ((key == "fan-in" || key == "fan_in") && value >= 2 && value <= 64) knobs.fan_in = static_cast<int>(value);
-    else if (key == "timeout" && value >= 1 && value <= 3600000) knobs.protocol.timeout = static_cast<double>(value) / 1000;
-    else if (key == "retries" && value <= 100) knobs.protocol.retries = static_cast<int>(value);
-    else if (key == "channels") return knob_error(spec, "channels=" + std::string(number) + ": must be 1..64");
-    else if (key == "fan-in" || key == "fan_in") return knob_error(spec, "fan-in=" + std::string(number) + ": must be 2..64");
-    else if (key == "timeout") return knob_error(spec, "timeout=" + std::string(number) + ": must be 1..3600000 (milliseconds)");
-    else if (key == "retries") return knob_error(spec, "retries=" + std::string(number) + ": must be 0..100");
-    else return knob_error(spec, "unknown option '" + std::string(key) + "': options are " + std::string(kAllowed));
+    Result<std::uint64_t> value = read_unsigned(option, range->low, range->high, range->unit);
+    if (!value) return knob_error(spec, value.error().message);
+    if (option.key == "chunk") knobs.chunk = *value;
+    else if (option.key == "channels") knobs.channels = static_cast<int>(*value);
+    else if (option.key == "timeout") knobs.protocol.timeout = static_cast<double>(*value) / 1000;
+    else if (option.key == "retries") knobs.protocol.retries = static_cast<int>(*value);
+    else knobs.fan_in = static_cast<int>(*value);
   }
   return Ok{};
 }

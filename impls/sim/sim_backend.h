@@ -4,12 +4,14 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "impls/algorithms/algorithms.h"
 #include "impls/backend/backend.h"
 #include "impls/sim/simulator.h"
+#include "reference/key_values.h"
 
 namespace collcheck {
 
@@ -35,7 +37,9 @@ std::vector<std::string> algorithm_variant_names();  // ring, tree, ... without 
 std::unique_ptr<Backend> make_sim_backend(SimVariant variant, Knobs knobs, std::string spec);
 
 // `chunk=4096,channels=2,fan-in=3` into knobs; errors name `spec` and the allowed options.
+// apply_knobs takes the options already split (reference/key_values.h).
 Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs);
+Status apply_knobs(std::string_view spec, std::span<const KeyValue> options, Knobs& knobs);
 
 // The fabric every sim backend runs on: nranks GPUs on one aggregating switch, 1 us and
 // 25 GB/s per link, local copies free.

@@ -13,6 +13,7 @@
 #include "impls/vendors/gloo/gloo_mesh.h"
 #include "impls/backend/rank_backend.h"
 #include "reference/inputs.h"
+#include "reference/key_values.h"
 
 namespace collcheck {
 namespace {
@@ -35,68 +36,59 @@ std::string allowed_options(const GlooAlgorithm& a) {
   return out + "timeout, iface";
 }
 
-Result<double> parse_number(std::string_view spec, std::string_view key, std::string_view value, double low,
-                            double high, std::string_view allowed) {
-  const std::string text(value);
-  char* end = nullptr;
-  const double number = text.empty() ? 0 : std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !(number >= low && number <= high)) {
-    return Error{"--backend", "'" + std::string(spec) + "': " + std::string(key) + "=" + text + ": must be " +
-                                  std::string(allowed)};
-  }
-  return number;
+Error option_error(std::string_view spec, const std::string& message) {
+  return Error{"--backend", "'" + std::string(spec) + "': " + message};
 }
 
 // One `key=value`; `a` null: only the options every algorithm takes.
-Status apply_option(std::string_view spec, const GlooAlgorithm* a, std::string_view key, std::string_view value,
-                    GlooKnobs& knobs) {
+Status apply_option(std::string_view spec, const GlooAlgorithm* a, const KeyValue& option, GlooKnobs& knobs) {
+  const std::string_view key = option.key;
   const bool taken = key == "timeout" || key == "iface" ||
                      (a != nullptr && std::find(a->options.begin(), a->options.end(), key) != a->options.end());
   if (!taken) {
-    return Error{"--backend", "'" + std::string(spec) + "': unknown option '" + std::string(key) + "' for " +
+    return option_error(spec, "unknown option '" + std::string(key) + "' for " +
                                   (a ? "gloo:" + std::string(a->name) : std::string("gloo:all-algorithms")) +
-                                  ": allowed " + (a ? allowed_options(*a) : std::string("timeout, iface"))};
+                                  ": allowed " + (a ? allowed_options(*a) : std::string("timeout, iface")));
   }
   if (key == "iface") {
-    if (value.empty()) return Error{"--backend", "'" + std::string(spec) + "': iface=: must name a network interface"};
-    knobs.iface = std::string(value);
-  } else if (key == "algorithm") {
-    if (value != "ring" && value != "bcube") {
-      return Error{"--backend", "'" + std::string(spec) + "': algorithm=" + std::string(value) + ": must be ring or bcube"};
-    }
-    knobs.algorithm = std::string(value);
-  } else {
-    // segment below the largest element (8 bytes) makes gloo::reduce divide by zero.
-    const bool timeout = key == "timeout", segment = key == "segment";
-    Result<double> number =
-        timeout   ? parse_number(spec, key, value, 0.001, 86400, "seconds, 0.001..86400")
-        : segment ? parse_number(spec, key, value, 8, 1 << 30, "bytes, 8..1073741824")
-                  : parse_number(spec, key, value, 2, 64, "an integer, 2..64");
-    if (!number) return number.error();
-    if (timeout) knobs.timeout = *number;
-    if (segment) knobs.segment = static_cast<std::size_t>(*number);
-    if (key == "base") {
-      if (*number != static_cast<int>(*number)) {
-        return Error{"--backend", "'" + std::string(spec) + "': base=" + std::string(value) + ": must be an integer, 2..64"};
-      }
-      knobs.base = static_cast<int>(*number);
-    }
+    if (option.value.empty()) return option_error(spec, "iface=: must name a network interface");
+    knobs.iface = std::string(option.value);
+    return Ok{};
   }
+  if (key == "algorithm") {
+    constexpr std::string_view kAlgorithms[] = {"ring", "bcube"};
+    Result<std::size_t> algorithm = read_choice(option, kAlgorithms);
+    if (!algorithm) return option_error(spec, algorithm.error().message);
+    knobs.algorithm = std::string(kAlgorithms[*algorithm]);
+    return Ok{};
+  }
+  if (key == "base") {
+    Result<std::uint64_t> base = read_unsigned(option, 2, 64);
+    if (!base) return option_error(spec, std::string(key) + "=" + std::string(option.value) + ": must be an integer, 2..64");
+    knobs.base = static_cast<int>(*base);
+    return Ok{};
+  }
+  // segment below the largest element (8 bytes) makes gloo::reduce divide by zero.
+  const bool timeout = key == "timeout";
+  Result<double> number = timeout ? read_real(option, 0.001, 86400, "seconds, 0.001..86400")
+                                  : read_real(option, 8, 1 << 30, "bytes, 8..1073741824");
+  if (!number) return option_error(spec, number.error().message);
+  if (timeout) knobs.timeout = *number;
+  else knobs.segment = static_cast<std::size_t>(*number);
   return Ok{};
 }
 
 Result<GlooKnobs> parse_options(std::string_view spec, const GlooAlgorithm* a, std::string_view text) {
   GlooKnobs knobs;
-  while (!text.empty()) {
-    const std::size_t comma = text.find(',');
-    const std::string_view item = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
-    const std::size_t equals = item.find('=');
-    if (equals == std::string_view::npos) {
-      return Error{"--backend", "'" + std::string(spec) + "': option '" + std::string(item) + "' must be key=value (" +
-                                    (a ? allowed_options(*a) : std::string("timeout, iface")) + ")"};
+  Result<std::vector<KeyValue>> options = split_key_values(text);
+  if (!options) return option_error(spec, options.error().message);
+  if (const KeyValue* again = repeated_key(*options)) return option_error(spec, std::string(again->key) + " given twice");
+  for (const KeyValue& option : *options) {
+    if (!option.has_value) {
+      return option_error(spec, "option '" + std::string(option.item) + "' must be key=value (" +
+                                    (a ? allowed_options(*a) : std::string("timeout, iface")) + ")");
     }
-    Status applied = apply_option(spec, a, item.substr(0, equals), item.substr(equals + 1), knobs);
+    Status applied = apply_option(spec, a, option, knobs);
     if (!applied) return applied.error();
   }
   return knobs;

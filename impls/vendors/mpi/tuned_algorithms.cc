@@ -7,6 +7,8 @@
 #include <limits>
 #include <optional>
 
+#include "reference/key_values.h"
+
 namespace collcheck::tuned {
 namespace {
 
@@ -45,10 +47,9 @@ Result<int> parse_algorithm(const TunedCollective& t, std::string_view text, std
 }
 
 // One `KEY=VALUE` of the options: `COLL=ALG` or `COLL_segsize=BYTES`.
-Status parse_item(std::string_view item, std::string_view spec, Selection& s) {
-  const std::size_t equals = item.find('=');
-  const std::string_view key = item.substr(0, equals);
-  const std::string_view value = equals == std::string_view::npos ? std::string_view{} : item.substr(equals + 1);
+Status parse_item(const KeyValue& item, std::string_view spec, Selection& s) {
+  const std::string_view key = item.key;
+  const std::string_view value = item.value;
   const bool segment = key.ends_with("_segsize");
   const TunedCollective* t = find_collective(segment ? key.substr(0, key.size() - 8) : key);
   const std::string quoted = "'" + std::string(spec) + "': ";
@@ -57,8 +58,8 @@ Status parse_item(std::string_view item, std::string_view spec, Selection& s) {
                                   "COLL_segsize=BYTES with COLL one of " + collective_choices_text() +
                                   ", or all-algorithms alone"};
   }
-  if (equals == std::string_view::npos) {
-    return Error{"--backend", quoted + "'" + std::string(item) + "' needs =" + (segment ? "BYTES" : "ALGORITHM")};
+  if (!item.has_value) {
+    return Error{"--backend", quoted + "'" + std::string(item.item) + "' needs =" + (segment ? "BYTES" : "ALGORITHM")};
   }
   const auto i = static_cast<std::size_t>(t - kTuned.data());
   if (segment) {
@@ -105,11 +106,11 @@ std::vector<std::pair<std::string, std::string>> environment_of(const Selection&
 
 Result<Selection> parse_selection(std::string_view options, std::string_view spec) {
   Selection s;
-  while (!options.empty()) {
-    const std::size_t comma = options.find(',');
-    Status item = parse_item(options.substr(0, comma), spec, s);
-    if (!item) return item.error();
-    options = comma == std::string_view::npos ? std::string_view{} : options.substr(comma + 1);
+  Result<std::vector<KeyValue>> items = split_key_values(options);
+  if (!items) return Error{"--backend", "'" + std::string(spec) + "': " + items.error().message};
+  for (const KeyValue& item : *items) {
+    Status parsed = parse_item(item, spec, s);
+    if (!parsed) return parsed.error();
   }
   for (std::size_t i = 0; i < kTuned.size(); ++i) {
     if (s.segment_bytes[i] != 0 && s.algorithm[i] == 0) {
