@@ -135,4 +135,14 @@ std::size_t output_elements(Collective collective, std::size_t count, int nranks
   }
 }
 
+InPlaceLayout in_place_layout(Collective collective, std::size_t count, int rank, int root) {
+  const std::size_t slice = static_cast<std::size_t>(rank) * count;
+  switch (collective) {
+    case Collective::AllGather: return {true, slice};
+    case Collective::ReduceScatter: return {false, slice};
+    case Collective::Reduce: return {rank == root, 0};
+    default: return {true, 0};
+  }
+}
+
 }  // namespace collcheck

@@ -44,4 +44,15 @@ bool rooted(Collective);
 std::size_t input_elements(Collective, std::size_t count, int nranks);
 std::size_t output_elements(Collective, std::size_t count, int nranks);
 
+// NCCL's in-place layout: where one of a rank's buffers lies inside the other when a call runs
+// in place. All-gather reads its input from output + rank*count; reduce-scatter writes its
+// output to input + rank*count; the others use one buffer for both (offset 0). A reduce's
+// non-root ranks have no output: their empty output is said to lie inside the input, so that
+// one rule holds everywhere: the outer buffer is stored, the inner one maps into it.
+struct InPlaceLayout {
+  bool input_inside = true;  // the input lies inside the output (else the output inside the input)
+  std::size_t offset = 0;    // where the inner buffer starts in the outer one, in elements
+};
+InPlaceLayout in_place_layout(Collective, std::size_t count, int rank, int root);
+
 }  // namespace collcheck

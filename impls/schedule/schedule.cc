@@ -101,17 +101,8 @@ void Schedule::reduce(int p, Range from, Range to, int channel) {
 }
 
 Alias in_place_alias(const Case& shape, int rank) {
-  const auto r = static_cast<std::size_t>(rank);
-  switch (shape.collective) {
-    case Collective::AllGather: return {BufferKind::Input, r * shape.count};
-    case Collective::ReduceScatter: return {BufferKind::Output, r * shape.count};
-    // A reduce's non-root ranks have no output: their input stands alone (an empty output
-    // "inside" it keeps the one rule: the input is stored, the output maps into it).
-    case Collective::Reduce:
-      if (rank != shape.root) return {BufferKind::Output, 0};
-      return {BufferKind::Input, 0};
-    default: return {BufferKind::Input, 0};
-  }
+  const InPlaceLayout layout = in_place_layout(shape.collective, shape.count, rank, shape.root);
+  return {layout.input_inside ? BufferKind::Input : BufferKind::Output, layout.offset};
 }
 
 Status validate(const Schedule& s, std::size_t slack) {

@@ -79,10 +79,8 @@ struct Schedule {
   void reduce(int participant, Range from, Range to, int channel = 0);
 };
 
-// Where the in-place layout puts the input inside the output (or the output inside the
-// input), as NCCL defines it: all-gather sends from output + rank*count, reduce-scatter
-// receives into input + rank*count, the others use one buffer for both (but a reduce's
-// non-root ranks, which have no output: their empty output is said to lie in the input).
+// NCCL's in-place layout (reference/collective.h, in_place_layout) in the schedule's terms:
+// which buffer lies inside the other, and where.
 struct Alias {
   BufferKind inside;   // the buffer that lies inside the other one
   std::size_t offset;  // where, in elements

@@ -192,7 +192,7 @@ class GlooRankBackend final : public RankBackend {
     p->output_count = (c.collective == Collective::Reduce && rank != c.root) ? 0 : output_elements(c);
     p->scratch_storage.allocate(algorithm_.scratch(c), element, c.offset);
     p->buffers.scratch = p->scratch_storage.data();
-    const Alias alias = in_place_layout(c, rank);
+    const InPlaceLayout alias = in_place_layout(c.collective, c.count, rank, c.root);
     if (c.in_place && alias.input_inside) {
       p->output_storage.allocate(p->output_count, element, c.offset);
       p->buffers.output = p->output_storage.data();
@@ -211,20 +211,6 @@ class GlooRankBackend final : public RankBackend {
     p->call = algorithm_.make(context_, c, knobs_, p->buffers);
     prepared_ = std::move(p);
     world_.barrier();
-  }
-
-  // NCCL's in-place rule (as in_place_alias in schedule.h): all-gather's input lies in its
-  // output at rank * count, reduce-scatter's output in its input at rank * count, the others
-  // share one buffer.
-  struct Alias {
-    bool input_inside;
-    std::size_t offset;
-  };
-  static Alias in_place_layout(const Case& c, int rank) {
-    const auto r = static_cast<std::size_t>(rank);
-    if (c.collective == Collective::AllGather) return {true, r * c.count};
-    if (c.collective == Collective::ReduceScatter) return {false, r * c.count};
-    return {false, 0};
   }
 
   void fill(const Case& c, const RankRunOptions& options, std::uint64_t call) {

@@ -68,7 +68,7 @@ class GuardedBuffer {
 
 // This rank's buffers for one case, laid out as NCCL lays them: out of place an input and an
 // output buffer; in place one buffer, the input inside the output for all-gather and the
-// output inside the input for reduce-scatter (impls/schedule.h, in_place_alias).
+// output inside the input for reduce-scatter (reference/collective.h, in_place_layout).
 struct Buffers {
   GuardedBuffer input, output;  // in place: only `input` is allocated and holds both
   std::byte* in = nullptr;      // where the input starts
@@ -90,10 +90,10 @@ Buffers make_buffers(const Case& c, int rank) {
     return b;
   }
   b.input = GuardedBuffer(std::max(input_elements(c), output_elements(c)), element, c.offset);
-  const Alias alias = in_place_alias(c, rank);
+  const InPlaceLayout alias = in_place_layout(c.collective, c.count, rank, c.root);
   b.in = b.out = b.input.data();
-  if (alias.inside == BufferKind::Input) b.in = b.input.at(alias.offset);
-  if (alias.inside == BufferKind::Output) b.out = b.input.at(alias.offset);
+  if (alias.input_inside) b.in = b.input.at(alias.offset);
+  else b.out = b.input.at(alias.offset);
   return b;
 }
 
