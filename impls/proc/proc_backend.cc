@@ -11,6 +11,7 @@
 #include "impls/proc/transport.h"
 #include "impls/proc/proc_backend.h"
 #include "impls/backend/rank_backend.h"
+#include "impls/link/guarded_buffer.h"
 #include "impls/link/reduce_op.h"
 #include "impls/sim/sim_backend.h"
 #include "reference/inputs.h"
@@ -18,36 +19,6 @@
 
 namespace collcheck {
 namespace {
-
-constexpr std::size_t kGuard = 8;  // elements of guard zone before and after every buffer
-constexpr std::byte kGuardPattern{0xa5};
-
-// A buffer between guard zones, its start moved `offset` elements off a 64-byte boundary as
-// the case asks (the offset counts as guard too).
-class GuardedBuffer {
- public:
-  GuardedBuffer() = default;
-  GuardedBuffer(std::size_t count, std::size_t element, std::size_t offset)
-      : front_((kGuard + offset) * element), bytes_(count * element), back_(kGuard * element) {
-    storage_.assign(64 + front_ + bytes_ + back_, std::byte{0});
-    const auto address = reinterpret_cast<std::uintptr_t>(storage_.data());
-    start_ = static_cast<std::size_t>((64 - address % 64) % 64);
-    std::fill_n(storage_.data() + start_, front_, kGuardPattern);
-    std::fill_n(storage_.data() + start_ + front_ + bytes_, back_, kGuardPattern);
-  }
-  std::byte* data() { return storage_.empty() ? nullptr : storage_.data() + start_ + front_; }
-  bool intact() const {
-    if (storage_.empty()) return true;
-    auto pattern = [](std::byte b) { return b == kGuardPattern; };
-    const std::byte* front = storage_.data() + start_;
-    const std::byte* back = front + front_ + bytes_;
-    return std::all_of(front, front + front_, pattern) && std::all_of(back, back + back_, pattern);
-  }
-
- private:
-  std::vector<std::byte> storage_;
-  std::size_t start_ = 0, front_ = 0, bytes_ = 0, back_ = 0;
-};
 
 // This rank's memory for one case: its own buffers (one of input and output lies inside the
 // other in place, as NCCL lays them out) and the scratch of the switches it hosts.
@@ -97,7 +68,7 @@ class ProcBackend final : public RankBackend {
     }
     Result<Schedule> schedule = variant_.schedule(c, knobs_);
     if (!schedule) return failed(schedule.error().text());
-    Status valid = validate(*schedule, kGuard);
+    Status valid = validate(*schedule, kGuardElements);
     if (!valid) return failed(valid.error().text());
     if (transport_ == nullptr) {  // every member's first run: connect is collective
       Result<std::unique_ptr<ProcTransport>> made = ProcTransport::connect(world_, links_);

@@ -7,13 +7,12 @@
 #include <map>
 #include <mutex>
 
+#include "impls/link/guarded_buffer.h"
 #include "reference/key_values.h"
 #include "reference/random.h"
 
 namespace collcheck {
 namespace {
-
-constexpr std::size_t kGuard = 8;  // elements of guard zone around every buffer
 
 class SimBackend final : public Backend {
  public:
@@ -45,7 +44,7 @@ class SimBackend final : public Backend {
     }
     if (options.timed) return options.checked ? run_timed_checked(c, *schedule, options) : run_timed(c, *schedule, options);
     SimulationOptions sim(options.schedule_seed, options.hook, true);
-    sim.guard = kGuard;
+    sim.guard = kGuardElements;
     sim.reduction = variant_.reduction;
     sim.inputs = options.inputs;
     sim.calls = std::max(options.calls, 1);
@@ -112,7 +111,7 @@ class SimBackend final : public Backend {
     double timed_seconds = 0;
     for (int k = 0; k < calls; ++k) {
       SimulationOptions sim(options.schedule_seed + static_cast<std::uint64_t>(k), options.hook, true);
-      sim.guard = kGuard;
+      sim.guard = kGuardElements;
       sim.reduction = variant_.reduction;
       sim.inputs = k > 0 && c.in_place ? &buffers : options.inputs;
       sim.protocol = protocol();

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "impls/link/guarded_buffer.h"
 #include "impls/link/protocol.h"
 #include "impls/sim/simulator.h"
 
@@ -120,9 +121,7 @@ class Simulation {
   void finish(double deadline);
 
   // Guarded memory (sim_memory.cc).
-  void allocate(std::vector<std::byte>& buffer, std::size_t count);
-  bool guards_intact(const std::vector<std::byte>& buffer) const;
-  std::byte* base(std::vector<std::byte>& buffer);
+  void allocate(GuardedBuffer& buffer, std::size_t count);
   std::byte* at(int p, BufferKind buffer, std::size_t offset);
   void reduce(const std::byte* a, const std::byte* b, std::byte* out, std::size_t count);
 
@@ -163,7 +162,7 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<int> vertex_;
   std::vector<double> link_free_;
-  std::vector<std::vector<std::byte>> input_, output_, scratch_;
+  std::vector<GuardedBuffer> input_, output_, scratch_;
   std::vector<std::vector<Stream>> streams_;
   std::vector<std::size_t> finished_steps_;
   std::vector<int> call_;  // per participant: the call it is running (0-based)

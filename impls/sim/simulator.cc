@@ -240,8 +240,7 @@ void Simulation::finish(double deadline) {
     const std::byte* input = inputs > 0 ? at(rank, BufferKind::Input, 0) : nullptr;
     result_.inputs.emplace_back(input, input + inputs * element_);
     const auto q = static_cast<std::size_t>(rank);
-    result_.guards_intact.push_back(guards_intact(input_[q]) && guards_intact(output_[q]) &&
-                                    guards_intact(scratch_[q]));
+    result_.guards_intact.push_back(input_[q].intact() && output_[q].intact() && scratch_[q].intact());
   }
 }
 

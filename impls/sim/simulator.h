@@ -26,8 +26,9 @@ struct SimulationOptions {
   std::uint64_t seed = 0;     // orders simultaneous events; the inputs come from the case's seed
   LinkHook* hook = nullptr;   // null: every message delivered, deadline 60 s
   bool numeric = true;        // move and reduce real data; false: timing only
-  // Elements of guard zone after every buffer (and as many before it), filled with a pattern
-  // and checked afterwards; schedules may address them (validate's slack) and are reported.
+  // Elements of guard zone after every buffer (and at least as many before it, laid out as
+  // impls/link/guarded_buffer.h says, the case's offset included), filled with a pattern and
+  // checked afterwards; schedules may address them (validate's slack) and are reported.
   std::size_t guard = 0;
   ReductionOverride reduction;  // null members: the standard contract
   // Given inputs, rank by rank (each exactly the rank's input buffer, packed), instead of the

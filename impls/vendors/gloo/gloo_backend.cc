@@ -12,14 +12,13 @@
 #include "impls/vendors/gloo/gloo_backend.h"
 #include "impls/vendors/gloo/gloo_mesh.h"
 #include "impls/backend/rank_backend.h"
+#include "impls/link/guarded_buffer.h"
 #include "reference/inputs.h"
 #include "reference/key_values.h"
 
 namespace collcheck {
 namespace {
 
-constexpr std::size_t kGuard = 8;  // elements of guard zone before and after every buffer
-constexpr std::byte kGuardPattern{0xa5};
 constexpr double kClassTimeout = 60;  // seconds: the class-style algorithms' waits (see GlooKnobs)
 
 // ---- the grammar -------------------------------------------------------------------------
@@ -106,26 +105,6 @@ Capabilities capabilities_of(const GlooAlgorithm& a) {
 
 // ---- one rank's part ---------------------------------------------------------------------
 
-// A buffer of `count` elements between guard zones, moved `offset` elements off its alignment.
-class GuardedBuffer {
- public:
-  void allocate(std::size_t count, std::size_t element, std::size_t offset) {
-    front_ = (offset + kGuard) * element;
-    back_ = kGuard * element;
-    storage_.assign(front_ + count * element + back_, kGuardPattern);
-  }
-  std::byte* data() { return storage_.data() + front_; }
-  bool intact() const {
-    auto is_guard = [](std::byte b) { return b == kGuardPattern; };
-    return std::all_of(storage_.begin(), storage_.begin() + static_cast<std::ptrdiff_t>(front_), is_guard) &&
-           std::all_of(storage_.end() - static_cast<std::ptrdiff_t>(back_), storage_.end(), is_guard);
-  }
-
- private:
-  std::vector<std::byte> storage_;
-  std::size_t front_ = 0, back_ = 0;
-};
-
 // Everything one case shape needs, built once and reused by every call of that shape.
 struct Prepared {
   Case shape;  // the case with seed 0: calls that differ only in their inputs share it
@@ -190,20 +169,20 @@ class GlooRankBackend final : public RankBackend {
     const std::size_t element = size_of(c.dtype);
     p->input_count = input_elements(c);
     p->output_count = (c.collective == Collective::Reduce && rank != c.root) ? 0 : output_elements(c);
-    p->scratch_storage.allocate(algorithm_.scratch(c), element, c.offset);
+    p->scratch_storage = GuardedBuffer(algorithm_.scratch(c), element, c.offset);
     p->buffers.scratch = p->scratch_storage.data();
     const InPlaceLayout alias = in_place_layout(c.collective, c.count, rank, c.root);
     if (c.in_place && alias.input_inside) {
-      p->output_storage.allocate(p->output_count, element, c.offset);
+      p->output_storage = GuardedBuffer(p->output_count, element, c.offset);
       p->buffers.output = p->output_storage.data();
       p->buffers.input = p->buffers.output + alias.offset * element;
     } else {
-      p->input_storage.allocate(p->input_count, element, c.offset);
+      p->input_storage = GuardedBuffer(p->input_count, element, c.offset);
       p->buffers.input = p->input_storage.data();
       if (c.in_place) {
         p->buffers.output = p->buffers.input + alias.offset * element;
       } else {
-        p->output_storage.allocate(p->output_count, element, c.offset);
+        p->output_storage = GuardedBuffer(p->output_count, element, c.offset);
         p->buffers.output = p->output_storage.data();
       }
     }

@@ -10,15 +10,12 @@
 #include <optional>
 #include <vector>
 
-#include "impls/schedule/schedule.h"
+#include "impls/link/guarded_buffer.h"
 #include "impls/vendors/mpi/mpi_backend.h"
 #include "reference/inputs.h"
 
 namespace collcheck {
 namespace {
-
-constexpr std::size_t kGuard = 8;  // elements of guard zone before and after every buffer
-constexpr std::byte kGuardPattern{0xa5};
 
 std::optional<MPI_Datatype> mpi_type(DType dtype) {
   switch (dtype) {
@@ -43,28 +40,6 @@ std::optional<MPI_Op> mpi_op(RedOp op) {
     default: return std::nullopt;  // avg: MPI has no averaging op
   }
 }
-
-// One buffer between two guard zones, moved `offset` elements off the allocation's alignment.
-class GuardedBuffer {
- public:
-  GuardedBuffer() = default;
-  GuardedBuffer(std::size_t elements, std::size_t element_size, std::size_t offset)
-      : memory_((offset + 2 * kGuard + elements) * element_size, kGuardPattern),
-        element_(element_size), guard_(kGuard * element_size), lead_(offset * element_size + guard_) {
-    std::fill_n(data(), elements * element_size, std::byte{0});
-  }
-  std::byte* data() { return memory_.data() + lead_; }
-  std::byte* at(std::size_t element) { return data() + element * element_; }
-  bool guards_intact() const {
-    const auto pattern = [](std::byte b) { return b == kGuardPattern; };
-    return std::all_of(memory_.begin() + static_cast<std::ptrdiff_t>(lead_ - guard_), memory_.begin() + static_cast<std::ptrdiff_t>(lead_), pattern) &&
-           std::all_of(memory_.end() - static_cast<std::ptrdiff_t>(guard_), memory_.end(), pattern);
-  }
-
- private:
-  std::vector<std::byte> memory_;
-  std::size_t element_ = 1, guard_ = 0, lead_ = 0;
-};
 
 // This rank's buffers for one case, laid out as NCCL lays them: out of place an input and an
 // output buffer; in place one buffer, the input inside the output for all-gather and the
@@ -183,7 +158,7 @@ RankResult MpiBackend::result(const Case&, Buffers& b) const {
   RankResult r;
   r.output.assign(b.out, b.out + b.out_bytes);
   r.input.assign(b.in, b.in + b.in_bytes);
-  r.guards_intact = b.input.guards_intact() && b.output.guards_intact();
+  r.guards_intact = b.input.intact() && b.output.intact();
   return r;
 }
 

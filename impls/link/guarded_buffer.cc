@@ -1,0 +1,39 @@
+// GuardedBuffer: one allocation laid out as guarded_buffer.h's rule says, and its guard check.
+#include "impls/link/guarded_buffer.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace collcheck {
+
+std::string_view name(GuardZone zone) {
+  switch (zone) {
+    case GuardZone::None: return "none";
+    case GuardZone::Front: return "front (before the buffer)";
+    case GuardZone::Back: return "back (after the buffer)";
+  }
+  return "?";
+}
+
+GuardedBuffer::GuardedBuffer(std::size_t count, std::size_t element_size, std::size_t offset, std::size_t guard)
+    : bytes_(count * element_size), back_(guard * element_size), element_(element_size) {
+  const std::size_t guard_bytes = guard * element_size;
+  front_ = (guard_bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment + offset * element_size;
+  storage_.assign(kBufferAlignment + front_ + bytes_ + back_, std::byte{0});
+  const auto address = reinterpret_cast<std::uintptr_t>(storage_.data());
+  start_ = static_cast<std::size_t>((kBufferAlignment - address % kBufferAlignment) % kBufferAlignment);
+  std::fill_n(storage_.data() + start_, front_, kGuardPattern);
+  std::fill_n(storage_.data() + start_ + front_ + bytes_, back_, kGuardPattern);
+}
+
+GuardZone GuardedBuffer::damaged() const {
+  if (storage_.empty()) return GuardZone::None;
+  const auto is_pattern = [](std::byte b) { return b == kGuardPattern; };
+  const std::byte* front = storage_.data() + start_;
+  if (!std::all_of(front, front + front_, is_pattern)) return GuardZone::Front;
+  const std::byte* back = front + front_ + bytes_;
+  if (!std::all_of(back, back + back_, is_pattern)) return GuardZone::Back;
+  return GuardZone::None;
+}
+
+}  // namespace collcheck

@@ -1,0 +1,52 @@
+// A rank buffer between two guard zones, laid out by one rule for every executor and vendor
+// adapter (sim, proc, mpi, gloo, ...), so a case tests the same misalignment on each of them.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+namespace collcheck {
+
+// The layout rule. The storage starts at a kBufferAlignment (64-byte) boundary, the front guard
+// zone fills it up to the buffer, and the buffer starts at the first boundary at or past `guard`
+// elements, plus the case's offset (Case::offset, in elements). So the buffer's address is
+// offset * element size bytes past a 64-byte boundary on every backend: offset 0 is aligned as
+// cudaMalloc or a cache line is, offset 1 of f32 is 4 bytes off. The back zone is the `guard`
+// elements right after the buffer's last byte. Both zones hold kGuardPattern, the buffer starts
+// zeroed, and damaged() names the first zone whose pattern changed.
+inline constexpr std::size_t kBufferAlignment = 64;
+inline constexpr std::size_t kGuardElements = 8;  // the guard every backend puts around a buffer
+inline constexpr std::byte kGuardPattern{0xa5};
+
+enum class GuardZone { None, Front, Back };
+std::string_view name(GuardZone);  // none, front (before the buffer), back (after it)
+
+class GuardedBuffer {
+ public:
+  GuardedBuffer() = default;  // no memory: data() is null, the guards intact
+  GuardedBuffer(std::size_t count, std::size_t element_size, std::size_t offset, std::size_t guard = kGuardElements);
+  // Moves keep the storage (and its alignment); a copy would move it, so there is none.
+  GuardedBuffer(GuardedBuffer&&) noexcept = default;
+  GuardedBuffer& operator=(GuardedBuffer&&) noexcept = default;
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+
+  std::byte* data() { return storage_.empty() ? nullptr : storage_.data() + start_ + front_; }
+  const std::byte* data() const { return storage_.empty() ? nullptr : storage_.data() + start_ + front_; }
+  std::byte* at(std::size_t element) { return data() + element * element_; }
+  std::size_t bytes() const { return bytes_; }
+
+  GuardZone damaged() const;
+  bool intact() const { return damaged() == GuardZone::None; }
+
+ private:
+  std::vector<std::byte> storage_;
+  std::size_t start_ = 0;    // the first 64-byte boundary in storage_
+  std::size_t front_ = 0;    // bytes of front zone: the guard rounded up to a boundary, plus the offset
+  std::size_t bytes_ = 0;    // the buffer's
+  std::size_t back_ = 0;     // bytes of back zone
+  std::size_t element_ = 1;  // bytes per element
+};
+
+}  // namespace collcheck
