@@ -34,7 +34,7 @@ std::string wrong_result(const Case& c, const RepeatedRun& run) {
 }  // namespace
 
 RunOptions PropertyContext::run_options(std::uint64_t seed, int calls) const {
-  RunOptions options{seed, calls, nullptr};
+  RunOptions options{seed, calls};
   options.deadline = deadline;
   options.fault_plan = fault_plan;
   return options;

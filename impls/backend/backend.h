@@ -51,34 +51,44 @@ struct RankResult {
   bool guards_intact = true;          // nothing written just before or after any buffer
 };
 
-// Options a run takes besides the case. `calls` > 1 is a training loop: the collective runs
-// that many times back to back on the same buffers, each rank writing the inputs of call k
-// (the case with seed + k) as soon as its own call k-1 has returned; RepeatedRun::calls then holds
-// every call's outputs, call by call.
-struct RunOptions {
-  std::uint64_t schedule_seed = 0;  // sim: the interleaving
+// What a run is asked besides the case, for a whole world (RunOptions) and for one rank's part
+// of it (RankRunOptions, rank_backend.h) alike: a field both need is added here, once.
+// `calls` > 1 is a training loop: the collective runs that many times back to back on the same
+// buffers, each rank writing the inputs of call k (the case with seed + k) as soon as its own
+// call k-1 has returned; the run then holds every call's outputs, call by call.
+struct CallOptions {
   int calls = 1;
-  // Given inputs, rank by rank, instead of the generated ones (with calls == 1): how the
-  // composition property feeds one collective's outputs into the next.
-  const std::vector<std::vector<std::byte>>* inputs = nullptr;
-  // Seconds the run may take before it is reported as a hang; 0: the backend's default,
-  // derived from the case's size.
+  // Seconds the run may take. A whole run past it is reported as a hang (0: the backend's
+  // default, derived from the case's size); a rank's waits give up past it and the run ends
+  // with an error (where the backend can: our executors can, a vendor call may not return).
   double deadline = 0;
   // Every send of the run passes through it (faults, docs/faults.md); null: none. Backends
   // that cannot honour a hook say so in Capabilities::hook.
   LinkHook* hook = nullptr;
+  // Timing (`collcheck bench`): inputs written once, `warmup` untimed calls, then `iterations`
+  // timed ones on the same buffers; `seconds` of the run is the mean time per timed call (the
+  // slowest rank's) and `calls` is ignored. When `checked`, the timed calls' outputs are
+  // returned too, one per call, for the oracle.
+  bool timed = false;
+  int warmup = 0;
+  int iterations = 0;
+  bool checked = false;
+};
+
+// A whole world's run: RunOptions{} or RunOptions{schedule_seed, calls}, then fields by name.
+struct RunOptions : CallOptions {
+  RunOptions() = default;
+  explicit RunOptions(std::uint64_t seed, int call_count = 1) : schedule_seed(seed) { calls = call_count; }
+
+  std::uint64_t schedule_seed = 0;  // sim: the interleaving
+  // Given inputs, rank by rank, instead of the generated ones (with calls == 1): how the
+  // composition property feeds one collective's outputs into the next.
+  const std::vector<std::vector<std::byte>>* inputs = nullptr;
   // The same faults as a plan's text (faults/plan.h), for backends whose ranks run in other
   // processes and build their own hook from it, seeded by schedule_seed; empty: none.
   std::string fault_plan = {};
   // Run without the faults a decorator would add (the recovery property's fresh run).
   bool without_faults = false;
-  // Timing (`collcheck bench`): inputs written once, `warmup` untimed calls, then `iterations`
-  // timed ones on the same buffers; RepeatedRun::seconds is the mean time per timed call (the
-  // slowest rank's). When `checked`, calls[k] holds timed call k's outputs for the oracle.
-  bool timed = false;
-  int warmup = 0;
-  int iterations = 0;
-  bool checked = false;
 };
 
 // How a run ended and what every rank holds after each call.

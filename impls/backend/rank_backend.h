@@ -19,22 +19,13 @@
 
 namespace collcheck {
 
-struct RankRunOptions {
-  int calls = 1;  // back to back on the same buffers, as RunOptions::calls
+// One rank's part of a run (CallOptions, backend.h); its deadline is 60 s unless told.
+struct RankRunOptions : CallOptions {
+  RankRunOptions() { deadline = 60; }
+
   // This rank's given input (exactly its input buffer, packed) instead of the generated one,
   // with calls == 1.
   const std::vector<std::byte>* input = nullptr;
-  // Seconds from the start of the run after which a wait gives up and the run ends with an
-  // error (where the backend can: our executors can, a vendor call may not return at all).
-  double deadline = 60;
-  LinkHook* hook = nullptr;  // ours: every send and wait passes through it; null: none
-  // Timing (bench): inputs written once, `warmup` untimed calls, then `iterations` timed ones
-  // on the same buffers; RankRun::seconds is the mean time per timed call and `calls` is
-  // ignored. When `checked`, the timed calls' outputs are returned too (one RankResult each).
-  bool timed = false;
-  int warmup = 0;
-  int iterations = 0;
-  bool checked = false;
 };
 
 struct RankRun {

@@ -71,12 +71,10 @@ double run_deadline(const Case& c, const RunOptions& options, const BackendOptio
 
 RankRunOptions rank_run_options(const RunOptions& options, double deadline) {
   RankRunOptions out;
+  static_cast<CallOptions&>(out) = options;
   out.calls = std::max(options.calls, 1);
   out.deadline = 0.8 * deadline;
-  out.timed = options.timed;
-  out.warmup = options.warmup;
-  out.iterations = options.iterations;
-  out.checked = options.checked;
+  out.hook = nullptr;  // a hook lives in this process; the ranks build theirs from the fault plan
   return out;
 }
 

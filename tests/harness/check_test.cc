@@ -176,7 +176,7 @@ TEST(BackendGrammar, NamesEveryPartThatIsWrong) {
 // Runs one property on one case of a backend, as the check loop does.
 PropertyResult run_one(const std::string& spec, const std::string& property, const Case& c) {
   auto list = backends(spec);
-  const RepeatedRun base = list.front()->run(c, RunOptions{1, 1, nullptr});
+  const RepeatedRun base = list.front()->run(c, RunOptions{1, 1});
   return find_property(property)->check(c, *list.front(), base, PropertyContext{1});
 }
 
