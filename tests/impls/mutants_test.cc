@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "impls/link/guarded_buffer.h"
 #include "impls/mutants/mutants.h"
 #include "tests/support/cases.h"
 #include "reference/oracle.h"
@@ -14,7 +15,6 @@
 namespace collcheck {
 namespace {
 
-constexpr std::size_t kGuard = 8;  // as the sim backend runs them
 
 Case make_case(Collective collective, DType dtype, RedOp op, std::size_t count, int nranks) {
   Case c = testing::make_case(collective, dtype, op, count, nranks);
@@ -40,10 +40,10 @@ SimulatedRun run(const Mutant& m, const Case& c, std::uint64_t seed = 0, const K
     refused.error = schedule.error().text();
     return refused;
   }
-  const Status valid = validate(*schedule, kGuard);
+  const Status valid = validate(*schedule, kGuardElements);
   EXPECT_TRUE(valid.ok()) << m.variant.name << " " << to_string(c) << ": " << valid.error().text();
   SimulationOptions options(seed, nullptr, true);
-  options.guard = kGuard;
+  options.guard = kGuardElements;  // as the sim backend runs them
   options.reduction = m.variant.reduction;
   return simulate(*schedule, sim_fabric(c.nranks), options);
 }
