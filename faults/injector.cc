@@ -57,8 +57,7 @@ bool FaultInjector::fires(std::size_t index, const Message& message) {
   const std::uint64_t offset = state.bytes;
   state.bytes += message.bytes;
   const Trigger& t = f.trigger;
-  if (message.time < t.at || number < t.after ||
-      (t.offset > 0 && offset + message.bytes <= t.offset)) return false;
+  if (message.time < t.at || number < t.after || (t.offset > 0 && offset + message.bytes <= t.offset)) return false;
   if (t.times != 0 && state.affected >= t.times) return false;
   if (f.kind == FaultKind::LinkFlap && !flap_down(f, message.time)) return false;
   return t.p >= 1 || unit_interval(draw(index, message, Chance)) < t.p;
@@ -75,9 +74,7 @@ void FaultInjector::apply(std::size_t index, const Message& message, std::span<s
     // On `sim` a stopped or killed rank is one whose messages never leave it; on `proc` these
     // become SIGSTOP and SIGKILL that the launched rank's process raises on itself.
     case FaultKind::Stop:
-    case FaultKind::Kill:
-      decision.drop = true;
-      break;
+    case FaultKind::Kill: decision.drop = true; break;
     case FaultKind::Delay:
       decision.delay += (f.ms + f.jitter * unit_interval(draw(index, message, Jitter))) / 1000;
       break;
@@ -89,12 +86,8 @@ void FaultInjector::apply(std::size_t index, const Message& message, std::span<s
       if (payload.empty()) return;  // nothing to flip (timing-only runs, empty messages)
       corrupt(index, message, payload);
       break;
-    case FaultKind::Duplicate:
-      ++decision.duplicates;
-      break;
-    case FaultKind::Reorder:
-      decision.reorder = true;
-      break;
+    case FaultKind::Duplicate: ++decision.duplicates; break;
+    case FaultKind::Reorder: decision.reorder = true; break;
   }
   ++state.affected;
 }
@@ -118,9 +111,9 @@ void FaultInjector::corrupt(std::size_t index, const Message& message, std::span
 // order messages are sent in.
 std::uint64_t FaultInjector::draw(std::size_t index, const Message& m, std::uint64_t purpose) const {
   std::uint64_t x = mix64(seed_ ^ mix64(index));
-  for (std::uint64_t part : {static_cast<std::uint64_t>(m.from), static_cast<std::uint64_t>(m.to),
-                             static_cast<std::uint64_t>(m.channel), m.sequence,
-                             static_cast<std::uint64_t>(m.attempt), purpose}) {
+  for (std::uint64_t part :
+       {static_cast<std::uint64_t>(m.from), static_cast<std::uint64_t>(m.to), static_cast<std::uint64_t>(m.channel),
+        m.sequence, static_cast<std::uint64_t>(m.attempt), purpose}) {
     x = mix64(x ^ part);
   }
   return x;
@@ -136,7 +129,8 @@ std::vector<std::uint64_t> FaultInjector::affected_per_fault() const {
 std::array<std::uint64_t, fault_kind_count> FaultInjector::affected_per_kind() const {
   const std::vector<std::uint64_t> per_fault = affected_per_fault();
   std::array<std::uint64_t, fault_kind_count> counts{};
-  for (std::size_t i = 0; i < per_fault.size(); ++i) counts[static_cast<std::size_t>(plan_.faults[i].kind)] += per_fault[i];
+  for (std::size_t i = 0; i < per_fault.size(); ++i)
+    counts[static_cast<std::size_t>(plan_.faults[i].kind)] += per_fault[i];
   return counts;
 }
 

@@ -85,7 +85,8 @@ bool eligible(int fd) {
 }
 
 void sleep_for(double seconds) {
-  timespec left{static_cast<time_t>(seconds), static_cast<long>((seconds - static_cast<double>(static_cast<time_t>(seconds))) * 1e9)};
+  timespec left{static_cast<time_t>(seconds),
+                static_cast<long>((seconds - static_cast<double>(static_cast<time_t>(seconds))) * 1e9)};
   while (::nanosleep(&left, &left) != 0 && errno == EINTR) {
   }
 }

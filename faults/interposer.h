@@ -29,8 +29,8 @@ typedef void (*collcheck_socket_callback)(void* context, int fd, unsigned char* 
 // Starts passing outgoing calls to `callback`; the `excluded` descriptors (at most
 // COLLCHECK_INTERPOSE_MAX_EXCLUDED, e.g. the worker's control connection) are never touched.
 // Returns 0, or -1 when already armed or given too many descriptors.
-typedef int (*collcheck_interpose_arm_function)(collcheck_socket_callback callback, void* context,
-                                                const int* excluded, int excluded_count);
+typedef int (*collcheck_interpose_arm_function)(collcheck_socket_callback callback, void* context, const int* excluded,
+                                                int excluded_count);
 // Stops calling the callback; returns once no call is inside it any more.
 typedef void (*collcheck_interpose_disarm_function)(void);
 

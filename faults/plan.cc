@@ -108,7 +108,8 @@ std::string range_error(const Fault& f) {
            " needs one (" + (needs == Target::Scope::Link ? "link=A->B" : "rank=R") + ")";
   }
   if (f.target.scope == Target::Scope::Link && f.target.from == f.target.to) {
-    return "link: " + std::to_string(f.target.from) + "->" + std::to_string(f.target.to) + ": needs two different ranks";
+    return "link: " + std::to_string(f.target.from) + "->" + std::to_string(f.target.to) +
+           ": needs two different ranks";
   }
   return "";
 }
@@ -120,8 +121,8 @@ Error item_error(std::size_t item, std::string_view text, const std::string& wha
 // One `key=value` into `f`; returns what is wrong, or "".
 std::string read_key(Fault& f, std::string_view key, std::string_view value) {
   if (!key_allowed(f.kind, key)) {
-    return "unknown key `" + std::string(key) + "` for " + std::string(to_string(f.kind)) + " (allowed: " +
-           allowed_keys(f.kind) + ")";
+    return "unknown key `" + std::string(key) + "` for " + std::string(to_string(f.kind)) +
+           " (allowed: " + allowed_keys(f.kind) + ")";
   }
   const std::string bad = std::string(key) + ": `" + std::string(value) + "` is not ";
   if (key == "link") {
@@ -141,10 +142,17 @@ std::string read_key(Fault& f, std::string_view key, std::string_view value) {
   if (key == "offset") return read_number(value, f.trigger.offset) ? "" : bad + "a byte offset (0, 1, ...)";
   if (key == "times") return read_number(value, f.trigger.times) ? "" : bad + "a count (0: no limit)";
   if (key == "bits") return read_number(value, f.bits) ? "" : bad + "a count of bits 1..64";
-  double* real = key == "at" ? &f.trigger.at : key == "p" ? &f.trigger.p : key == "ms" ? &f.ms
-               : key == "jitter" ? &f.jitter : key == "period" ? &f.period : &f.factor;
-  const std::string_view range = key == "at" ? "seconds >= 0" : key == "p" ? "0 < p <= 1"
-                               : key == "factor" ? ">= 1" : key == "period" ? "milliseconds > 0" : "milliseconds >= 0";
+  double* real = key == "at"       ? &f.trigger.at
+                 : key == "p"      ? &f.trigger.p
+                 : key == "ms"     ? &f.ms
+                 : key == "jitter" ? &f.jitter
+                 : key == "period" ? &f.period
+                                   : &f.factor;
+  const std::string_view range = key == "at"       ? "seconds >= 0"
+                                 : key == "p"      ? "0 < p <= 1"
+                                 : key == "factor" ? ">= 1"
+                                 : key == "period" ? "milliseconds > 0"
+                                                   : "milliseconds >= 0";
   return read_number(value, *real) ? "" : bad + "a number (" + std::string(range) + ")";
 }
 
@@ -160,7 +168,8 @@ Result<Fault> parse_fault(std::size_t item, std::string_view text) {
   for (std::size_t i = 1; i < pieces.size(); ++i) {
     const KeyValue pair = split_key_value(pieces[i]);
     if (!pair.has_value || pair.key.empty()) {
-      return item_error(item, text, "`" + std::string(pair.item) + "` is not key=value (keys: " + allowed_keys(f.kind) + ")");
+      return item_error(item, text,
+                        "`" + std::string(pair.item) + "` is not key=value (keys: " + allowed_keys(f.kind) + ")");
     }
     const std::string_view key = pair.key;
     const bool is_target = key == "link" || key == "rank";
@@ -201,7 +210,8 @@ std::string to_string(const Fault& f) {
   const Fault d;  // the defaults, which are not printed
   std::string text(to_string(f.kind));
   auto add = [&](std::string_view key, const std::string& value) { text += ":" + std::string(key) + "=" + value; };
-  if (f.target.scope == Target::Scope::Link) add("link", std::to_string(f.target.from) + "->" + std::to_string(f.target.to));
+  if (f.target.scope == Target::Scope::Link)
+    add("link", std::to_string(f.target.from) + "->" + std::to_string(f.target.to));
   if (f.target.scope == Target::Scope::Rank) add("rank", std::to_string(f.target.rank));
   if (f.trigger.at != d.trigger.at) add("at", number(f.trigger.at));
   if (f.trigger.after != d.trigger.after) add("after", std::to_string(f.trigger.after));
@@ -239,7 +249,8 @@ Status validate(const FaultPlan& plan, int nranks) {
   for (std::size_t i = 0; i < plan.faults.size(); ++i) {
     const Fault& f = plan.faults[i];
     std::string what = range_error(f);
-    for (std::string_view key : {"link", "rank", "after", "offset", "p", "times", "ms", "jitter", "bits", "period", "factor"}) {
+    for (std::string_view key :
+         {"link", "rank", "after", "offset", "p", "times", "ms", "jitter", "bits", "period", "factor"}) {
       if (!what.empty()) break;
       const Fault d;
       const bool set = key == "link"     ? f.target.scope == Target::Scope::Link
@@ -254,12 +265,14 @@ Status validate(const FaultPlan& plan, int nranks) {
                        : key == "period" ? f.period != d.period
                                          : f.factor != d.factor;
       if (set && !key_allowed(f.kind, key)) {
-        what = std::string(key) + ": not taken by " + std::string(to_string(f.kind)) + " (allowed: " + allowed_keys(f.kind) + ")";
+        what = std::string(key) + ": not taken by " + std::string(to_string(f.kind)) +
+               " (allowed: " + allowed_keys(f.kind) + ")";
       }
     }
     const auto out_of_range = [&](int rank) { return rank < 0 || rank >= nranks; };
     const std::string ranks = " must be 0.." + std::to_string(nranks - 1) + " in a world of " + std::to_string(nranks);
-    if (what.empty() && f.target.scope == Target::Scope::Link && (out_of_range(f.target.from) || out_of_range(f.target.to))) {
+    if (what.empty() && f.target.scope == Target::Scope::Link &&
+        (out_of_range(f.target.from) || out_of_range(f.target.to))) {
       what = "link: " + std::to_string(f.target.from) + "->" + std::to_string(f.target.to) + ": both ranks" + ranks;
     }
     if (what.empty() && f.target.scope == Target::Scope::Rank && out_of_range(f.target.rank)) {
@@ -288,10 +301,13 @@ std::vector<FaultPlan> simpler(const FaultPlan& plan) {
       candidates.push_back(std::move(milder));
     };
     vary(f.trigger.at > 0 && f.trigger.at < 1e6, [](Fault& g) { g.trigger.at *= 2; });
-    vary(message_triggers && f.trigger.after < (1ull << 40), [](Fault& g) { g.trigger.after = g.trigger.after * 2 + 1; });
-    vary(message_triggers && f.trigger.offset < (1ull << 40), [](Fault& g) { g.trigger.offset = g.trigger.offset * 2 + 1; });
+    vary(message_triggers && f.trigger.after < (1ull << 40),
+         [](Fault& g) { g.trigger.after = g.trigger.after * 2 + 1; });
+    vary(message_triggers && f.trigger.offset < (1ull << 40),
+         [](Fault& g) { g.trigger.offset = g.trigger.offset * 2 + 1; });
     vary(message_triggers && f.trigger.p > 1e-6, [](Fault& g) { g.trigger.p /= 2; });
-    vary(message_triggers && f.trigger.times != 1, [](Fault& g) { g.trigger.times = g.trigger.times == 0 ? 1 : g.trigger.times / 2; });
+    vary(message_triggers && f.trigger.times != 1,
+         [](Fault& g) { g.trigger.times = g.trigger.times == 0 ? 1 : g.trigger.times / 2; });
     vary(f.bits > 1, [](Fault& g) { g.bits /= 2; });
     vary(f.ms > 0, [](Fault& g) { g.ms = 0; });
     vary(f.ms > 1e-3, [](Fault& g) { g.ms /= 2; });

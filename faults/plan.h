@@ -67,11 +67,11 @@ struct Target {
 };
 
 struct Trigger {
-  double at = 0;              // seconds from the start of the run
-  std::uint64_t after = 0;    // the target's message number
-  std::uint64_t offset = 0;   // byte offset into the target's traffic
-  double p = 1;               // probability per message
-  std::uint64_t times = 0;    // most messages affected; 0: no limit
+  double at = 0;             // seconds from the start of the run
+  std::uint64_t after = 0;   // the target's message number
+  std::uint64_t offset = 0;  // byte offset into the target's traffic
+  double p = 1;              // probability per message
+  std::uint64_t times = 0;   // most messages affected; 0: no limit
 
   bool operator==(const Trigger&) const = default;
 };
@@ -80,11 +80,11 @@ struct Fault {
   FaultKind kind = FaultKind::Drop;
   Target target;
   Trigger trigger;
-  double ms = 0;        // delay, straggler
-  double jitter = 0;    // delay, milliseconds
-  int bits = 1;         // corrupt
-  double period = 1;    // link-flap, milliseconds
-  double factor = 1;    // straggler
+  double ms = 0;      // delay, straggler
+  double jitter = 0;  // delay, milliseconds
+  int bits = 1;       // corrupt
+  double period = 1;  // link-flap, milliseconds
+  double factor = 1;  // straggler
 
   bool operator==(const Fault&) const = default;
 };

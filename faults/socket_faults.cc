@@ -42,10 +42,12 @@ std::optional<std::string> socket_inode(unsigned local, unsigned remote) {
     while (std::getline(in, line)) {
       std::istringstream fields(line);
       std::string slot, local_address, remote_address, state, queues, timer, retransmits, uid, timeout, inode;
-      fields >> slot >> local_address >> remote_address >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+      fields >> slot >> local_address >> remote_address >> state >> queues >> timer >> retransmits >> uid >> timeout >>
+          inode;
       const auto port = [](const std::string& address) {
         const std::size_t colon = address.rfind(':');
-        return colon == std::string::npos ? 0u : static_cast<unsigned>(std::stoul(address.substr(colon + 1), nullptr, 16));
+        return colon == std::string::npos ? 0u
+                                          : static_cast<unsigned>(std::stoul(address.substr(colon + 1), nullptr, 16));
       };
       if (!inode.empty() && port(local_address) == local && port(remote_address) == remote) return inode;
     }
@@ -95,13 +97,15 @@ int SocketFaults::peer_of(int fd) {
   sockaddr_storage mine{}, theirs{};
   socklen_t mine_length = sizeof mine, their_length = sizeof theirs;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &mine_length) != 0 ||
-      ::getpeername(fd, reinterpret_cast<sockaddr*>(&theirs), &their_length) != 0) return -1;
+      ::getpeername(fd, reinterpret_cast<sockaddr*>(&theirs), &their_length) != 0)
+    return -1;
   const std::optional<unsigned> local = port_of(mine), remote = port_of(theirs);
   if (!local || !remote) return -1;
   const std::optional<std::string> inode = socket_inode(*remote, *local);
   if (!inode) return -1;
   for (std::size_t r = 0; r < peer_pids_.size(); ++r) {
-    if (static_cast<int>(r) != rank_ && process_holds(peer_pids_[r], "socket:[" + *inode + "]")) return static_cast<int>(r);
+    if (static_cast<int>(r) != rank_ && process_holds(peer_pids_[r], "socket:[" + *inode + "]"))
+      return static_cast<int>(r);
   }
   return -1;
 }
@@ -148,7 +152,8 @@ bool SocketFaults::broke_connections() const {
   return broke_;
 }
 
-void SocketFaults::callback(void* context, int fd, unsigned char* copy, std::size_t bytes, collcheck_socket_action* action) {
+void SocketFaults::callback(void* context, int fd, unsigned char* copy, std::size_t bytes,
+                            collcheck_socket_action* action) {
   try {
     *action = static_cast<SocketFaults*>(context)->on_send(fd, {reinterpret_cast<std::byte*>(copy), bytes});
   } catch (...) {
@@ -166,7 +171,8 @@ ArmedInterposer::ArmedInterposer(SocketFaults& faults, std::vector<int> excluded
 
 ArmedInterposer::~ArmedInterposer() {
   if (!armed_) return;
-  auto disarm = reinterpret_cast<collcheck_interpose_disarm_function>(::dlsym(RTLD_DEFAULT, COLLCHECK_INTERPOSE_DISARM));
+  auto disarm =
+      reinterpret_cast<collcheck_interpose_disarm_function>(::dlsym(RTLD_DEFAULT, COLLCHECK_INTERPOSE_DISARM));
   if (disarm != nullptr) disarm();
 }
 

@@ -110,10 +110,12 @@ Result<std::vector<std::uint64_t>> parse_set(std::string_view field, std::string
     const std::size_t dots = item.find("..");
     Result<std::uint64_t> first = parse_count(field, item.substr(0, dots), low, high);
     if (!first) return first.error();
-    Result<std::uint64_t> last = dots == std::string_view::npos ? first : parse_count(field, item.substr(dots + 2), low, high);
+    Result<std::uint64_t> last =
+        dots == std::string_view::npos ? first : parse_count(field, item.substr(dots + 2), low, high);
     if (!last) return last.error();
     if (*last < *first) return Error{std::string(field), "'" + std::string(item) + "': the range is empty"};
-    if (*last - *first > 1'000'000) return Error{std::string(field), "'" + std::string(item) + "': more than a million values"};
+    if (*last - *first > 1'000'000)
+      return Error{std::string(field), "'" + std::string(item) + "': more than a million values"};
     for (std::uint64_t v = *first; v <= *last; ++v) values.push_back(v);
   }
   std::sort(values.begin(), values.end());

@@ -21,10 +21,10 @@ enum class Use { Once, Repeatable, Required };
 // One option of a command: its parser and its help (harness/command_help.h) read the same row,
 // so what `--help` says and what the command accepts cannot drift apart.
 struct Option {
-  std::string_view name;        // the long name without `--`: "ranks"
-  std::string_view value;       // what the value is, for help: "LIST", "0|1"; empty for a switch
-  std::string_view fallback;    // what Arguments::get returns when the option is absent; empty: none
-  std::string_view help;        // one line; says the default in words where it is not one value
+  std::string_view name;      // the long name without `--`: "ranks"
+  std::string_view value;     // what the value is, for help: "LIST", "0|1"; empty for a switch
+  std::string_view fallback;  // what Arguments::get returns when the option is absent; empty: none
+  std::string_view help;      // one line; says the default in words where it is not one value
   Use use = Use::Once;
   std::string_view spellings{};  // other spellings, space-separated: "-b", "-w --warmup-iters"
 };

@@ -81,8 +81,9 @@ void print_header(std::ostream& out, const Report& report) {
   };
   out << "# collcheck bench: " << name(s.collective) << " on " << s.nranks << " ranks, " << who(report.backends[0])
       << "\n";
-  if (report.backends.size() > 1) out << "#   vs " << who(report.backends[1]) << "; ratio: busbw(" << report.backends[0]
-                                      << ") / busbw(" << report.backends[1] << ")\n";
+  if (report.backends.size() > 1)
+    out << "#   vs " << who(report.backends[1]) << "; ratio: busbw(" << report.backends[0] << ") / busbw("
+        << report.backends[1] << ")\n";
   out << "# minBytes " << s.min_bytes << " maxBytes " << s.max_bytes << " step: "
       << (s.step_bytes > 0 ? std::to_string(s.step_bytes) + "(bytes)" : std::to_string(s.step_factor) + "(factor)")
       << " warmup iters: " << s.warmup << " iters: " << s.iterations << " validation: " << (s.check ? 1 : 0)
@@ -93,10 +94,10 @@ void print_header(std::ostream& out, const Report& report) {
   }
   // The placement names centred over their four columns (38 wide, from column 52 and 90).
   out << "#\n#" << std::string(64, ' ') << "out-of-place" << std::string(28, ' ') << "in-place\n";
-  std::vector<std::string> names{"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
-                                 "time", "algbw", "busbw", "#wrong"};
-  std::vector<std::string> units{"(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
-                                 "(GB/s)", "(GB/s)", ""};
+  std::vector<std::string> names{"size",  "count",  "type", "redop", "root",  "time",  "algbw",
+                                 "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"};
+  std::vector<std::string> units{"(B)",    "(elements)", "",     "",       "",       "(us)", "(GB/s)",
+                                 "(GB/s)", "",           "(us)", "(GB/s)", "(GB/s)", ""};
   if (report.backends.size() > 1) {
     names.insert(names.end(), {padded("backend", report), "ratio", "ratio"});
     units.insert(units.end(), {padded("", report), "  oop", "   ip"});

@@ -86,7 +86,7 @@ struct Row {
 
 struct MemoryCopy {
   std::size_t bytes = 0;
-  double seconds = 0;  // best of the repeats
+  double seconds = 0;    // best of the repeats
   double bandwidth = 0;  // GB/s
 };
 

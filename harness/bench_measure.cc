@@ -74,9 +74,10 @@ constexpr std::size_t kCheckedBytesPerRun = std::size_t{256} << 20;
 
 // The timed calls of one checked measurement split into runs whose outputs fit the budget.
 std::vector<int> checked_batches(const Case& c, int iterations) {
-  const std::size_t per_call = std::max<std::size_t>(output_elements(c) * size_of(c.dtype), 1) *
-                               static_cast<std::size_t>(c.nranks);
-  const int batch = static_cast<int>(std::clamp<std::size_t>(kCheckedBytesPerRun / per_call, 1, std::size_t(iterations)));
+  const std::size_t per_call =
+      std::max<std::size_t>(output_elements(c) * size_of(c.dtype), 1) * static_cast<std::size_t>(c.nranks);
+  const int batch =
+      static_cast<int>(std::clamp<std::size_t>(kCheckedBytesPerRun / per_call, 1, std::size_t(iterations)));
   std::vector<int> batches(static_cast<std::size_t>(iterations / batch), batch);
   if (iterations % batch != 0) batches.push_back(iterations % batch);
   return batches;
@@ -93,8 +94,8 @@ Measurement measure(Backend& backend, const Case& c, const Settings& settings) {
   options.timed = true;
   options.warmup = settings.warmup;
   options.checked = settings.check && !c.in_place;
-  const std::vector<int> batches = options.checked ? checked_batches(c, settings.iterations)
-                                                   : std::vector<int>{settings.iterations};
+  const std::vector<int> batches =
+      options.checked ? checked_batches(c, settings.iterations) : std::vector<int>{settings.iterations};
   double seconds = 0;
   m.checked = settings.check;
   for (int iterations : batches) {

@@ -68,7 +68,8 @@ Axes fit_axes(const Report& report) {
     if (bytes == 0) continue;
     low = std::min(low, std::log2(static_cast<double>(bytes)));
     high = std::max(high, std::log2(static_cast<double>(bytes)));
-    for (const Measurement* m : {&row.out_of_place_result, &row.in_place_result}) top = std::max(top, m->bandwidth.busbw);
+    for (const Measurement* m : {&row.out_of_place_result, &row.in_place_result})
+      top = std::max(top, m->bandwidth.busbw);
   }
   if (low > high) low = 0, high = 1;
   if (high - low < 1) high = low + 1;
@@ -114,12 +115,14 @@ struct Series {
 
 std::vector<Series> collect_series(const Report& report) {
   std::vector<Series> series;
-  const bool combinations = report.settings.dtypes.size() * report.settings.ops.size() * report.settings.roots.size() > 1;
+  const bool combinations =
+      report.settings.dtypes.size() * report.settings.ops.size() * report.settings.roots.size() > 1;
   for (const Row& row : report.rows) {
     const Case& c = row.out_of_place;
     for (bool in_place : {false, true}) {
       std::string label = report.backends[row.backend] + (in_place ? " in-place" : " out-of-place");
-      if (combinations) label += " " + std::string(nccl_tests_name(c.dtype)) + " " + op_text(c) + " root " + root_text(c);
+      if (combinations)
+        label += " " + std::string(nccl_tests_name(c.dtype)) + " " + op_text(c) + " root " + root_text(c);
       auto found = std::find_if(series.begin(), series.end(), [&](const Series& s) { return s.label == label; });
       if (found == series.end()) found = series.insert(series.end(), Series{label, row.backend, in_place, {}});
       const Measurement& m = in_place ? row.in_place_result : row.out_of_place_result;
@@ -137,8 +140,8 @@ std::vector<Series> collect_series(const Report& report) {
 void write_svg(std::ostream& out, const Report& report) {
   const Axes axes = fit_axes(report);
   const double width = kLeft + kPlotWidth + kRight, height = kTop + kPlotHeight + kBottom;
-  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\" viewBox=\"0 0 "
-      << width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+      << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   std::string title = "collcheck bench: " + std::string(name(report.settings.collective)) + ", " +
                       std::to_string(report.settings.nranks) + " ranks";
   out << "<title>" << xml_text(title) << "</title>\n<text x=\"" << kLeft << "\" y=\"24\" font-size=\"14\">"
@@ -165,7 +168,8 @@ void write_svg(std::ostream& out, const Report& report) {
   if (report.memory.bytes > 0) {
     const double y = axes.y(report.memory.bandwidth);
     out << "<line x1=\"" << kLeft << "\" y1=\"" << y << "\" x2=\"" << kLeft + kPlotWidth << "\" y2=\"" << y
-        << "\" stroke=\"#777\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\"><title>memory copy bandwidth</title></line>\n";
+        << "\" stroke=\"#777\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\"><title>memory copy "
+           "bandwidth</title></line>\n";
     legend("#777", " stroke-dasharray=\"2 3\"", "memcpy " + printf_text("%.2f", report.memory.bandwidth) + " GB/s");
   }
   out << "</svg>\n";

@@ -18,9 +18,9 @@ std::vector<T> allowed(const std::vector<T>& supported, const std::vector<T>& wa
 }
 
 // Simplest first: what a shrunk failure should be stated in.
-const std::vector<DType> kDtypeOrder{DType::Int32,   DType::Float32,    DType::Int8,       DType::UInt8,
-                                     DType::UInt32,  DType::Int64,      DType::UInt64,     DType::Float64,
-                                     DType::Float16, DType::BFloat16,   DType::Float8E4M3, DType::Float8E5M2};
+const std::vector<DType> kDtypeOrder{DType::Int32,   DType::Float32,  DType::Int8,       DType::UInt8,
+                                     DType::UInt32,  DType::Int64,    DType::UInt64,     DType::Float64,
+                                     DType::Float16, DType::BFloat16, DType::Float8E4M3, DType::Float8E5M2};
 
 std::vector<int> rank_counts(int low, int high) {
   const std::vector<int> interesting{1, 2, 3, 4, 5, 7, 8, 9, 11, 13, 15, 16, 17, 31, 32, 33, 63, 64};
@@ -66,7 +66,9 @@ std::size_t count_for(int nranks, std::size_t chunk, std::size_t low, std::size_
       break;
     }
     case 5: count = *rc::gen::inRange<std::size_t>(low, high + 1); break;
-    default: count = *rc::gen::inRange<std::size_t>(1, 4 * n + 1) * chunk + *rc::gen::inRange<std::size_t>(0, 3) - 1; break;
+    default:
+      count = *rc::gen::inRange<std::size_t>(1, 4 * n + 1) * chunk + *rc::gen::inRange<std::size_t>(0, 3) - 1;
+      break;
   }
   return std::clamp(count, low, high);
 }
@@ -77,7 +79,8 @@ bool precondition_possible(const Capabilities& capabilities, const CaseLimits& l
   if (!capabilities.precondition || capabilities.collectives.empty()) return true;
   Case c;
   c.collective = capabilities.collectives.front();
-  for (int n : rank_counts(std::max(limits.min_ranks, capabilities.min_ranks), std::min(limits.max_ranks, capabilities.max_ranks))) {
+  for (int n : rank_counts(std::max(limits.min_ranks, capabilities.min_ranks),
+                           std::min(limits.max_ranks, capabilities.max_ranks))) {
     c.nranks = n;
     if (capabilities.precondition(c)) return true;
   }
@@ -87,7 +90,8 @@ bool precondition_possible(const Capabilities& capabilities, const CaseLimits& l
 }  // namespace
 
 bool any_case_possible(const Capabilities& capabilities, const CaseLimits& limits) {
-  return precondition_possible(capabilities, limits) && !allowed(capabilities.collectives, limits.collectives).empty() &&
+  return precondition_possible(capabilities, limits) &&
+         !allowed(capabilities.collectives, limits.collectives).empty() &&
          !allowed(capabilities.dtypes, limits.dtypes).empty() && !allowed(capabilities.ops, limits.ops).empty() &&
          std::max(limits.min_ranks, capabilities.min_ranks) <= std::min(limits.max_ranks, capabilities.max_ranks);
 }
@@ -96,13 +100,14 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
   const std::vector<Collective> collectives = allowed(capabilities.collectives, limits.collectives);
   const std::vector<DType> dtypes = allowed(allowed(kDtypeOrder, capabilities.dtypes), limits.dtypes);
   std::vector<RedOp> ops = allowed(capabilities.ops, limits.ops);
-  const std::vector<int> ranks =
-      rank_counts(std::max(limits.min_ranks, capabilities.min_ranks), std::min(limits.max_ranks, capabilities.max_ranks));
+  const std::vector<int> ranks = rank_counts(std::max(limits.min_ranks, capabilities.min_ranks),
+                                             std::min(limits.max_ranks, capabilities.max_ranks));
   // Value kinds with their weights (exact 3, real 2, special 1), those the user allows.
   std::vector<ValueKind> values;
   std::vector<std::size_t> weights;
   for (const auto& [value, weight] : {std::pair{ValueKind::Exact, 3}, {ValueKind::Real, 2}, {ValueKind::Special, 1}}) {
-    if (!limits.values.empty() && std::find(limits.values.begin(), limits.values.end(), value) == limits.values.end()) continue;
+    if (!limits.values.empty() && std::find(limits.values.begin(), limits.values.end(), value) == limits.values.end())
+      continue;
     values.push_back(value);
     weights.push_back(static_cast<std::size_t>(weight));
   }
@@ -122,12 +127,14 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
     c.values = values[*kind(weights)];
     c.seed = *rc::gen::inRange<std::uint64_t>(0, 1000000);
     // Keep every buffer reasonable: all-gather, reduce-scatter and all-to-all hold nranks blocks.
-    const std::size_t blocks = input_elements(c.collective, 1, c.nranks) + output_elements(c.collective, 1, c.nranks) - 1;
+    const std::size_t blocks =
+        input_elements(c.collective, 1, c.nranks) + output_elements(c.collective, 1, c.nranks) - 1;
     if (blocks > 1) c.count = std::min(c.count, std::max(min_count, max_count / blocks));
     return c;
   });
   if (!capabilities.precondition) return drawn;
-  return rc::gen::suchThat(drawn, [precondition = capabilities.precondition](const Case& c) { return precondition(c); });
+  return rc::gen::suchThat(drawn,
+                           [precondition = capabilities.precondition](const Case& c) { return precondition(c); });
 }
 
 }  // namespace collcheck

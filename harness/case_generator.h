@@ -22,10 +22,10 @@ struct CaseLimits {
 };
 
 // Rank counts 1, 2, 3, primes, powers of two and 2^k±1; counts 0, 1, below nranks, around
-// multiples of nranks (not divisible), around multiples of the backend's chunk, and large; every dtype, op and root the backend takes;
-// in place or not; buffer offsets 1..15; exact, real and special values. Shrinks toward fewer
-// ranks, fewer elements, root 0, out of place, offset 0, exact values and simpler dtypes.
-// Returns cases the backend supports; `possible` is false when none exist.
+// multiples of nranks (not divisible), around multiples of the backend's chunk, and large; every dtype, op and root the
+// backend takes; in place or not; buffer offsets 1..15; exact, real and special values. Shrinks toward fewer ranks,
+// fewer elements, root 0, out of place, offset 0, exact values and simpler dtypes. Returns cases the backend supports;
+// `possible` is false when none exist.
 rc::Gen<Case> case_generator(const Capabilities&, const CaseLimits&);
 bool any_case_possible(const Capabilities&, const CaseLimits&);
 

@@ -61,7 +61,8 @@ void agree_on_verdict(const CheckOptions& options, const Case& c, bool failed, c
   if (!options.agree) return;
   const std::uint64_t mine = mix64(hash_text(to_string(c)) ^ hash_text(detail) ^ (failed ? 1 : 0));
   if (options.agree(mine) == mine) return;
-  std::fprintf(stderr, "collcheck check: this rank's verdict on '%s' differs from rank 0's; stopping\n", to_string(c).c_str());
+  std::fprintf(stderr, "collcheck check: this rank's verdict on '%s' differs from rank 0's; stopping\n",
+               to_string(c).c_str());
   std::abort();
 }
 
@@ -121,8 +122,7 @@ void print_progress(std::ostream& out, std::size_t cases, std::size_t failures, 
 class Draws {
  public:
   Draws(const CheckOptions& options, const FaultChoice& faults, Backend& backend)
-      : faults_(faults),
-        cases_(case_generator(backend.capabilities(), options.limits)),
+      : faults_(faults), cases_(case_generator(backend.capabilities(), options.limits)),
         plans_(fault_plan_generator(std::max(2, std::min(options.limits.max_ranks, backend.capabilities().max_ranks)),
                                     faults.swarm)),
         case_random_(options.seed ^ hash_text(backend.name())),
@@ -187,7 +187,8 @@ CaseVerdict check_case(const Loop& loop, Backend& backend, const Drawn& drawn, s
   CaseVerdict verdict;
   for (const Property* property : loop.properties) {
     const std::string property_name(property->name);
-    if (std::find(failed_properties.begin(), failed_properties.end(), property_name) != failed_properties.end()) continue;
+    if (std::find(failed_properties.begin(), failed_properties.end(), property_name) != failed_properties.end())
+      continue;
     const PropertyResult result = property->check(c, backend, base, context);
     agree_on_verdict(options, c, !result.ok, result.detail);
     Tally& per = report.per_property[{backend.name(), c.collective, property_name}];
@@ -204,7 +205,8 @@ CaseVerdict check_case(const Loop& loop, Backend& backend, const Drawn& drawn, s
     ++per.failed;
     verdict.failed = true;
     failed_properties.push_back(property_name);
-    Failure failure = shrink(drawn, *property, backend, schedule_seed, result.detail, loop.deadline, options, loop.faults);
+    Failure failure =
+        shrink(drawn, *property, backend, schedule_seed, result.detail, loop.deadline, options, loop.faults);
     failure.backend = backend.name();
     failure.collective = failure.shrunk.collective;
     failure.property = property_name;
@@ -248,8 +250,8 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
   CheckReport report;
   report.seed = options.seed;
   const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                                     std::chrono::duration<double>(options.time_budget));
+  const Clock::time_point deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.time_budget));
   // The command line has checked the text already; a caller's bad text means no faults.
   Result<FaultChoice> faults = parse_fault_choice(options.faults, options.seed);
   const Loop loop{options, faults ? *faults : FaultChoice{}, selected_properties(options), deadline};
@@ -262,8 +264,8 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
     // Each backend gets an equal share of what is left of the budget.
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     const Clock::time_point backend_deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(std::max(left, 0.0) / static_cast<double>(backends.size() - b)));
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                           std::max(left, 0.0) / static_cast<double>(backends.size() - b)));
     Draws draws(options, loop.faults, backend);
     std::vector<std::string> failed_properties;
     for (std::size_t i = 0; options.cases == 0 || i < options.cases; ++i) {

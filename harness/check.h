@@ -3,10 +3,10 @@
 // (under `--faults random`, a plan per case, drawn and shrunk together with it).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <array>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -22,12 +22,12 @@ namespace collcheck {
 
 struct CheckOptions {
   CaseLimits limits;
-  std::size_t cases = 0;             // per backend; 0: as many as the budget allows
+  std::size_t cases = 0;  // per backend; 0: as many as the budget allows
   std::uint64_t seed = 0;
-  double time_budget = 60;           // seconds for all backends together
+  double time_budget = 60;              // seconds for all backends together
   std::vector<std::string> properties;  // empty: every property
-  bool stop_at_first_failure = false;    // per backend: move on once one property failed
-  double deadline = 0;                   // seconds per run before it is a hang; 0: the backend's default
+  bool stop_at_first_failure = false;   // per backend: move on once one property failed
+  double deadline = 0;                  // seconds per run before it is a hang; 0: the backend's default
   // --faults as given (parse_fault_choice): a plan for every run, `random` or `random:KIND,...`
   // for a plan per case drawn from a swarm; empty: none. Backends must be wrapped by
   // with_faults() to take them.
@@ -45,11 +45,11 @@ struct Failure {
   Case shrunk;
   Case original;
   std::uint64_t schedule_seed = 0;
-  std::string detail;                // what the property saw on the shrunk case
-  std::string replay;                // the command that reruns it
-  std::size_t cases_until = 0;       // cases run on the backend until this one failed
+  std::string detail;           // what the property saw on the shrunk case
+  std::string replay;           // the command that reruns it
+  std::size_t cases_until = 0;  // cases run on the backend until this one failed
   std::size_t shrink_runs = 0;
-  FaultPlan plan;                    // the (shrunk) plan it failed under; empty: none
+  FaultPlan plan;  // the (shrunk) plan it failed under; empty: none
 };
 
 // How many base runs ended in each outcome, indexed by Outcome.

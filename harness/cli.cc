@@ -27,9 +27,12 @@ constexpr int kUsageError = 2;
 int run_help(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
 
 const CommandHelp& help_help() {
-  static constexpr CommandHelp help{
-      "help", "print the commands, or one command's options, defaults and an example", {}, "[COMMAND]",
-      "collcheck COMMAND --help (or -h) prints the same as collcheck help COMMAND.", "collcheck help prove"};
+  static constexpr CommandHelp help{"help",
+                                    "print the commands, or one command's options, defaults and an example",
+                                    {},
+                                    "[COMMAND]",
+                                    "collcheck COMMAND --help (or -h) prints the same as collcheck help COMMAND.",
+                                    "collcheck help prove"};
   return help;
 }
 
@@ -42,17 +45,12 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {&version_help, &run_version, nullptr},
-    {&list_help, &run_list, nullptr},
-    {&prove_help, nullptr, &run_prove},
+    {&version_help, &run_version, nullptr},   {&list_help, &run_list, nullptr},     {&prove_help, nullptr, &run_prove},
     {&simulate_help, nullptr, &run_simulate},
 #if COLLCHECK_HAVE_RAPIDCHECK
-    {&check_help, nullptr, &run_check},
-    {&replay_help, nullptr, &run_replay},
+    {&check_help, nullptr, &run_check},       {&replay_help, nullptr, &run_replay},
 #endif
-    {&bench_help, nullptr, &run_bench},
-    {&worker_help, nullptr, &run_worker},
-    {&help_help, nullptr, &run_help},
+    {&bench_help, nullptr, &run_bench},       {&worker_help, nullptr, &run_worker}, {&help_help, nullptr, &run_help},
 };
 
 std::string command_names() {

@@ -106,8 +106,8 @@ Result<std::uint64_t> number(const Arguments& args, const Spelled& spelled, std:
 
 Status parse_sizes(const Arguments& args, const Spelled& spelled, bench::Settings& s) {
   if (args.has("stepfactor") && args.has("stepbytes")) {
-    return Error{spelled.field("stepbytes"), "cannot be combined with " + spelled.field("stepfactor") +
-                                                 ": give a step factor or a step in bytes"};
+    return Error{spelled.field("stepbytes"),
+                 "cannot be combined with " + spelled.field("stepfactor") + ": give a step factor or a step in bytes"};
   }
   Result<std::uint64_t> step_bytes = number(args, spelled, "stepbytes", args.has("stepbytes") ? 1 : 0, kMaxBytes);
   if (!step_bytes) return step_bytes.error();
@@ -191,7 +191,8 @@ Status parse_case_fields(const Arguments& args, const Spelled& spelled, bench::S
 }
 
 // Exactly one backend that implements the collective.
-Result<std::unique_ptr<Backend>> one_backend(std::string_view field, const std::string& spec, const bench::Settings& s) {
+Result<std::unique_ptr<Backend>> one_backend(std::string_view field, const std::string& spec,
+                                             const bench::Settings& s) {
   BackendOptions options;
   options.deadline = s.deadline;
   Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec, options);
@@ -223,7 +224,10 @@ Result<std::unique_ptr<std::ofstream>> open_output(const Arguments& args, std::s
 
 const CommandHelp& bench_help() {
   static constexpr CommandHelp help{
-      "bench", "time a backend with nccl-tests' flags and columns, optionally against another", kOptions, "",
+      "bench",
+      "time a backend with nccl-tests' flags and columns, optionally against another",
+      kOptions,
+      "",
       "Sizes are bytes and take K, M, G. Every size is timed, checked and printed as nccl-tests prints it;\n"
       "@sim backends report the time the simulated fabric predicts (docs/bench.md).",
       "collcheck bench -b 8 -e 128M -f 2 -n 20 --backend ring@proc --vs mpi --svg ring-vs-mpi.svg"};

@@ -13,15 +13,15 @@
 #include <random>
 #include <sstream>
 
-#include "harness/arguments.h"
 #include "faults/plan.h"
+#include "harness/arguments.h"
 #include "harness/check.h"
 #include "harness/fault_generator.h"
 #include "harness/faulty_backend.h"
 #include "harness/report.h"
-#include "impls/worlds/mpi_world.h"
 #include "impls/backend/rank_backend.h"
 #include "impls/registry.h"
+#include "impls/worlds/mpi_world.h"
 #include "properties/property.h"
 #include "reference/oracle.h"
 
@@ -118,10 +118,12 @@ struct Lockstep {
 
 Status join_lockstep(const std::vector<std::string>& specs, Lockstep& lockstep) {
   if (!launched_by_launcher()) return Ok{};
-  const bool across = std::any_of(specs.begin(), specs.end(), [](const std::string& s) { return runs_across_processes(s); });
+  const bool across =
+      std::any_of(specs.begin(), specs.end(), [](const std::string& s) { return runs_across_processes(s); });
   if (!across) return Ok{};
   if (!std::all_of(specs.begin(), specs.end(), [](const std::string& s) { return runs_across_processes(s); })) {
-    return Error{"--backend", "under mpirun every backend must run across processes (@proc, mpi, gloo); run @sim ones alone"};
+    return Error{"--backend",
+                 "under mpirun every backend must run across processes (@proc, mpi, gloo); run @sim ones alone"};
   }
   Result<World*> world = launched_world();
   if (!world) return world.error();
@@ -157,7 +159,8 @@ Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockst
   options.cases = *cases;
   const std::string seed = args.get("seed");
   if (seed.empty()) {
-    options.seed = std::random_device{}() ^ static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+    options.seed = std::random_device{}() ^
+                   static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
     options.seed %= 1000000007;
   } else {
     Result<std::uint64_t> parsed = parse_count("--seed", seed, 0, ~std::uint64_t{0});
@@ -225,8 +228,9 @@ bool write_file(const std::string& path, void (*writer)(const CheckReport&, std:
 Result<FaultChoice> replay_faults(const Arguments& args) {
   Result<FaultChoice> faults = parse_fault_choice(args.get("faults"), 0);
   if (faults && faults->random) {
-    return Error{"--faults", "'" + args.get("faults") + "': replay takes one plan, the --faults '...' of the "
-                                                        "failure's replay line, not random"};
+    return Error{"--faults", "'" + args.get("faults") +
+                                 "': replay takes one plan, the --faults '...' of the "
+                                 "failure's replay line, not random"};
   }
   return faults;
 }
@@ -253,7 +257,10 @@ void print_replayed_run(const Case& c, const Backend& backend, const RepeatedRun
 
 const CommandHelp& check_help() {
   static constexpr CommandHelp help{
-      "check", "run random cases on backends, check every property, shrink failures", kCheckOptions, "",
+      "check",
+      "run random cases on backends, check every property, shrink failures",
+      kCheckOptions,
+      "",
       "backends: ALGORITHM@sim[:chunk=N,channels=N,fan-in=N], all@sim, mutant:NAME@sim; the same @proc\n"
       "[:...,transport=auto|shm|tcp]; mpi[:COLL=ALG,...|:all-algorithms]; gloo[:NAME[:OPTIONS]|:all-algorithms]\n"
       "(collcheck list names them). Under mpirun or srun every rank runs in lockstep. Exit status: 0 held,\n"
@@ -264,7 +271,10 @@ const CommandHelp& check_help() {
 
 const CommandHelp& replay_help() {
   static constexpr CommandHelp help{
-      "replay", "rerun one case on one backend with per-rank detail", kReplayOptions, "'CASE'",
+      "replay",
+      "rerun one case on one backend with per-rank detail",
+      kReplayOptions,
+      "'CASE'",
       "CASE: the text form of a case (docs/oracle.md), as a failure's replay line gives it.",
       "collcheck replay --backend ring@sim 'allreduce/f32/sum/n=10/ranks=3'"};
   return help;
@@ -282,8 +292,8 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   Status joined = join_lockstep(specs, lockstep);
   Result<CheckOptions> options = joined ? parse_options(*args, lockstep) : Result<CheckOptions>(joined.error());
   Result<FaultChoice> faults = options ? parse_fault_choice(options->faults, options->seed) : options.error();
-  auto backends = faults ? backends_of(specs, *args, *faults)
-                         : Result<std::vector<std::unique_ptr<Backend>>>(faults.error());
+  auto backends =
+      faults ? backends_of(specs, *args, *faults) : Result<std::vector<std::unique_ptr<Backend>>>(faults.error());
   if (!backends) {
     err << "collcheck check: " << backends.error().text() << '\n';
     return kUsageError;
@@ -335,16 +345,18 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
     return kUsageError;
   }
   Result<Case> c = parse_case(case_text);
-  Result<std::uint64_t> schedule_seed = parse_count("--schedule-seed", args->get("schedule-seed"), 0, ~std::uint64_t{0});
+  Result<std::uint64_t> schedule_seed =
+      parse_count("--schedule-seed", args->get("schedule-seed"), 0, ~std::uint64_t{0});
   Result<FaultChoice> faults = replay_faults(*args);
   auto backends = faults ? backends_of({args->get("backend")}, *args, *faults)
                          : Result<std::vector<std::unique_ptr<Backend>>>(faults.error());
   const std::string property_name = args->get("property");
   const Property* only = property_name.empty() ? nullptr : find_property(property_name);
   if (!c || !schedule_seed || !backends || (!property_name.empty() && !only)) {
-    const std::string why = !c ? c.error().text() : !schedule_seed ? schedule_seed.error().text()
-                            : !backends ? backends.error().text()
-                                        : "--property '" + property_name + "': must be one of " + property_names();
+    const std::string why = !c               ? c.error().text()
+                            : !schedule_seed ? schedule_seed.error().text()
+                            : !backends      ? backends.error().text()
+                                             : "--property '" + property_name + "': must be one of " + property_names();
     err << "collcheck replay: " << why << '\n';
     return kUsageError;
   }
@@ -364,8 +376,10 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
   for (const Property& property : all_properties()) {
     if (only && only != &property) continue;
     const PropertyResult result = property.check(*c, backend, base, context);
-    out << (result.skipped ? "skipped " : result.ok ? "held    " : "FAILED  ") << property.name
-        << (result.detail.empty() ? "" : ": " + result.detail) << "\n";
+    out << (result.skipped ? "skipped "
+            : result.ok    ? "held    "
+                           : "FAILED  ")
+        << property.name << (result.detail.empty() ? "" : ": " + result.detail) << "\n";
     failed |= !result.ok;
   }
   return failed ? 1 : 0;

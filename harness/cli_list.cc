@@ -11,10 +11,10 @@
 #include "harness/optional_parts.h"
 #include "harness/text_table.h"
 #include "impls/algorithms/algorithms.h"
-#include "impls/mutants/mutants.h"
 #include "impls/backend/rank_backend.h"
-#include "impls/sim/topology.h"
+#include "impls/mutants/mutants.h"
 #include "impls/registry.h"
+#include "impls/sim/topology.h"
 #include "impls/vendors/mpi/mpi_backend.h"
 #include "reference/case.h"
 #include "reference/collective.h"
@@ -49,8 +49,8 @@ void print_collectives(std::ostream& out) {
   for (Collective c : all_collectives()) {
     const std::string input = elements_formula(&input_elements, c);
     const std::string output = elements_formula(&output_elements, c);
-    table.add_row({std::string(name(c)), yes_no(reduces(c)), yes_no(rank_identical(c)),
-                   yes_no(rooted(c)), input, output, count_meaning(input, output)});
+    table.add_row({std::string(name(c)), yes_no(reduces(c)), yes_no(rank_identical(c)), yes_no(rooted(c)), input,
+                   output, count_meaning(input, output)});
   }
   table.print(out);
 }
@@ -65,9 +65,8 @@ void print_dtypes(std::ostream& out) {
   TextTable table;
   table.add_row({"name", "bytes", "long name", "nccl name", "kind"});
   for (DType dtype : all_dtypes()) {
-    table.add_row({std::string(name(dtype)), std::to_string(size_of(dtype)),
-                   std::string(long_name(dtype)), std::string(nccl_name(dtype)),
-                   dtype_kind(dtype)});
+    table.add_row({std::string(name(dtype)), std::to_string(size_of(dtype)), std::string(long_name(dtype)),
+                   std::string(nccl_name(dtype)), dtype_kind(dtype)});
   }
   table.print(out);
 }
@@ -150,7 +149,7 @@ void print_topologies(std::ostream& out) {
 
 const CommandHelp& list_help() {
   static constexpr CommandHelp help{
-      "list", "print the collectives, dtypes, ops, algorithms, value kinds and optional parts", {}, "", "",
+      "list",          "print the collectives, dtypes, ops, algorithms, value kinds and optional parts", {}, "", "",
       "collcheck list"};
   return help;
 }

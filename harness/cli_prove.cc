@@ -35,7 +35,7 @@ struct Sweep {
   std::vector<std::uint64_t> ranks;
   std::vector<std::uint64_t> counts;  // empty: the awkward counts for each rank count
   bool all_roots = false;
-  std::vector<bool> layouts;          // in_place values
+  std::vector<bool> layouts;  // in_place values
   Knobs knobs;
 };
 
@@ -73,7 +73,8 @@ Result<Sweep> parse_sweep(const Arguments& args) {
   }
   for (const Algorithm& a : all_algorithms()) {
     const bool named = algorithm == "all" || a.name == algorithm;
-    const bool wanted = collectives.empty() || std::find(collectives.begin(), collectives.end(), a.collective) != collectives.end();
+    const bool wanted =
+        collectives.empty() || std::find(collectives.begin(), collectives.end(), a.collective) != collectives.end();
     if (named && wanted) sweep.algorithms.push_back(&a);
   }
   if (sweep.algorithms.empty()) {
@@ -138,10 +139,10 @@ void prove_one(const Algorithm& algorithm, Case shape, const Knobs& knobs, Band&
   if (proof.ok) return;
   ++band.failed;
   std::string replay = "collcheck prove --algorithm " + std::string(algorithm.name) + " --collective " +
-                       std::string(name(shape.collective)) + " --ranks " + std::to_string(shape.nranks) +
-                       " --counts " + std::to_string(shape.count) + " --layout " +
-                       (shape.in_place ? "inplace" : "outofplace") + " --chunk " + std::to_string(knobs.chunk) +
-                       " --channels " + std::to_string(knobs.channels) + " --fan-in " + std::to_string(knobs.fan_in);
+                       std::string(name(shape.collective)) + " --ranks " + std::to_string(shape.nranks) + " --counts " +
+                       std::to_string(shape.count) + " --layout " + (shape.in_place ? "inplace" : "outofplace") +
+                       " --chunk " + std::to_string(knobs.chunk) + " --channels " + std::to_string(knobs.channels) +
+                       " --fan-in " + std::to_string(knobs.fan_in);
   if (rooted(shape.collective)) replay += " --roots all  (root " + std::to_string(shape.root) + ")";
   failures.push_back({replay, proof.message});
 }
@@ -167,7 +168,10 @@ void print_bands(const Algorithm& algorithm, const std::vector<Band>& bands, std
 
 const CommandHelp& prove_help() {
   static constexpr CommandHelp help{
-      "prove", "prove reference algorithms symbolically over ranges of shapes", kOptions, "",
+      "prove",
+      "prove reference algorithms symbolically over ranges of shapes",
+      kOptions,
+      "",
       "LIST: 1,2,8..16; counts take K, M, G (powers of 1024). Without --counts each rank count n gets\n"
       "{0, 1, n-1, n, n+1, 7, 3n+2, chunk+-1, n*chunk+-1, and 64n+13 up to 64 ranks} (docs/algorithms.md).",
       "collcheck prove --algorithm ring --collective allreduce --ranks 1..1024"};

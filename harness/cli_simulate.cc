@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "faults/injector.h"
+#include "faults/plan.h"
 #include "harness/arguments.h"
 #include "harness/text_table.h"
 #include "impls/algorithms/algorithms.h"
 #include "impls/sim/simulator.h"
-#include "faults/injector.h"
-#include "faults/plan.h"
 #include "reference/bandwidth.h"
 #include "reference/oracle.h"
 
@@ -137,7 +137,10 @@ std::size_t wrong_elements(const Case& c, const SimulatedRun& run, std::string& 
 
 const CommandHelp& simulate_help() {
   static constexpr CommandHelp help{
-      "simulate", "run an algorithm on the simulated fabric, check it, predict its time", kOptions, "",
+      "simulate",
+      "run an algorithm on the simulated fabric, check it, predict its time",
+      kOptions,
+      "",
       "LIST: 1,2,8..16; counts take K, M, G (powers of 1024). Fault plans: docs/faults.md; the fabric and\n"
       "its topologies: docs/simulator.md.",
       "collcheck simulate --algorithm ring --ranks 8 --topology dgx-h100 --counts 16,1K,1M"};
@@ -159,7 +162,8 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
       << plan->base.nranks << " ranks, " << name(plan->base.dtype) << " " << name(plan->base.op) << ", values "
       << name(plan->base.values) << ", seed " << plan->base.seed << ", schedule seed " << plan->schedule_seed << "\n";
   TextTable table;
-  table.add_row({"size(B)", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "trace"});
+  table.add_row(
+      {"size(B)", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "trace"});
   int status = 0;
   std::string first_wrong;
   std::vector<std::string> injected;
@@ -173,7 +177,8 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
     }
     // The faults are drawn from the schedule seed: the same command injects the same faults.
     FaultInjector injector(plan->faults, plan->schedule_seed, 60);
-    const SimulatedRun run = simulate(*schedule, plan->topology, SimulationOptions(plan->schedule_seed, &injector, true));
+    const SimulatedRun run =
+        simulate(*schedule, plan->topology, SimulationOptions(plan->schedule_seed, &injector, true));
     if (!plan->faults.faults.empty()) injected.push_back(std::to_string(count) + ": " + injector.summary());
     if (!run.completed) {
       err << "collcheck simulate: " << to_string(c) << ": " << (run.detected ? "detected: " : "") << run.error << '\n';

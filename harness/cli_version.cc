@@ -10,8 +10,8 @@
 namespace collcheck::cli {
 
 const CommandHelp& version_help() {
-  static constexpr CommandHelp help{"version", "print the version, the build and its optional parts", {}, "",
-                                    "", "collcheck version"};
+  static constexpr CommandHelp help{
+      "version", "print the version, the build and its optional parts", {}, "", "", "collcheck version"};
   return help;
 }
 

@@ -28,7 +28,8 @@ namespace {
 Result<std::unique_ptr<RankBackend>> make_backend(std::string_view name, World& world) {
   Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(name);
   if (!specs) return specs.error();
-  if (specs->size() != 1) return Error{"--backend", "'" + std::string(name) + "' names several backends; a worker runs one"};
+  if (specs->size() != 1)
+    return Error{"--backend", "'" + std::string(name) + "' names several backends; a worker runs one"};
   return specs->front().make(world);
 }
 
@@ -79,12 +80,16 @@ class PlannedSignal {
 // faults a socket can take), this worker's control connection excluded.
 RankRun run_over_sockets(RankBackend& backend, const wire::RunRequest& request, const FaultPlan& plan,
                          const WorkerRank& rank) {
-  const bool any = std::any_of(plan.faults.begin(), plan.faults.end(),
-                               [](const Fault& f) { return injectable_on_sockets(f.kind); });
+  const bool any =
+      std::any_of(plan.faults.begin(), plan.faults.end(), [](const Fault& f) { return injectable_on_sockets(f.kind); });
   if (!any) return backend.run(request.c, request.options);
   if (!interposer_loaded()) {
-    return RankRun{Outcome::Crash, "rank " + std::to_string(rank.rank) + ": socket faults need libcollcheck-interpose.so "
-                                   "preloaded (launched worlds preload it from next to the collcheck binary)", {}, 0};
+    return RankRun{Outcome::Crash,
+                   "rank " + std::to_string(rank.rank) +
+                       ": socket faults need libcollcheck-interpose.so "
+                       "preloaded (launched worlds preload it from next to the collcheck binary)",
+                   {},
+                   0};
   }
   SocketFaults faults(plan, request.fault_seed, request.options.deadline, rank.rank, rank.pids);
   RankRun run;
@@ -121,7 +126,10 @@ constexpr Option kOptions[] = {
 
 const CommandHelp& worker_help() {
   static constexpr CommandHelp help{
-      "worker", "one rank of a world launched by check or bench through mpirun (not run by hand)", kOptions, "",
+      "worker",
+      "one rank of a world launched by check or bench through mpirun (not run by hand)",
+      kOptions,
+      "",
       "check, replay and bench start workers through mpirun and talk to them over --connect (docs/processes.md).",
       "mpirun -np 4 collcheck worker --backend ring@proc --connect 127.0.0.1:40000"};
   return help;
@@ -136,7 +144,8 @@ int run_worker(std::span<const std::string_view> args, std::ostream&, std::ostre
   const std::string connect = arguments->get("connect");
   const std::size_t colon = connect.rfind(':');
   if (!arguments->has("backend") || colon == std::string::npos) {
-    err << "collcheck worker: --backend B and --connect HOST:PORT are required (workers are launched by check and bench)\n";
+    err << "collcheck worker: --backend B and --connect HOST:PORT are required (workers are launched by check and "
+           "bench)\n";
     return 2;
   }
   Result<World*> world = launched_world();

@@ -20,7 +20,9 @@ class Draw {
   std::uint64_t below(std::uint64_t n) { return random_.next() % n; }
   bool chance(std::uint64_t percent) { return below(100) < percent; }
   template <typename T, std::size_t N>
-  T one_of(const std::array<T, N>& values) { return values[below(N)]; }
+  T one_of(const std::array<T, N>& values) {
+    return values[below(N)];
+  }
 
  private:
   rc::Random random_;
@@ -161,7 +163,8 @@ Result<FaultChoice> parse_fault_choice(std::string_view text, std::uint64_t seed
     for (std::string_view name : split_list(text.substr(7))) {
       Result<FaultKind> kind = parse_fault_kind(name);
       if (!kind) return Error{"--faults", "random:KIND,...: " + kind.error().message};
-      if (std::find(choice.swarm.begin(), choice.swarm.end(), *kind) == choice.swarm.end()) choice.swarm.push_back(*kind);
+      if (std::find(choice.swarm.begin(), choice.swarm.end(), *kind) == choice.swarm.end())
+        choice.swarm.push_back(*kind);
     }
     return choice;
   }

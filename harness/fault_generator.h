@@ -33,7 +33,7 @@ FaultPlan fit(const FaultPlan&, int nranks);
 // What `--faults` asks for: nothing, one plan for every run, or a plan per case drawn from a
 // swarm (`random`: the kinds drawn from the seed; `random:drop,corrupt`: those kinds).
 struct FaultChoice {
-  FaultPlan plan;                // fixed: every run under it; empty: no faults (unless random)
+  FaultPlan plan;  // fixed: every run under it; empty: no faults (unless random)
   bool random = false;
   std::vector<FaultKind> swarm;  // random: the kinds plans are drawn from
   bool swarm_given = false;      // random: named by the user rather than drawn from the seed

@@ -19,14 +19,15 @@ class FaultyBackend final : public Backend {
     faulty.hook = nullptr;
     faulty.fault_plan.clear();
     if (options.without_faults) return inner_->run(c, faulty);
-    Result<FaultPlan> plan = options.fault_plan.empty() ? Result<FaultPlan>(plan_) : parse_fault_plan(options.fault_plan);
+    Result<FaultPlan> plan =
+        options.fault_plan.empty() ? Result<FaultPlan>(plan_) : parse_fault_plan(options.fault_plan);
     if (!plan) return RepeatedRun{Outcome::Crash, "the run's fault plan: " + plan.error().text(), {}, 0, 0};
     if (plan->empty()) return inner_->run(c, faulty);
     // sim's deadline is virtual: 60 s is far past any case, and a stuck run ends when its
     // events do.
     FaultInjector injector(*plan, options.schedule_seed, 60);
-    faulty.hook = &injector;                  // in this process (sim)
-    faulty.fault_plan = to_string(*plan);     // in launched workers, which build their own
+    faulty.hook = &injector;               // in this process (sim)
+    faulty.fault_plan = to_string(*plan);  // in launched workers, which build their own
     return inner_->run(c, faulty);
   }
 
@@ -41,10 +42,11 @@ class FaultyBackend final : public Backend {
 
 Result<std::unique_ptr<Backend>> with_faults(std::unique_ptr<Backend> backend, FaultPlan plan) {
   if (!backend->capabilities().hook) {
-    return Error{"--faults", backend->name() + " cannot take faults yet: it has no send hook here. Backends that take "
-                                               "them: every @sim backend and launched @proc worlds (ring@proc, "
-                                               "tree@proc, ...); mpi and gloo through the socket interposer where "
-                                               "it is built; not @proc worlds in lockstep under mpirun"};
+    return Error{"--faults", backend->name() +
+                                 " cannot take faults yet: it has no send hook here. Backends that take "
+                                 "them: every @sim backend and launched @proc worlds (ring@proc, "
+                                 "tree@proc, ...); mpi and gloo through the socket interposer where "
+                                 "it is built; not @proc worlds in lockstep under mpirun"};
   }
   return std::unique_ptr<Backend>(std::make_unique<FaultyBackend>(std::move(backend), std::move(plan)));
 }

@@ -11,8 +11,7 @@ namespace collcheck::cli {
 namespace {
 
 #define COLLCHECK_OPTIONAL_PART_ROW(title, have, reason) OptionalPart{title, (have) != 0, reason},
-constexpr OptionalPart kOptionalParts[] = {
-    COLLCHECK_FOR_EACH_OPTIONAL_PART(COLLCHECK_OPTIONAL_PART_ROW)};
+constexpr OptionalPart kOptionalParts[] = {COLLCHECK_FOR_EACH_OPTIONAL_PART(COLLCHECK_OPTIONAL_PART_ROW)};
 #undef COLLCHECK_OPTIONAL_PART_ROW
 
 }  // namespace
@@ -22,8 +21,7 @@ std::span<const OptionalPart> optional_parts() { return kOptionalParts; }
 void print_optional_parts(std::ostream& out) {
   TextTable table;
   for (const OptionalPart& part : optional_parts()) {
-    table.add_row({std::string(part.name), part.enabled ? "enabled" : "disabled",
-                   std::string(part.reason)});
+    table.add_row({std::string(part.name), part.enabled ? "enabled" : "disabled", std::string(part.reason)});
   }
   table.print(out);
 }

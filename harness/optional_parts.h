@@ -9,7 +9,7 @@
 namespace collcheck::cli {
 
 struct OptionalPart {
-  std::string_view name;    // as people write it: "CUDA", "libibverbs", "GoogleTest"
+  std::string_view name;  // as people write it: "CUDA", "libibverbs", "GoogleTest"
   bool enabled;
   std::string_view reason;  // where it was found and its version, or why it is disabled
 };

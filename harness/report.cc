@@ -47,7 +47,9 @@ std::string indent(const std::string& text, const std::string& prefix) {
 
 constexpr Outcome kOutcomes[] = {Outcome::Ok, Outcome::Detected, Outcome::Hang, Outcome::Corrupt, Outcome::Crash};
 
-std::size_t count(const OutcomeCounts& counts, Outcome outcome) { return counts.runs[static_cast<std::size_t>(outcome)]; }
+std::size_t count(const OutcomeCounts& counts, Outcome outcome) {
+  return counts.runs[static_cast<std::size_t>(outcome)];
+}
 
 // The matrix backend × fault kind: how the base runs under each kind ended.
 void print_outcomes(const CheckReport& report, std::ostream& out) {
@@ -110,7 +112,8 @@ void print_report(const CheckReport& report, std::ostream& out) {
   for (const Failure& f : report.failures) {
     out << "\nFAILED " << f.property << " on " << f.backend << " after " << f.cases_until << " case"
         << (f.cases_until == 1 ? "" : "s") << ", shrunk in " << f.shrink_runs << " runs to:\n  " << to_string(f.shrunk)
-        << "\n" << (f.plan.empty() ? "" : "  under faults " + to_string(f.plan) + "\n") << indent(f.detail, "  ")
+        << "\n"
+        << (f.plan.empty() ? "" : "  under faults " + to_string(f.plan) + "\n") << indent(f.detail, "  ")
         << "  replay: " << f.replay << "\n";
   }
 }
@@ -155,8 +158,9 @@ void write_junit(const CheckReport& report, std::ostream& out) {
       for (const Failure& f : report.failures) {
         if (f.backend == backend && f.property == property) replay = f.replay;
       }
-      out << "\n      <failure message=\"" << xml_text(property + " failed in " + std::to_string(tally.failed) + " of " +
-                                                         std::to_string(tally.cases) + " cases")
+      out << "\n      <failure message=\""
+          << xml_text(property + " failed in " + std::to_string(tally.failed) + " of " + std::to_string(tally.cases) +
+                      " cases")
           << "\">" << xml_text((failure != report.first_failure.end() ? failure->second : "") + "\nreplay: " + replay)
           << "</failure>\n    ";
     } else if (tally.passed == 0) {

@@ -30,7 +30,8 @@ Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
   if (names_family(spec, "gloo")) return gloo_backend_specs(family_options(spec, "gloo"), spec);
   const std::size_t at = spec.rfind('@');
   if (at == std::string_view::npos || !runs_across_processes(spec)) {
-    return Error{"--backend", "'" + std::string(spec) + "' does not run across processes: use ALGORITHM@proc, mpi or gloo"};
+    return Error{"--backend",
+                 "'" + std::string(spec) + "' does not run across processes: use ALGORITHM@proc, mpi or gloo"};
   }
   const std::string_view transport = spec.substr(at + 1);
   const std::string_view options = transport.size() > 4 ? transport.substr(5) : std::string_view{};
@@ -58,7 +59,8 @@ std::string backend_names() {
 namespace {
 
 // Backends across processes: lockstep when a launcher started this process, else launched.
-Result<std::vector<std::unique_ptr<Backend>>> make_process_backends(std::string_view spec, const BackendOptions& options) {
+Result<std::vector<std::unique_ptr<Backend>>> make_process_backends(std::string_view spec,
+                                                                    const BackendOptions& options) {
   Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
   if (!specs) return specs.error();
   std::vector<std::unique_ptr<Backend>> backends;
@@ -78,20 +80,25 @@ Result<std::vector<std::unique_ptr<Backend>>> make_process_backends(std::string_
 
 }  // namespace
 
-Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spec, const BackendOptions& process_options) {
+Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spec,
+                                                            const BackendOptions& process_options) {
   if (runs_across_processes(spec)) return make_process_backends(spec, process_options);
   const std::size_t at = spec.find('@');
   if (at == std::string_view::npos) {
-    return spec_error(spec, "must be ALGORITHM@TRANSPORT[:OPTIONS], e.g. ring@sim or 'ring@sim:chunk=4096,channels=2'; "
-                            "backends: all@sim, " + backend_names() + ", mutant:NAME@sim, the same @proc, "
-                            "mpi[:COLL=ALG,...|:all-algorithms], gloo[:NAME|:all-algorithms]");
+    return spec_error(spec,
+                      "must be ALGORITHM@TRANSPORT[:OPTIONS], e.g. ring@sim or 'ring@sim:chunk=4096,channels=2'; "
+                      "backends: all@sim, " +
+                          backend_names() +
+                          ", mutant:NAME@sim, the same @proc, "
+                          "mpi[:COLL=ALG,...|:all-algorithms], gloo[:NAME|:all-algorithms]");
   }
   const std::string_view what = spec.substr(0, at);
   std::string_view rest = spec.substr(at + 1);
   const std::size_t colon = rest.find(':');
   const std::string_view transport = rest.substr(0, colon);
   const std::string_view options = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
-  if (transport != "sim") return spec_error(spec, "transport '" + std::string(transport) + "': must be " + std::string(kTransports));
+  if (transport != "sim")
+    return spec_error(spec, "transport '" + std::string(transport) + "': must be " + std::string(kTransports));
   Knobs knobs;
   Status parsed = parse_knobs(spec, options, knobs);
   if (!parsed) return parsed.error();

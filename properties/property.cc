@@ -15,7 +15,8 @@ namespace {
 
 // An extra run that did not complete: under faults a `detected` ending is no evidence either way
 // (liveness judges outcomes), so the property skips; anything else fails it.
-std::optional<PropertyResult> incomplete(const RepeatedRun& run, const PropertyContext& context, const std::string& what) {
+std::optional<PropertyResult> incomplete(const RepeatedRun& run, const PropertyContext& context,
+                                         const std::string& what) {
   if (completed(run)) return std::nullopt;
   if (context.under_faults() && run.outcome == Outcome::Detected) {
     return skip(what + " ended detected under the faults (no evidence either way): " + run.error);
@@ -36,7 +37,8 @@ std::string first_difference(const Case& c, const std::vector<RankResult>& a, co
     const auto& y = b[rank].output;
     if (x == y) continue;
     if (x.size() != y.size()) {
-      return "rank " + std::to_string(rank) + ": " + std::to_string(x.size()) + " vs " + std::to_string(y.size()) + " bytes";
+      return "rank " + std::to_string(rank) + ": " + std::to_string(x.size()) + " vs " + std::to_string(y.size()) +
+             " bytes";
     }
     for (std::size_t i = 0; i * size_of(c.dtype) < x.size(); ++i) {
       const std::uint64_t p = load_bits(c.dtype, x, i), q = load_bits(c.dtype, y, i);
@@ -76,9 +78,11 @@ PropertyResult in_place(const Case& c, Backend& backend, const RepeatedRun& base
   Case other = c;
   other.in_place = !c.in_place;
   const RepeatedRun run = backend.run(other, context.run_options(context.schedule_seed));
-  if (auto stop = incomplete(run, context, std::string(other.in_place ? "in place" : "out of place") + " the run")) return *stop;
-  const std::string difference = first_difference(c, base.calls[0], run.calls[0], c.in_place ? "in place" : "out of place",
-                                                  other.in_place ? "in place" : "out of place");
+  if (auto stop = incomplete(run, context, std::string(other.in_place ? "in place" : "out of place") + " the run"))
+    return *stop;
+  const std::string difference =
+      first_difference(c, base.calls[0], run.calls[0], c.in_place ? "in place" : "out of place",
+                       other.in_place ? "in place" : "out of place");
   return difference.empty() ? pass() : fail("in place and out of place differ: " + difference);
 }
 
@@ -90,7 +94,8 @@ std::vector<std::vector<std::byte>> outputs_of(const std::vector<RankResult>& ra
 }
 
 // Reduce-scatter, then all-gather of its blocks, is the all-reduce (bit for bit on exact values).
-PropertyResult compose_all_reduce(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
+PropertyResult compose_all_reduce(const Case& c, Backend& backend, const RepeatedRun& base,
+                                  const PropertyContext& context) {
   if (c.values != ValueKind::Exact) return skip("composition needs exact values to compare bit for bit");
   if (c.count % static_cast<std::size_t>(c.nranks) != 0) return skip("the count does not split into ranks blocks");
   Case scatter = c;
@@ -109,12 +114,14 @@ PropertyResult compose_all_reduce(const Case& c, Backend& backend, const Repeate
   given.inputs = &blocks;
   const RepeatedRun gathered = backend.run(gather, given);
   if (auto stop = incomplete(gathered, context, "the all-gather")) return *stop;
-  const std::string difference = first_difference(c, base.calls[0], gathered.calls[0], "all-reduce", "reduce-scatter + all-gather");
+  const std::string difference =
+      first_difference(c, base.calls[0], gathered.calls[0], "all-reduce", "reduce-scatter + all-gather");
   return difference.empty() ? pass() : fail("reduce-scatter then all-gather is not the all-reduce: " + difference);
 }
 
 // All-to-all of all-to-all's output gives every rank its input back.
-PropertyResult compose_all_to_all(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
+PropertyResult compose_all_to_all(const Case& c, Backend& backend, const RepeatedRun& base,
+                                  const PropertyContext& context) {
   Case again = c;
   again.in_place = false;
   const std::vector<std::vector<std::byte>> first = outputs_of(base.calls[0]);
@@ -147,7 +154,8 @@ PropertyResult buffer_safety(const Case& c, Backend&, const RepeatedRun& base, c
   const InputGenerator inputs(c);
   for (int rank = 0; rank < c.nranks; ++rank) {
     const RankResult& result = base.calls[0][static_cast<std::size_t>(rank)];
-    if (!result.guards_intact) return fail("rank " + std::to_string(rank) + " wrote outside its buffers (a guard zone changed)");
+    if (!result.guards_intact)
+      return fail("rank " + std::to_string(rank) + " wrote outside its buffers (a guard zone changed)");
     if (c.in_place) continue;
     std::vector<std::byte> want(result.input.size());
     inputs.fill(rank, 0, want);
@@ -165,7 +173,8 @@ PropertyResult repeat(const Case& c, Backend& backend, const RepeatedRun& base, 
   for (int call = 0; call < kCalls; ++call) {
     Case this_call = c;
     this_call.seed = c.seed + static_cast<std::uint64_t>(call);
-    PropertyResult r = match_oracle(this_call, run.calls[static_cast<std::size_t>(call)], "call " + std::to_string(call) + ": ");
+    PropertyResult r =
+        match_oracle(this_call, run.calls[static_cast<std::size_t>(call)], "call " + std::to_string(call) + ": ");
     if (!r.ok) return r;
   }
   return pass();
@@ -173,10 +182,14 @@ PropertyResult repeat(const Case& c, Backend& backend, const RepeatedRun& base, 
 
 constexpr Property kProperties[] = {
     {"safety", "under faults no run reports success with a wrong result (the outcome is never corrupt)", &safety},
-    {"liveness", "the case completes before its deadline: a hang or a crash fails it, and so does an error detected "
-                 "on a clean run (a false alarm); under faults a detected error passes", &liveness},
-    {"recovery", "after a run that ended detected or hang, the same case run again without faults is ok and "
-                 "matches the oracle", &recovery},
+    {"liveness",
+     "the case completes before its deadline: a hang or a crash fails it, and so does an error detected "
+     "on a clean run (a false alarm); under faults a detected error passes",
+     &liveness},
+    {"recovery",
+     "after a run that ended detected or hang, the same case run again without faults is ok and "
+     "matches the oracle",
+     &recovery},
     {"reliability", "a backend that retransmits (reliable) ends ok with the right result under transient faults",
      &reliability},
     {"oracle", "every rank's output matches the CPU oracle: bit for bit on exact inputs, within the bound on real ones",
@@ -186,8 +199,10 @@ constexpr Property kProperties[] = {
      &buffer_safety},
     {"determinism", "the same case run again, under another interleaving, gives identical bits", &determinism},
     {"in-place", "in-place and out-of-place calls give identical bits", &in_place},
-    {"composition", "reduce-scatter then all-gather equals all-reduce (bit for bit on exact values); all-to-all twice "
-                    "gives the input back", &composition},
+    {"composition",
+     "reduce-scatter then all-gather equals all-reduce (bit for bit on exact values); all-to-all twice "
+     "gives the input back",
+     &composition},
     {"repeat", "three calls back to back on the same buffers each match the oracle for their own inputs", &repeat},
 };
 

@@ -24,8 +24,8 @@ struct PropertyContext {
   // The fault plan every run of the case is under, as text (faults/plan.h), passed on in
   // RunOptions::fault_plan to the properties' extra runs too; empty: a clean run.
   std::string fault_plan = {};
-  bool transient = false;            // every fault of the plan heals by itself (see faults docs)
-  double deadline = 0;               // RunOptions::deadline of every run
+  bool transient = false;               // every fault of the plan heals by itself (see faults docs)
+  double deadline = 0;                  // RunOptions::deadline of every run
   std::optional<Outcome> outcome = {};  // the base run's class, when the caller has it already
 
   bool under_faults() const { return !fault_plan.empty(); }

@@ -96,10 +96,9 @@ Status validate(const Case& c) {
   const std::size_t largest = std::max(input_elements(c), output_elements(c));
   if (largest > kMaxBufferElements) {
     return range_error("n", c.count,
-                       "at most " + std::to_string(kMaxBufferElements / static_cast<std::size_t>(c.nranks)) +
-                           " for " + std::string(name(c.collective)) + " on " +
-                           std::to_string(c.nranks) + " ranks (a buffer holds at most " +
-                           std::to_string(kMaxBufferElements) + " elements)");
+                       "at most " + std::to_string(kMaxBufferElements / static_cast<std::size_t>(c.nranks)) + " for " +
+                           std::string(name(c.collective)) + " on " + std::to_string(c.nranks) +
+                           " ranks (a buffer holds at most " + std::to_string(kMaxBufferElements) + " elements)");
   }
   if (c.offset > kMaxOffset) return range_error("offset", c.offset, "0.." + std::to_string(kMaxOffset));
   return Ok{};

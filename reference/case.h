@@ -24,7 +24,7 @@ Result<ValueKind> parse_value_kind(std::string_view text);
 
 // Limits that validate() enforces.
 inline constexpr int kMaxRanks = 4096;
-inline constexpr std::size_t kMaxCount = std::size_t{1} << 36;          // per rank, elements
+inline constexpr std::size_t kMaxCount = std::size_t{1} << 36;           // per rank, elements
 inline constexpr std::size_t kMaxBufferElements = std::size_t{1} << 36;  // one rank's buffer
 inline constexpr std::size_t kMaxOffset = 4096;                          // elements
 
@@ -34,7 +34,7 @@ struct Case {
   RedOp op = RedOp::Sum;  // ignored by collectives that do not reduce
   std::size_t count = 0;  // NCCL's count, see collective.h
   int nranks = 1;
-  int root = 0;           // broadcast and reduce; must still be a valid rank elsewhere
+  int root = 0;  // broadcast and reduce; must still be a valid rank elsewhere
   bool in_place = false;
   std::size_t offset = 0;  // elements by which every buffer is moved off its alignment
   ValueKind values = ValueKind::Exact;

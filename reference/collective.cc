@@ -13,8 +13,8 @@ constexpr std::array<Collective, 6> kCollectives{Collective::AllReduce,     Coll
                                                  Collective::Broadcast,     Collective::Reduce};
 constexpr std::array<RedOp, 5> kOps{RedOp::Sum, RedOp::Prod, RedOp::Min, RedOp::Max, RedOp::Avg};
 
-constexpr std::array<std::string_view, 6> kCollectiveNames{
-    "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce"};
+constexpr std::array<std::string_view, 6> kCollectiveNames{"allreduce", "allgather", "reducescatter",
+                                                           "alltoall",  "broadcast", "reduce"};
 constexpr std::array<std::string_view, 5> kOpNames{"sum", "prod", "min", "max", "avg"};
 
 // Lower case, without '-', '_' and a trailing "_perf" (nccl-tests' binary names).
@@ -50,9 +50,7 @@ constexpr std::array<CollectiveAlias, 9> kCollectiveAliases{{
 std::span<const Collective> all_collectives() { return kCollectives; }
 std::span<const RedOp> all_ops() { return kOps; }
 
-std::string_view name(Collective collective) {
-  return kCollectiveNames[static_cast<std::size_t>(collective)];
-}
+std::string_view name(Collective collective) { return kCollectiveNames[static_cast<std::size_t>(collective)]; }
 std::string_view name(RedOp op) { return kOpNames[static_cast<std::size_t>(op)]; }
 
 Result<Collective> parse_collective(std::string_view text) {
@@ -63,8 +61,7 @@ Result<Collective> parse_collective(std::string_view text) {
   for (const CollectiveAlias& alias : kCollectiveAliases) {
     if (key == alias.text) return alias.collective;
   }
-  return Error{"collective",
-               "'" + std::string(text) + "': must be one of " + collective_choices()};
+  return Error{"collective", "'" + std::string(text) + "': must be one of " + collective_choices()};
 }
 
 Result<RedOp> parse_op(std::string_view text) {
@@ -109,18 +106,14 @@ bool rank_identical(Collective collective) {
          collective == Collective::Broadcast;
 }
 
-bool rooted(Collective collective) {
-  return collective == Collective::Broadcast || collective == Collective::Reduce;
-}
+bool rooted(Collective collective) { return collective == Collective::Broadcast || collective == Collective::Reduce; }
 
 std::size_t input_elements(Collective collective, std::size_t count, int nranks) {
   const auto ranks = static_cast<std::size_t>(nranks);
   switch (collective) {
     case Collective::ReduceScatter:
-    case Collective::AllToAll:
-      return ranks * count;
-    default:
-      return count;
+    case Collective::AllToAll: return ranks * count;
+    default: return count;
   }
 }
 
@@ -128,10 +121,8 @@ std::size_t output_elements(Collective collective, std::size_t count, int nranks
   const auto ranks = static_cast<std::size_t>(nranks);
   switch (collective) {
     case Collective::AllGather:
-    case Collective::AllToAll:
-      return ranks * count;
-    default:
-      return count;
+    case Collective::AllToAll: return ranks * count;
+    default: return count;
   }
 }
 

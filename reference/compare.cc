@@ -127,15 +127,14 @@ std::string format_element(DType dtype, std::uint64_t bits) {
   return describe_number(value) + " (" + hex + ")";
 }
 
-Verdict compare(const Expected& expected, int rank, std::span<const std::byte> got,
-                std::size_t max_reported) {
+Verdict compare(const Expected& expected, int rank, std::span<const std::byte> got, std::size_t max_reported) {
   Verdict verdict;
   const std::size_t want_bytes = expected.count * size_of(expected.dtype);
   if (got.size() != want_bytes) {
     verdict.ok = false;
     verdict.error = "rank " + std::to_string(rank) + ": output has " + std::to_string(got.size()) +
-                    " bytes, expected " + std::to_string(want_bytes) + " (" +
-                    std::to_string(expected.count) + " " + std::string(name(expected.dtype)) + ")";
+                    " bytes, expected " + std::to_string(want_bytes) + " (" + std::to_string(expected.count) + " " +
+                    std::string(name(expected.dtype)) + ")";
     return verdict;
   }
   verdict.checked = expected.count;
@@ -152,14 +151,12 @@ Verdict compare(const Case& c, int rank, std::span<const std::byte> got) {
 
 std::string Verdict::describe(DType dtype) const {
   if (!error.empty()) return error + "\n";
-  std::string out = std::to_string(mismatched) + " of " + std::to_string(checked + unchecked) +
-                    " elements wrong";
+  std::string out = std::to_string(mismatched) + " of " + std::to_string(checked + unchecked) + " elements wrong";
   if (unchecked > 0) out += " (" + std::to_string(unchecked) + " not checkable: products that leave the normal range)";
   out += "\n";
   for (const Mismatch& m : first) {
-    out += "  rank " + std::to_string(m.rank) + " element " + std::to_string(m.element) +
-           ": expected " + format_element(dtype, m.expected_bits) + ", got " +
-           format_element(dtype, m.got_bits);
+    out += "  rank " + std::to_string(m.rank) + " element " + std::to_string(m.element) + ": expected " +
+           format_element(dtype, m.expected_bits) + ", got " + format_element(dtype, m.got_bits);
     if (is_float(dtype)) out += ", " + describe_number(m.ulps) + " ulp";
     else out += ", off by " + describe_number(m.ulps);
     if (m.bound > 0) out += ", bound " + describe_number(m.bound);

@@ -32,10 +32,9 @@ constexpr std::array<DTypeInfo, 12> kInfo{{
     {DType::Float8E5M2, "f8e5m2", "float8_e5m2", "ncclFloat8e5m2", true, true},
 }};
 
-constexpr std::array<DType, 12> kAll{DType::Int8,     DType::UInt8,      DType::Int32,
-                                     DType::UInt32,   DType::Int64,      DType::UInt64,
-                                     DType::Float16,  DType::BFloat16,   DType::Float32,
-                                     DType::Float64,  DType::Float8E4M3, DType::Float8E5M2};
+constexpr std::array<DType, 12> kAll{DType::Int8,    DType::UInt8,   DType::Int32,      DType::UInt32,
+                                     DType::Int64,   DType::UInt64,  DType::Float16,    DType::BFloat16,
+                                     DType::Float32, DType::Float64, DType::Float8E4M3, DType::Float8E5M2};
 
 // Other spellings: nccl-tests' -d names, C and PyTorch names, NCCL's enum aliases.
 struct Alias {
@@ -43,23 +42,40 @@ struct Alias {
   DType dtype;
 };
 constexpr std::array<Alias, 34> kAliases{{
-    {"char", DType::Int8},          {"int8_t", DType::Int8},
-    {"ncclchar", DType::Int8},      {"float8_e4m3fn", DType::Float8E4M3},
-    {"uint8_t", DType::UInt8},      {"byte", DType::UInt8},
-    {"int", DType::Int32},          {"int32_t", DType::Int32},
-    {"ncclint", DType::Int32},     {"uint", DType::UInt32},
-    {"uint32_t", DType::UInt32},    {"int64_t", DType::Int64},
-    {"long", DType::Int64},         {"uint64_t", DType::UInt64},
-    {"half", DType::Float16},       {"fp16", DType::Float16},
-    {"ncclhalf", DType::Float16},   {"bf16", DType::BFloat16},
-    {"float", DType::Float32},      {"fp32", DType::Float32},
-    {"ncclfloat", DType::Float32},  {"double", DType::Float64},
-    {"fp64", DType::Float64},       {"nccldouble", DType::Float64},
-    {"fp8e4m3", DType::Float8E4M3}, {"fp8_e4m3", DType::Float8E4M3},
-    {"e4m3", DType::Float8E4M3},    {"float8e4m3", DType::Float8E4M3},
-    {"f8_e4m3", DType::Float8E4M3}, {"fp8e5m2", DType::Float8E5M2},
-    {"fp8_e5m2", DType::Float8E5M2}, {"e5m2", DType::Float8E5M2},
-    {"float8e5m2", DType::Float8E5M2}, {"f8_e5m2", DType::Float8E5M2},
+    {"char", DType::Int8},
+    {"int8_t", DType::Int8},
+    {"ncclchar", DType::Int8},
+    {"float8_e4m3fn", DType::Float8E4M3},
+    {"uint8_t", DType::UInt8},
+    {"byte", DType::UInt8},
+    {"int", DType::Int32},
+    {"int32_t", DType::Int32},
+    {"ncclint", DType::Int32},
+    {"uint", DType::UInt32},
+    {"uint32_t", DType::UInt32},
+    {"int64_t", DType::Int64},
+    {"long", DType::Int64},
+    {"uint64_t", DType::UInt64},
+    {"half", DType::Float16},
+    {"fp16", DType::Float16},
+    {"ncclhalf", DType::Float16},
+    {"bf16", DType::BFloat16},
+    {"float", DType::Float32},
+    {"fp32", DType::Float32},
+    {"ncclfloat", DType::Float32},
+    {"double", DType::Float64},
+    {"fp64", DType::Float64},
+    {"nccldouble", DType::Float64},
+    {"fp8e4m3", DType::Float8E4M3},
+    {"fp8_e4m3", DType::Float8E4M3},
+    {"e4m3", DType::Float8E4M3},
+    {"float8e4m3", DType::Float8E4M3},
+    {"f8_e4m3", DType::Float8E4M3},
+    {"fp8e5m2", DType::Float8E5M2},
+    {"fp8_e5m2", DType::Float8E5M2},
+    {"e5m2", DType::Float8E5M2},
+    {"float8e5m2", DType::Float8E5M2},
+    {"f8_e5m2", DType::Float8E5M2},
 }};
 
 const DTypeInfo& info(DType dtype) { return kInfo[static_cast<std::size_t>(dtype)]; }

@@ -31,9 +31,15 @@ std::span<const DType> all_dtypes();
 
 constexpr std::size_t size_of(DType dtype) {
   switch (dtype) {
-    case DType::Int8: case DType::UInt8: case DType::Float8E4M3: case DType::Float8E5M2: return 1;
-    case DType::Float16: case DType::BFloat16: return 2;
-    case DType::Int32: case DType::UInt32: case DType::Float32: return 4;
+    case DType::Int8:
+    case DType::UInt8:
+    case DType::Float8E4M3:
+    case DType::Float8E5M2: return 1;
+    case DType::Float16:
+    case DType::BFloat16: return 2;
+    case DType::Int32:
+    case DType::UInt32:
+    case DType::Float32: return 4;
     default: return 8;
   }
 }

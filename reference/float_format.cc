@@ -62,10 +62,22 @@ std::vector<double> build_table(const FloatFormat& format) {
   for (std::size_t bits = 0; bits < values.size(); ++bits) values[bits] = decode_fields(format, bits);
   return values;
 }
-const std::vector<double>& float16_table() { static const auto t = build_table(kFloat16); return t; }
-const std::vector<double>& bfloat16_table() { static const auto t = build_table(kBFloat16); return t; }
-const std::vector<double>& e4m3_table() { static const auto t = build_table(kFloat8E4M3); return t; }
-const std::vector<double>& e5m2_table() { static const auto t = build_table(kFloat8E5M2); return t; }
+const std::vector<double>& float16_table() {
+  static const auto t = build_table(kFloat16);
+  return t;
+}
+const std::vector<double>& bfloat16_table() {
+  static const auto t = build_table(kBFloat16);
+  return t;
+}
+const std::vector<double>& e4m3_table() {
+  static const auto t = build_table(kFloat8E4M3);
+  return t;
+}
+const std::vector<double>& e5m2_table() {
+  static const auto t = build_table(kFloat8E5M2);
+  return t;
+}
 
 bool same_format(const FloatFormat& a, const FloatFormat& b) {
   return a.exponent_bits == b.exponent_bits && a.mantissa_bits == b.mantissa_bits && a.bias == b.bias &&
@@ -121,8 +133,7 @@ double FloatFormat::min_subnormal() const { return pow2(min_exponent() - mantiss
 double FloatFormat::unit_roundoff() const { return pow2(-precision()); }
 std::uint64_t FloatFormat::nan_bits() const {
   const std::uint64_t exponent = all_ones(exponent_bits) << mantissa_bits;
-  return has_infinity ? exponent | (std::uint64_t{1} << (mantissa_bits - 1))
-                      : exponent | all_ones(mantissa_bits);
+  return has_infinity ? exponent | (std::uint64_t{1} << (mantissa_bits - 1)) : exponent | all_ones(mantissa_bits);
 }
 
 const FloatFormat& float_format(DType dtype) {
@@ -156,7 +167,7 @@ std::uint64_t encode(const FloatFormat& format, double value, Saturation saturat
   auto quanta = static_cast<std::uint64_t>(std::nearbyint(magnitude * pow2(m - binade)));
   const std::uint64_t implicit_one = std::uint64_t{1} << m;
   if (quanta < implicit_one) return sign | quanta;  // subnormal (or rounded to zero)
-  if (quanta == 2 * implicit_one) {                  // rounded up into the next binade
+  if (quanta == 2 * implicit_one) {                 // rounded up into the next binade
     quanta = implicit_one;
     ++binade;
   }
@@ -192,8 +203,7 @@ double float8_e5m2_to_double(std::uint8_t bits) { return e5m2_table()[bits]; }
 
 std::uint64_t encode(DType dtype, double value, Saturation saturation) {
   switch (dtype) {
-    case DType::Float64:
-      return std::bit_cast<std::uint64_t>(value);
+    case DType::Float64: return std::bit_cast<std::uint64_t>(value);
     case DType::Float32: {
       float narrow = static_cast<float>(value);
       if (saturation == Saturation::Finite && std::isinf(narrow)) {
@@ -204,25 +214,20 @@ std::uint64_t encode(DType dtype, double value, Saturation saturation) {
     case DType::Float16:
     case DType::BFloat16:
     case DType::Float8E4M3:
-    case DType::Float8E5M2:
-      return encode(float_format(dtype), value, saturation);
-    default:
-      return encode_integer(dtype, value);
+    case DType::Float8E5M2: return encode(float_format(dtype), value, saturation);
+    default: return encode_integer(dtype, value);
   }
 }
 
 double decode(DType dtype, std::uint64_t bits) {
   switch (dtype) {
-    case DType::Float64:
-      return std::bit_cast<double>(bits);
-    case DType::Float32:
-      return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+    case DType::Float64: return std::bit_cast<double>(bits);
+    case DType::Float32: return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
     case DType::Float16: return float16_table()[bits & 0xffffu];
     case DType::BFloat16: return bfloat16_table()[bits & 0xffffu];
     case DType::Float8E4M3: return e4m3_table()[bits & 0xffu];
     case DType::Float8E5M2: return e5m2_table()[bits & 0xffu];
-    default:
-      return decode_integer(dtype, bits);
+    default: return decode_integer(dtype, bits);
   }
 }
 

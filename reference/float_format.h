@@ -21,11 +21,11 @@ struct FloatFormat {
   bool has_infinity;  // false for e4m3: all-ones exponent holds normal values, S.1111.111 is NaN
 
   int precision() const { return mantissa_bits + 1; }  // significand bits, implicit one included
-  int min_exponent() const { return 1 - bias; }         // of the smallest normal
+  int min_exponent() const { return 1 - bias; }        // of the smallest normal
   double max_finite() const;
   double min_normal() const;
   double min_subnormal() const;
-  double unit_roundoff() const;  // 2^-precision
+  double unit_roundoff() const;    // 2^-precision
   std::uint64_t nan_bits() const;  // the canonical quiet NaN, positive
 };
 

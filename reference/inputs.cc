@@ -30,16 +30,21 @@ std::vector<std::uint64_t> special_values(DType dtype) {
   std::vector<std::uint64_t> bits;
   if (!is_float(dtype)) {
     const std::uint64_t mask = mask_of(dtype);
-    const std::uint64_t top = (mask >> 1) + 1;  // the sign bit
-    bits = {0, 1, mask};                        // 0, 1, -1 (or the largest unsigned)
+    const std::uint64_t top = (mask >> 1) + 1;                      // the sign bit
+    bits = {0, 1, mask};                                            // 0, 1, -1 (or the largest unsigned)
     if (is_signed(dtype)) bits.insert(bits.end(), {top, top - 1});  // smallest, largest
     return bits;
   }
   const FloatFormat& format = float_format(dtype);
   const double infinity = std::numeric_limits<double>::infinity();
-  std::vector<double> values{std::numeric_limits<double>::quiet_NaN(), -0.0, 0.0,
-                             format.min_subnormal(), format.min_normal() - format.min_subnormal(),
-                             format.min_normal(), format.max_finite(), -format.max_finite()};
+  std::vector<double> values{std::numeric_limits<double>::quiet_NaN(),
+                             -0.0,
+                             0.0,
+                             format.min_subnormal(),
+                             format.min_normal() - format.min_subnormal(),
+                             format.min_normal(),
+                             format.max_finite(),
+                             -format.max_finite()};
   if (format.has_infinity) values.insert(values.end(), {infinity, -infinity});
   for (double value : values) bits.push_back(encode(dtype, value));
   return bits;
@@ -122,19 +127,15 @@ double InputGenerator::real_value(std::uint64_t r) const { return round_to(case_
 std::uint64_t InputGenerator::bits(int rank, std::size_t index) const {
   const std::uint64_t r = random(rank, index);
   switch (mode_) {
-    case Mode::Integer:
-      return r & mask_of(case_.dtype);
-    case Mode::OddInteger:
-      return (r | 1) & mask_of(case_.dtype);
-    case Mode::ExactSum:
-      return encode(case_.dtype, static_cast<double>(exact_integer(rank, index)) * scale_factor_);
+    case Mode::Integer: return r & mask_of(case_.dtype);
+    case Mode::OddInteger: return (r | 1) & mask_of(case_.dtype);
+    case Mode::ExactSum: return encode(case_.dtype, static_cast<double>(exact_integer(rank, index)) * scale_factor_);
     case Mode::ExactProd: {
       const int exponent = exact_contributor(rank, index) ? static_cast<int>(below(r, 3)) - 1 : 0;
       const double sign = (r >> 63) != 0 ? -1.0 : 1.0;
       return encode(case_.dtype, sign * std::ldexp(1.0, exponent));
     }
-    case Mode::Real:
-      return encode(case_.dtype, real_value(r));
+    case Mode::Real: return encode(case_.dtype, real_value(r));
     case Mode::Special: {
       // One element in eight is special; the others are real (or full-range integers).
       if ((r >> 61) == 0) return specials_[below(mix64(r), specials_.size())];
@@ -174,9 +175,7 @@ void InputGenerator::values(int rank, std::size_t first, std::span<double> out) 
       }
       for (std::size_t i = 0; i < out.size(); ++i) out[i] = real_value(random(rank, first + i));
       return;
-    default:
-      Inputs::values(rank, first, out);
-      return;
+    default: Inputs::values(rank, first, out); return;
   }
 }
 
@@ -189,8 +188,6 @@ void InputGenerator::fill(int rank, std::size_t first, std::span<std::byte> out)
   }
 }
 
-std::uint64_t input(const Case& c, int rank, std::size_t index) {
-  return InputGenerator(c).bits(rank, index);
-}
+std::uint64_t input(const Case& c, int rank, std::size_t index) { return InputGenerator(c).bits(rank, index); }
 
 }  // namespace collcheck

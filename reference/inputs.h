@@ -79,7 +79,7 @@ class InputGenerator final : public Inputs {
     return mix64(rank_keys_[static_cast<std::size_t>(rank)] + index * 0xd1b54a32d192ed03ull);
   }
   bool exact_contributor(int rank, std::size_t index) const;
-  double raw_real(std::uint64_t random) const;    // before rounding to the dtype
+  double raw_real(std::uint64_t random) const;  // before rounding to the dtype
   double real_value(std::uint64_t random) const;
 
   Case case_;
@@ -87,10 +87,10 @@ class InputGenerator final : public Inputs {
   std::vector<std::uint64_t> rank_keys_;  // one random stream per rank
   std::uint64_t window_key_ = 0;          // exact floats: which ranks are nonzero per element
   int scale_ = 0;
-  double scale_factor_ = 1;               // 2^scale_
-  std::int64_t magnitude_ = 1;            // exact floats: |k| <= magnitude
-  int contributors_ = 1;                  // exact floats: nonzero ranks per element
-  std::vector<std::uint64_t> specials_;   // special values of the dtype, as bits
+  double scale_factor_ = 1;              // 2^scale_
+  std::int64_t magnitude_ = 1;           // exact floats: |k| <= magnitude
+  int contributors_ = 1;                 // exact floats: nonzero ranks per element
+  std::vector<std::uint64_t> specials_;  // special values of the dtype, as bits
 };
 
 // The same as InputGenerator(c).bits(rank, index): the pure function of design idea 1.

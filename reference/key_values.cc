@@ -9,7 +9,8 @@ namespace collcheck {
 namespace {
 
 Error value_error(const KeyValue& option, const std::string& allowed) {
-  return Error{std::string(option.key), std::string(option.key) + "=" + std::string(option.value) + ": must be " + allowed};
+  return Error{std::string(option.key),
+               std::string(option.key) + "=" + std::string(option.value) + ": must be " + allowed};
 }
 
 std::string range_text(std::uint64_t low, std::uint64_t high, std::string_view unit) {

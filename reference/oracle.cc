@@ -22,9 +22,7 @@ constexpr double kDoubleRoundoff = 0x1.0p-53;
 // Slack for the roundings of the bound's own arithmetic.
 constexpr double kBoundSlack = 1 + 0x1.0p-30;
 
-void store(Expected& out, std::size_t element, std::uint64_t bits) {
-  store_bits(out.dtype, out.data, element, bits);
-}
+void store(Expected& out, std::size_t element, std::uint64_t bits) { store_bits(out.dtype, out.data, element, bits); }
 
 // Where reduction output element j of `rank` reads its inputs.
 std::size_t input_base(const Case& c, int rank) {
@@ -72,8 +70,12 @@ std::uint64_t reduce_integers(const Case& c, const Inputs& inputs, std::size_t i
       case RedOp::Sum:
       case RedOp::Avg: accumulator = (accumulator + x) & mask; break;
       case RedOp::Prod: accumulator = (accumulator * x) & mask; break;
-      case RedOp::Min: if (key(x) < key(accumulator)) accumulator = x; break;
-      case RedOp::Max: if (key(x) > key(accumulator)) accumulator = x; break;
+      case RedOp::Min:
+        if (key(x) < key(accumulator)) accumulator = x;
+        break;
+      case RedOp::Max:
+        if (key(x) > key(accumulator)) accumulator = x;
+        break;
     }
   }
   if (c.op != RedOp::Avg) return accumulator;
@@ -86,12 +88,11 @@ std::uint64_t reduce_integers(const Case& c, const Inputs& inputs, std::size_t i
 // One float reduction's constants, computed once rather than per element.
 struct Reduction {
   explicit Reduction(const Case& which)
-      : c(which), n(which.nranks),
-        u(float_format(which.dtype).unit_roundoff()), largest(float_format(which.dtype).max_finite()),
-        overflow(largest + ulp(which.dtype, largest) / 2),
+      : c(which), n(which.nranks), u(float_format(which.dtype).unit_roundoff()),
+        largest(float_format(which.dtype).max_finite()), overflow(largest + ulp(which.dtype, largest) / 2),
         smallest(float_format(which.dtype).min_subnormal()) {
-    std::frexp(largest, &top);                                       // largest < 2^top
-    std::frexp(float_format(which.dtype).min_normal(), &bottom);     // min_normal = 2^(bottom - 1)
+    std::frexp(largest, &top);                                    // largest < 2^top
+    std::frexp(float_format(which.dtype).min_normal(), &bottom);  // min_normal = 2^(bottom - 1)
     const bool average = which.op == RedOp::Avg;
     // avg: NCCL multiplies each input by 1/n (rounded) before summing; others sum then
     // divide. Both stay within n+1 roundings; premultiplying can also underflow.
@@ -150,7 +151,10 @@ Element sum_element(const Reduction& r, Column inputs) {
     const double x = inputs[rank];
     if (std::isnan(x)) nan = true;
     else if (std::isinf(x)) (x > 0 ? positive_infinity : negative_infinity) = true;
-    else { sum += x; magnitude += std::fabs(x); }
+    else {
+      sum += x;
+      magnitude += std::fabs(x);
+    }
   }
   Element e;
   if (magnitude * r.overflow_gamma * kBoundSlack >= r.overflow) {
@@ -161,8 +165,7 @@ Element sum_element(const Reduction& r, Column inputs) {
     return e;
   }
   if (positive_infinity || negative_infinity) {
-    e.value = positive_infinity ? std::numeric_limits<double>::infinity()
-                                : -std::numeric_limits<double>::infinity();
+    e.value = positive_infinity ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
     return e;
   }
   if (r.c.op != RedOp::Avg && r.c.values == ValueKind::Exact) {
@@ -192,14 +195,23 @@ Element prod_element(const Reduction& r, Column inputs) {
   bool nan = false, zero = false, infinity = false, negative = false;
   for (int rank = 0; rank < r.c.nranks; ++rank) {
     const double x = inputs[rank];
-    if (std::isnan(x)) { nan = true; continue; }
+    if (std::isnan(x)) {
+      nan = true;
+      continue;
+    }
     negative ^= std::signbit(x);
-    if (x == 0) { zero = true; continue; }
-    if (std::isinf(x)) { infinity = true; continue; }
+    if (x == 0) {
+      zero = true;
+      continue;
+    }
+    if (std::isinf(x)) {
+      infinity = true;
+      continue;
+    }
     int e;
     const double m = std::frexp(std::fabs(x), &e);  // |x| = m 2^e, m in [0.5, 1)
-    if (e > 0) upper_log += e;          // |x| < 2^e
-    if (e <= 0) lower_log += e - 1;     // |x| >= 2^(e-1)
+    if (e > 0) upper_log += e;                      // |x| < 2^e
+    if (e <= 0) lower_log += e - 1;                 // |x| >= 2^(e-1)
     fraction *= m;
     int renormalize;
     fraction = std::frexp(fraction, &renormalize);
@@ -235,7 +247,10 @@ Element minmax_element(const Reduction& r, Column inputs) {
   double best = 0;
   for (int rank = 0; rank < r.c.nranks; ++rank) {
     const double x = inputs[rank];
-    if (std::isnan(x)) { nan = true; continue; }
+    if (std::isnan(x)) {
+      nan = true;
+      continue;
+    }
     if (!any || (minimum ? x < best : x > best)) best = x;
     any = true;
   }
@@ -261,9 +276,7 @@ Element float_element(const Reduction& r, Column inputs) {
 }
 
 // Whether every element of a float reduction is known bit for bit.
-bool bitwise_float_reduction(const Case& c) {
-  return c.values == ValueKind::Exact && c.op != RedOp::Avg;
-}
+bool bitwise_float_reduction(const Case& c) { return c.values == ValueKind::Exact && c.op != RedOp::Avg; }
 
 // Inputs are gathered a block of elements at a time, every rank's block in one row, so that
 // generating them runs in tight loops; about this many doubles per block.

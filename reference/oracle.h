@@ -18,7 +18,7 @@ namespace collcheck {
 // Outcomes other than "within the bound" that an element may also have, because some
 // reduction order produces them (see docs/oracle.md).
 enum Accept : std::uint8_t {
-  AcceptNaN = 1,          // some order overflows into inf - inf, or 0 * inf
+  AcceptNaN = 1,               // some order overflows into inf - inf, or 0 * inf
   AcceptPositiveOverflow = 2,  // +inf (e4m3: +largest finite or NaN)
   AcceptNegativeOverflow = 4,
   AcceptAlternative = 8,  // min/max with a NaN input: NaN, or the min/max of the others
@@ -28,14 +28,14 @@ enum Accept : std::uint8_t {
 // One rank's expected output.
 struct Expected {
   DType dtype = DType::Float32;
-  std::size_t count = 0;             // elements; 0 where the rank has no output (reduce)
-  std::vector<std::byte> data;       // expected elements, packed as the backend writes them
+  std::size_t count = 0;        // elements; 0 where the rank has no output (reduce)
+  std::vector<std::byte> data;  // expected elements, packed as the backend writes them
   // Empty: every element must match bit for bit (NaN matches any NaN). Otherwise an
   // element passes when |got - expected| <= bound[i], or when it is one of accept[i].
   std::vector<double> bound;
   std::vector<std::uint8_t> accept;
-  std::vector<double> alternative;   // for AcceptAlternative
-  std::size_t unchecked = 0;         // elements with AcceptAnything
+  std::vector<double> alternative;  // for AcceptAlternative
+  std::size_t unchecked = 0;        // elements with AcceptAnything
 
   bool bitwise() const { return bound.empty(); }
   std::uint64_t bits(std::size_t element) const;  // defined below load_bits
@@ -54,12 +54,12 @@ struct Mismatch {
 
 struct Verdict {
   bool ok = true;
-  std::size_t checked = 0;     // elements compared
-  std::size_t mismatched = 0;  // elements outside their bound
-  std::size_t unchecked = 0;   // elements that accepted anything (AcceptAnything)
-  double worst_ulps = 0;       // largest |got - expected| in ulps among checked elements
-  std::vector<Mismatch> first; // the first few mismatches, in element order
-  std::string error;           // set when `got` has the wrong size
+  std::size_t checked = 0;      // elements compared
+  std::size_t mismatched = 0;   // elements outside their bound
+  std::size_t unchecked = 0;    // elements that accepted anything (AcceptAnything)
+  double worst_ulps = 0;        // largest |got - expected| in ulps among checked elements
+  std::vector<Mismatch> first;  // the first few mismatches, in element order
+  std::string error;            // set when `got` has the wrong size
 
   std::string describe(DType) const;  // multi-line, for reports
 };
@@ -91,8 +91,7 @@ Expected expected(const Inputs&, int rank);
 // Compares rank's output `got` (count elements of the dtype, packed as the backend wrote
 // them) against `expected`. At most `max_reported` mismatches are kept in Verdict::first.
 // Non-root ranks of a reduce have no output: they pass an empty `got`.
-Verdict compare(const Expected&, int rank, std::span<const std::byte> got,
-                std::size_t max_reported = 8);
+Verdict compare(const Expected&, int rank, std::span<const std::byte> got, std::size_t max_reported = 8);
 Verdict compare(const Case&, int rank, std::span<const std::byte> got);
 
 // Reads element `index` of a packed buffer of dtype elements as bits (little-endian, as
@@ -100,19 +99,47 @@ Verdict compare(const Case&, int rank, std::span<const std::byte> got);
 inline std::uint64_t load_bits(DType dtype, std::span<const std::byte> buffer, std::size_t index) {
   const std::byte* at = buffer.data() + index * size_of(dtype);
   switch (size_of(dtype)) {
-    case 1: { std::uint8_t v; std::memcpy(&v, at, 1); return v; }
-    case 2: { std::uint16_t v; std::memcpy(&v, at, 2); return v; }
-    case 4: { std::uint32_t v; std::memcpy(&v, at, 4); return v; }
-    default: { std::uint64_t v; std::memcpy(&v, at, 8); return v; }
+    case 1: {
+      std::uint8_t v;
+      std::memcpy(&v, at, 1);
+      return v;
+    }
+    case 2: {
+      std::uint16_t v;
+      std::memcpy(&v, at, 2);
+      return v;
+    }
+    case 4: {
+      std::uint32_t v;
+      std::memcpy(&v, at, 4);
+      return v;
+    }
+    default: {
+      std::uint64_t v;
+      std::memcpy(&v, at, 8);
+      return v;
+    }
   }
 }
 
 inline void store_bits(DType dtype, std::span<std::byte> buffer, std::size_t index, std::uint64_t bits) {
   std::byte* at = buffer.data() + index * size_of(dtype);
   switch (size_of(dtype)) {
-    case 1: { const auto v = static_cast<std::uint8_t>(bits); std::memcpy(at, &v, 1); return; }
-    case 2: { const auto v = static_cast<std::uint16_t>(bits); std::memcpy(at, &v, 2); return; }
-    case 4: { const auto v = static_cast<std::uint32_t>(bits); std::memcpy(at, &v, 4); return; }
+    case 1: {
+      const auto v = static_cast<std::uint8_t>(bits);
+      std::memcpy(at, &v, 1);
+      return;
+    }
+    case 2: {
+      const auto v = static_cast<std::uint16_t>(bits);
+      std::memcpy(at, &v, 2);
+      return;
+    }
+    case 4: {
+      const auto v = static_cast<std::uint32_t>(bits);
+      std::memcpy(at, &v, 4);
+      return;
+    }
     default: std::memcpy(at, &bits, 8); return;
   }
 }

@@ -50,17 +50,25 @@ void compare_only(benchmark::State& state, DType dtype, ValueKind values) {
 }
 
 BENCHMARK_CAPTURE(check_all_reduce, f32_exact, DType::Float32, ValueKind::Exact)
-    ->Arg(1 << 20)->Arg(16 << 20)->Unit(benchmark::kMillisecond);
+    ->Arg(1 << 20)
+    ->Arg(16 << 20)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(check_all_reduce, f32_real, DType::Float32, ValueKind::Real)
-    ->Arg(1 << 20)->Arg(16 << 20)->Unit(benchmark::kMillisecond);
+    ->Arg(1 << 20)
+    ->Arg(16 << 20)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(check_all_reduce, bf16_real, DType::BFloat16, ValueKind::Real)
-    ->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+    ->Arg(1 << 20)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(check_all_reduce, i32_exact, DType::Int32, ValueKind::Exact)
-    ->Arg(1 << 20)->Unit(benchmark::kMillisecond);
+    ->Arg(1 << 20)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(compare_only, f32_exact, DType::Float32, ValueKind::Exact)
-    ->Arg(16 << 20)->Unit(benchmark::kMillisecond);
+    ->Arg(16 << 20)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(compare_only, f32_real, DType::Float32, ValueKind::Real)
-    ->Arg(16 << 20)->Unit(benchmark::kMillisecond);
+    ->Arg(16 << 20)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace collcheck

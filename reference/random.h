@@ -20,8 +20,6 @@ constexpr std::uint64_t below(std::uint64_t random, std::uint64_t n) {
 }
 
 // A double uniformly distributed in [0, 1) from the top 53 bits.
-constexpr double unit_interval(std::uint64_t random) {
-  return static_cast<double>(random >> 11) * 0x1.0p-53;
-}
+constexpr double unit_interval(std::uint64_t random) { return static_cast<double>(random >> 11) * 0x1.0p-53; }
 
 }  // namespace collcheck

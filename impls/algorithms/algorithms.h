@@ -26,7 +26,7 @@ struct Knobs {
 using Generator = Schedule (*)(const Case& shape, const Knobs& knobs);
 
 struct Algorithm {
-  std::string_view name;         // ring tree rhd innet pairwise bruck chain binomial rd
+  std::string_view name;  // ring tree rhd innet pairwise bruck chain binomial rd
   Collective collective;
   std::string_view description;  // one line, for `collcheck list`
   Generator generate;

@@ -90,8 +90,8 @@ Schedule rhd_allreduce(const Case& shape, const Knobs& knobs) {
     auto blocks = [&](Interval interval) {
       const auto parts = static_cast<std::size_t>(p);
       const std::size_t begin = slice(piece.count, parts, static_cast<std::size_t>(interval.lo)).offset;
-      const std::size_t end = interval.hi < p ? slice(piece.count, parts, static_cast<std::size_t>(interval.hi)).offset
-                                              : piece.count;
+      const std::size_t end =
+          interval.hi < p ? slice(piece.count, parts, static_cast<std::size_t>(interval.hi)).offset : piece.count;
       return Slice{piece.offset + begin, end - begin};
     };
     for (int r = 0; r < n; ++r) {

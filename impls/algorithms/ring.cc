@@ -162,8 +162,8 @@ Schedule ring_reducescatter(const Case& shape, const Knobs& knobs) {
         const int received = modulo(r - s - 2, n);
         const bool last = s == n - 2;
         check(last == (received == r), "the last step completes the rank's own block, and only it");
-        const Range into = last ? at(BufferKind::Output, piece.offset, piece.count)
-                                : at(BufferKind::Scratch, block(received, piece));
+        const Range into =
+            last ? at(BufferKind::Output, piece.offset, piece.count) : at(BufferKind::Scratch, block(received, piece));
         recv_reduce(schedule, r, previous, at(BufferKind::Input, block(received, piece)), into, piece.channel);
       }
     }

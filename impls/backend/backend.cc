@@ -11,7 +11,8 @@ namespace collcheck {
 bool Capabilities::supports(const Case& c) const {
   auto has = [](const auto& list, auto value) { return std::find(list.begin(), list.end(), value) != list.end(); };
   return has(collectives, c.collective) && has(dtypes, c.dtype) && (!reduces(c.collective) || has(ops, c.op)) &&
-         (in_place || !c.in_place) && c.nranks >= min_ranks && c.nranks <= max_ranks && (!precondition || precondition(c));
+         (in_place || !c.in_place) && c.nranks >= min_ranks && c.nranks <= max_ranks &&
+         (!precondition || precondition(c));
 }
 
 std::string_view name(Outcome outcome) {

@@ -46,9 +46,9 @@ enum class Outcome { Ok, Detected, Hang, Corrupt, Crash };
 std::string_view name(Outcome);
 
 struct RankResult {
-  std::vector<std::byte> output;      // the rank's output, packed (empty: reduce non-root)
-  std::vector<std::byte> input;       // its input buffer after the call
-  bool guards_intact = true;          // nothing written just before or after any buffer
+  std::vector<std::byte> output;  // the rank's output, packed (empty: reduce non-root)
+  std::vector<std::byte> input;   // its input buffer after the call
+  bool guards_intact = true;      // nothing written just before or after any buffer
 };
 
 // What a run is asked besides the case, for a whole world (RunOptions) and for one rank's part

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "impls/backend/backend.h"
-#include "impls/link/hook.h"
 #include "impls/backend/world.h"
+#include "impls/link/hook.h"
 #include "reference/case.h"
 #include "reference/result.h"
 

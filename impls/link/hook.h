@@ -15,18 +15,18 @@ struct Message {
   int channel = 0;
   std::uint64_t sequence = 0;  // per (from, to, channel), from 0
   std::size_t bytes = 0;
-  double time = 0;             // when it was sent (seconds; virtual on `sim`)
-  int attempt = 0;             // 0: first transmission; k: k-th retransmission (reliable mode)
+  double time = 0;  // when it was sent (seconds; virtual on `sim`)
+  int attempt = 0;  // 0: first transmission; k: k-th retransmission (reliable mode)
 };
 
 // What happens to one transmission of a message on the wire. The executor computed the
 // message's checksum before the hook saw the payload, so a changed payload is a corruption the
 // receiver can detect.
 struct SendDecision {
-  bool drop = false;    // this transmission never arrives
-  double delay = 0;     // seconds added to its arrival
-  int duplicates = 0;   // extra copies of it arrive after it
-  bool reorder = false; // it arrives after the stream's next message (the last one is not held)
+  bool drop = false;     // this transmission never arrives
+  double delay = 0;      // seconds added to its arrival
+  int duplicates = 0;    // extra copies of it arrive after it
+  bool reorder = false;  // it arrives after the stream's next message (the last one is not held)
 };
 
 class LinkHook {
@@ -49,13 +49,13 @@ class LinkHook {
 // faults end in `ok`; only what outlasts the retries (a dead rank, a link down for good) is
 // `detected`.
 struct LinkProtocol {
-  bool checksums = true;      // false: bytes are used unchecked (mutant:no-checksum)
-  bool reliable = false;      // retransmit lost and damaged messages
-  double timeout = 0;         // seconds a wait may see nothing new; 0: the executor's default;
-                              // negative: wait for ever (mutant:no-timeout)
-  double retransmit = 0;      // reliable: seconds of silence before a missing message is asked
-                              // for again; 0: the executor's default (timeout / (retries + 1))
-  int retries = 7;            // reliable: retransmissions of one message before giving up
+  bool checksums = true;  // false: bytes are used unchecked (mutant:no-checksum)
+  bool reliable = false;  // retransmit lost and damaged messages
+  double timeout = 0;     // seconds a wait may see nothing new; 0: the executor's default;
+                          // negative: wait for ever (mutant:no-timeout)
+  double retransmit = 0;  // reliable: seconds of silence before a missing message is asked
+                          // for again; 0: the executor's default (timeout / (retries + 1))
+  int retries = 7;        // reliable: retransmissions of one message before giving up
 };
 
 // The checksum of a piece of a message: CRC-32C of four interleaved streams of its 8-byte words,

@@ -50,9 +50,9 @@ inline constexpr double kRetransmitJitter = 0.25;
 struct LinkSettings {
   bool checksums = true;
   bool reliable = false;
-  bool forever = false;     // never give up waiting (a negative timeout: mutant:no-timeout)
-  double timeout = 0;       // seconds a wait may see nothing new
-  double retransmit = 0;    // reliable: seconds of silence before asking again (before jitter)
+  bool forever = false;   // never give up waiting (a negative timeout: mutant:no-timeout)
+  double timeout = 0;     // seconds a wait may see nothing new
+  double retransmit = 0;  // reliable: seconds of silence before asking again (before jitter)
   double reorder_window = 0;
   int retries = 7;
 };
@@ -116,8 +116,8 @@ class LinkReceiver {
  private:
   std::uint64_t due_message_ = 0;
   std::size_t due_byte_ = 0;
-  double quiet_since_ = 0;    // when the stream last brought something, or the receiver asked
-  double patience_ = 0;      // 0: the retransmission interval
+  double quiet_since_ = 0;  // when the stream last brought something, or the receiver asked
+  double patience_ = 0;     // 0: the retransmission interval
   bool asked_ = false;
   std::uint64_t asked_message_ = 0;
   std::size_t asked_byte_ = 0;

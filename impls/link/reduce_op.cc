@@ -35,10 +35,14 @@ void reduce_integers(RedOp op, const std::byte* a, const std::byte* b, std::byte
     const T y = load<T>(b + i * sizeof(T));
     T result;
     switch (op) {
-      case RedOp::Prod: result = static_cast<T>(static_cast<Unsigned>(static_cast<Unsigned>(x) * static_cast<Unsigned>(y))); break;
+      case RedOp::Prod:
+        result = static_cast<T>(static_cast<Unsigned>(static_cast<Unsigned>(x) * static_cast<Unsigned>(y)));
+        break;
       case RedOp::Min: result = y < x ? y : x; break;
       case RedOp::Max: result = y > x ? y : x; break;
-      default: result = static_cast<T>(static_cast<Unsigned>(static_cast<Unsigned>(x) + static_cast<Unsigned>(y))); break;
+      default:
+        result = static_cast<T>(static_cast<Unsigned>(static_cast<Unsigned>(x) + static_cast<Unsigned>(y)));
+        break;
     }
     store<T>(out + i * sizeof(T), result);
   }

@@ -25,7 +25,7 @@ using generators::at;
 //     a rank whose own input is NaN ends with NaN, the others with the max of the rest.
 
 struct DirectPlan {
-  bool own_order_first = false;        // fold starting at the rank itself
+  bool own_order_first = false;  // fold starting at the rank itself
   bool sends_after_first_receive = false;
 };
 

@@ -28,8 +28,9 @@ Mutant mutant(std::string_view name, std::string_view description, std::vector<C
 // whose buffer registration cache hands back a stale mapping: each call alone is right (the
 // oracle holds), calls after the first are not (the repeat property).
 Mutant registered_once() {
-  Mutant m = mutant("registered-once", "ring all-reduce reading the first call's inputs on every later call (stale cache)",
-                    {Collective::AllReduce}, ring_schedule, {"repeat"});
+  Mutant m =
+      mutant("registered-once", "ring all-reduce reading the first call's inputs on every later call (stale cache)",
+             {Collective::AllReduce}, ring_schedule, {"repeat"});
   m.variant.stale_inputs = true;
   return m;
 }
@@ -70,8 +71,8 @@ std::vector<Mutant> make_mutants() {
              allreduce, ring_schedule, {"oracle"}, float16_accumulator),
       mutant("in-place-clobber", "direct all-reduce sending its input after overwriting it: wrong only in place",
              allreduce, in_place_clobber, {"in-place", "oracle"}),
-      mutant("write-past-end", "ring all-reduce writing one element past the output (inclusive end bound)",
-             allreduce, write_past_end, {"buffer-safety"}),
+      mutant("write-past-end", "ring all-reduce writing one element past the output (inclusive end bound)", allreduce,
+             write_past_end, {"buffer-safety"}),
       mutant("nan-dropped", "direct all-reduce with std::max-style min/max in a per-rank order: ranks differ on NaN",
              allreduce, nan_dropped_schedule, {"rank-agreement"}, nan_dropping),
       mutant("avg-wrong-divisor", "ring all-reduce whose avg divides by the peer count nranks-1 instead of nranks",
@@ -80,9 +81,10 @@ std::vector<Mutant> make_mutants() {
              allreduce, rank_order_reduce, {"rank-agreement"}),
       mutant("interleaving-race", "reduce-broadcast all-reduce missing a cross-stream wait: a seed-dependent race",
              allreduce, interleaving_race, {"determinism", "oracle", "in-place", "repeat"}),
-      mutant("deadlock", "ring all-reduce where every rank receives before its first send: a cyclic wait",
-             allreduce, deadlock, {"liveness"}),
-      mutant("gather-rotated", "ring all-reduce and reduce-scatter with allgather-order's all-gather: they do not compose",
+      mutant("deadlock", "ring all-reduce where every rank receives before its first send: a cyclic wait", allreduce,
+             deadlock, {"liveness"}),
+      mutant("gather-rotated",
+             "ring all-reduce and reduce-scatter with allgather-order's all-gather: they do not compose",
              {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}, gather_rotated,
              {"composition", "oracle"}),
       registered_once(),

@@ -15,8 +15,8 @@ namespace collcheck {
 enum class ProcessSabotage { None, Hang, Crash };
 
 struct Mutant {
-  SimVariant variant;                      // variant.name is `mutant:NAME`
-  std::vector<std::string_view> caught_by; // the properties expected to catch it, best first
+  SimVariant variant;                       // variant.name is `mutant:NAME`
+  std::vector<std::string_view> caught_by;  // the properties expected to catch it, best first
   // The fault plan (faults/plan.h text) under which it shows, for bugs of the link protocol
   // that only faults reveal; empty: it shows on clean runs.
   std::string faults;

@@ -37,9 +37,7 @@ double combine(RedOp op, double x, double y) {
 }
 
 // std::max / std::min on the decoded values: a NaN survives only as the first operand.
-double unordered_min_max(RedOp op, double a, double b) {
-  return op == RedOp::Max ? (a < b ? b : a) : (b < a ? b : a);
-}
+double unordered_min_max(RedOp op, double a, double b) { return op == RedOp::Max ? (a < b ? b : a) : (b < a ? b : a); }
 
 }  // namespace
 

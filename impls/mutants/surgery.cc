@@ -36,8 +36,6 @@ Step make_step(StepKind kind, int peer, Range from, Range to, int channel, int s
   return step;
 }
 
-Result<Schedule> ring_schedule(const Case& shape, const Knobs& knobs) {
-  return make_schedule("ring", shape, knobs);
-}
+Result<Schedule> ring_schedule(const Case& shape, const Knobs& knobs) { return make_schedule("ring", shape, knobs); }
 
 }  // namespace collcheck::mutants

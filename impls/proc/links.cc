@@ -151,7 +151,8 @@ std::string open_connections(World& world, const std::vector<bool>& need, Peers&
     const bool local = peers.hosts[static_cast<std::size_t>(q)] == peers.hosts[static_cast<std::size_t>(rank)];
     int fd = dial(local ? "127.0.0.1" : peers.hosts[static_cast<std::size_t>(q)], ports[static_cast<std::size_t>(q)]);
     std::int32_t me = rank;
-    if (fd < 0 || !transfer_all(fd, &me, sizeof me, true)) error = system_error("cannot connect to rank " + std::to_string(q));
+    if (fd < 0 || !transfer_all(fd, &me, sizeof me, true))
+      error = system_error("cannot connect to rank " + std::to_string(q));
     peers.connections[static_cast<std::size_t>(q)].fd = fd;
   }
   for (std::size_t accepted = 0; accepted < expected && error.empty(); ++accepted) {

@@ -13,8 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "impls/proc/transport.h"
 #include "impls/backend/world.h"
+#include "impls/proc/transport.h"
 #include "reference/result.h"
 
 namespace collcheck::proc {
@@ -44,12 +44,12 @@ struct PieceHeader {
 // rewinds name the data stream (from = its sender) and travel against it; aborts and dones
 // name the rank that sends them in `from`.
 enum class FrameKind : std::uint32_t {
-  Piece,   // a piece of a message; payload: its bytes
-  Ack,     // reliable: the receiver has taken `sequence` messages of the stream
-  Rewind,  // reliable: the receiver asks the sender to go back to message `sequence`
-  Abort,   // the sender stopped the run; payload: why
-  Done,    // the sender finished the case
-  Arrived, // the sender reached phase `sequence` % 4 of case `sequence` / 4's beginning
+  Piece,    // a piece of a message; payload: its bytes
+  Ack,      // reliable: the receiver has taken `sequence` messages of the stream
+  Rewind,   // reliable: the receiver asks the sender to go back to message `sequence`
+  Abort,    // the sender stopped the run; payload: why
+  Done,     // the sender finished the case
+  Arrived,  // the sender reached phase `sequence` % 4 of case `sequence` / 4's beginning
 };
 
 // A TCP frame. `epoch` counts cases, so that a frame of a case that ended in an error, still on
@@ -134,7 +134,8 @@ bool read_frames(Connection& c, std::vector<std::vector<std::byte>>& spare, std:
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return progressed;
       if (n <= 0) {
-        error = n == 0 ? "rank " + std::to_string(c.peer) + " closed its connection" : system_error("reading from rank " + std::to_string(c.peer));
+        error = n == 0 ? "rank " + std::to_string(c.peer) + " closed its connection"
+                       : system_error("reading from rank " + std::to_string(c.peer));
         ::close(c.fd);
         c.fd = -1;
         return progressed;

@@ -7,12 +7,12 @@
 
 #include <unistd.h>
 
-#include "impls/mutants/mutants.h"
-#include "impls/proc/transport.h"
-#include "impls/proc/proc_backend.h"
 #include "impls/backend/rank_backend.h"
 #include "impls/link/guarded_buffer.h"
 #include "impls/link/reduce_op.h"
+#include "impls/mutants/mutants.h"
+#include "impls/proc/proc_backend.h"
+#include "impls/proc/transport.h"
 #include "impls/sim/sim_backend.h"
 #include "reference/inputs.h"
 #include "reference/key_values.h"
@@ -54,7 +54,8 @@ struct RankMemory {
 
 class ProcBackend final : public RankBackend {
  public:
-  ProcBackend(World& world, SimVariant variant, Knobs knobs, ProcLinks links, ProcessSabotage sabotage, std::string name)
+  ProcBackend(World& world, SimVariant variant, Knobs knobs, ProcLinks links, ProcessSabotage sabotage,
+              std::string name)
       : world_(world), variant_(std::move(variant)), knobs_(knobs), links_(links), sabotage_(sabotage),
         name_(std::move(name)) {}
 
@@ -76,8 +77,8 @@ class ProcBackend final : public RankBackend {
       transport_ = std::move(made).value();
     }
     RankMemory memory(*schedule, rank);
-    Status begun = transport_->begin(*schedule, ProcRunOptions{options.hook, variant_.reduction, start, options.deadline,
-                                                               protocol()});
+    Status begun = transport_->begin(
+        *schedule, ProcRunOptions{options.hook, variant_.reduction, start, options.deadline, protocol()});
     if (!begun) return failed(begun.error().text());
     Calls calls{*schedule, memory, rank};
     RankRun result = options.timed ? timed(calls, options) : repeated(calls, options);
@@ -85,7 +86,8 @@ class ProcBackend final : public RankBackend {
       Status finished = transport_->finish();
       if (!finished) return failed(finished.error().text());
     }
-    if (!options.timed) result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!options.timed)
+      result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
   }
 
@@ -202,7 +204,8 @@ Error spec_error(std::string_view spec, const std::string& message) {
   return Error{"--backend", "'" + std::string(spec) + "': " + message};
 }
 
-RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, ProcessSabotage sabotage, std::string name) {
+RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, ProcessSabotage sabotage,
+                          std::string name) {
   RankBackendSpec spec;
   spec.name = name;
   spec.capabilities.collectives = variant.collectives;
@@ -212,7 +215,8 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Proc
   spec.capabilities.chunk = knobs.chunk;
   spec.capabilities.hook = true;  // every send passes RankRunOptions::hook
   spec.capabilities.reliable = knobs.protocol.reliable;
-  spec.make = [variant = std::move(variant), knobs, links, sabotage, name](World& world) -> Result<std::unique_ptr<RankBackend>> {
+  spec.make = [variant = std::move(variant), knobs, links, sabotage,
+               name](World& world) -> Result<std::unique_ptr<RankBackend>> {
     return std::unique_ptr<RankBackend>(std::make_unique<ProcBackend>(world, variant, knobs, links, sabotage, name));
   };
   return spec;
@@ -268,7 +272,8 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
   }
   Result<SimVariant> variant = algorithm_variant(what);
   if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME");
-  specs.push_back(make_spec(std::move(variant).value(), algorithm_knobs, links, ProcessSabotage::None, std::string(what) + suffix));
+  specs.push_back(
+      make_spec(std::move(variant).value(), algorithm_knobs, links, ProcessSabotage::None, std::string(what) + suffix));
   return specs;
 }
 

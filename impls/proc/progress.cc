@@ -7,7 +7,6 @@
 #include <cstring>
 #include <iterator>
 
-
 namespace collcheck {
 
 using namespace proc;
@@ -116,8 +115,8 @@ std::string ProcTransport::State::problem(Verdict verdict, const PieceHeader& pi
            " was due (a message lost or out of order)";
   }
   if (verdict == Verdict::Overlong) {
-    return "a piece of " + std::to_string(piece.bytes) + " bytes at byte " + std::to_string(received) +
-           " of message " + std::to_string(sequence) + ", which has " + std::to_string(bytes);
+    return "a piece of " + std::to_string(piece.bytes) + " bytes at byte " + std::to_string(received) + " of message " +
+           std::to_string(sequence) + ", which has " + std::to_string(bytes);
   }
   return "message " + std::to_string(sequence) + " damaged: the piece at byte " + std::to_string(received) + " (" +
          std::to_string(piece.bytes) + " bytes, transmission " + std::to_string(piece.attempt) +
@@ -147,7 +146,8 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
     if (verdict != Verdict::Take) {
       if (!settings.reliable) {
         fail(participant_name(local.participant) + ": from " + participant_name(in.key.from) + " on channel " +
-             std::to_string(in.key.channel) + " (call " + std::to_string(call) + "): " + problem(verdict, piece, in, bytes));
+             std::to_string(in.key.channel) + " (call " + std::to_string(call) +
+             "): " + problem(verdict, piece, in, bytes));
         return taken;
       }
       pop(in);
@@ -215,12 +215,13 @@ Outgoing* ProcTransport::State::choose(Outbound& out, double time) {
   while (out.cursor < out.queue.size()) {
     Outgoing& message = out.queue[out.cursor];
     if (message.sequence != out.next) return nullptr;  // not posted yet
-    if (message.done() && message.copies == 0) {  // pushed ahead of the held message before it
+    if (message.done() && message.copies == 0) {       // pushed ahead of the held message before it
       finished(out, message);
       continue;
     }
     if (!message.held || time >= message.held_until) return message.not_before <= time ? &message : nullptr;
-    if (out.cursor + 1 == out.queue.size() || out.queue[out.cursor + 1].sequence != message.sequence + 1) return nullptr;
+    if (out.cursor + 1 == out.queue.size() || out.queue[out.cursor + 1].sequence != message.sequence + 1)
+      return nullptr;
     Outgoing& after = out.queue[out.cursor + 1];
     return after.not_before <= time ? &after : nullptr;
   }
@@ -244,9 +245,11 @@ bool ProcTransport::State::push(Outbound& out, Outgoing& message, bool& moved) {
     if (out.connection != nullptr) {
       Connection& connection = *out.connection;
       if (connection.out.size() - connection.out_sent >= kTcpWindow) return false;
-      if (settings.checksums) sum = message.hooked ? message.sums[message.pushed / out.piece_bytes] : checksum({data, n});
+      if (settings.checksums)
+        sum = message.hooked ? message.sums[message.pushed / out.piece_bytes] : checksum({data, n});
       const PieceHeader header{message.sequence, message.pushed, n, sum, out.sender.attempt(message.sequence)};
-      append_frame(connection, FrameHeader{epoch, FrameKind::Piece, out.key.from, out.key.to, out.key.channel, 0, header}, data);
+      append_frame(connection,
+                   FrameHeader{epoch, FrameKind::Piece, out.key.from, out.key.to, out.key.channel, 0, header}, data);
     } else {
       if (out.tail - out.head_seen >= out.fifo.shape.slots) {
         out.head_seen = out.fifo.control->head.load(std::memory_order_acquire);
@@ -255,7 +258,8 @@ bool ProcTransport::State::push(Outbound& out, Outgoing& message, bool& moved) {
       std::byte* slot = out.fifo.slot(out.tail);
       if (n > 0) std::memcpy(slot + kSlotHeader, data, n);
       // Taken over the slot, just written and still in cache (the user's bytes may be in memory).
-      if (settings.checksums) sum = message.hooked ? message.sums[message.pushed / out.piece_bytes] : checksum({slot + kSlotHeader, n});
+      if (settings.checksums)
+        sum = message.hooked ? message.sums[message.pushed / out.piece_bytes] : checksum({slot + kSlotHeader, n});
       const PieceHeader header{message.sequence, message.pushed, n, sum, out.sender.attempt(message.sequence)};
       std::memcpy(slot, &header, sizeof header);
       out.fifo.control->tail.store(++out.tail, std::memory_order_release);
@@ -365,8 +369,8 @@ void ProcTransport::State::deliver(const FrameHeader& header, std::vector<std::b
   if (header.epoch != epoch) return;  // from a case that ended before this one began
   if (header.kind == FrameKind::Abort) {
     if (failure.empty()) {
-      failure = "rank " + std::to_string(header.from) + " stopped the run: " +
-                std::string(reinterpret_cast<const char*>(payload.data()), payload.size());
+      failure = "rank " + std::to_string(header.from) +
+                " stopped the run: " + std::string(reinterpret_cast<const char*>(payload.data()), payload.size());
     }
     return;
   }
@@ -404,9 +408,9 @@ bool ProcTransport::State::pump() {
     if (connection.fd < 0) continue;
     std::string error;
     progressed |= write_some(connection, error);
-    progressed |= read_frames(connection, spare, error, [this](const FrameHeader& header, std::vector<std::byte> payload) {
-      deliver(header, std::move(payload));
-    });
+    progressed |= read_frames(
+        connection, spare, error,
+        [this](const FrameHeader& header, std::vector<std::byte> payload) { deliver(header, std::move(payload)); });
     if (!error.empty() && failure.empty()) failure = error;
   }
   if (sweeping && !meeting) {

@@ -107,20 +107,22 @@ struct Outgoing {
   std::size_t owned_base = 0;
   std::size_t bytes = 0;
   std::size_t pushed = 0;
-  bool started = false;               // a zero-byte message still travels as one empty piece
+  bool started = false;  // a zero-byte message still travels as one empty piece
   // The transmission in progress (hook only: wire, sums, and the decision); which transmission it
   // is, the stream's LinkSender counts.
-  bool hooked = false;                // the hook decided this transmission; `wire` holds it
+  bool hooked = false;  // the hook decided this transmission; `wire` holds it
   std::vector<std::byte> wire;
-  std::vector<std::uint64_t> sums;    // per piece, of the pristine bytes
-  double not_before = 0;              // a hook's delay
+  std::vector<std::uint64_t> sums;  // per piece, of the pristine bytes
+  double not_before = 0;            // a hook's delay
   bool dropped = false;
-  int copies = 0;                     // duplicates still to push after this transmission
-  bool held = false;                  // reorder: waits until the stream's next message is out,
-  double held_until = 0;              // or until the reorder window has passed, whichever is first
+  int copies = 0;         // duplicates still to push after this transmission
+  bool held = false;      // reorder: waits until the stream's next message is out,
+  double held_until = 0;  // or until the reorder window has passed, whichever is first
 
   bool lazy() const { return source != nullptr; }
-  const std::byte* at(std::size_t offset) const { return lazy() ? source + offset : owned.data() + (offset - owned_base); }
+  const std::byte* at(std::size_t offset) const {
+    return lazy() ? source + offset : owned.data() + (offset - owned_base);
+  }
   const std::byte* payload(std::size_t offset) const { return hooked ? wire.data() + offset : at(offset); }
   bool done() const { return started && pushed == bytes; }
   // Copies the bytes from `from` on aside (the rest was pushed and will not be needed again).
@@ -133,13 +135,13 @@ struct Outgoing {
 
 struct Outbound {
   Key key;
-  LinkSender sender;               // reliable: each kept message's attempts and the asks for it
-  Fifo fifo;                       // shm: in the receiver's segment
+  LinkSender sender;                 // reliable: each kept message's attempts and the asks for it
+  Fifo fifo;                         // shm: in the receiver's segment
   Connection* connection = nullptr;  // tcp
   std::size_t piece_bytes = kProcSlotBytes;
-  std::uint64_t per_call = 0;      // messages on this stream per call
-  std::uint64_t next = 0;          // the sequence number to push next
-  std::size_t cursor = 0;          // queue entries before `next`
+  std::uint64_t per_call = 0;  // messages on this stream per call
+  std::uint64_t next = 0;      // the sequence number to push next
+  std::size_t cursor = 0;      // queue entries before `next`
   std::uint64_t tail = 0, head_seen = 0;
   std::uint64_t acked = 0;         // reliable: messages the receiver has taken
   std::uint64_t rewinds_seen = 0;  // shm: rewind requests handled
@@ -148,7 +150,7 @@ struct Outbound {
 
 struct Inbound {
   Key key;
-  Fifo fifo;                // shm: in this process's segment
+  Fifo fifo;  // shm: in this process's segment
   bool tcp = false;
   std::deque<Piece> pieces;  // tcp: frames read, not yet taken
   std::uint64_t per_call = 0;
@@ -156,7 +158,7 @@ struct Inbound {
   // The position due next (message, byte), and, reliable, since when the stream has brought
   // nothing useful and what it last asked the sender for.
   LinkReceiver receiver;
-  bool waiting = false;        // reliable: a receive waits on this stream
+  bool waiting = false;  // reliable: a receive waits on this stream
 };
 
 // A receive or send step's stream (index into inbound or outbound) and its ordinal there: the
@@ -170,7 +172,7 @@ struct StepLink {
 struct Stream {
   std::vector<int> steps;
   std::size_t next = 0;
-  bool started = false;      // the current receive has taken a piece (its stream's receiver: how much)
+  bool started = false;  // the current receive has taken a piece (its stream's receiver: how much)
 };
 
 struct Hosted {
@@ -210,30 +212,28 @@ struct ProcTransport::State {
   std::vector<proc::Hosted> hosted;
   std::size_t lazy = 0;  // lazy messages in the outbound queues
   std::uint64_t call = 0;
-  std::string failure;   // set by a step, a link, or another process; ends the run
+  std::string failure;                        // set by a step, a link, or another process; ends the run
   std::vector<std::vector<std::byte>> spare;  // tcp payload buffers for reuse
   std::map<proc::Key, int> outbound_index;
 
   // The link protocol of the case (ProcRunOptions::protocol with its defaults resolved): its
   // `forever` also waives the run's deadline.
   LinkSettings settings;
-  RetransmitJitter patience_jitter;  // reliable: each wait before asking again
-  bool sweeping = false;     // stale pieces can arrive (a hook or retransmissions)
-  bool meeting = false;      // in begin()'s barriers: the FIFOs may still hold the last case's words
-  double last_news = 0;      // when this process last moved anything
-  std::vector<std::uint32_t> peers_done;  // tcp: the last case each rank said it finished
-  std::vector<std::uint64_t> done_marks;  // tcp: where our own Done frame to each rank ends
+  RetransmitJitter patience_jitter;          // reliable: each wait before asking again
+  bool sweeping = false;                     // stale pieces can arrive (a hook or retransmissions)
+  bool meeting = false;                      // in begin()'s barriers: the FIFOs may still hold the last case's words
+  double last_news = 0;                      // when this process last moved anything
+  std::vector<std::uint32_t> peers_done;     // tcp: the last case each rank said it finished
+  std::vector<std::uint64_t> done_marks;     // tcp: where our own Done frame to each rank ends
   std::vector<std::uint64_t> peers_arrived;  // tcp: the last Arrived mark of each rank (any case)
 
   int host(int participant) const { return proc_host(participant, schedule->nranks()); }
   bool via_shm(const proc::Key& key) const {
     const int from = host(key.from), to = host(key.to);
-    return from == to || (links != ProcLinks::Tcp && peers.hosts[static_cast<std::size_t>(from)] ==
-                                                          peers.hosts[static_cast<std::size_t>(to)]);
+    return from == to || (links != ProcLinks::Tcp &&
+                          peers.hosts[static_cast<std::size_t>(from)] == peers.hosts[static_cast<std::size_t>(to)]);
   }
-  double now() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - options.start).count();
-  }
+  double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - options.start).count(); }
   std::string participant_name(int p) const {
     return p < schedule->nranks() ? "rank " + std::to_string(p) : "switch " + std::to_string(p - schedule->nranks());
   }
@@ -259,15 +259,15 @@ struct ProcTransport::State {
   void protect(const std::byte* at, std::size_t bytes);
   void settle();
   void post(const proc::Hosted& local, const Step& step, const proc::StepLink& link);
-  proc::Taken receive(proc::Hosted& local, const Step& step, const proc::StepLink& link,
-                      proc::Stream& stream);
+  proc::Taken receive(proc::Hosted& local, const Step& step, const proc::StepLink& link, proc::Stream& stream);
   bool advance(proc::Hosted& local, proc::Stream& stream);
   std::string stuck(const std::string& how) const;
 
   // Receiving: the next piece of a stream without taking it, taking it, and what is wrong with it.
   bool peek(proc::Inbound& in, proc::PieceHeader& header, const std::byte*& data);
   void pop(proc::Inbound& in);
-  std::string problem(Verdict verdict, const proc::PieceHeader& piece, const proc::Inbound& in, std::size_t bytes) const;
+  std::string problem(Verdict verdict, const proc::PieceHeader& piece, const proc::Inbound& in,
+                      std::size_t bytes) const;
   bool sweep(proc::Inbound& in);
   void ask(proc::Inbound& in);
   void acknowledge(proc::Inbound& in);

@@ -254,15 +254,15 @@ bool ProcTransport::State::done(int q) const {
     return segment_control(segment)->done.load(std::memory_order_acquire) >= epoch;
   }
   const Connection& connection = peers.connections[static_cast<std::size_t>(q)];
-  return peers_done[static_cast<std::size_t>(q)] == epoch && (connection.fd < 0 || connection.written >= done_marks[static_cast<std::size_t>(q)]);
+  return peers_done[static_cast<std::size_t>(q)] == epoch &&
+         (connection.fd < 0 || connection.written >= done_marks[static_cast<std::size_t>(q)]);
 }
 
 // Whether rank q has reached phase `phase` of this case's beginning (or the next phase).
 bool ProcTransport::State::arrived(int q, int phase) const {
   std::byte* segment = peers.segments[static_cast<std::size_t>(q)];
-  const std::uint64_t mark = segment != nullptr
-                                 ? segment_control(segment)->arrived.load(std::memory_order_acquire)
-                                 : peers_arrived[static_cast<std::size_t>(q)];
+  const std::uint64_t mark = segment != nullptr ? segment_control(segment)->arrived.load(std::memory_order_acquire)
+                                                : peers_arrived[static_cast<std::size_t>(q)];
   return mark / 4 == epoch && static_cast<int>(mark % 4) >= phase;
 }
 
@@ -271,7 +271,8 @@ Status ProcTransport::State::meet(int phase) {
   const std::uint64_t mark = std::uint64_t{epoch} * 4 + static_cast<std::uint64_t>(phase);
   segment_control(peers.segments[static_cast<std::size_t>(rank)])->arrived.store(mark, std::memory_order_release);
   for (int q = 0; q < size; ++q) {
-    if (q != rank && peers.segments[static_cast<std::size_t>(q)] == nullptr) send_control(q, FrameKind::Arrived, Key{rank, q, 0}, mark);
+    if (q != rank && peers.segments[static_cast<std::size_t>(q)] == nullptr)
+      send_control(q, FrameKind::Arrived, Key{rank, q, 0}, mark);
   }
   const double give_up = now() + settings.timeout;
   for (;;) {
@@ -375,10 +376,10 @@ std::string ProcTransport::State::stuck(const std::string& how) const {
       if (ready && step.receives()) {
         const StepLink& link = local.links[static_cast<std::size_t>(k)];
         const Inbound& in = inbound[static_cast<std::size_t>(link.link)];
-        return participant_name(local.participant) + " step " + std::to_string(k) + " (" + std::string(name(step.kind)) +
-               " from " + participant_name(step.peer) + ", channel " + std::to_string(step.channel) + "): no message" +
-               after + " (call " + std::to_string(call) + ", message " +
-               std::to_string(call * in.per_call + link.ordinal) + ")";
+        return participant_name(local.participant) + " step " + std::to_string(k) + " (" +
+               std::string(name(step.kind)) + " from " + participant_name(step.peer) + ", channel " +
+               std::to_string(step.channel) + "): no message" + after + " (call " + std::to_string(call) +
+               ", message " + std::to_string(call * in.per_call + link.ordinal) + ")";
       }
       if (first.empty()) first = describe(*schedule, local.participant, k) + ": not done" + after;
     }
@@ -418,7 +419,8 @@ Status ProcTransport::run_call(std::span<const ProcBuffers> buffers) {
   }
   for (Inbound& in : state.inbound) in.waiting = false;
   auto unfinished = [&] {
-    return std::any_of(state.hosted.begin(), state.hosted.end(), [](const Hosted& local) { return local.remaining > 0; });
+    return std::any_of(state.hosted.begin(), state.hosted.end(),
+                       [](const Hosted& local) { return local.remaining > 0; });
   };
   while (unfinished()) {
     bool progressed = false;
@@ -459,6 +461,5 @@ Status ProcTransport::finish() {
     sched_yield();
   }
 }
-
 
 }  // namespace collcheck

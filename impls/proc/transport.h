@@ -9,10 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include "impls/backend/world.h"
 #include "impls/link/hook.h"
 #include "impls/schedule/schedule.h"
 #include "impls/sim/simulator.h"
-#include "impls/backend/world.h"
 #include "reference/result.h"
 
 namespace collcheck {
@@ -49,8 +49,8 @@ struct ProcRunOptions {
   LinkHook* hook = nullptr;     // every send passes through it; null: none
   ReductionOverride reduction;  // null members: the standard contract
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  double deadline = 60;         // seconds from `start` after which a wait ends the run
-  LinkProtocol protocol;        // checksums, timeout, reliable mode (impls/hook.h)
+  double deadline = 60;   // seconds from `start` after which a wait ends the run
+  LinkProtocol protocol;  // checksums, timeout, reliable mode (impls/hook.h)
 };
 
 class ProcTransport {

@@ -33,7 +33,9 @@ class Element {
   bool defined() const { return defined_; }
   int writer() const { return writer_; }
   void set_writer(int step) { writer_ = step; }
-  std::span<const Run> runs() const { return count_ <= 1 ? std::span<const Run>(&single_, count_) : std::span<const Run>(many_); }
+  std::span<const Run> runs() const {
+    return count_ <= 1 ? std::span<const Run>(&single_, count_) : std::span<const Run>(many_);
+  }
 
   void assign(std::vector<Run> runs) {
     defined_ = true;
@@ -114,7 +116,8 @@ class Interpreter {
       done_[q].assign(s.participants[q].steps.size(), false);
       std::map<int, std::vector<int>> by_stream;
       const auto& steps = s.participants[q].steps;
-      for (int k = 0; k < static_cast<int>(steps.size()); ++k) by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
+      for (int k = 0; k < static_cast<int>(steps.size()); ++k)
+        by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
       for (auto& [stream, indices] : by_stream) streams_[q].push_back(Stream{std::move(indices), 0});
       if (!s.participants[q].is_switch) initialize_input(p);
     }
@@ -181,8 +184,9 @@ class Interpreter {
       const std::size_t element = range.offset + i;
       values[i] = implicit_input ? Element(element, rank) : at(p, range.buffer, element);
       if (!values[i].defined()) {
-        fail(proof, p, step, "reads " + std::string(name(range.buffer)) + " element " + std::to_string(element) +
-                                 ", which nothing has written");
+        fail(proof, p, step,
+             "reads " + std::string(name(range.buffer)) + " element " + std::to_string(element) +
+                 ", which nothing has written");
         return {};
       }
     }
@@ -214,8 +218,9 @@ class Interpreter {
       if (merge_single(a[i], b[i])) continue;
       Union u = combine(a[i].runs(), b[i].runs());
       if (u.shared) {
-        fail(proof, p, step, std::string(name(range.buffer)) + " element " + std::to_string(range.offset + i) +
-                                 " would combine " + show(std::span<const Run>(&*u.shared, 1)) + " twice");
+        fail(proof, p, step,
+             std::string(name(range.buffer)) + " element " + std::to_string(range.offset + i) + " would combine " +
+                 show(std::span<const Run>(&*u.shared, 1)) + " twice");
         return false;
       }
       a[i].assign(std::move(u.runs));
@@ -312,8 +317,8 @@ class Interpreter {
     }
     if (shown == 0) return;
     proof.ok = false;
-    proof.message = "deadlock: " + std::to_string(shown) + " participant" + (shown > 1 ? "s" : "") +
-                    " wait forever, e.g." + stuck;
+    proof.message =
+        "deadlock: " + std::to_string(shown) + " participant" + (shown > 1 ? "s" : "") + " wait forever, e.g." + stuck;
   }
 
   // What output element i of `rank` must hold.
@@ -351,7 +356,8 @@ class Interpreter {
             element.writer() >= 0 ? " (last written by " + describe(s_, rank, element.writer()) + ")" : "";
         proof.ok = false;
         proof.message = "rank " + std::to_string(rank) + " output element " + std::to_string(i) + " holds " + holds +
-                        where + ", but " + std::string(name(s_.shape.collective)) + " needs " + show(std::span<const Run>(&want, 1));
+                        where + ", but " + std::string(name(s_.shape.collective)) + " needs " +
+                        show(std::span<const Run>(&want, 1));
         return;
       }
     }

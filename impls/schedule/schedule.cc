@@ -31,8 +31,9 @@ Status validate_ranges(const Schedule& s, int p, int index, const Step& step, st
     const bool used = range == &step.from ? step.reads() : step.writes();
     if (!used) continue;
     if (!inside(s, p, *range, slack)) {
-      return step_error(s, p, index, show(*range) + " lies outside the buffer of " +
-                                         std::to_string(s.buffer_size(p, range->buffer)) + " elements");
+      return step_error(s, p, index,
+                        show(*range) + " lies outside the buffer of " +
+                            std::to_string(s.buffer_size(p, range->buffer)) + " elements");
     }
   }
   if (step.writes() && step.to.buffer == BufferKind::Input && !s.shape.in_place) {
@@ -40,8 +41,9 @@ Status validate_ranges(const Schedule& s, int p, int index, const Step& step, st
   }
   if ((step.kind == StepKind::RecvReduce || step.kind == StepKind::Copy || step.kind == StepKind::Reduce) &&
       step.from.count != step.to.count) {
-    return step_error(s, p, index, "from has " + std::to_string(step.from.count) + " elements, to has " +
-                                       std::to_string(step.to.count));
+    return step_error(
+        s, p, index,
+        "from has " + std::to_string(step.from.count) + " elements, to has " + std::to_string(step.to.count));
   }
   return Ok{};
 }
@@ -107,8 +109,8 @@ Alias in_place_alias(const Case& shape, int rank) {
 
 Status validate(const Schedule& s, std::size_t slack) {
   if (s.nparticipants() < s.nranks()) {
-    return Error{"schedule", std::to_string(s.nparticipants()) + " participants for " + std::to_string(s.nranks()) +
-                                 " ranks"};
+    return Error{"schedule",
+                 std::to_string(s.nparticipants()) + " participants for " + std::to_string(s.nranks()) + " ranks"};
   }
   // Messages per (from, to, channel), in order: counts of the sends and of the receives.
   std::map<std::tuple<int, int, int>, std::vector<std::size_t>> sent, received;
@@ -138,8 +140,8 @@ Status validate(const Schedule& s, std::size_t slack) {
   for (const auto& [key, counts] : sent) {
     const auto& [from, to, channel] = key;
     const std::vector<std::size_t>& matched = received[key];
-    const std::string link = participant_name(s, from) + " -> " + participant_name(s, to) + " on channel " +
-                             std::to_string(channel);
+    const std::string link =
+        participant_name(s, from) + " -> " + participant_name(s, to) + " on channel " + std::to_string(channel);
     if (matched.size() != counts.size()) {
       return Error{"schedule", link + ": " + std::to_string(counts.size()) + " sends but " +
                                    std::to_string(matched.size()) + " receives"};
@@ -169,7 +171,8 @@ std::string describe(const Schedule& s, int p, int index) {
   out += " (" + std::string(name(step.kind));
   if (step.sends()) out += " " + show(step.from) + " to " + participant_name(s, step.peer);
   if (step.receives()) out += " from " + participant_name(s, step.peer) + " into " + show(step.to);
-  if (step.kind == StepKind::Copy || step.kind == StepKind::Reduce) out += " " + show(step.from) + " into " + show(step.to);
+  if (step.kind == StepKind::Copy || step.kind == StepKind::Reduce)
+    out += " " + show(step.from) + " into " + show(step.to);
   return out + ")";
 }
 

@@ -62,8 +62,8 @@ struct Participant {
 };
 
 struct Schedule {
-  std::string algorithm;  // `ring`, `tree`, ...
-  Case shape;             // collective, count, nranks, root, in_place (dtype, op, values unused)
+  std::string algorithm;                  // `ring`, `tree`, ...
+  Case shape;                             // collective, count, nranks, root, in_place (dtype, op, values unused)
   std::vector<Participant> participants;  // ranks 0..nranks-1 first, then switches
 
   int nranks() const { return shape.nranks; }

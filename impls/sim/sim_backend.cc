@@ -42,7 +42,8 @@ class SimBackend final : public Backend {
       result.error = schedule.error().text();
       return result;
     }
-    if (options.timed) return options.checked ? run_timed_checked(c, *schedule, options) : run_timed(c, *schedule, options);
+    if (options.timed)
+      return options.checked ? run_timed_checked(c, *schedule, options) : run_timed(c, *schedule, options);
     SimulationOptions sim(options.schedule_seed, options.hook, true);
     sim.guard = kGuardElements;
     sim.reduction = variant_.reduction;
@@ -80,8 +81,9 @@ class SimBackend final : public Backend {
   static RepeatedRun failed(const SimulatedRun& run) {
     RepeatedRun result;
     result.trace = run.trace;
-    result.outcome = run.detected ? Outcome::Detected
-                     : run.error.find("deadline") != std::string::npos ? Outcome::Hang : Outcome::Crash;
+    result.outcome = run.detected                                      ? Outcome::Detected
+                     : run.error.find("deadline") != std::string::npos ? Outcome::Hang
+                                                                       : Outcome::Crash;
     result.error = run.error;
     return result;
   }
@@ -202,12 +204,16 @@ struct KnobRange {
   std::uint64_t low, high;
   std::string_view unit;
 };
-constexpr KnobRange kKnobRanges[] = {{"chunk", 0, UINT64_MAX, ""},      {"channels", 1, 64, ""},
-                                     {"fan-in", 2, 64, ""},              {"fan_in", 2, 64, ""},
-                                     {"timeout", 1, 3600000, "milliseconds"}, {"retries", 0, 100, ""}};
+constexpr KnobRange kKnobRanges[] = {{"chunk", 0, UINT64_MAX, ""},
+                                     {"channels", 1, 64, ""},
+                                     {"fan-in", 2, 64, ""},
+                                     {"fan_in", 2, 64, ""},
+                                     {"timeout", 1, 3600000, "milliseconds"},
+                                     {"retries", 0, 100, ""}};
 
 bool is_digits(std::string_view text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(), [](char digit) { return digit >= '0' && digit <= '9'; });
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char digit) { return digit >= '0' && digit <= '9'; });
 }
 
 }  // namespace
@@ -234,8 +240,8 @@ Status apply_knobs(std::string_view spec, std::span<const KeyValue> options, Kno
       return knob_error(spec, "unknown option '" + std::string(option.key) + "': options are " + std::string(kAllowed));
     }
     if (!is_digits(option.value)) {
-      return knob_error(spec, "option '" + std::string(option.item) + "' must be KEY=NUMBER (reliable=on|off) with KEY " +
-                                  std::string(kAllowed));
+      return knob_error(spec, "option '" + std::string(option.item) +
+                                  "' must be KEY=NUMBER (reliable=on|off) with KEY " + std::string(kAllowed));
     }
     Result<std::uint64_t> value = read_unsigned(option, range->low, range->high, range->unit);
     if (!value) return knob_error(spec, value.error().message);

@@ -48,7 +48,7 @@ struct Event {
   EventKind kind;
   int participant;
   int step;
-  std::size_t message;     // Arrival: into in_flight_; GoBack, Release: into go_back_; Timeout: the call
+  std::size_t message;  // Arrival: into in_flight_; GoBack, Release: into go_back_; Timeout: the call
 
   bool operator>(const Event& other) const {
     return std::tie(time, tie, sequence) > std::tie(other.time, other.tie, other.sequence);
@@ -88,14 +88,14 @@ struct Outbox {
   std::vector<std::uint64_t> sums;
   std::vector<std::size_t> sizes;
   std::uint64_t per_call = 0;
-  double last_arrival = 0;       // the link is FIFO: later messages do not overtake
+  double last_arrival = 0;  // the link is FIFO: later messages do not overtake
   bool holding = false;
   InFlight held;
 };
 
 struct GoBack {
   StreamKey key;
-  std::uint64_t from;            // resend every message from this sequence number on
+  std::uint64_t from;  // resend every message from this sequence number on
 };
 
 class DefaultHook final : public LinkHook {};
@@ -142,8 +142,8 @@ class Simulation {
   void arm_timers(int p);
   void detect(const StreamKey& key, std::string what);
   void send(int p, const Step& step);
-  void transmit_message(const StreamKey& key, std::uint64_t sequence, int attempt, std::size_t bytes,
-                        std::uint64_t sum, std::vector<std::byte> payload);
+  void transmit_message(const StreamKey& key, std::uint64_t sequence, int attempt, std::size_t bytes, std::uint64_t sum,
+                        std::vector<std::byte> payload);
   void release(const GoBack& held);
   void deliver_at(double time, InFlight flight);
   void resend(const GoBack& request);

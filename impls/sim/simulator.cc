@@ -17,9 +17,8 @@ namespace collcheck {
 namespace sim {
 
 Simulation::Simulation(const Schedule& schedule, const Topology& topology, const SimulationOptions& options)
-    : schedule_(schedule), topology_(topology), options_(options),
-      hook_(options.hook ? *options.hook : default_hook_), element_(size_of(schedule.shape.dtype)),
-      timer_jitter_(options.seed) {}
+    : schedule_(schedule), topology_(topology), options_(options), hook_(options.hook ? *options.hook : default_hook_),
+      element_(size_of(schedule.shape.dtype)), timer_jitter_(options.seed) {}
 
 SimulatedRun Simulation::run() {
   if (!place_participants()) return std::move(result_);
@@ -41,8 +40,8 @@ SimulatedRun Simulation::run() {
 
 bool Simulation::place_participants() {
   if (topology_.nranks() < schedule_.nranks()) {
-    result_.error = "topology " + topology_.name + " has " + std::to_string(topology_.nranks()) + " GPUs; the case needs " +
-                    std::to_string(schedule_.nranks()) + " ranks";
+    result_.error = "topology " + topology_.name + " has " + std::to_string(topology_.nranks()) +
+                    " GPUs; the case needs " + std::to_string(schedule_.nranks()) + " ranks";
     return false;
   }
   const std::vector<int> switches = topology_.aggregating_switches();
@@ -52,7 +51,8 @@ bool Simulation::place_participants() {
       continue;
     }
     if (switches.empty()) {
-      result_.error = "topology " + topology_.name + " has no aggregating switch for " + schedule_.algorithm + "'s switch nodes";
+      result_.error =
+          "topology " + topology_.name + " has no aggregating switch for " + schedule_.algorithm + "'s switch nodes";
       return false;
     }
     vertex_.push_back(switches[static_cast<std::size_t>(p - schedule_.nranks()) % switches.size()]);
@@ -78,13 +78,15 @@ void Simulation::set_up_participants() {
     const auto& steps = schedule_.participants[q].steps;
     done_[q].assign(steps.size(), false);
     std::map<int, std::vector<int>> by_stream;
-    for (int k = 0; k < static_cast<int>(steps.size()); ++k) by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
+    for (int k = 0; k < static_cast<int>(steps.size()); ++k)
+      by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
     for (auto& entry : by_stream) streams_[q].push_back(Stream{std::move(entry.second), 0, false});
     if (!options_.numeric) continue;
     allocate(scratch_[q], schedule_.buffer_size(p, BufferKind::Scratch));
     if (schedule_.participants[q].is_switch) continue;
     allocate(output_[q], schedule_.buffer_size(p, BufferKind::Output));
-    const bool input_stored = !schedule_.shape.in_place || in_place_alias(schedule_.shape, p).inside == BufferKind::Output;
+    const bool input_stored =
+        !schedule_.shape.in_place || in_place_alias(schedule_.shape, p).inside == BufferKind::Output;
     if (input_stored) allocate(input_[q], schedule_.buffer_size(p, BufferKind::Input));
     const std::size_t count = schedule_.buffer_size(p, BufferKind::Input);
     std::byte* input = at(p, BufferKind::Input, 0);
@@ -226,8 +228,8 @@ void Simulation::finish(double deadline) {
     const auto q = static_cast<std::size_t>(p);
     if (call_finished(q) && call_[q] + 1 >= options_.calls) continue;
     const auto first = std::find(done_[q].begin(), done_[q].end(), false);
-    result_.error = describe(schedule_, p, static_cast<int>(first - done_[q].begin())) + " was still waiting at the deadline (" +
-                    std::to_string(deadline) + " s)";
+    result_.error = describe(schedule_, p, static_cast<int>(first - done_[q].begin())) +
+                    " was still waiting at the deadline (" + std::to_string(deadline) + " s)";
     result_.time = deadline;
     return;
   }

@@ -23,9 +23,9 @@ struct SimulationOptions {
   explicit SimulationOptions(std::uint64_t schedule_seed = 0, LinkHook* link_hook = nullptr, bool numbers = true)
       : seed(schedule_seed), hook(link_hook), numeric(numbers) {}
 
-  std::uint64_t seed = 0;     // orders simultaneous events; the inputs come from the case's seed
-  LinkHook* hook = nullptr;   // null: every message delivered, deadline 60 s
-  bool numeric = true;        // move and reduce real data; false: timing only
+  std::uint64_t seed = 0;    // orders simultaneous events; the inputs come from the case's seed
+  LinkHook* hook = nullptr;  // null: every message delivered, deadline 60 s
+  bool numeric = true;       // move and reduce real data; false: timing only
   // Elements of guard zone after every buffer (and at least as many before it, laid out as
   // impls/link/guarded_buffer.h says, the case's offset included), filled with a pattern and
   // checked afterwards; schedules may address them (validate's slack) and are reported.
@@ -51,18 +51,18 @@ struct SimulatedRun {
   // The link protocol saw a fault it could not survive (a checksum, a gap, a timeout, too many
   // retransmissions) and stopped every participant: `error` names who saw what.
   bool detected = false;
-  std::string error;          // why not, naming the participant and step
-  double detected_at = 0;     // detected: virtual seconds when the last participant was told
+  std::string error;                // why not, naming the participant and step
+  double detected_at = 0;           // detected: virtual seconds when the last participant was told
   std::size_t retransmissions = 0;  // reliable: messages sent again
-  std::size_t discarded = 0;  // arrivals dropped by the receiver: duplicates, damaged, out of order
-  double time = 0;            // virtual seconds until the last participant finished
-  std::uint64_t trace = 0;    // hash of every event in order: equal seeds, equal traces
+  std::size_t discarded = 0;        // arrivals dropped by the receiver: duplicates, damaged, out of order
+  double time = 0;                  // virtual seconds until the last participant finished
+  std::uint64_t trace = 0;          // hash of every event in order: equal seeds, equal traces
   std::size_t events = 0;
   std::size_t messages = 0;
   std::vector<std::vector<std::byte>> outputs;  // per rank, its output (empty: reduce non-root), last call
   std::vector<std::vector<std::vector<std::byte>>> earlier_outputs;  // [call][rank], the calls before the last
-  std::vector<std::vector<std::byte>> inputs;   // per rank, its input buffer after the run
-  std::vector<bool> guards_intact;              // per rank: its guard zones still hold the pattern
+  std::vector<std::vector<std::byte>> inputs;                        // per rank, its input buffer after the run
+  std::vector<bool> guards_intact;                                   // per rank: its guard zones still hold the pattern
 };
 
 // Runs `schedule` (its shape carries the case: dtype, op, values, seed) on `topology`: rank r
@@ -70,6 +70,7 @@ struct SimulatedRun {
 // link of its route for bytes / bandwidth, links serve messages in the order they are sent,
 // and it arrives after the route's latency plus its bytes over the narrowest link (cut-through).
 // Local copies and reductions take bytes / copy_bandwidth.
-SimulatedRun simulate(const Schedule& schedule, const Topology& topology, const SimulationOptions& = SimulationOptions());
+SimulatedRun simulate(const Schedule& schedule, const Topology& topology,
+                      const SimulationOptions& = SimulationOptions());
 
 }  // namespace collcheck

@@ -19,7 +19,7 @@ constexpr double kRingBandwidth = 25e9;
 constexpr double kNvlinkLatency = 0.7e-6;
 constexpr double kNvlinkBandwidth = 450e9;  // 18 NVLink4 links × 25 GB/s, each direction
 constexpr double kPcieLatency = 0.5e-6;
-constexpr double kPcieBandwidth = 64e9;  // PCIe Gen5 x16
+constexpr double kPcieBandwidth = 64e9;        // PCIe Gen5 x16
 constexpr double kInfinibandLatency = 0.6e-6;  // one switch hop, cable included
 constexpr double kInfinibandBandwidth = 50e9;  // NDR 400 Gb/s
 constexpr double kHbm3Bandwidth = 3e12;
@@ -76,7 +76,8 @@ Topology dgx_nodes(std::string name, int nodes, bool fabric) {
   for (int r = 0; r < ranks; ++r) {
     const int nic = add_vertex(t, VertexKind::Nic, "nic" + std::to_string(r));
     add_cable(t, t.gpus[r], nic, LinkKind::PCIe, kPcieLatency, kPcieBandwidth);
-    if (fabric) add_cable(t, nic, leaves[r % kGpusPerNode], LinkKind::InfiniBand, kInfinibandLatency, kInfinibandBandwidth);
+    if (fabric)
+      add_cable(t, nic, leaves[r % kGpusPerNode], LinkKind::InfiniBand, kInfinibandLatency, kInfinibandBandwidth);
   }
   const std::vector<int> nvswitches = add_switches(t, "nvswitch", nodes);
   for (int r = 0; r < ranks; ++r) {
@@ -224,8 +225,8 @@ double transfer_time(const Topology& topology, const std::vector<int>& route, st
 }
 
 std::string topology_presets() {
-  return "ring:N (N GPUs, 1.." + std::to_string(kMaxRanks) + "), dgx-h100 (8 GPUs), ib-fat-tree:NODES (8 GPUs a node, 1.." +
-         std::to_string(kMaxNodes) + " nodes)";
+  return "ring:N (N GPUs, 1.." + std::to_string(kMaxRanks) +
+         "), dgx-h100 (8 GPUs), ib-fat-tree:NODES (8 GPUs a node, 1.." + std::to_string(kMaxNodes) + " nodes)";
 }
 
 Result<Topology> make_topology(std::string_view preset) {

@@ -23,7 +23,7 @@ struct Unit {
 };
 
 constexpr Unit kTimeUnits[] = {{"s", 0, 1}, {"ms", -3, 1}, {"us", -6, 1}, {"ns", -9, 1}};
-constexpr Unit kBandwidthUnits[] = {{"B/s", 0, 1},  {"MB/s", 6, 1},  {"GB/s", 9, 1},
+constexpr Unit kBandwidthUnits[] = {{"B/s", 0, 1},   {"MB/s", 6, 1}, {"GB/s", 9, 1},
                                     {"TB/s", 12, 1}, {"Gb/s", 9, 8}, {"Tb/s", 12, 8}};
 
 std::string unit_list(std::span<const Unit> units) {
@@ -43,7 +43,8 @@ bool parse_scaled(std::string_view number, int shift, double& value) {
     const auto [end, status] = std::from_chars(power.data(), power.data() + power.size(), exponent);
     if (status != std::errc{} || end != power.data() + power.size()) return false;
   }
-  const std::string text = std::string(number.substr(0, e)) + "e" + std::to_string(static_cast<long long>(exponent) + shift);
+  const std::string text =
+      std::string(number.substr(0, e)) + "e" + std::to_string(static_cast<long long>(exponent) + shift);
   const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
   return status == std::errc{} && end == text.data() + text.size() && std::isfinite(value);
 }
@@ -65,7 +66,8 @@ Result<double> quantity(std::string_view word, std::span<const Unit> units) {
     return Error{"", quoted + ": unit '" + std::string(unit) + "' is not one of " + unit_list(units)};
   }
   double value = 0;
-  if (!parse_scaled(number, found ? found->exponent : 0, value)) return Error{"", quoted + ": not a finite number in range"};
+  if (!parse_scaled(number, found ? found->exponent : 0, value))
+    return Error{"", quoted + ": not a finite number in range"};
   if (value < 0) return Error{"", quoted + ": must not be negative"};
   return found ? value / found->divisor : value;
 }
@@ -209,7 +211,8 @@ class Parser {
     }
     const bool duplex = rest.size() >= 6 && rest[5] == "duplex";
     const std::size_t expected = duplex ? 6 : 5;
-    if (rest.size() > expected) return error("link", "unexpected " + quote(rest[expected]) + "; only 'duplex' may follow");
+    if (rest.size() > expected)
+      return error("link", "unexpected " + quote(rest[expected]) + "; only 'duplex' may follow");
     const Result<int> from = vertex(rest[0]);
     if (!from) return from.error();
     const Result<int> to = vertex(rest[1]);

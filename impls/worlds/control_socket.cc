@@ -97,7 +97,8 @@ Status ControlSocket::send(FrameKind kind, std::span<const std::byte> payload) {
   std::vector<std::byte> frame(kHeader + payload.size());
   const auto k = static_cast<std::uint32_t>(kind);
   for (std::size_t i = 0; i < 4; ++i) frame[i] = static_cast<std::byte>(k >> (8 * i));
-  for (std::size_t i = 0; i < 8; ++i) frame[4 + i] = static_cast<std::byte>(static_cast<std::uint64_t>(payload.size()) >> (8 * i));
+  for (std::size_t i = 0; i < 8; ++i)
+    frame[4 + i] = static_cast<std::byte>(static_cast<std::uint64_t>(payload.size()) >> (8 * i));
   if (!payload.empty()) std::memcpy(frame.data() + kHeader, payload.data(), payload.size());
   std::size_t sent = 0;
   while (sent < frame.size()) {
@@ -112,9 +113,8 @@ Status ControlSocket::send(FrameKind kind, std::span<const std::byte> payload) {
 Result<bool> ControlSocket::receive_some(Frame& into) {
   std::byte buffer[1 << 16];
   for (;;) {
-    const std::size_t want = pending_.size() < kHeader
-                                 ? kHeader - pending_.size()
-                                 : kHeader + header_field(pending_, 4, 8) - pending_.size();
+    const std::size_t want = pending_.size() < kHeader ? kHeader - pending_.size()
+                                                       : kHeader + header_field(pending_, 4, 8) - pending_.size();
     if (want == 0) break;
     const ssize_t n = ::recv(fd_, buffer, std::min(want, sizeof buffer), MSG_DONTWAIT);
     if (n == 0) return Error{"control", "closed"};

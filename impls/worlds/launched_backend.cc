@@ -16,7 +16,8 @@ namespace {
 
 class LaunchedBackend final : public Backend {
  public:
-  LaunchedBackend(RankBackendSpec spec, BackendOptions options) : spec_(std::move(spec)), options_(std::move(options)) {}
+  LaunchedBackend(RankBackendSpec spec, BackendOptions options)
+      : spec_(std::move(spec)), options_(std::move(options)) {}
   ~LaunchedBackend() override { abort(); }
 
   std::string name() const override { return spec_.name; }

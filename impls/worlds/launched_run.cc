@@ -82,7 +82,7 @@ RepeatedRun LaunchedWorld::collect(SteadyTime deadline, double seconds) {
 }
 
 RepeatedRun LaunchedWorld::judge(std::vector<std::optional<RankRun>> replies, const std::vector<std::string>& died,
-                  const std::vector<std::string>& planned, double seconds) {
+                                 const std::vector<std::string>& planned, double seconds) {
   kill_planned(planned);
   // A rank that said how it died is the cause; mpirun then takes the others down with it.
   const bool any_words = !dying_words_.empty();

@@ -66,7 +66,8 @@ void sweep_stale_directories() {
     const std::string name = entry.path().filename().string();
     if (!name.starts_with("collcheck-world-")) continue;
     const long pid = std::atol(name.c_str() + std::strlen("collcheck-world-"));
-    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), error);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      std::filesystem::remove_all(entry.path(), error);
   }
 }
 
@@ -95,8 +96,8 @@ Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const Back
   // killed world would otherwise leave in /dev/shm); removed with the world.
   directory_ = world_directory();
   log_ = directory_ + "/mpirun.log";
-  std::vector<std::string> argv = {"mpirun", "-np", std::to_string(nranks), "--oversubscribe", "--bind-to", "none",
-                                   "--mca", "btl_vader_backing_directory", directory_};
+  std::vector<std::string> argv = {"mpirun", "-np",   std::to_string(nranks),        "--oversubscribe", "--bind-to",
+                                   "none",   "--mca", "btl_vader_backing_directory", directory_};
   for (const auto& [name, value] : spec.environment) {
     argv.push_back("-x");
     argv.push_back(name + "=" + value);
@@ -105,7 +106,8 @@ Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const Back
   argv.insert(argv.end(), options.launcher_arguments.begin(), options.launcher_arguments.end());
   const bool many_hosts = std::any_of(options.launcher_arguments.begin(), options.launcher_arguments.end(),
                                       [](const std::string& a) { return a.starts_with("--host") || a == "-H"; });
-  const std::string connect = (many_hosts ? this_host_name() : std::string("127.0.0.1")) + ":" + std::to_string(listener->port());
+  const std::string connect =
+      (many_hosts ? this_host_name() : std::string("127.0.0.1")) + ":" + std::to_string(listener->port());
   argv.insert(argv.end(), {self_executable(), "worker", "--backend", spec.name, "--connect", connect});
   command_.clear();
   for (const std::string& a : argv) command_ += (command_.empty() ? "" : " ") + a;

@@ -33,8 +33,8 @@ class Watchdog {
       armed_ = true;
       what_ = std::move(what);
       seconds_ = seconds;
-      until_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                      std::chrono::duration<double>(seconds));
+      until_ = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
     }
     changed_.notify_all();
   }
@@ -89,13 +89,15 @@ class LockstepBackend final : public Backend {
     if (c.nranks != world_.size()) {
       RepeatedRun refused;
       refused.outcome = Outcome::Crash;
-      refused.error = "the case has " + std::to_string(c.nranks) + " ranks and the world " + std::to_string(world_.size());
+      refused.error =
+          "the case has " + std::to_string(c.nranks) + " ranks and the world " + std::to_string(world_.size());
       return refused;
     }
     const double deadline = run_deadline(c, options, options_);
     RankRunOptions rank_options = rank_run_options(options, deadline);
     if (options.inputs != nullptr) rank_options.input = &options.inputs->at(static_cast<std::size_t>(world_.rank()));
-    watchdog_.arm(deadline, "rank " + std::to_string(world_.rank()) + " on '" + to_string(c) + "' (" + spec_.name + ")");
+    watchdog_.arm(deadline,
+                  "rank " + std::to_string(world_.rank()) + " on '" + to_string(c) + "' (" + spec_.name + ")");
     RankRun mine = backend_->run(c, rank_options);
     watchdog_.disarm();
     std::vector<RankRun> all;
@@ -116,10 +118,12 @@ class LockstepBackend final : public Backend {
 
 }  // namespace
 
-Result<std::unique_ptr<Backend>> make_lockstep_backend(RankBackendSpec spec, World& world, const BackendOptions& options) {
+Result<std::unique_ptr<Backend>> make_lockstep_backend(RankBackendSpec spec, World& world,
+                                                       const BackendOptions& options) {
   Result<std::unique_ptr<RankBackend>> backend = spec.make(world);
   if (!backend) return backend.error();
-  return std::unique_ptr<Backend>(std::make_unique<LockstepBackend>(std::move(spec), std::move(*backend), world, options));
+  return std::unique_ptr<Backend>(
+      std::make_unique<LockstepBackend>(std::move(spec), std::move(*backend), world, options));
 }
 
 }  // namespace collcheck

@@ -2,8 +2,8 @@
 // traffic, allgather by MPI_Allgatherv, MPI_Finalize at exit.
 #include "impls/worlds/mpi_world.h"
 
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <ctime>
 #include <string_view>
 
@@ -133,7 +133,8 @@ void abort_launched_world(int code) {
 #else
 
 Result<World*> launched_world() {
-  return Error{"--backend", "running across processes needs MPI (mpirun), and this build has none: " COLLCHECK_MPI_REASON};
+  return Error{"--backend",
+               "running across processes needs MPI (mpirun), and this build has none: " COLLCHECK_MPI_REASON};
 }
 
 void abort_launched_world(int code) { std::_Exit(code); }

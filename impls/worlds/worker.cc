@@ -21,7 +21,7 @@ namespace {
 int control_fd = -1;  // for the signal handlers, which may only write()
 
 void on_fatal_signal(int signal) {
-  const char* words = signal == SIGSEGV ? "signal 11 (SIGSEGV)"
+  const char* words = signal == SIGSEGV   ? "signal 11 (SIGSEGV)"
                       : signal == SIGABRT ? "signal 6 (SIGABRT)"
                       : signal == SIGBUS  ? "signal 7 (SIGBUS)"
                       : signal == SIGFPE  ? "signal 8 (SIGFPE)"
@@ -75,9 +75,9 @@ std::vector<long> every_pid(World& world) {
 template <class Run>
 RankRun run_bounded(World& world, const Run& run, double deadline) {
   using Clock = std::chrono::steady_clock;
-  world.set_deadline(deadline > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                       std::chrono::duration<double>(deadline))
-                                  : Clock::time_point::max());
+  world.set_deadline(
+      deadline > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline))
+                   : Clock::time_point::max());
   RankRun result;
   try {
     result = run();
@@ -96,7 +96,8 @@ void say_dying(const char* words) {
   const std::size_t length = std::strlen(words);
   // The frame's header: its kind (4 bytes), then its length (8), little-endian.
   unsigned char header[12] = {static_cast<unsigned char>(FrameKind::Dying), 0, 0, 0};
-  for (std::size_t i = 0; i < 8; ++i) header[4 + i] = static_cast<unsigned char>(static_cast<std::uint64_t>(length) >> (8 * i));
+  for (std::size_t i = 0; i < 8; ++i)
+    header[4 + i] = static_cast<unsigned char>(static_cast<std::uint64_t>(length) >> (8 * i));
   (void)!::write(control_fd, header, sizeof header);
   (void)!::write(control_fd, words, length);
 }
@@ -131,10 +132,13 @@ int serve_launcher(ControlSocket& control, World& world, const MakeRankBackend& 
       run.error = request.error().text();
     } else {
       if (request->input) request->options.input = &*request->input;
-      run = run_bounded(world, [&] {
-        if (request->fault_plan.empty()) return (*backend)->run(request->c, request->options);
-        return run_under_faults(**backend, *request, rank);
-      }, request->options.deadline);
+      run = run_bounded(
+          world,
+          [&] {
+            if (request->fault_plan.empty()) return (*backend)->run(request->c, request->options);
+            return run_under_faults(**backend, *request, rank);
+          },
+          request->options.deadline);
     }
     if (!control.send(FrameKind::Result, wire::encode(run))) return 3;
   }

@@ -114,7 +114,8 @@ Result<std::unique_ptr<Backend>> make_backend(std::string_view spec) {
     backends = std::move(*made);
   }
   if (backends.size() != 1) {
-    return Error{"backend", "'" + std::string(spec) + "' names " + std::to_string(backends.size()) + " backends, not one"};
+    return Error{"backend",
+                 "'" + std::string(spec) + "' names " + std::to_string(backends.size()) + " backends, not one"};
   }
   return std::move(backends.front());
 }

@@ -45,7 +45,8 @@ std::string check_run(const Case& c, const RepeatedRun& run, std::size_t calls, 
     Case call = c;
     call.seed = c.seed + k * seed_step;
     const std::vector<RankResult>& ranks = run.calls[k];
-    if (ranks.size() != static_cast<std::size_t>(c.nranks)) return what + ": " + std::to_string(ranks.size()) + " ranks' results";
+    if (ranks.size() != static_cast<std::size_t>(c.nranks))
+      return what + ": " + std::to_string(ranks.size()) + " ranks' results";
     Oracle oracle(call);
     for (int rank = 0; rank < c.nranks; ++rank) {
       const RankResult& result = ranks[static_cast<std::size_t>(rank)];
@@ -140,7 +141,8 @@ std::vector<Case> misaligned_cases(const Capabilities& capabilities, Collective 
 }
 
 Case plain_case(const Capabilities& capabilities, int nranks, std::size_t count) {
-  const Collective collective = capabilities.collectives.empty() ? Collective::AllReduce : capabilities.collectives.front();
+  const Collective collective =
+      capabilities.collectives.empty() ? Collective::AllReduce : capabilities.collectives.front();
   const DType dtype = dtype_among(capabilities, {DType::Int32, DType::Float32});
   return make(collective, dtype, ops_for(capabilities, collective).front(), count, nranks, 7);
 }
@@ -159,7 +161,8 @@ std::vector<Case> refused_cases(const Capabilities& capabilities) {
       return;
     }
   };
-  refuse(all_collectives(), capabilities.collectives, [](Case& c, Collective collective) { c.collective = collective; });
+  refuse(all_collectives(), capabilities.collectives,
+         [](Case& c, Collective collective) { c.collective = collective; });
   refuse(all_dtypes(), capabilities.dtypes, [](Case& c, DType dtype) { c.dtype = dtype; });
   if (reduces(base.collective)) refuse(all_ops(), capabilities.ops, [](Case& c, RedOp op) { c.op = op; });
   if (capabilities.max_ranks < 64) {

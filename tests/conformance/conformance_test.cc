@@ -76,13 +76,14 @@ class Conformance : public ::testing::TestWithParam<std::string> {
   void conclude(const std::string& why_nothing_ran) {
     if (ran_ == 0 && left_out_ > 0) GTEST_SKIP() << GetParam() << ": every case is left out: " << left_out_because_;
     if (ran_ == 0) GTEST_SKIP() << GetParam() << ": " << why_nothing_ran;
-    std::printf("%s: %d cases ran, %d left out%s%s\n", GetParam().c_str(), ran_, left_out_, left_out_ > 0 ? ", as " : "",
-                std::string(left_out_because_).c_str());
+    std::printf("%s: %d cases ran, %d left out%s%s\n", GetParam().c_str(), ran_, left_out_,
+                left_out_ > 0 ? ", as " : "", std::string(left_out_because_).c_str());
     std::string shown;
     for (const std::string& failure : failures_) shown += failure + "\n";
     if (failed_ > 0) {
       ADD_FAILURE() << test_name() << " does not hold on " << GetParam() << ": " << failed_ << " of " << ran_
-                    << " cases failed; the first:\n" << shown;
+                    << " cases failed; the first:\n"
+                    << shown;
     }
   }
 
@@ -253,7 +254,8 @@ TEST_P(Conformance, LostMessagesAreDetectedBeforeTheDeadline) {
 // does not take) is refused with an error, never run as `ok`; the backend runs on afterwards.
 TEST_P(Conformance, CasesOutsideItsCapabilitiesAreRefused) {
   const std::vector<Case> refused = refused_cases(capabilities_);
-  if (refused.empty()) GTEST_SKIP() << GetParam() << " lists every collective, dtype, op and rank count: nothing to refuse";
+  if (refused.empty())
+    GTEST_SKIP() << GetParam() << " lists every collective, dtype, op and rank count: nothing to refuse";
   for (const Case& c : refused) {
     ++ran_;
     const RepeatedRun run = backend_->run(c, {});

@@ -50,7 +50,8 @@ const std::vector<Finding>& findings() {
        "(GlooFindings.AllreduceBcubeCorruptsBackToBackCallsOnFourRanks)"},
       {"gloo", [](const Case& c, const RunOptions&) { return min_max_on_specials(c); },
        "Gloo finding 7: MIN and MAX drop NaNs depending on the order"},
-      {"gloo", [](const Case& c, const RunOptions&) { return c.values == ValueKind::Special && c.dtype == DType::Float16; },
+      {"gloo",
+       [](const Case& c, const RunOptions&) { return c.values == ValueKind::Special && c.dtype == DType::Float16; },
        "Gloo finding 6: float16 results far outside any rounding bound on special inputs"},
       {"mpi",
        [](const Case& c, const RunOptions&) {

@@ -82,9 +82,9 @@ TEST(FaultInjector, TheEmptyPlanGivesTheFaultFreeTrace) {
 // Lost messages are detected (a gap at once, a silent stream at the timeout, half the 1 s
 // deadline), never left waiting; permanent losses stay detected even when reliable.
 TEST(FaultInjector, DropsAreDetectedNotHung) {
-  for (const std::string plan : {"drop:link=0->1:times=1", "drop:p=0.3", "drop:rank=2:after=2",
-                                 "drop:offset=20000", "link-down:link=1->2", "link-flap:link=3->0:period=0.001",
-                                 "stop:rank=1", "kill:rank=2"}) {
+  for (const std::string plan :
+       {"drop:link=0->1:times=1", "drop:p=0.3", "drop:rank=2:after=2", "drop:offset=20000", "link-down:link=1->2",
+        "link-flap:link=3->0:period=0.001", "stop:rank=1", "kill:rank=2"}) {
     FaultInjector injector(plan_of(plan), 5, deadline);
     const SimulatedRun result = run(&injector);
     EXPECT_FALSE(result.completed) << plan;
@@ -102,10 +102,10 @@ TEST(FaultInjector, DropsAreDetectedNotHung) {
 
 // Transient faults end right when the protocol retransmits: the reliability contract.
 TEST(FaultInjector, ReliableModeSurvivesTransientFaults) {
-  for (const std::string plan : {"drop:link=0->1:times=1", "drop:p=0.3", "corrupt:p=0.2:bits=3", "corrupt:times=4",
-                                 "duplicate:p=0.5", "reorder:link=1->2:times=2", "link-flap:link=3->0:period=1",
-                                 "link-flap:link=3->0:period=0.5",
-                                 "drop:p=0.1;corrupt:p=0.1;duplicate:p=0.1;reorder:p=0.1;delay:jitter=1"}) {
+  for (const std::string plan :
+       {"drop:link=0->1:times=1", "drop:p=0.3", "corrupt:p=0.2:bits=3", "corrupt:times=4", "duplicate:p=0.5",
+        "reorder:link=1->2:times=2", "link-flap:link=3->0:period=1", "link-flap:link=3->0:period=0.5",
+        "drop:p=0.1;corrupt:p=0.1;duplicate:p=0.1;reorder:p=0.1;delay:jitter=1"}) {
     const SimulatedRun result = run(plan, 9, reliable());
     ASSERT_TRUE(result.completed) << plan << ": " << result.error;
     EXPECT_EQ(wrong_ranks(result), 0) << plan;
@@ -126,8 +126,8 @@ TEST(FaultInjector, CountsWhatItDid) {
 // Faults that trigger after the run is over, or too unlikely to hit any message, are invisible.
 TEST(FaultInjector, FaultsAfterTheRunChangeNothing) {
   const SimulatedRun clean = run(nullptr);
-  for (const std::string plan : {"link-down:link=1->2:at=0.5", "kill:rank=0:at=0.5", "drop:after=100000",
-                                 "drop:p=1e-12"}) {
+  for (const std::string plan :
+       {"link-down:link=1->2:at=0.5", "kill:rank=0:at=0.5", "drop:after=100000", "drop:p=1e-12"}) {
     const SimulatedRun late = run(plan);
     ASSERT_TRUE(late.completed) << plan << ": " << late.error;
     EXPECT_EQ(late.trace, clean.trace) << plan;
@@ -136,8 +136,8 @@ TEST(FaultInjector, FaultsAfterTheRunChangeNothing) {
 
 TEST(FaultInjector, DelaysKeepTheResultButArriveLater) {
   const SimulatedRun clean = run(nullptr);
-  for (const std::string plan : {"delay:rank=1:ms=5", "delay:link=2->3:jitter=2", "straggler:rank=3:factor=50",
-                                 "straggler:rank=0:ms=0.5"}) {
+  for (const std::string plan :
+       {"delay:rank=1:ms=5", "delay:link=2->3:jitter=2", "straggler:rank=3:factor=50", "straggler:rank=0:ms=0.5"}) {
     const SimulatedRun late = run(plan);
     ASSERT_TRUE(late.completed) << plan << ": " << late.error;
     EXPECT_EQ(wrong_ranks(late), 0) << plan;
@@ -152,8 +152,8 @@ TEST(FaultInjector, DelaysKeepTheResultButArriveLater) {
 TEST(FaultInjector, CorruptionIsDetectedAndReachesTheOutputOnlyUnchecked) {
   LinkProtocol unchecked;
   unchecked.checksums = false;
-  for (const std::string plan : {"corrupt:link=0->1:times=1", "corrupt:rank=2:after=3:bits=3:times=1",
-                                 "corrupt:p=0.1"}) {
+  for (const std::string plan :
+       {"corrupt:link=0->1:times=1", "corrupt:rank=2:after=3:bits=3:times=1", "corrupt:p=0.1"}) {
     FaultInjector injector(plan_of(plan), 11, deadline);
     const SimulatedRun checked = run(&injector);
     EXPECT_TRUE(checked.detected) << plan << ": " << checked.error;

@@ -26,8 +26,8 @@ std::size_t resent = 0;  // retransmissions over the runs so far, to show the fa
 
 // A plan of one to three faults drawn from `seed`, over every kind, mild like a swarm's.
 std::string random_plan(std::uint64_t seed, int nranks, bool transient_only) {
-  static const char* const kinds[] = {"drop", "delay", "corrupt", "duplicate", "reorder",
-                                      "link-flap", "straggler", "link-down", "stop", "kill"};
+  static const char* const kinds[] = {"drop",      "delay",     "corrupt",   "duplicate", "reorder",
+                                      "link-flap", "straggler", "link-down", "stop",      "kill"};
   std::string plan;
   const int faults = 1 + static_cast<int>(below(mix64(seed), 3));
   for (int i = 0; i < faults; ++i) {

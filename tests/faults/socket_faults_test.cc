@@ -37,7 +37,8 @@ struct LoopbackPair {
       return;
     }
     client = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) server = ::accept(listener, nullptr, nullptr);
+    if (::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0)
+      server = ::accept(listener, nullptr, nullptr);
     ::close(listener);
   }
   ~LoopbackPair() {

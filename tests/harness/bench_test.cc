@@ -11,9 +11,9 @@
 #include "harness/bench.h"
 #include "harness/cli_bench.h"
 #include "impls/algorithms/algorithms.h"
-#include "impls/sim/simulator.h"
-#include "impls/sim/sim_backend.h"
 #include "impls/registry.h"
+#include "impls/sim/sim_backend.h"
+#include "impls/sim/simulator.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
 
@@ -243,7 +243,8 @@ TEST(BenchSimBackend, TimedInPlaceCallsReadTheLastCallsOutput) {
     const std::uint32_t factor = k == 0 ? 4 : 16;
     for (std::size_t i = 0; i < c.count; ++i) {
       const auto s = static_cast<std::uint32_t>(once.bits(i));
-      EXPECT_EQ(load_bits(DType::Int32, run.calls[k][3].output, i), static_cast<std::uint32_t>(s * factor)) << k << " " << i;
+      EXPECT_EQ(load_bits(DType::Int32, run.calls[k][3].output, i), static_cast<std::uint32_t>(s * factor))
+          << k << " " << i;
     }
   }
 }
@@ -267,10 +268,11 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
 }
 
 TEST(BenchFiles, CsvAndSvgAreWellFormed) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("bench_test_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("bench_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const Ran ran = bench_cli({"--backend", "ring@sim", "--vs", "tree@sim", "-b", "1K", "-e", "64K", "-n", "2", "-w",
-                             "0", "--csv", (dir / "b.csv").string(), "--svg", (dir / "b.svg").string()});
+  const Ran ran = bench_cli({"--backend", "ring@sim", "--vs", "tree@sim", "-b", "1K", "-e", "64K", "-n", "2", "-w", "0",
+                             "--csv", (dir / "b.csv").string(), "--svg", (dir / "b.svg").string()});
   ASSERT_EQ(ran.status, 0) << ran.err;
   EXPECT_NE(ran.out.find("ring@sim (times predicted by the simulated fabric)"), std::string::npos);
   EXPECT_NE(ran.out.find("# memory copy bandwidth: "), std::string::npos);
@@ -317,11 +319,12 @@ TEST(BenchTable, TypeColumnSpellsNcclTestsNames) {
 }
 
 TEST(BenchTable, RootedAndBlockCollectivesPrintNcclTestsColumns) {
-  const Ran broadcast = bench_cli({"--backend", "chain@sim", "--collective", "broadcast", "-b", "1K", "-e", "1K",
-                                   "-r", "all", "-n", "1", "-w", "0", "-d", "half"});
+  const Ran broadcast = bench_cli({"--backend", "chain@sim", "--collective", "broadcast", "-b", "1K", "-e", "1K", "-r",
+                                   "all", "-n", "1", "-w", "0", "-d", "half"});
   ASSERT_EQ(broadcast.status, 0) << broadcast.err;
   for (int root = 0; root < 4; ++root) {
-    EXPECT_NE(broadcast.out.find("1024           512      half    none       " + std::to_string(root)), std::string::npos)
+    EXPECT_NE(broadcast.out.find("1024           512      half    none       " + std::to_string(root)),
+              std::string::npos)
         << broadcast.out;
   }
   const Ran allgather = bench_cli({"--collective", "allgather", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0"});

@@ -86,7 +86,8 @@ TEST(Mutants, EveryMutantIsCaughtByTheRightPropertyAndShrunk) {
 TEST(Check, GoodBackendsPassEveryProperty) {
   auto list = backends("all@sim");
   const CheckReport report = run_check(options(2, 30, 40), list, nullptr);
-  for (const Failure& f : report.failures) ADD_FAILURE() << f.backend << " " << f.property << ": " << f.detail << "\n" << f.replay;
+  for (const Failure& f : report.failures)
+    ADD_FAILURE() << f.backend << " " << f.property << ": " << f.detail << "\n" << f.replay;
   EXPECT_GT(report.total().passed, 200u);
 }
 
@@ -185,7 +186,8 @@ TEST(Properties, CompositionFailsWhenReduceScatterAndAllGatherDoNotComposeIntoAl
   EXPECT_TRUE(run_one("ring@sim", "composition", c).ok);
   const PropertyResult broken = run_one("mutant:gather-rotated@sim", "composition", c);
   EXPECT_FALSE(broken.ok);
-  EXPECT_NE(broken.detail.find("reduce-scatter then all-gather is not the all-reduce"), std::string::npos) << broken.detail;
+  EXPECT_NE(broken.detail.find("reduce-scatter then all-gather is not the all-reduce"), std::string::npos)
+      << broken.detail;
   EXPECT_TRUE(run_one("mutant:gather-rotated@sim", "oracle", c).ok) << "its all-reduce itself is right";
 }
 

@@ -53,8 +53,9 @@ TEST(CommandHelp, ListsEveryOptionWithItsSpellingsDefaultAndUse) {
   std::ostringstream out;
   print_command_help(kHelp, out);
   const std::string help = out.str();
-  EXPECT_TRUE(help.starts_with("usage: collcheck demo [--ranks LIST] [--backend B ...] --algorithm A [-w N] "
-                               "[--inplace] 'CASE'\n\na command for the test\n"))
+  EXPECT_TRUE(
+      help.starts_with("usage: collcheck demo [--ranks LIST] [--backend B ...] --algorithm A [-w N] "
+                       "[--inplace] 'CASE'\n\na command for the test\n"))
       << help;
   for (std::string_view line :
        {"\n  --ranks LIST ", "rank counts (default 1..64)\n", "what to test (repeatable) (default all@sim)\n",
@@ -65,8 +66,10 @@ TEST(CommandHelp, ListsEveryOptionWithItsSpellingsDefaultAndUse) {
 }
 
 TEST(CommandHelp, LongUsageLinesAreWrappedAndIndented) {
-  constexpr Option many[] = {{"first-long-option", "VALUE", "", ""}, {"second-long-option", "VALUE", "", ""},
-                             {"third-long-option", "VALUE", "", ""}, {"fourth-long-option", "VALUE", "", ""}};
+  constexpr Option many[] = {{"first-long-option", "VALUE", "", ""},
+                             {"second-long-option", "VALUE", "", ""},
+                             {"third-long-option", "VALUE", "", ""},
+                             {"fourth-long-option", "VALUE", "", ""}};
   const std::string text = synopsis(CommandHelp{"demo", "", many, "", "", ""}, 6);
   EXPECT_EQ(text,
             "collcheck demo [--first-long-option VALUE] [--second-long-option VALUE] [--third-long-option VALUE]\n"

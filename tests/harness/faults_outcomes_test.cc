@@ -14,8 +14,8 @@
 #include "harness/fault_generator.h"
 #include "harness/faulty_backend.h"
 #include "harness/report.h"
-#include "properties/property.h"
 #include "impls/registry.h"
+#include "properties/property.h"
 
 namespace collcheck {
 namespace {
@@ -226,7 +226,8 @@ TEST(OutcomeProperties, SafetyFailsOnAWrongResultReportedAsSuccess) {
   EXPECT_TRUE(judge(good, "safety", under("corrupt:times=1")).ok);
   const PropertyResult broken = judge(wrong, "safety", under("corrupt:times=1"));
   EXPECT_FALSE(broken.ok);
-  EXPECT_NE(broken.detail.find("corrupt: the run reported success with a wrong result"), std::string::npos) << broken.detail;
+  EXPECT_NE(broken.detail.find("corrupt: the run reported success with a wrong result"), std::string::npos)
+      << broken.detail;
   EXPECT_TRUE(judge(wrong, "safety", PropertyContext{11}).skipped) << "clean runs are the oracle's";
 }
 
@@ -249,21 +250,24 @@ TEST(OutcomeProperties, RecoveryFailsWhenABackendStaysBrokenAfterDetecting) {
   EXPECT_TRUE(judge(good, "recovery", under("drop:times=1")).ok);
   const PropertyResult stuck = judge(broken, "recovery", under("drop:times=1"));
   EXPECT_FALSE(stuck.ok);
-  EXPECT_NE(stuck.detail.find("after detected, the run without faults ended detected"), std::string::npos) << stuck.detail;
+  EXPECT_NE(stuck.detail.find("after detected, the run without faults ended detected"), std::string::npos)
+      << stuck.detail;
   FakeBackend hangs("hangs", hangs_under_faults());
   EXPECT_TRUE(judge(hangs, "recovery", under("drop:times=1")).ok) << "a hang, then a clean run that is right";
 }
 
 TEST(OutcomeProperties, ReliabilityFailsWhenAReliableBackendDetectsTransientFaults) {
   FakeBackend claims("claims-reliable", detects_faults(), true), plain("plain", detects_faults());
-  FakeBackend good("good", [](const RunOptions&, RepeatedRun&) {}, true);
+  FakeBackend good(
+      "good", [](const RunOptions&, RepeatedRun&) {}, true);
   EXPECT_TRUE(judge(plain, "reliability", under("drop:times=1")).skipped);
   EXPECT_TRUE(judge(claims, "reliability", under("link-down:link=0->1")).skipped) << "not transient";
   EXPECT_TRUE(judge(good, "reliability", under("drop:times=1")).ok);
   const PropertyResult broken = judge(claims, "reliability", under("drop:times=1"));
   EXPECT_FALSE(broken.ok);
   EXPECT_NE(broken.detail.find("reliable, yet under transient faults (drop:times=1) the run ended detected"),
-            std::string::npos) << broken.detail;
+            std::string::npos)
+      << broken.detail;
   FakeBackend wrong("wrong-reliable", wrong_under_faults(), true);
   EXPECT_FALSE(judge(wrong, "reliability", under("corrupt:times=1")).ok);
 }
@@ -418,7 +422,8 @@ TEST(SimUnderRandomFaults, OurExecutorsNeverCorruptOrHang) {
     o.limits.max_ranks = 16;
     o.limits.max_count = 4096;
     const CheckReport report = run_check(o, list, nullptr);
-    for (const Failure& f : report.failures) ADD_FAILURE() << f.backend << " " << f.property << ": " << f.detail << "\n" << f.replay;
+    for (const Failure& f : report.failures)
+      ADD_FAILURE() << f.backend << " " << f.property << ": " << f.detail << "\n" << f.replay;
     EXPECT_EQ(count(report, Outcome::Corrupt), 0u);
     EXPECT_EQ(count(report, Outcome::Hang), 0u);
     EXPECT_GT(count(report, Outcome::Detected), 50u) << "the faults bite";

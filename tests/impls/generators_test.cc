@@ -150,8 +150,8 @@ TEST_P(EveryGenerator, SkipsEmptyMessagesAndSendsNothingForCountZero) {
   const Generated& generated = GetParam();
   for (int nranks : {1, 2, 5, 8, 11}) {
     for (bool in_place : {false, true}) {
-      const Schedule schedule = generated.generate(shape_of(generated.collective, 0, nranks, nranks - 1, in_place),
-                                                   Knobs{kSmallChunk, 3, 4});
+      const Schedule schedule =
+          generated.generate(shape_of(generated.collective, 0, nranks, nranks - 1, in_place), Knobs{kSmallChunk, 3, 4});
       for (const Participant& participant : schedule.participants) EXPECT_TRUE(participant.steps.empty());
     }
     const Schedule small = generated.generate(shape_of(generated.collective, 2, nranks, 0, false), Knobs{1, 3, 4});

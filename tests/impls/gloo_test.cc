@@ -65,7 +65,8 @@ std::vector<std::string> on_world(const RankBackendSpec& spec, int nranks, const
 // What a rank's result must be: the oracle's output, intact guards, an untouched out-of-place input.
 void check_result(const Case& c, int rank, const RankResult& r, std::vector<std::string>& failures) {
   const Verdict verdict = compare(c, rank, r.output);
-  if (!verdict.ok) failures.push_back(to_string(c) + " rank " + std::to_string(rank) + ": " + verdict.describe(c.dtype));
+  if (!verdict.ok)
+    failures.push_back(to_string(c) + " rank " + std::to_string(rank) + ": " + verdict.describe(c.dtype));
   if (!r.guards_intact) failures.push_back(to_string(c) + " rank " + std::to_string(rank) + ": guard zone written");
   if (!c.in_place) {
     std::vector<std::byte> want(input_elements(c) * size_of(c.dtype));
@@ -140,7 +141,8 @@ void sweep_spec(const std::string& text, std::vector<int> world_sizes, bool narr
     const std::vector<Case> cases = sweep(spec.capabilities, nranks, narrow, with_zero);
     const std::vector<std::string> failures = on_world(spec, nranks, run_cases(cases));
     std::string heads;
-    for (std::size_t i = 0; i < failures.size() && i < 12; ++i) heads += failures[i].substr(0, failures[i].find('\n')) + "\n";
+    for (std::size_t i = 0; i < failures.size() && i < 12; ++i)
+      heads += failures[i].substr(0, failures[i].find('\n')) + "\n";
     EXPECT_TRUE(failures.empty()) << text << " on " << nranks << " ranks, " << failures.size() << " failures:\n"
                                   << heads << (failures.empty() ? "" : failures.front());
   }
@@ -155,7 +157,9 @@ std::vector<std::string> all_names() {
   return names;
 }
 
-TEST(GlooOptions, FunctionAllreduceBcubeMatchesTheOracle) { sweep_spec("gloo:allreduce:algorithm=bcube", {2, 3, 4, 5}); }
+TEST(GlooOptions, FunctionAllreduceBcubeMatchesTheOracle) {
+  sweep_spec("gloo:allreduce:algorithm=bcube", {2, 3, 4, 5});
+}
 
 TEST(GlooOptions, SmallSegmentsReachTheManySegmentPaths) {
   sweep_spec("gloo:allreduce:segment=64", {3}, true);
@@ -176,10 +180,10 @@ TEST(GlooOptions, BcubeRefusesRanksItsBaseDoesNotDivide) {
     out.push_back(std::string(name(run.outcome)) + ": " + run.error);
   });
   ASSERT_EQ(outcomes.size(), 3u);
-  for (const std::string& o : outcomes) EXPECT_NE(o.find("detected: gloo:allreduce_bcube rank"), std::string::npos) << o;
+  for (const std::string& o : outcomes)
+    EXPECT_NE(o.find("detected: gloo:allreduce_bcube rank"), std::string::npos) << o;
   for (const std::string& o : outcomes) EXPECT_NE(o.find("divisible by base 2"), std::string::npos) << o;
 }
-
 
 // A rank that comes late (after one call together, which builds the algorithm on both): the
 // other's waits give up after the timeout and report it.
@@ -215,10 +219,20 @@ TEST(GlooTimeouts, ClassStyleWaitsEndAtTheTimeoutOption) { expect_timeout_detect
 
 TEST(GlooGrammar, PlainGlooExpandsToEveryAlgorithm) {
   const std::vector<std::string> names = all_names();
-  const std::vector<std::string> want = {
-      "gloo:allreduce_ring", "gloo:allreduce_ring_chunked", "gloo:allreduce_halving_doubling", "gloo:allreduce_bcube",
-      "gloo:allreduce", "gloo:reduce", "gloo:reduce_scatter_halving_doubling", "gloo:allgather", "gloo:allgatherv",
-      "gloo:allgather_ring", "gloo:alltoall", "gloo:alltoallv", "gloo:broadcast", "gloo:broadcast_one_to_all"};
+  const std::vector<std::string> want = {"gloo:allreduce_ring",
+                                         "gloo:allreduce_ring_chunked",
+                                         "gloo:allreduce_halving_doubling",
+                                         "gloo:allreduce_bcube",
+                                         "gloo:allreduce",
+                                         "gloo:reduce",
+                                         "gloo:reduce_scatter_halving_doubling",
+                                         "gloo:allgather",
+                                         "gloo:allgatherv",
+                                         "gloo:allgather_ring",
+                                         "gloo:alltoall",
+                                         "gloo:alltoallv",
+                                         "gloo:broadcast",
+                                         "gloo:broadcast_one_to_all"};
   EXPECT_EQ(names, want);
   Result<std::vector<RankBackendSpec>> all = rank_backend_specs("gloo:all-algorithms:timeout=5");
   ASSERT_TRUE(all.ok()) << all.error().text();
@@ -280,12 +294,12 @@ int wrong_back_to_back_calls(const std::string& text, const Case& c, int calls) 
   return wrong;
 }
 
-
 // SIGFPE; under AddressSanitizer, whose handler reports the FPE and then exits or aborts, that
 // report (the death test's regex checks it).
 bool killed_by_division_by_zero(int status) {
 #if defined(__SANITIZE_ADDRESS__)
-  if ((WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT) || (WIFEXITED(status) && WEXITSTATUS(status) != 0)) return true;
+  if ((WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT) || (WIFEXITED(status) && WEXITSTATUS(status) != 0))
+    return true;
 #endif
   return WIFSIGNALED(status) && WTERMSIG(status) == SIGFPE;
 }
@@ -302,9 +316,8 @@ TEST(GlooFindingsDeathTest, AllgatherOfZeroElementsDividesByZero) {
   const Case c = make_case(Collective::AllGather, DType::Int8, RedOp::Sum, 0, 2);
   EXPECT_EXIT(
       {
-        on_world(one_spec("gloo:allgather"), 2, [&](int, RankBackend& backend, std::vector<std::string>&) {
-          backend.run(c, RankRunOptions{});
-        });
+        on_world(one_spec("gloo:allgather"), 2,
+                 [&](int, RankBackend& backend, std::vector<std::string>&) { backend.run(c, RankRunOptions{}); });
         std::exit(0);
       },
       killed_by_division_by_zero, kDivisionByZeroReport);
@@ -328,7 +341,6 @@ TEST(GlooFindings, ReduceScatterHalvingDoublingCorruptsBackToBackCallsOnFiveRank
   EXPECT_TRUE(failures.empty()) << (failures.empty() ? "" : failures[0]);
 }
 
-
 // gloo::AllgatherRing<T> receives straight into the caller's output, and its last step tells the
 // left neighbour it may write again: a neighbour that starts the next call writes that call's
 // block into this rank's output before this rank's caller has read the previous result. Smallest
@@ -339,14 +351,14 @@ TEST(GlooFindings, AllgatherRingOutputIsOverwrittenByTheNextCall) {
   EXPECT_GT(wrong, 0) << "no wrong call in 50 back-to-back calls on 3 ranks: has Gloo fixed it?";
 }
 
-
 // gloo::AllgatherRing<T> on one rank looks for a pair to itself: "pair missing (index 0)".
 TEST(GlooFindings, AllgatherRingNeedsTwoRanks) {
   const Case c = make_case(Collective::AllGather, DType::Int32, RedOp::Sum, 4, 1);
-  const auto outcomes = on_world(one_spec("gloo:allgather_ring"), 1, [&](int, RankBackend& backend, std::vector<std::string>& out) {
-    const RankRun run = backend.run(c, RankRunOptions{});
-    out.push_back(std::string(name(run.outcome)) + ": " + run.error);
-  });
+  const auto outcomes =
+      on_world(one_spec("gloo:allgather_ring"), 1, [&](int, RankBackend& backend, std::vector<std::string>& out) {
+        const RankRun run = backend.run(c, RankRunOptions{});
+        out.push_back(std::string(name(run.outcome)) + ": " + run.error);
+      });
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_NE(outcomes[0].find("pair missing"), std::string::npos) << outcomes[0] << "\nhas Gloo fixed it?";
 }

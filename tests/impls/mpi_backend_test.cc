@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "impls/worlds/mpi_world.h"
 #include "impls/backend/rank_backend.h"
 #include "impls/registry.h"
 #include "impls/vendors/mpi/mpi_backend.h"
+#include "impls/worlds/mpi_world.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
 
@@ -57,7 +57,7 @@ TEST(MpiGrammar, PlainMpiRunsEveryCollectiveWithOpenMpisOwnDecisions) {
   EXPECT_EQ(spec.capabilities.collectives.size(), all_collectives().size());
   EXPECT_TRUE(spec.environment.empty());
   EXPECT_TRUE(spec.capabilities.in_place);
-  const std::vector<DType> expected{DType::Int8, DType::UInt8, DType::Int32, DType::UInt32,
+  const std::vector<DType> expected{DType::Int8,  DType::UInt8,  DType::Int32,   DType::UInt32,
                                     DType::Int64, DType::UInt64, DType::Float32, DType::Float64};
   EXPECT_EQ(spec.capabilities.dtypes, expected);
   const std::vector<RedOp> ops{RedOp::Sum, RedOp::Prod, RedOp::Min, RedOp::Max};
@@ -83,7 +83,8 @@ TEST(MpiGrammar, SeveralCollectivesAndTheAlgorithmTable) {
   const std::vector<Collective> expected{Collective::ReduceScatter, Collective::Broadcast};
   EXPECT_EQ(spec.capabilities.collectives, expected);
   const std::string table = mpi_algorithm_table();
-  for (const char* entry : {"4 ring", "8 scatter_allgather", "4 butterfly", "6 in-order_binary", "5 two_proc", "5 neighbor"}) {
+  for (const char* entry :
+       {"4 ring", "8 scatter_allgather", "4 butterfly", "6 in-order_binary", "5 two_proc", "5 neighbor"}) {
     EXPECT_NE(table.find(entry), std::string::npos) << entry << " in\n" << table;
   }
   EXPECT_EQ(only_spec("mpi:alltoall=two_proc").capabilities.max_ranks, 2);
@@ -164,9 +165,11 @@ void check(RankBackend& backend, const Case& c, const RankRunOptions& options, s
     failures.push_back(where + ": " + std::string(name(run.outcome)) + ": " + run.error);
     return;
   }
-  const std::size_t calls = options.timed ? static_cast<std::size_t>(options.iterations) : static_cast<std::size_t>(options.calls);
+  const std::size_t calls =
+      options.timed ? static_cast<std::size_t>(options.iterations) : static_cast<std::size_t>(options.calls);
   if (run.calls.size() != calls) {
-    failures.push_back(where + ": " + std::to_string(run.calls.size()) + " results for " + std::to_string(calls) + " calls");
+    failures.push_back(where + ": " + std::to_string(run.calls.size()) + " results for " + std::to_string(calls) +
+                       " calls");
     return;
   }
   const int rank = g_world->rank();

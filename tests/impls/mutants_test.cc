@@ -9,12 +9,11 @@
 
 #include "impls/link/guarded_buffer.h"
 #include "impls/mutants/mutants.h"
-#include "tests/support/cases.h"
 #include "reference/oracle.h"
+#include "tests/support/cases.h"
 
 namespace collcheck {
 namespace {
-
 
 Case make_case(Collective collective, DType dtype, RedOp op, std::size_t count, int nranks) {
   Case c = testing::make_case(collective, dtype, op, count, nranks);
@@ -103,9 +102,9 @@ TEST(Mutants, EveryMutantIsNamedDescribedAndSaysWhatCatchesIt) {
                                               "buffer-safety", "liveness",       "composition", "repeat",
                                               "safety",        "recovery",       "reliability"};
   const std::set<std::string_view> required{
-      "drop-remainder", "chunk-off-by-one", "root-ignored",     "allgather-order",   "own-twice",
-      "narrow-accumulation", "in-place-clobber", "write-past-end", "nan-dropped", "avg-wrong-divisor",
-      "rank-order-reduce", "interleaving-race", "no-checksum", "no-timeout"};
+      "drop-remainder",      "chunk-off-by-one",  "root-ignored",   "allgather-order", "own-twice",
+      "narrow-accumulation", "in-place-clobber",  "write-past-end", "nan-dropped",     "avg-wrong-divisor",
+      "rank-order-reduce",   "interleaving-race", "no-checksum",    "no-timeout"};
   std::set<std::string> names;
   for (const Mutant& m : all_mutants()) {
     EXPECT_TRUE(m.variant.name.starts_with("mutant:")) << m.variant.name;

@@ -9,10 +9,10 @@
 #include <mutex>
 #include <thread>
 
-#include "impls/proc/transport.h"
 #include "impls/backend/rank_backend.h"
-#include "impls/sim/sim_backend.h"
+#include "impls/proc/transport.h"
 #include "impls/registry.h"
+#include "impls/sim/sim_backend.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
 #include "tests/support/rank_group.h"
@@ -82,7 +82,8 @@ class TestHook final : public LinkHook {
  public:
   using Pick = std::function<bool(const Message&)>;
   using Fault = std::function<SendDecision(const Message&, std::span<std::byte>)>;
-  TestHook(int from, int to, Pick pick, Fault fault) : from_(from), to_(to), pick_(std::move(pick)), fault_(std::move(fault)) {}
+  TestHook(int from, int to, Pick pick, Fault fault)
+      : from_(from), to_(to), pick_(std::move(pick)), fault_(std::move(fault)) {}
   SendDecision on_send(const Message& m, std::span<std::byte> payload) override {
     std::lock_guard<std::mutex> lock(mutex_);
     max_attempt_ = std::max(max_attempt_, m.attempt);
@@ -122,7 +123,9 @@ TestHook::Pick first_try_of(std::uint64_t sequence) {
 
 const char* const kLinks[] = {"", "transport=tcp,"};
 
-std::string spec(const std::string& links, const std::string& options) { return "ring@proc:" + links + "chunk=8," + options; }
+std::string spec(const std::string& links, const std::string& options) {
+  return "ring@proc:" + links + "chunk=8," + options;
+}
 
 // Catches: a receiver that uses bytes without checking them (the run ends ok with a wrong sum),
 // a sender that takes the checksum after the hook changed the copy, a rank that fails alone
@@ -160,7 +163,13 @@ TEST(ProcProtocol, ALostLastMessageIsDetectedOnEveryRankWithinTheTimeout) {
   for (const std::string links : kLinks) {
     Group group = make_group(spec(links, "timeout=300"), 3);
     std::uint64_t last = 0;
-    TestHook count(1, 2, [&](const Message& m) { last = std::max(last, m.sequence); return false; }, drop);
+    TestHook count(
+        1, 2,
+        [&](const Message& m) {
+          last = std::max(last, m.sequence);
+          return false;
+        },
+        drop);
     const Case c = ring_case();
     ASSERT_EQ(oracle_failure(c, run(group, c, &count)), "");
     TestHook hook(1, 2, first_try_of(last), drop);
@@ -190,7 +199,8 @@ TEST(ProcProtocol, ReliableModeResendsLostMessages) {
     Group group = make_group(spec(links, "reliable=on,timeout=1000"), 3);
     const Case c = ring_case();
     for (std::uint64_t sequence : {0, 3, 100}) {
-      TestHook hook(1, 2, [&](const Message& m) { return (m.sequence == sequence || sequence == 100) && m.attempt == 0; }, drop);
+      TestHook hook(
+          1, 2, [&](const Message& m) { return (m.sequence == sequence || sequence == 100) && m.attempt == 0; }, drop);
       EXPECT_EQ(oracle_failure(c, run(group, c, &hook)), "") << links << " message " << sequence;
     }
   }
@@ -203,7 +213,8 @@ TEST(ProcProtocol, ARankLostForGoodIsDetectedOnEveryRankEvenWhenReliable) {
   for (const std::string links : kLinks) {
     for (const std::string options : {"timeout=400", "reliable=on,timeout=400"}) {
       Group group = make_group(spec(links, options), 3);
-      TestHook hook(1, -1, [](const Message&) { return true; }, drop);
+      TestHook hook(
+          1, -1, [](const Message&) { return true; }, drop);
       const Case c = ring_case();
       const Runs runs = run(group, c, &hook);
       EXPECT_EQ(detected_failure(c, runs, "rank"), "") << links << options;
@@ -217,7 +228,8 @@ TEST(ProcProtocol, DuplicatesAreDroppedSilently) {
   for (const std::string links : kLinks) {
     for (const std::string options : {"timeout=1000", "reliable=on,timeout=1000"}) {
       Group group = make_group(spec(links, options), 3);
-      TestHook hook(-1, -1, [](const Message& m) { return m.sequence % 2 == 0; }, twice);
+      TestHook hook(
+          -1, -1, [](const Message& m) { return m.sequence % 2 == 0; }, twice);
       const Case c = ring_case();
       EXPECT_EQ(oracle_failure(c, run(group, c, &hook)), "") << links << options;
       EXPECT_GT(hook.hits(), 3);
@@ -257,7 +269,8 @@ TEST(ProcProtocol, WithoutChecksumsACorruptionReachesTheOutput) {
       std::vector<float> sent(n, 1.5f), got(n, 0.0f);
       std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
       std::vector<Status> results(2, Ok{});
-      TestHook hook(0, 1, [](const Message&) { return true; }, flip);
+      TestHook hook(
+          0, 1, [](const Message&) { return true; }, flip);
       on_every_rank(2, [&](int r) {
         auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)], links);
         ASSERT_TRUE(transport.ok());

@@ -9,11 +9,11 @@
 #include <limits>
 #include <thread>
 
-#include "impls/proc/transport.h"
 #include "impls/backend/rank_backend.h"
 #include "impls/link/reduce_op.h"
-#include "impls/sim/sim_backend.h"
+#include "impls/proc/transport.h"
 #include "impls/registry.h"
+#include "impls/sim/sim_backend.h"
 #include "reference/oracle.h"
 #include "reference/random.h"
 #include "tests/support/cases.h"
@@ -28,7 +28,9 @@ using testing::on_every_rank;
 
 std::vector<RankRun> run(Group& group, const Case& c, const RankRunOptions& options = {}) {
   std::vector<RankRun> runs(group.backends.size());
-  on_every_rank(c.nranks, [&](int r) { runs[static_cast<std::size_t>(r)] = group.backends[static_cast<std::size_t>(r)]->run(c, options); });
+  on_every_rank(c.nranks, [&](int r) {
+    runs[static_cast<std::size_t>(r)] = group.backends[static_cast<std::size_t>(r)]->run(c, options);
+  });
   return runs;
 }
 
@@ -39,7 +41,8 @@ std::string check(const std::string& spec, const Case& c, const std::vector<Rank
     const RankRun& got = runs[static_cast<std::size_t>(r)];
     const std::string where = spec + " " + to_string(c) + " rank " + std::to_string(r);
     if (got.outcome != Outcome::Ok) return where + ": " + got.error;
-    if (got.calls.size() != static_cast<std::size_t>(calls)) return where + ": " + std::to_string(got.calls.size()) + " calls";
+    if (got.calls.size() != static_cast<std::size_t>(calls))
+      return where + ": " + std::to_string(got.calls.size()) + " calls";
     for (int k = 0; k < calls; ++k) {
       Case call = c;
       call.seed += static_cast<std::uint64_t>(k);
@@ -99,7 +102,8 @@ TEST(ProcBackend, TcpLinksMatchTheOracle) {
 
 // Messages far larger than a FIFO (several MiB) on both links, pipelined and not.
 TEST(ProcBackend, LargeMessagesMatchTheOracle) {
-  for (const std::string spec : {"ring@proc", "ring@proc:chunk=0", "tree@proc:chunk=100000", "ring@proc:transport=tcp"}) {
+  for (const std::string spec :
+       {"ring@proc", "ring@proc:chunk=0", "tree@proc:chunk=100000", "ring@proc:transport=tcp"}) {
     Group group = make_group(spec, 3);
     Case c = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, (std::size_t{3} << 20) + 5, 3);
     c.seed = 7;

@@ -67,7 +67,8 @@ bool drop_remainder(Schedule& s) {
 
 // Mutant: one receive-reduce, and its send, happen twice.
 bool double_contribution(Schedule& s) {
-  const auto receive = last_receive(s, [](const Step& step) { return step.kind == StepKind::RecvReduce && step.to.count > 0; });
+  const auto receive =
+      last_receive(s, [](const Step& step) { return step.kind == StepKind::RecvReduce && step.to.count > 0; });
   if (receive.first < 0) return false;
   const auto send = matching_send(s, receive.first, receive.second);
   auto& receiver = s.participants[static_cast<std::size_t>(receive.first)].steps;
@@ -88,7 +89,8 @@ bool double_contribution(Schedule& s) {
 
 // Mutant: the last plain receive lands one element off.
 bool misplace_block(Schedule& s) {
-  const auto receive = last_receive(s, [](const Step& step) { return step.kind == StepKind::Recv && step.to.count > 0; });
+  const auto receive =
+      last_receive(s, [](const Step& step) { return step.kind == StepKind::Recv && step.to.count > 0; });
   if (receive.first < 0) return false;
   Step& step = step_at(s, receive);
   const std::size_t size = s.buffer_size(receive.first, step.to.buffer);
@@ -105,9 +107,9 @@ class EveryAlgorithm : public ::testing::TestWithParam<std::size_t> {
 
 TEST_P(EveryAlgorithm, CatchesBrokenSchedulesAndSaysWhere) {
   const Case shape = shape_of(algorithm().collective, 20, 6, 2);
-  for (auto [mutant, label] : {std::pair{&drop_remainder, "dropped remainder"},
-                               std::pair{&double_contribution, "doubled contribution"},
-                               std::pair{&misplace_block, "misplaced block"}}) {
+  for (auto [mutant, label] :
+       {std::pair{&drop_remainder, "dropped remainder"}, std::pair{&double_contribution, "doubled contribution"},
+        std::pair{&misplace_block, "misplaced block"}}) {
     Result<Schedule> schedule = make_schedule(algorithm().name, shape, Knobs{});
     ASSERT_TRUE(schedule.ok());
     if (!mutant(schedule.value())) continue;  // the mutation does not apply to this algorithm

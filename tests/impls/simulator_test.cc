@@ -9,8 +9,8 @@
 
 #include "impls/algorithms/algorithms.h"
 #include "impls/sim/simulator.h"
-#include "tests/support/cases.h"
 #include "reference/oracle.h"
+#include "tests/support/cases.h"
 
 namespace collcheck {
 namespace {

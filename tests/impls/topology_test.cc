@@ -31,7 +31,8 @@ int vertex(const Topology& t, std::string_view label) {
 // The labels of the vertices a route visits, from its start.
 std::vector<std::string> visits(const Topology& t, const std::vector<int>& route, int from) {
   std::vector<std::string> labels{t.vertices[static_cast<std::size_t>(from)].label};
-  for (int link : route) labels.push_back(t.vertices[static_cast<std::size_t>(t.links[static_cast<std::size_t>(link)].to)].label);
+  for (int link : route)
+    labels.push_back(t.vertices[static_cast<std::size_t>(t.links[static_cast<std::size_t>(link)].to)].label);
   return labels;
 }
 
@@ -66,7 +67,8 @@ void expect_shortest_routes(const Topology& t) {
     const std::vector<int> hops = hops_from(t, a);
     for (int b = 0; b < n; ++b) {
       const std::vector<int>& route = t.route(a, b);
-      EXPECT_EQ(static_cast<int>(route.size()), a == b ? 0 : std::max(hops[static_cast<std::size_t>(b)], 0)) << a << " to " << b;
+      EXPECT_EQ(static_cast<int>(route.size()), a == b ? 0 : std::max(hops[static_cast<std::size_t>(b)], 0))
+          << a << " to " << b;
       int at = a;
       for (int link : route) {
         ASSERT_EQ(t.links[static_cast<std::size_t>(link)].from, at);
@@ -139,7 +141,8 @@ TEST(Topology, SmallRingsHaveNoParallelCables) {
 
 TEST(Topology, NeighbourTransferOnRingIsAlphaPlusBytesOverBeta) {
   const Topology t = preset("ring:8");
-  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{1} << 20, std::size_t{123456789}}) {
+  for (std::size_t bytes :
+       {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{1} << 20, std::size_t{123456789}}) {
     for (int r = 0; r < 8; ++r) {
       for (int peer : {(r + 1) % 8, (r + 7) % 8}) {
         const std::vector<int>& route = t.route(r, peer);
@@ -162,7 +165,8 @@ TEST(Topology, DgxH100Preset) {
   const Topology t = preset("dgx-h100");
   EXPECT_EQ(t.name, "dgx-h100");
   EXPECT_EQ(t.nranks(), 8);
-  EXPECT_EQ(vertex_counts(t), (std::map<VertexKind, int>{{VertexKind::Gpu, 8}, {VertexKind::Nic, 8}, {VertexKind::Switch, 1}}));
+  EXPECT_EQ(vertex_counts(t),
+            (std::map<VertexKind, int>{{VertexKind::Gpu, 8}, {VertexKind::Nic, 8}, {VertexKind::Switch, 1}}));
   EXPECT_EQ(t.links.size(), 32u);
   EXPECT_EQ(t.copy_bandwidth, 3e12);
   const auto figures = link_figures(t);
@@ -178,7 +182,8 @@ TEST(Topology, DgxH100Preset) {
 
 TEST(Topology, DgxH100GpusMeetInTheNvSwitch) {
   const Topology t = preset("dgx-h100");
-  EXPECT_EQ(visits(t, t.route(t.gpus[0], t.gpus[5]), t.gpus[0]), (std::vector<std::string>{"gpu0", "nvswitch0", "gpu5"}));
+  EXPECT_EQ(visits(t, t.route(t.gpus[0], t.gpus[5]), t.gpus[0]),
+            (std::vector<std::string>{"gpu0", "nvswitch0", "gpu5"}));
   for (int a = 0; a < 8; ++a) {
     for (int b = 0; b < 8; ++b) {
       const std::vector<int>& route = t.route(t.gpus[static_cast<std::size_t>(a)], t.gpus[static_cast<std::size_t>(b)]);
@@ -194,8 +199,9 @@ TEST(Topology, FatTreeCounts) {
     const int spines = (nodes + 3) / 4;
     EXPECT_EQ(t.name, "ib-fat-tree:" + std::to_string(nodes));
     EXPECT_EQ(t.nranks(), 8 * nodes);
-    EXPECT_EQ(vertex_counts(t), (std::map<VertexKind, int>{
-                                    {VertexKind::Gpu, 8 * nodes}, {VertexKind::Nic, 8 * nodes}, {VertexKind::Switch, nodes + 8 + spines}}));
+    EXPECT_EQ(vertex_counts(t), (std::map<VertexKind, int>{{VertexKind::Gpu, 8 * nodes},
+                                                           {VertexKind::Nic, 8 * nodes},
+                                                           {VertexKind::Switch, nodes + 8 + spines}}));
     const auto figures = link_figures(t);
     EXPECT_EQ(figures.at(LinkKind::NVLink).links, 16 * nodes);
     EXPECT_EQ(figures.at(LinkKind::PCIe).links, 16 * nodes);
@@ -216,8 +222,9 @@ TEST(Topology, FatTreeIsRailOptimizedAndRanksAreNodeMajor) {
     const int nvswitch = vertex(t, "nvswitch" + std::to_string(r / 8));
     EXPECT_EQ(visits(t, t.route(gpu, nvswitch), gpu).size(), 2u) << "rank " << r << " sits on its node's NVSwitch";
     const int leaf = vertex(t, "leaf" + std::to_string(r % 8));
-    EXPECT_EQ(visits(t, t.route(gpu, leaf), gpu), (std::vector<std::string>{"gpu" + std::to_string(r), "nic" + std::to_string(r),
-                                                                             "leaf" + std::to_string(r % 8)}));
+    EXPECT_EQ(visits(t, t.route(gpu, leaf), gpu),
+              (std::vector<std::string>{"gpu" + std::to_string(r), "nic" + std::to_string(r),
+                                        "leaf" + std::to_string(r % 8)}));
   }
 }
 
@@ -225,7 +232,8 @@ TEST(Topology, FatTreeRoutesCrossTheFabricOnlyBetweenNodes) {
   const Topology t = preset("ib-fat-tree:4");
   EXPECT_EQ(visits(t, t.route(t.gpus[0], t.gpus[9]), t.gpus[0]),
             (std::vector<std::string>{"gpu0", "nic0", "leaf0", "spine0", "leaf1", "nic9", "gpu9"}));
-  EXPECT_EQ(visits(t, t.route(t.gpus[0], t.gpus[8]), t.gpus[0]), (std::vector<std::string>{"gpu0", "nic0", "leaf0", "nic8", "gpu8"}));
+  EXPECT_EQ(visits(t, t.route(t.gpus[0], t.gpus[8]), t.gpus[0]),
+            (std::vector<std::string>{"gpu0", "nic0", "leaf0", "nic8", "gpu8"}));
   const std::vector<LinkKind> intra(2, LinkKind::NVLink);
   const std::vector<LinkKind> same_rail{LinkKind::PCIe, LinkKind::InfiniBand, LinkKind::InfiniBand, LinkKind::PCIe};
   const std::vector<LinkKind> cross_rail{LinkKind::PCIe,       LinkKind::InfiniBand, LinkKind::InfiniBand,
@@ -241,8 +249,8 @@ TEST(Topology, FatTreeRoutesCrossTheFabricOnlyBetweenNodes) {
 }
 
 TEST(Topology, PresetErrorsNameTheFieldAndListThePresets) {
-  for (std::string_view bad : {"", "ring", "ring:", "ring:0", "ring:4097", "ring:-1", "ring:8x", "ring: 8", "dgx-h100:2",
-                               "ib-fat-tree", "ib-fat-tree:0", "ib-fat-tree:513", "mesh:4", "DGX-H100"}) {
+  for (std::string_view bad : {"", "ring", "ring:", "ring:0", "ring:4097", "ring:-1", "ring:8x", "ring: 8",
+                               "dgx-h100:2", "ib-fat-tree", "ib-fat-tree:0", "ib-fat-tree:513", "mesh:4", "DGX-H100"}) {
     const Result<Topology> t = make_topology(bad);
     ASSERT_FALSE(t.ok()) << bad;
     EXPECT_EQ(t.error().field, "topology");
@@ -283,7 +291,8 @@ TEST(Topology, RoutesAreDeterministicAndCached) {
   const std::vector<int> copy = kept;
   // The two ask for the same routes in opposite orders: a route depends on nothing asked before.
   for (int a = 23; a >= 0; --a) {
-    for (int b = 0; b < 24; ++b) first.route(first.gpus[static_cast<std::size_t>(a)], first.gpus[static_cast<std::size_t>(b)]);
+    for (int b = 0; b < 24; ++b)
+      first.route(first.gpus[static_cast<std::size_t>(a)], first.gpus[static_cast<std::size_t>(b)]);
   }
   for (int a = 0; a < 24; ++a) {
     for (int b = 23; b >= 0; --b) {

@@ -34,8 +34,9 @@ std::string to_text(const Topology& t) {
     text += std::string(kind) + " " + v.label + (v.aggregates ? " aggregates\n" : "\n");
   }
   for (const Link& l : t.links) {
-    text += "link " + t.vertices[static_cast<std::size_t>(l.from)].label + " " + t.vertices[static_cast<std::size_t>(l.to)].label +
-            " " + std::string(name(l.kind)) + " " + number(l.latency) + "s " + number(l.bandwidth) + "\n";
+    text += "link " + t.vertices[static_cast<std::size_t>(l.from)].label + " " +
+            t.vertices[static_cast<std::size_t>(l.to)].label + " " + std::string(name(l.kind)) + " " +
+            number(l.latency) + "s " + number(l.bandwidth) + "\n";
   }
   return text;
 }
@@ -91,11 +92,10 @@ TEST(TopologyText, ParsesEveryField) {
   EXPECT_FALSE(t.vertices[4].aggregates);
   EXPECT_EQ(t.aggregating_switches(), std::vector<int>{3});
   ASSERT_EQ(t.links.size(), 8u);
-  const std::vector<Link> expected{
-      {0, 3, LinkKind::NVLink, 7e-7, 450e9},     {3, 0, LinkKind::NVLink, 7e-7, 450e9},
-      {1, 3, LinkKind::NVLink, 7e-7, 450e9},     {3, 1, LinkKind::NVLink, 7e-7, 450e9},
-      {0, 2, LinkKind::PCIe, 5e-7, 64e9},        {2, 4, LinkKind::InfiniBand, 1.5e-6, 50e9},
-      {4, 1, LinkKind::Ethernet, 1e-6, 400e9},   {3, 4, LinkKind::Ethernet, 2, 8}};
+  const std::vector<Link> expected{{0, 3, LinkKind::NVLink, 7e-7, 450e9},   {3, 0, LinkKind::NVLink, 7e-7, 450e9},
+                                   {1, 3, LinkKind::NVLink, 7e-7, 450e9},   {3, 1, LinkKind::NVLink, 7e-7, 450e9},
+                                   {0, 2, LinkKind::PCIe, 5e-7, 64e9},      {2, 4, LinkKind::InfiniBand, 1.5e-6, 50e9},
+                                   {4, 1, LinkKind::Ethernet, 1e-6, 400e9}, {3, 4, LinkKind::Ethernet, 2, 8}};
   for (std::size_t l = 0; l < expected.size(); ++l) {
     SCOPED_TRACE("link " + std::to_string(l));
     EXPECT_EQ(t.links[l].from, expected[l].from);

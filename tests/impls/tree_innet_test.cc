@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "impls/algorithms/innet.h"
-#include "impls/prove/proof.h"
 #include "impls/algorithms/tree.h"
+#include "impls/prove/proof.h"
 
 namespace collcheck {
 namespace {

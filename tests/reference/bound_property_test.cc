@@ -15,7 +15,7 @@ namespace {
 using testing::Combiner;
 using testing::Stream;
 
-const std::vector<DType> kFloatDtypes{DType::Float16, DType::BFloat16, DType::Float32,
+const std::vector<DType> kFloatDtypes{DType::Float16, DType::BFloat16,   DType::Float32,
                                       DType::Float64, DType::Float8E4M3, DType::Float8E5M2};
 
 RC_GTEST_PROP(FloatBound, HoldsForRandomReductionOrders, ()) {

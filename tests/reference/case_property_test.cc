@@ -24,8 +24,7 @@ namespace {
 rc::Gen<Case> valid_case() {
   return rc::gen::exec([] {
     Case c;
-    c.collective = *rc::gen::elementOf(std::vector<Collective>(all_collectives().begin(),
-                                                               all_collectives().end()));
+    c.collective = *rc::gen::elementOf(std::vector<Collective>(all_collectives().begin(), all_collectives().end()));
     c.dtype = *rc::gen::elementOf(std::vector<DType>(all_dtypes().begin(), all_dtypes().end()));
     c.op = *rc::gen::elementOf(std::vector<RedOp>(all_ops().begin(), all_ops().end()));
     c.count = *rc::gen::inRange<std::size_t>(0, 1000001);
@@ -43,14 +42,11 @@ rc::Gen<Case> valid_case() {
 // on the first character.
 rc::Gen<std::string> junk_piece() {
   return rc::gen::oneOf(
-      rc::gen::element<std::string>("allreduce", "allgather", "reducescatter", "alltoall",
-                                    "broadcast", "reduce", "f32", "bf16", "f8e4m3", "u64", "sum",
-                                    "avg", "n", "ranks", "root", "offset", "values", "seed",
-                                    "inplace", "outofplace", "exact", "special", "=", "/", "-",
-                                    "0", "1", "4096", "4097", "18446744073709551616", "", " ",
-                                    "\t", "\xff", std::string(1, '\0')),
-      rc::gen::map(rc::gen::inRange<std::uint64_t>(0, UINT64_MAX),
-                   [](std::uint64_t n) { return std::to_string(n); }),
+      rc::gen::element<std::string>(
+          "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "f32", "bf16", "f8e4m3", "u64",
+          "sum", "avg", "n", "ranks", "root", "offset", "values", "seed", "inplace", "outofplace", "exact", "special",
+          "=", "/", "-", "0", "1", "4096", "4097", "18446744073709551616", "", " ", "\t", "\xff", std::string(1, '\0')),
+      rc::gen::map(rc::gen::inRange<std::uint64_t>(0, UINT64_MAX), [](std::uint64_t n) { return std::to_string(n); }),
       rc::gen::arbitrary<std::string>());
 }
 
@@ -73,35 +69,35 @@ std::string join_parts(const std::vector<std::string>& parts) {
 }
 
 rc::Gen<std::string> junk_text() {
-  return rc::gen::oneOf(
-      rc::gen::arbitrary<std::string>(),
-      rc::gen::map(rc::gen::container<std::vector<std::string>>(junk_piece()),
-                   [](const std::vector<std::string>& pieces) {
-                     std::string text;
-                     for (const std::string& piece : pieces) text += piece;
-                     return text;
-                   }),
-      // A valid case's text with a few characters replaced by a piece.
-      rc::gen::exec([] {
-        const std::string text = to_string(*valid_case());
-        const std::string piece = *junk_piece();
-        const std::size_t at = *rc::gen::inRange<std::size_t>(0, text.size() + 1);
-        const std::size_t cut = *rc::gen::inRange<std::size_t>(0, std::min<std::size_t>(4, text.size() - at) + 1);
-        return text.substr(0, at) + piece + text.substr(at + cut);
-      }),
-      // A valid case's text with one part dropped, doubled, swapped or replaced.
-      rc::gen::exec([] {
-        std::vector<std::string> parts = split_parts(to_string(*valid_case()));
-        const std::size_t i = *rc::gen::inRange<std::size_t>(0, parts.size());
-        const std::size_t j = *rc::gen::inRange<std::size_t>(0, parts.size());
-        switch (*rc::gen::inRange(0, 4)) {
-          case 0: parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(i)); break;
-          case 1: parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(j), parts[i]); break;
-          case 2: std::swap(parts[i], parts[j]); break;
-          default: parts[i] = *junk_piece();
-        }
-        return join_parts(parts);
-      }));
+  return rc::gen::oneOf(rc::gen::arbitrary<std::string>(),
+                        rc::gen::map(rc::gen::container<std::vector<std::string>>(junk_piece()),
+                                     [](const std::vector<std::string>& pieces) {
+                                       std::string text;
+                                       for (const std::string& piece : pieces) text += piece;
+                                       return text;
+                                     }),
+                        // A valid case's text with a few characters replaced by a piece.
+                        rc::gen::exec([] {
+                          const std::string text = to_string(*valid_case());
+                          const std::string piece = *junk_piece();
+                          const std::size_t at = *rc::gen::inRange<std::size_t>(0, text.size() + 1);
+                          const std::size_t cut =
+                              *rc::gen::inRange<std::size_t>(0, std::min<std::size_t>(4, text.size() - at) + 1);
+                          return text.substr(0, at) + piece + text.substr(at + cut);
+                        }),
+                        // A valid case's text with one part dropped, doubled, swapped or replaced.
+                        rc::gen::exec([] {
+                          std::vector<std::string> parts = split_parts(to_string(*valid_case()));
+                          const std::size_t i = *rc::gen::inRange<std::size_t>(0, parts.size());
+                          const std::size_t j = *rc::gen::inRange<std::size_t>(0, parts.size());
+                          switch (*rc::gen::inRange(0, 4)) {
+                            case 0: parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(i)); break;
+                            case 1: parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(j), parts[i]); break;
+                            case 2: std::swap(parts[i], parts[j]); break;
+                            default: parts[i] = *junk_piece();
+                          }
+                          return join_parts(parts);
+                        }));
 }
 
 RC_GTEST_PROP(CaseProperties, TextRoundTrips, ()) {

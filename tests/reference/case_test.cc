@@ -31,8 +31,7 @@ constexpr std::string_view kExampleText =
 
 // Expects `result` to be an error naming `field`, with every one of `words` in its message.
 template <typename T>
-void expect_error(const Result<T>& result, std::string_view field,
-                  std::initializer_list<std::string_view> words = {}) {
+void expect_error(const Result<T>& result, std::string_view field, std::initializer_list<std::string_view> words = {}) {
   ASSERT_FALSE(result.ok()) << "expected an error on " << field;
   EXPECT_EQ(result.error().field, field) << result.error().text();
   for (std::string_view word : words) {
@@ -121,8 +120,7 @@ TEST(CaseText, ToStringWritesEveryFieldInOrder) {
   EXPECT_EQ(to_string(example()), kExampleText);
   Case c = example();
   c.in_place = false;
-  EXPECT_EQ(to_string(c),
-            "allreduce/f32/sum/n=1000/ranks=7/root=0/outofplace/offset=3/values=exact/seed=42");
+  EXPECT_EQ(to_string(c), "allreduce/f32/sum/n=1000/ranks=7/root=0/outofplace/offset=3/values=exact/seed=42");
   c.collective = Collective::ReduceScatter;
   c.dtype = DType::Float8E5M2;
   c.op = RedOp::Avg;
@@ -233,8 +231,7 @@ TEST(CaseText, BadNumbers) {
   expect_error(parse_case("allreduce/f32/sum/n=1.5/ranks=2"), "n");
   expect_error(parse_case("allreduce/f32/sum/n=1/ranks=two"), "ranks", {"two"});
   expect_error(parse_case("allreduce/f32/sum/n=1/ranks=99999999999999999999"), "ranks");
-  expect_error(parse_case("allreduce/f32/sum/n=1/ranks=2/seed=18446744073709551616"), "seed",
-               {"18446744073709551616"});
+  expect_error(parse_case("allreduce/f32/sum/n=1/ranks=2/seed=18446744073709551616"), "seed", {"18446744073709551616"});
   expect_error(parse_case("allreduce/f32/sum/n=1/ranks=2/seed=-1"), "seed");
   expect_error(parse_case("allreduce/f32/sum/n=1/ranks=2/offset=x"), "offset");
   expect_error(parse_case("allreduce/f32/sum/n=1/ranks=2/root=r"), "root");
@@ -258,11 +255,10 @@ TEST(CaseText, BadPositionals) {
 }
 
 TEST(CaseText, Malformed) {
-  for (std::string_view text : {"", "allreduce", "allreduce/f32", "allreduce/f32/sum",
-                                "allreduce/f32/sum/", "/allreduce/f32/sum/n=1/ranks=2",
-                                "allreduce/f32/sum/n=1/ranks=2/", "allreduce/f32/sum/n=1//ranks=2",
-                                "allreduce/f32/sum/n=1/ranks=2/inplac", "allreduce/f32/sum/n1/ranks=2",
-                                "allreduce/f32/sum/=1/n=1/ranks=2"}) {
+  for (std::string_view text :
+       {"", "allreduce", "allreduce/f32", "allreduce/f32/sum", "allreduce/f32/sum/", "/allreduce/f32/sum/n=1/ranks=2",
+        "allreduce/f32/sum/n=1/ranks=2/", "allreduce/f32/sum/n=1//ranks=2", "allreduce/f32/sum/n=1/ranks=2/inplac",
+        "allreduce/f32/sum/n1/ranks=2", "allreduce/f32/sum/=1/n=1/ranks=2"}) {
     EXPECT_FALSE(parse_case(text).ok()) << "'" << text << "' parsed";
   }
 }

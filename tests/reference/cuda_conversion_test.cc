@@ -48,16 +48,14 @@ double cuda_decode(DType dtype, std::uint32_t bits) {
     }
     case DType::Float8E4M3:
       return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(bits), __NV_E4M3)));
-    default:
-      return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(bits), __NV_E5M2)));
+    default: return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(bits), __NV_E5M2)));
   }
 }
 
 // CUDA converts to float16 and bfloat16 with round-to-nearest-even and no saturation;
 // Saturation::Finite is that result with infinity clamped to the largest finite value.
 std::uint32_t cuda_encode(DType dtype, double x, Saturation saturation) {
-  const __nv_saturation_t cuda_saturation =
-      saturation == Saturation::Finite ? __NV_SATFINITE : __NV_NOSAT;
+  const __nv_saturation_t cuda_saturation = saturation == Saturation::Finite ? __NV_SATFINITE : __NV_NOSAT;
   switch (dtype) {
     case DType::Float16: {
       std::uint32_t bits = __half_as_ushort(__double2half(x));
@@ -69,10 +67,8 @@ std::uint32_t cuda_encode(DType dtype, double x, Saturation saturation) {
       if (saturation == Saturation::Finite && (bits & 0x7fff) == 0x7f80) bits = (bits & 0x8000) | 0x7f7f;
       return bits;
     }
-    case DType::Float8E4M3:
-      return __nv_cvt_double_to_fp8(x, cuda_saturation, __NV_E4M3);
-    default:
-      return __nv_cvt_double_to_fp8(x, cuda_saturation, __NV_E5M2);
+    case DType::Float8E4M3: return __nv_cvt_double_to_fp8(x, cuda_saturation, __NV_E4M3);
+    default: return __nv_cvt_double_to_fp8(x, cuda_saturation, __NV_E5M2);
   }
 }
 
@@ -125,18 +121,18 @@ std::vector<double> probe_doubles(DType dtype) {
     if (std::isnan(b) || std::isinf(b) || std::isinf(a)) continue;
     const double gap = b - a;
     const double midpoint = a + gap / 2;
-    for (double x : {midpoint, std::nextafter(midpoint, 0.0), std::nextafter(midpoint, kInfinity),
-                     midpoint - gap * 0x1p-20, midpoint + gap * 0x1p-20, a + gap / 4, a + 3 * gap / 4,
-                     a + gap * 0x1p-30, b - gap * 0x1p-30}) {
+    for (double x :
+         {midpoint, std::nextafter(midpoint, 0.0), std::nextafter(midpoint, kInfinity), midpoint - gap * 0x1p-20,
+          midpoint + gap * 0x1p-20, a + gap / 4, a + 3 * gap / 4, a + gap * 0x1p-30, b - gap * 0x1p-30}) {
       for (double sign : {1.0, -1.0}) values.push_back(sign * x);
     }
   }
   const double max = float_format(dtype).max_finite();
-  for (double x : {max * (1 + 0x1p-5), max * (1 + 0x1p-4), max * (1 + 0x1p-3), max * 1.0625 + 1,
-                   max * 2, max * 1e10, 1e300, std::numeric_limits<double>::max(), kInfinity, kNaN,
-                   std::numeric_limits<double>::signaling_NaN(), std::bit_cast<double>(0x7ff0000000000001ull),
-                   std::bit_cast<double>(0x7ff7ffffffffffffull), std::numeric_limits<double>::denorm_min(),
-                   std::numeric_limits<double>::min(), 1e-300, 0.0}) {
+  for (double x :
+       {max * (1 + 0x1p-5), max * (1 + 0x1p-4), max * (1 + 0x1p-3), max * 1.0625 + 1, max * 2, max * 1e10, 1e300,
+        std::numeric_limits<double>::max(), kInfinity, kNaN, std::numeric_limits<double>::signaling_NaN(),
+        std::bit_cast<double>(0x7ff0000000000001ull), std::bit_cast<double>(0x7ff7ffffffffffffull),
+        std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::min(), 1e-300, 0.0}) {
     for (double sign : {1.0, -1.0}) values.push_back(sign * x);
   }
   const int lowest = std::ilogb(float_format(dtype).min_subnormal()) - 4;
@@ -155,8 +151,7 @@ std::vector<double> probe_doubles(DType dtype) {
 class CudaConversionTest : public ::testing::TestWithParam<DType> {};
 
 INSTANTIATE_TEST_SUITE_P(NarrowFormats, CudaConversionTest,
-                         ::testing::Values(DType::Float16, DType::BFloat16, DType::Float8E4M3,
-                                           DType::Float8E5M2),
+                         ::testing::Values(DType::Float16, DType::BFloat16, DType::Float8E4M3, DType::Float8E5M2),
                          [](const ::testing::TestParamInfo<DType>& instance) {
                            return std::string(long_name(instance.param));
                          });
@@ -186,8 +181,8 @@ TEST_P(CudaConversionTest, EncodeProbeDoubles) {
       const std::uint32_t ours = encode(format, x, saturation);
       const std::uint32_t cuda = cuda_encode(dtype, x, saturation);
       if (!same_encoding(dtype, ours, cuda)) {
-        mismatches.add(describe(x) + (saturation == Saturation::None ? " None" : " Finite") +
-                       ": ours " + hex(ours) + ", CUDA " + hex(cuda));
+        mismatches.add(describe(x) + (saturation == Saturation::None ? " None" : " Finite") + ": ours " + hex(ours) +
+                       ", CUDA " + hex(cuda));
       }
     }
   }

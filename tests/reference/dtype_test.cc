@@ -104,24 +104,55 @@ TEST(DType, EveryOwnNameParsesBack) {
 // Every spelling the header documents: canonical and long names, nccl-tests' -d names,
 // C / PyTorch names, and NCCL's enum names.
 const std::pair<std::string_view, DType> kDTypeSpellings[] = {
-    {"i8", DType::Int8},          {"int8", DType::Int8},          {"char", DType::Int8},
-    {"ncclInt8", DType::Int8},    {"u8", DType::UInt8},           {"uint8", DType::UInt8},
-    {"ncclUint8", DType::UInt8},  {"i32", DType::Int32},          {"int32", DType::Int32},
-    {"int", DType::Int32},        {"ncclInt32", DType::Int32},    {"u32", DType::UInt32},
-    {"uint32", DType::UInt32},    {"uint", DType::UInt32},        {"ncclUint32", DType::UInt32},
-    {"i64", DType::Int64},        {"int64", DType::Int64},        {"ncclInt64", DType::Int64},
-    {"u64", DType::UInt64},       {"uint64", DType::UInt64},      {"ncclUint64", DType::UInt64},
-    {"f16", DType::Float16},      {"half", DType::Float16},       {"float16", DType::Float16},
-    {"fp16", DType::Float16},     {"ncclFloat16", DType::Float16}, {"bf16", DType::BFloat16},
-    {"bfloat16", DType::BFloat16}, {"ncclBfloat16", DType::BFloat16}, {"f32", DType::Float32},
-    {"float", DType::Float32},    {"float32", DType::Float32},    {"fp32", DType::Float32},
-    {"ncclFloat32", DType::Float32}, {"f64", DType::Float64},     {"double", DType::Float64},
-    {"float64", DType::Float64},  {"fp64", DType::Float64},       {"ncclFloat64", DType::Float64},
-    {"f8e4m3", DType::Float8E4M3}, {"float8_e4m3", DType::Float8E4M3},
-    {"fp8e4m3", DType::Float8E4M3}, {"e4m3", DType::Float8E4M3},
-    {"ncclFloat8e4m3", DType::Float8E4M3}, {"f8e5m2", DType::Float8E5M2},
-    {"float8_e5m2", DType::Float8E5M2}, {"fp8e5m2", DType::Float8E5M2},
-    {"e5m2", DType::Float8E5M2},  {"ncclFloat8e5m2", DType::Float8E5M2},
+    {"i8", DType::Int8},
+    {"int8", DType::Int8},
+    {"char", DType::Int8},
+    {"ncclInt8", DType::Int8},
+    {"u8", DType::UInt8},
+    {"uint8", DType::UInt8},
+    {"ncclUint8", DType::UInt8},
+    {"i32", DType::Int32},
+    {"int32", DType::Int32},
+    {"int", DType::Int32},
+    {"ncclInt32", DType::Int32},
+    {"u32", DType::UInt32},
+    {"uint32", DType::UInt32},
+    {"uint", DType::UInt32},
+    {"ncclUint32", DType::UInt32},
+    {"i64", DType::Int64},
+    {"int64", DType::Int64},
+    {"ncclInt64", DType::Int64},
+    {"u64", DType::UInt64},
+    {"uint64", DType::UInt64},
+    {"ncclUint64", DType::UInt64},
+    {"f16", DType::Float16},
+    {"half", DType::Float16},
+    {"float16", DType::Float16},
+    {"fp16", DType::Float16},
+    {"ncclFloat16", DType::Float16},
+    {"bf16", DType::BFloat16},
+    {"bfloat16", DType::BFloat16},
+    {"ncclBfloat16", DType::BFloat16},
+    {"f32", DType::Float32},
+    {"float", DType::Float32},
+    {"float32", DType::Float32},
+    {"fp32", DType::Float32},
+    {"ncclFloat32", DType::Float32},
+    {"f64", DType::Float64},
+    {"double", DType::Float64},
+    {"float64", DType::Float64},
+    {"fp64", DType::Float64},
+    {"ncclFloat64", DType::Float64},
+    {"f8e4m3", DType::Float8E4M3},
+    {"float8_e4m3", DType::Float8E4M3},
+    {"fp8e4m3", DType::Float8E4M3},
+    {"e4m3", DType::Float8E4M3},
+    {"ncclFloat8e4m3", DType::Float8E4M3},
+    {"f8e5m2", DType::Float8E5M2},
+    {"float8_e5m2", DType::Float8E5M2},
+    {"fp8e5m2", DType::Float8E5M2},
+    {"e5m2", DType::Float8E5M2},
+    {"ncclFloat8e5m2", DType::Float8E5M2},
 };
 
 TEST(DType, ParsesEveryDocumentedSpellingInAnyCase) {
@@ -161,14 +192,12 @@ TEST(DType, ChoicesListEveryCanonicalName) {
 }
 
 TEST(DType, BadNamesAreErrorsNamingTheField) {
-  for (std::string_view bad : {"f17", "", "float128", "int16", "f32x", "e4m3fnuz", "i9",
-                               "nccl", "bf", "fp8"}) {
+  for (std::string_view bad : {"f17", "", "float128", "int16", "f32x", "e4m3fnuz", "i9", "nccl", "bf", "fp8"}) {
     const Result<DType> parsed = parse_dtype(bad);
     ASSERT_FALSE(parsed.ok()) << "'" << bad << "' parsed as " << name(*parsed);
     EXPECT_EQ(parsed.error().field, "dtype");
     EXPECT_NE(parsed.error().message.find(bad), std::string::npos) << parsed.error().message;
-    EXPECT_NE(parsed.error().message.find(dtype_choices()), std::string::npos)
-        << parsed.error().message;
+    EXPECT_NE(parsed.error().message.find(dtype_choices()), std::string::npos) << parsed.error().message;
   }
 }
 
@@ -287,21 +316,19 @@ TEST(Collective, ChoicesListEveryName) {
 }
 
 TEST(Collective, BadNamesAreErrorsNamingTheField) {
-  for (std::string_view bad : {"allreduc", "", "gather", "scatter", "sendrecv", "allreduce2",
-                               "allreduce_perfx", "_perf", "r"}) {
+  for (std::string_view bad :
+       {"allreduc", "", "gather", "scatter", "sendrecv", "allreduce2", "allreduce_perfx", "_perf", "r"}) {
     const Result<Collective> parsed = parse_collective(bad);
     ASSERT_FALSE(parsed.ok()) << "'" << bad << "' parsed as " << name(*parsed);
     EXPECT_EQ(parsed.error().field, "collective");
     EXPECT_NE(parsed.error().message.find(bad), std::string::npos) << parsed.error().message;
-    EXPECT_NE(parsed.error().message.find(collective_choices()), std::string::npos)
-        << parsed.error().message;
+    EXPECT_NE(parsed.error().message.find(collective_choices()), std::string::npos) << parsed.error().message;
   }
 }
 
 TEST(RedOp, TableAndParsing) {
-  const std::pair<RedOp, std::string_view> ops[] = {{RedOp::Sum, "sum"}, {RedOp::Prod, "prod"},
-                                                    {RedOp::Min, "min"}, {RedOp::Max, "max"},
-                                                    {RedOp::Avg, "avg"}};
+  const std::pair<RedOp, std::string_view> ops[] = {
+      {RedOp::Sum, "sum"}, {RedOp::Prod, "prod"}, {RedOp::Min, "min"}, {RedOp::Max, "max"}, {RedOp::Avg, "avg"}};
   const auto all = all_ops();
   ASSERT_EQ(all.size(), std::size(ops));
   const std::string choices = op_choices();

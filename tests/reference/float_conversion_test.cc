@@ -20,12 +20,12 @@ namespace {
 
 using testing::describe;
 using testing::hex;
+using testing::kFloat16;
 using testing::kInfinity;
 using testing::kNaN;
 using testing::Mismatches;
-using testing::same_value;
-using testing::kFloat16;
 using testing::reference_decode;
+using testing::same_value;
 
 // A double just past a midpoint of the narrow format can round to that midpoint if it is
 // first converted to float; encoding from double must round once.
@@ -61,15 +61,16 @@ TEST(FloatFormat, Float32AgreesWithTheCpu) {
   for (int i = 0; i < 200000; ++i) {
     const std::uint64_t random = mix64(state++);
     // Half the draws span float32's range and beyond, half are arbitrary double bits.
-    const double x = (i % 2 == 0)
-                         ? std::ldexp(unit_interval(random) * ((random & 1) ? -1 : 1),
-                                      static_cast<int>(below(mix64(state++), 300)) - 160)
-                         : std::bit_cast<double>(random);
+    const double x = (i % 2 == 0) ? std::ldexp(unit_interval(random) * ((random & 1) ? -1 : 1),
+                                               static_cast<int>(below(mix64(state++), 300)) - 160)
+                                  : std::bit_cast<double>(random);
     const float expected = static_cast<float>(x);
     const std::uint32_t got = encode(format, x);
-    const bool ok = std::isnan(expected) ? std::isnan(std::bit_cast<float>(got))
-                                         : got == std::bit_cast<std::uint32_t>(expected);
-    if (!ok) mismatches.add(describe(x) + ": got " + hex(got) + ", the CPU gives " + hex(std::bit_cast<std::uint32_t>(expected)));
+    const bool ok =
+        std::isnan(expected) ? std::isnan(std::bit_cast<float>(got)) : got == std::bit_cast<std::uint32_t>(expected);
+    if (!ok)
+      mismatches.add(describe(x) + ": got " + hex(got) + ", the CPU gives " +
+                     hex(std::bit_cast<std::uint32_t>(expected)));
     const auto bits = static_cast<std::uint32_t>(random >> 32);
     if (!same_value(decode(format, bits), std::bit_cast<float>(bits))) {
       mismatches.add("decode " + hex(bits) + " gave " + describe(decode(format, bits)));
@@ -89,8 +90,8 @@ TEST(FloatFormat, Float16AgreesWithTheCompiler) {
   for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
     const double expected = static_cast<double>(std::bit_cast<_Float16>(static_cast<std::uint16_t>(bits)));
     if (!same_value(decode(format, bits), expected)) {
-      mismatches.add("decode " + hex(bits) + " gave " + describe(decode(format, bits)) +
-                     ", _Float16 gives " + describe(expected));
+      mismatches.add("decode " + hex(bits) + " gave " + describe(decode(format, bits)) + ", _Float16 gives " +
+                     describe(expected));
     }
   }
   std::uint64_t state = 16;
@@ -116,8 +117,7 @@ TEST(FloatFormat, Float16AgreesWithTheCompiler) {
         if (random >> 63) x = -x;
         break;
       }
-      default:
-        x = std::bit_cast<double>(random);
+      default: x = std::bit_cast<double>(random);
     }
     if ((random & 0x8000) != 0 && i % 4 != 2) x = -x;
     const auto expected = std::bit_cast<std::uint16_t>(static_cast<_Float16>(x));
@@ -199,8 +199,7 @@ TEST(Ulp, Basics) {
   EXPECT_EQ(ulp(DType::BFloat16, 1.0), 0x1p-7);
   EXPECT_EQ(ulp(DType::Float8E4M3, 1.0), 0x1p-3);
   EXPECT_EQ(ulp(DType::Float8E5M2, 1.0), 0x1p-2);
-  for (DType integer : {DType::Int8, DType::UInt8, DType::Int32, DType::UInt32, DType::Int64,
-                        DType::UInt64}) {
+  for (DType integer : {DType::Int8, DType::UInt8, DType::Int32, DType::UInt32, DType::Int64, DType::UInt64}) {
     EXPECT_EQ(ulp(integer, 0.0), 1.0) << name(integer);
     EXPECT_EQ(ulp(integer, 100.0), 1.0) << name(integer);
   }

@@ -21,17 +21,17 @@ namespace {
 
 using testing::describe;
 using testing::hex;
-using testing::kInfinity;
-using testing::kNaN;
-using testing::Mismatches;
-using testing::same_value;
 using testing::kBFloat16;
 using testing::kFloat16;
 using testing::kFloat8E4M3;
 using testing::kFloat8E5M2;
+using testing::kInfinity;
+using testing::kNaN;
+using testing::Mismatches;
 using testing::nearest_pattern;
 using testing::positive_finite_values;
 using testing::reference_decode;
+using testing::same_value;
 using testing::Spec;
 
 class FloatFormatTest : public ::testing::TestWithParam<Spec> {};
@@ -128,11 +128,9 @@ TEST_P(FloatFormatTest, DecodeEveryPattern) {
     const double by_format = decode(format, bits);
     const double by_name = spec.to_double(bits);
     const double by_dtype = decode(spec.dtype, bits);
-    if (!same_value(by_format, expected) || !same_value(by_name, expected) ||
-        !same_value(by_dtype, expected)) {
-      mismatches.add(hex(bits) + ": expected " + describe(expected) + ", decode(format) " +
-                     describe(by_format) + ", " + spec.name + "_to_double " + describe(by_name) +
-                     ", decode(dtype) " + describe(by_dtype));
+    if (!same_value(by_format, expected) || !same_value(by_name, expected) || !same_value(by_dtype, expected)) {
+      mismatches.add(hex(bits) + ": expected " + describe(expected) + ", decode(format) " + describe(by_format) + ", " +
+                     spec.name + "_to_double " + describe(by_name) + ", decode(dtype) " + describe(by_dtype));
     }
   }
   EXPECT_EQ(mismatches.count(), 0u) << mismatches.report();
@@ -146,19 +144,19 @@ TEST_P(FloatFormatTest, EncodeInvertsDecodeOnEveryPattern) {
     const double value = reference_decode(spec, bits);
     if (std::isnan(value)) continue;
     // Finite saturation turns ±inf into ±max; every finite pattern comes back as itself.
-    const std::uint32_t saturated =
-        std::isinf(value) ? (bits & spec.sign_bit()) | spec.max_finite_bits : bits;
-    const std::uint64_t got[] = {
-        encode(format, value), encode(format, value, Saturation::None),
-        encode(spec.dtype, value), spec.from_double(value, Saturation::None),
-        encode(format, value, Saturation::Finite),
-        encode(spec.dtype, value, Saturation::Finite),
-        spec.from_double(value, Saturation::Finite)};
+    const std::uint32_t saturated = std::isinf(value) ? (bits & spec.sign_bit()) | spec.max_finite_bits : bits;
+    const std::uint64_t got[] = {encode(format, value),
+                                 encode(format, value, Saturation::None),
+                                 encode(spec.dtype, value),
+                                 spec.from_double(value, Saturation::None),
+                                 encode(format, value, Saturation::Finite),
+                                 encode(spec.dtype, value, Saturation::Finite),
+                                 spec.from_double(value, Saturation::Finite)};
     const std::uint64_t expected[] = {bits, bits, bits, bits, saturated, saturated, saturated};
     for (std::size_t i = 0; i < std::size(got); ++i) {
       if (got[i] != expected[i]) {
-        mismatches.add(describe(value) + " (" + hex(bits) + "): call " + std::to_string(i) +
-                       " gave " + hex(got[i]) + ", expected " + hex(expected[i]));
+        mismatches.add(describe(value) + " (" + hex(bits) + "): call " + std::to_string(i) + " gave " + hex(got[i]) +
+                       ", expected " + hex(expected[i]));
       }
     }
   }
@@ -177,12 +175,11 @@ TEST_P(FloatFormatTest, ACopyOfTheFormatConvertsTheSame) {
       const double expected = reference_decode(spec, bits);
       const double got = decode(*format, bits);
       if (!same_value(got, expected)) {
-        mismatches.add("decode " + hex(bits) + " gave " + describe(got) + ", expected " +
-                       describe(expected));
+        mismatches.add("decode " + hex(bits) + " gave " + describe(got) + ", expected " + describe(expected));
       }
       if (!std::isnan(expected) && !std::isinf(expected) && encode(*format, expected) != bits) {
-        mismatches.add("encode " + describe(expected) + " gave " + hex(encode(*format, expected)) +
-                       ", expected " + hex(bits));
+        mismatches.add("encode " + describe(expected) + " gave " + hex(encode(*format, expected)) + ", expected " +
+                       hex(bits));
       }
     }
   }
@@ -192,7 +189,9 @@ TEST_P(FloatFormatTest, ACopyOfTheFormatConvertsTheSame) {
 TEST_P(FloatFormatTest, NaNEncodesToNaN) {
   const Spec& spec = GetParam();
   const FloatFormat& format = float_format(spec.dtype);
-  const double nans[] = {kNaN, -kNaN, std::numeric_limits<double>::signaling_NaN(),
+  const double nans[] = {kNaN,
+                         -kNaN,
+                         std::numeric_limits<double>::signaling_NaN(),
                          std::bit_cast<double>(0x7ff0000000000001ull),
                          std::bit_cast<double>(0xfff8000000000123ull),
                          std::bit_cast<double>(0x7fffffffffffffffull)};
@@ -200,11 +199,9 @@ TEST_P(FloatFormatTest, NaNEncodesToNaN) {
     for (Saturation saturation : {Saturation::None, Saturation::Finite}) {
       const std::uint32_t bits = encode(format, nan, saturation);
       EXPECT_LT(bits, spec.patterns()) << hex(bits);
-      EXPECT_TRUE(std::isnan(reference_decode(spec, bits)))
-          << describe(nan) << " encoded to " << hex(bits);
+      EXPECT_TRUE(std::isnan(reference_decode(spec, bits))) << describe(nan) << " encoded to " << hex(bits);
       EXPECT_TRUE(std::isnan(reference_decode(spec, spec.from_double(nan, saturation))));
-      EXPECT_TRUE(std::isnan(reference_decode(
-          spec, static_cast<std::uint32_t>(encode(spec.dtype, nan, saturation)))));
+      EXPECT_TRUE(std::isnan(reference_decode(spec, static_cast<std::uint32_t>(encode(spec.dtype, nan, saturation)))));
     }
   }
 }
@@ -217,18 +214,16 @@ TEST_P(FloatFormatTest, RoundsEveryGapToNearestEven) {
   const std::vector<double> values = positive_finite_values(spec);
   ASSERT_TRUE(std::is_sorted(values.begin(), values.end()));
   ASSERT_TRUE(std::adjacent_find(values.begin(), values.end()) == values.end());
-  const double fractions[] = {0x1p-60, 0.125, 0.25, 0.375, 0.5 - 0x1p-20, 0.5 - 0x1p-40,
-                              0.5,     0.5 + 0x1p-40, 0.5 + 0x1p-20, 0.625, 0.75, 0.875,
-                              1 - 0x1p-40};
+  const double fractions[] = {0x1p-60,       0.125,         0.25,  0.375, 0.5 - 0x1p-20, 0.5 - 0x1p-40, 0.5,
+                              0.5 + 0x1p-40, 0.5 + 0x1p-20, 0.625, 0.75,  0.875,         1 - 0x1p-40};
   Mismatches mismatches;
   auto check = [&](double x, std::uint32_t expected) {
     for (Saturation saturation : {Saturation::None, Saturation::Finite}) {
       const std::uint32_t got = encode(format, x, saturation);
       const std::uint32_t got_negative = encode(format, -x, saturation);
       if (got != expected || got_negative != (expected | spec.sign_bit())) {
-        mismatches.add(describe(x) + ": expected ±" + hex(expected) + ", got " + hex(got) +
-                       " and " + hex(got_negative) +
-                       (saturation == Saturation::None ? " (None)" : " (Finite)"));
+        mismatches.add(describe(x) + ": expected ±" + hex(expected) + ", got " + hex(got) + " and " +
+                       hex(got_negative) + (saturation == Saturation::None ? " (None)" : " (Finite)"));
       }
     }
   };
@@ -259,16 +254,14 @@ TEST_P(FloatFormatTest, RoundsRandomDoublesToNearest) {
   std::uint64_t state = 0x5eed;
   for (int i = 0; i < 200000; ++i) {
     const std::uint64_t random = mix64(state++);
-    const int exponent =
-        lowest_exponent + static_cast<int>(below(random, highest_exponent - lowest_exponent + 1));
+    const int exponent = lowest_exponent + static_cast<int>(below(random, highest_exponent - lowest_exponent + 1));
     double x = std::ldexp(1.0 + unit_interval(mix64(state++)), exponent);
     if (x > spec.max_finite) x = spec.max_finite * unit_interval(random);
     const std::uint32_t expected = nearest_pattern(values, x);
     const std::uint32_t got = encode(format, x);
     const std::uint32_t got_negative = encode(format, -x, Saturation::Finite);
     if (got != expected || got_negative != (expected | spec.sign_bit())) {
-      mismatches.add(describe(x) + ": expected ±" + hex(expected) + ", got " + hex(got) + " and " +
-                     hex(got_negative));
+      mismatches.add(describe(x) + ": expected ±" + hex(expected) + ", got " + hex(got) + " and " + hex(got_negative));
     }
   }
   EXPECT_EQ(mismatches.count(), 0u) << mismatches.report();
@@ -324,7 +317,7 @@ TEST(FloatFormat, Float8E4M3OverflowEdges) {
   const FloatFormat& format = float_format(DType::Float8E4M3);
   EXPECT_EQ(encode(format, 448.0), 0x7eu);
   EXPECT_EQ(encode(format, 456.0), 0x7eu);
-  EXPECT_EQ(encode(format, 464.0), 0x7eu);   // the tie goes to the even 448
+  EXPECT_EQ(encode(format, 464.0), 0x7eu);  // the tie goes to the even 448
   EXPECT_EQ(encode(format, -464.0), 0xfeu);
   EXPECT_TRUE(std::isnan(float8_e4m3_to_double(float8_e4m3_from_double(464.0000001))));
   EXPECT_TRUE(std::isnan(float8_e4m3_to_double(float8_e4m3_from_double(480.0))));
@@ -371,8 +364,8 @@ TEST_P(FloatFormatTest, UlpIsTheGapAboveEveryValue) {
     const double got = ulp(spec.dtype, values[i]);
     const double got_negative = ulp(spec.dtype, -values[i]);
     if (got != gap || got_negative != gap) {
-      mismatches.add("ulp(" + describe(values[i]) + ") = " + describe(got) + " and " +
-                     describe(got_negative) + ", the gap is " + describe(gap));
+      mismatches.add("ulp(" + describe(values[i]) + ") = " + describe(got) + " and " + describe(got_negative) +
+                     ", the gap is " + describe(gap));
     }
   }
   EXPECT_EQ(mismatches.count(), 0u) << mismatches.report();

@@ -89,8 +89,8 @@ TEST(Inputs, ExactIntegerProductFactorsAreOdd) {
 }
 
 TEST(Inputs, ExactFloatsAreSmallIntegersTimesOnePowerOfTwo) {
-  for (DType dtype : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64,
-                      DType::Float8E4M3, DType::Float8E5M2}) {
+  for (DType dtype :
+       {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64, DType::Float8E4M3, DType::Float8E5M2}) {
     for (int nranks : {1, 2, 3, 8, 100, 4096}) {
       const Case c = make_case(dtype, RedOp::Sum, ValueKind::Exact, nranks);
       const InputGenerator inputs(c);

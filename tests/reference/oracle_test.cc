@@ -17,8 +17,8 @@ using Rows = std::vector<std::vector<double>>;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-Case make_case(Collective collective, DType dtype, RedOp op, std::size_t count, int nranks,
-               int root = 0, ValueKind values = ValueKind::Exact) {
+Case make_case(Collective collective, DType dtype, RedOp op, std::size_t count, int nranks, int root = 0,
+               ValueKind values = ValueKind::Exact) {
   Case c = testing::make_case(collective, dtype, op, count, nranks);
   c.root = root;
   c.values = values;

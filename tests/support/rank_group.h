@@ -26,7 +26,8 @@ inline Group make_group(std::string_view spec, int n) {
   EXPECT_TRUE(specs.ok()) << (specs ? "" : specs.error().text());
   Group group;
   group.worlds = make_thread_worlds(n);
-  for (int r = 0; r < n; ++r) group.backends.push_back(specs->at(0).make(*group.worlds[static_cast<std::size_t>(r)]).value());
+  for (int r = 0; r < n; ++r)
+    group.backends.push_back(specs->at(0).make(*group.worlds[static_cast<std::size_t>(r)]).value());
   return group;
 }
 

@@ -248,15 +248,37 @@ const std::vector<GlooAlgorithm>& table() {
   using C = Collective;
   using enum Elements;
   static const std::vector<GlooAlgorithm> algorithms = {
-      {"allreduce_ring", "gloo::AllreduceRing<T>", C::AllReduce, true, {},
-       "in place on one buffer; out of place the adapter copies input to output first", no_scratch,
+      {"allreduce_ring",
+       "gloo::AllreduceRing<T>",
+       C::AllReduce,
+       true,
+       {},
+       "in place on one buffer; out of place the adapter copies input to output first",
+       no_scratch,
        class_allreduce<gloo::AllreduceRing>()},
-      {"allreduce_ring_chunked", "gloo::AllreduceRingChunked<T>", C::AllReduce, true, {}, "as allreduce_ring",
-       no_scratch, class_allreduce<gloo::AllreduceRingChunked>()},
-      {"allreduce_halving_doubling", "gloo::AllreduceHalvingDoubling<T>", C::AllReduce, true, {}, "as allreduce_ring",
-       no_scratch, class_allreduce<gloo::AllreduceHalvingDoubling>()},
-      {"allreduce_bcube", "gloo::AllreduceBcube<T>", C::AllReduce, true, {"base"},
-       "as allreduce_ring; ranks must be divisible by base", no_scratch,
+      {"allreduce_ring_chunked",
+       "gloo::AllreduceRingChunked<T>",
+       C::AllReduce,
+       true,
+       {},
+       "as allreduce_ring",
+       no_scratch,
+       class_allreduce<gloo::AllreduceRingChunked>()},
+      {"allreduce_halving_doubling",
+       "gloo::AllreduceHalvingDoubling<T>",
+       C::AllReduce,
+       true,
+       {},
+       "as allreduce_ring",
+       no_scratch,
+       class_allreduce<gloo::AllreduceHalvingDoubling>()},
+      {"allreduce_bcube",
+       "gloo::AllreduceBcube<T>",
+       C::AllReduce,
+       true,
+       {"base"},
+       "as allreduce_ring; ranks must be divisible by base",
+       no_scratch,
        class_style<Arithmetic>([]<class T>(const Setup<T>& setup) {
          // Gloo documents that the number of processes must be divisible by the base; refuse the
          // rest rather than run Gloo outside its contract.
@@ -269,8 +291,14 @@ const std::vector<GlooAlgorithm>& table() {
          setup.context->base = setup.knobs.base;
          return allreduce_in_output<gloo::AllreduceBcube>(setup);
        })},
-      {"allreduce", "gloo::allreduce", C::AllReduce, true, {"algorithm", "segment"}, "native in and out of place",
-       no_scratch, function_style<Arithmetic, gloo::allreduce>([]<class T>(auto& options, const Setup<T>& setup) {
+      {"allreduce",
+       "gloo::allreduce",
+       C::AllReduce,
+       true,
+       {"algorithm", "segment"},
+       "native in and out of place",
+       no_scratch,
+       function_style<Arithmetic, gloo::allreduce>([]<class T>(auto& options, const Setup<T>& setup) {
          options.setAlgorithm(setup.knobs.algorithm == "bcube" ? gloo::AllreduceOptions::Algorithm::BCUBE
                                                                : gloo::AllreduceOptions::Algorithm::RING);
          if (!setup.shape.in_place) options.setInput(setup.input, setup.shape.count);
@@ -278,7 +306,12 @@ const std::vector<GlooAlgorithm>& table() {
          options.setReduceFunction(reduction_func<T>(setup.shape.op));
          if (setup.knobs.segment > 0) options.setMaxSegmentSize(setup.knobs.segment);
        })},
-      {"reduce", "gloo::reduce", C::Reduce, true, {"segment"}, "non-root ranks give Gloo a scratch output out of place",
+      {"reduce",
+       "gloo::reduce",
+       C::Reduce,
+       true,
+       {"segment"},
+       "non-root ranks give Gloo a scratch output out of place",
        [](const Case& shape) { return shape.count; },
        function_style<Arithmetic, gloo::reduce>([]<class T>(auto& options, const Setup<T>& setup) {
          // Gloo's reduce writes partial results into its output on every rank: a non-root rank
@@ -293,7 +326,11 @@ const std::vector<GlooAlgorithm>& table() {
       // Gloo reduces in place on one buffer of all ranks' blocks and leaves this rank's block at
       // its start (not at rank * count, NCCL's in-place place), so the adapter runs it on a
       // scratch copy of the input and copies the block out.
-      {"reduce_scatter_halving_doubling", "gloo::ReduceScatterHalvingDoubling<T>", C::ReduceScatter, true, {},
+      {"reduce_scatter_halving_doubling",
+       "gloo::ReduceScatterHalvingDoubling<T>",
+       C::ReduceScatter,
+       true,
+       {},
        "runs on a scratch copy of the input; the block is copied out",
        [](const Case& shape) { return shape.count * static_cast<std::size_t>(shape.nranks); },
        class_style<Arithmetic>([]<class T>(const Setup<T>& setup) {
@@ -307,29 +344,59 @@ const std::vector<GlooAlgorithm>& table() {
        })},
       // In place gloo::allgather and gloo::allgatherv take no input: it already lies at
       // output + rank * count.
-      {"allgather", "gloo::allgather", C::AllGather, true, {}, "native in and out of place", no_scratch,
+      {"allgather",
+       "gloo::allgather",
+       C::AllGather,
+       true,
+       {},
+       "native in and out of place",
+       no_scratch,
        function_style<Bytes, gloo::allgather>([]<class T>(auto& options, const Setup<T>& setup) {
          if (!setup.shape.in_place) options.setInput(setup.input, setup.shape.count);
          options.setOutput(setup.output, setup.every_block());
        })},
-      {"allgatherv", "gloo::allgatherv", C::AllGather, true, {}, "every rank's count equal", no_scratch,
+      {"allgatherv",
+       "gloo::allgatherv",
+       C::AllGather,
+       true,
+       {},
+       "every rank's count equal",
+       no_scratch,
        function_style<Bytes, gloo::allgatherv>([]<class T>(auto& options, const Setup<T>& setup) {
          if (!setup.shape.in_place) options.setInput(setup.input, setup.shape.count);
-         options.setOutput(setup.output, std::vector<std::size_t>(static_cast<std::size_t>(setup.shape.nranks),
-                                                                  setup.shape.count));
+         options.setOutput(setup.output,
+                           std::vector<std::size_t>(static_cast<std::size_t>(setup.shape.nranks), setup.shape.count));
        })},
       // In place Gloo copies the input onto itself.
-      {"allgather_ring", "gloo::AllgatherRing<T>", C::AllGather, true, {}, "native", no_scratch,
+      {"allgather_ring",
+       "gloo::AllgatherRing<T>",
+       C::AllGather,
+       true,
+       {},
+       "native",
+       no_scratch,
        class_style<Bytes>([]<class T>(const Setup<T>& setup) {
          return std::make_unique<AlgorithmCall>(std::make_unique<gloo::AllgatherRing<T>>(
              setup.context, std::vector<const T*>{setup.input}, setup.output, int_count(setup.shape.count)));
        })},
-      {"alltoall", "gloo::alltoall", C::AllToAll, false, {}, "out of place only (Gloo needs two buffers)", no_scratch,
+      {"alltoall",
+       "gloo::alltoall",
+       C::AllToAll,
+       false,
+       {},
+       "out of place only (Gloo needs two buffers)",
+       no_scratch,
        function_style<Bytes, gloo::alltoall>([]<class T>(auto& options, const Setup<T>& setup) {
          options.setInput(setup.input, setup.every_block());
          options.setOutput(setup.output, setup.every_block());
        })},
-      {"alltoallv", "gloo::alltoallv", C::AllToAll, false, {}, "every count equal; out of place only", no_scratch,
+      {"alltoallv",
+       "gloo::alltoallv",
+       C::AllToAll,
+       false,
+       {},
+       "every count equal; out of place only",
+       no_scratch,
        function_style<Bytes, gloo::alltoallv>([]<class T>(auto& options, const Setup<T>& setup) {
          const std::vector<std::int64_t> per_rank(static_cast<std::size_t>(setup.shape.nranks),
                                                   static_cast<std::int64_t>(setup.shape.count));
@@ -337,7 +404,13 @@ const std::vector<GlooAlgorithm>& table() {
          options.setOutput(setup.output, per_rank);
        })},
       // A binomial tree; the root's input is optional: in place it sends from its output.
-      {"broadcast", "gloo::broadcast", C::Broadcast, true, {}, "native in and out of place", no_scratch,
+      {"broadcast",
+       "gloo::broadcast",
+       C::Broadcast,
+       true,
+       {},
+       "native in and out of place",
+       no_scratch,
        function_style<Bytes, gloo::broadcast>([]<class T>(auto& options, const Setup<T>& setup) {
          if (setup.is_root() && !setup.shape.in_place) options.setInput(setup.input, setup.shape.count);
          options.setOutput(setup.output, setup.shape.count);
@@ -345,8 +418,13 @@ const std::vector<GlooAlgorithm>& table() {
        })},
       // The root sends to every rank; out of place the root passes {input, output} and Gloo
       // copies locally from the first to the second.
-      {"broadcast_one_to_all", "gloo::BroadcastOneToAll<T>", C::Broadcast, true, {},
-       "out of place the root passes {input, output}", no_scratch,
+      {"broadcast_one_to_all",
+       "gloo::BroadcastOneToAll<T>",
+       C::Broadcast,
+       true,
+       {},
+       "out of place the root passes {input, output}",
+       no_scratch,
        class_style<Bytes>([]<class T>(const Setup<T>& setup) {
          const std::vector<T*> pointers = setup.is_root() && !setup.shape.in_place
                                               ? std::vector<T*>{setup.input, setup.output}

@@ -48,12 +48,12 @@ class GlooCall {
 };
 
 struct GlooAlgorithm {
-  std::string_view name;         // `allreduce_ring`
-  std::string_view gloo_name;    // what it is in Gloo: `gloo::AllreduceRing<T>`
+  std::string_view name;       // `allreduce_ring`
+  std::string_view gloo_name;  // what it is in Gloo: `gloo::AllreduceRing<T>`
   Collective collective;
-  bool in_place;                 // whether in-place cases are accepted
+  bool in_place;                          // whether in-place cases are accepted
   std::vector<std::string_view> options;  // the keys it takes besides `timeout` and `iface`
-  std::string_view note;         // how the adapter uses it (copies it adds), for docs and list
+  std::string_view note;                  // how the adapter uses it (copies it adds), for docs and list
   // Elements of the scratch buffer the adapter needs for a case (0: none).
   std::size_t (*scratch)(const Case&);
   // Throws gloo::Exception where Gloo refuses the shape.

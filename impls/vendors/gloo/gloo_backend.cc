@@ -8,11 +8,11 @@
 
 #include <gloo/context.h>
 
+#include "impls/backend/rank_backend.h"
+#include "impls/link/guarded_buffer.h"
 #include "impls/vendors/gloo/gloo_algorithms.h"
 #include "impls/vendors/gloo/gloo_backend.h"
 #include "impls/vendors/gloo/gloo_mesh.h"
-#include "impls/backend/rank_backend.h"
-#include "impls/link/guarded_buffer.h"
 #include "reference/inputs.h"
 #include "reference/key_values.h"
 
@@ -63,7 +63,8 @@ Status apply_option(std::string_view spec, const GlooAlgorithm* a, const KeyValu
   }
   if (key == "base") {
     Result<std::uint64_t> base = read_unsigned(option, 2, 64);
-    if (!base) return option_error(spec, std::string(key) + "=" + std::string(option.value) + ": must be an integer, 2..64");
+    if (!base)
+      return option_error(spec, std::string(key) + "=" + std::string(option.value) + ": must be an integer, 2..64");
     knobs.base = static_cast<int>(*base);
     return Ok{};
   }
@@ -81,7 +82,8 @@ Result<GlooKnobs> parse_options(std::string_view spec, const GlooAlgorithm* a, s
   GlooKnobs knobs;
   Result<std::vector<KeyValue>> options = split_key_values(text);
   if (!options) return option_error(spec, options.error().message);
-  if (const KeyValue* again = repeated_key(*options)) return option_error(spec, std::string(again->key) + " given twice");
+  if (const KeyValue* again = repeated_key(*options))
+    return option_error(spec, std::string(again->key) + " given twice");
   for (const KeyValue& option : *options) {
     if (!option.has_value) {
       return option_error(spec, "option '" + std::string(option.item) + "' must be key=value (" +
@@ -151,7 +153,8 @@ class GlooRankBackend final : public RankBackend {
       result.error = name_ + " rank " + std::to_string(world_.rank()) + ", " + where + ": " + e.what();
       return result;
     }
-    if (!options.timed) result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!options.timed)
+      result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
   }
 
@@ -291,7 +294,8 @@ Result<std::vector<RankBackendSpec>> gloo_backend_specs(std::string_view options
     Result<GlooKnobs> knobs = parse_options(spec, nullptr, rest);
     if (!knobs) return knobs.error();
     const std::string suffix = rest.empty() ? "" : ":" + std::string(rest);
-    for (const GlooAlgorithm& a : gloo_algorithms()) specs.push_back(spec_of(a, *knobs, "gloo:" + std::string(a.name) + suffix));
+    for (const GlooAlgorithm& a : gloo_algorithms())
+      specs.push_back(spec_of(a, *knobs, "gloo:" + std::string(a.name) + suffix));
     return specs;
   }
   for (const GlooAlgorithm& a : gloo_algorithms()) {
@@ -306,4 +310,3 @@ Result<std::vector<RankBackendSpec>> gloo_backend_specs(std::string_view options
 }
 
 }  // namespace collcheck
-

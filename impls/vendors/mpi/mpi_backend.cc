@@ -24,7 +24,8 @@ Capabilities capabilities_of(const Selection& s) {
   for (std::size_t i = 0; i < kTuned.size(); ++i) {
     if (!s.any() || s.algorithm[i] != 0) c.collectives.push_back(kTuned[i].collective);
   }
-  c.dtypes = {DType::Int8, DType::UInt8, DType::Int32, DType::UInt32, DType::Int64, DType::UInt64, DType::Float32, DType::Float64};
+  c.dtypes = {DType::Int8,  DType::UInt8,  DType::Int32,   DType::UInt32,
+              DType::Int64, DType::UInt64, DType::Float32, DType::Float64};
   c.ops = {RedOp::Sum, RedOp::Prod, RedOp::Min, RedOp::Max};
   c.in_place = true;
   c.memory = "host";
@@ -53,11 +54,13 @@ Result<std::unique_ptr<RankBackend>> make_backend(const Selection& s, const std:
   if (!selected) return selected.error();
   for (std::size_t r = 0; r < all.size(); ++r) {
     if (all[r].empty() || all[r][0] != std::byte{1}) {
-      return Error{"--backend", "'" + spec + "': rank " + std::to_string(r) + " could not select the algorithms (see its error)"};
+      return Error{"--backend",
+                   "'" + spec + "': rank " + std::to_string(r) + " could not select the algorithms (see its error)"};
     }
   }
   MPI_Comm comm = MPI_COMM_NULL;
-  if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm); rc != MPI_SUCCESS) return Error{"--backend", mpi_error("MPI_Comm_dup", rc)};
+  if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm); rc != MPI_SUCCESS)
+    return Error{"--backend", mpi_error("MPI_Comm_dup", rc)};
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   return make_mpi_rank_backend(spec, comm, world);
 }

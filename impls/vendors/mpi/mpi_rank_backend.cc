@@ -124,7 +124,9 @@ std::string MpiBackend::call(const Case& c, MPI_Datatype type, MPI_Op op, Buffer
   // In place, all-gather and all-to-all take no send count or type.
   const int send_count = c.in_place ? 0 : count;
   const MPI_Datatype send_type = c.in_place ? MPI_DATATYPE_NULL : type;
-  const auto said = [](const char* function, int rc) { return rc == MPI_SUCCESS ? std::string() : mpi_error(function, rc); };
+  const auto said = [](const char* function, int rc) {
+    return rc == MPI_SUCCESS ? std::string() : mpi_error(function, rc);
+  };
   switch (c.collective) {
     case Collective::AllReduce: return said("MPI_Allreduce", MPI_Allreduce(in, b.out, count, type, op, comm_));
     case Collective::AllGather:
@@ -138,7 +140,8 @@ std::string MpiBackend::call(const Case& c, MPI_Datatype type, MPI_Op op, Buffer
       if (error.empty() && c.in_place && b.out != b.in) std::memmove(b.out, b.in, b.out_bytes);
       return error;
     }
-    case Collective::AllToAll: return said("MPI_Alltoall", MPI_Alltoall(in, send_count, send_type, b.out, count, type, comm_));
+    case Collective::AllToAll:
+      return said("MPI_Alltoall", MPI_Alltoall(in, send_count, send_type, b.out, count, type, comm_));
     case Collective::Broadcast:
       // MPI's broadcast has one buffer: out of place the root first copies its input to its
       // output, which MPI then broadcasts (NCCL's root sends from its input instead).
@@ -171,13 +174,16 @@ RankRun detected(std::string error) {
 
 // Why this backend cannot run the case ("" when it can).
 std::string refusal(const Case& c, int size) {
-  if (c.nranks != size) return "the case has " + std::to_string(c.nranks) + " ranks and the MPI world " + std::to_string(size);
+  if (c.nranks != size)
+    return "the case has " + std::to_string(c.nranks) + " ranks and the MPI world " + std::to_string(size);
   if (!mpi_type(c.dtype)) return "dtype " + std::string(name(c.dtype)) + ": " + std::string(mpi_dtype_note());
-  if (reduces(c.collective) && !mpi_op(c.op)) return "op " + std::string(name(c.op)) + ": MPI has no averaging op (sum, prod, min, max only)";
+  if (reduces(c.collective) && !mpi_op(c.op))
+    return "op " + std::string(name(c.op)) + ": MPI has no averaging op (sum, prod, min, max only)";
   const auto largest = std::max(input_elements(c), output_elements(c));
   if (c.count > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
       largest > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-    return "n=" + std::to_string(c.count) + ": MPI counts are int, at most " + std::to_string(std::numeric_limits<int>::max());
+    return "n=" + std::to_string(c.count) + ": MPI counts are int, at most " +
+           std::to_string(std::numeric_limits<int>::max());
   }
   return "";
 }
@@ -208,7 +214,8 @@ RankRun MpiBackend::timed(const Case& c, const RankRunOptions& options, MPI_Data
   RankRun run;
   fill_input(c, rank_, 0, options.input, b);
   for (int k = 0; k < options.warmup; ++k) {
-    if (std::string error = call(c, type, op, b); !error.empty()) return detected(error + " (warmup call " + std::to_string(k + 1) + ")");
+    if (std::string error = call(c, type, op, b); !error.empty())
+      return detected(error + " (warmup call " + std::to_string(k + 1) + ")");
   }
   world_.barrier();  // every rank starts timing together (the control channel, not under test)
   double total = 0;

@@ -87,7 +87,8 @@ int algorithm_count(const TunedCollective& t) {
 std::string algorithm_choices(const TunedCollective& t) {
   std::string out;
   for (int k = 0; k < algorithm_count(t); ++k) {
-    out += (out.empty() ? "" : ", ") + std::to_string(k + 1) + " " + std::string(t.algorithms[static_cast<std::size_t>(k)]);
+    out += (out.empty() ? "" : ", ") + std::to_string(k + 1) + " " +
+           std::string(t.algorithms[static_cast<std::size_t>(k)]);
   }
   return out;
 }
@@ -99,7 +100,8 @@ std::vector<std::pair<std::string, std::string>> environment_of(const Selection&
   for (std::size_t i = 0; i < kTuned.size(); ++i) {
     if (s.algorithm[i] == 0) continue;
     out.emplace_back(variable(kTuned[i], ""), std::to_string(s.algorithm[i]));
-    if (s.segment_bytes[i] != 0) out.emplace_back(variable(kTuned[i], "_segmentsize"), std::to_string(s.segment_bytes[i]));
+    if (s.segment_bytes[i] != 0)
+      out.emplace_back(variable(kTuned[i], "_segmentsize"), std::to_string(s.segment_bytes[i]));
   }
   return out;
 }

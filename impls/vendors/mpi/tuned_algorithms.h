@@ -19,23 +19,30 @@ namespace collcheck::tuned {
 // choice to Open MPI). Later versions append to these lists.
 struct TunedCollective {
   Collective collective;
-  std::string_view mca;    // the name in coll_tuned_<mca>_algorithm
-  std::string_view alias;  // another spelling users type ("" where none)
+  std::string_view mca;                        // the name in coll_tuned_<mca>_algorithm
+  std::string_view alias;                      // another spelling users type ("" where none)
   std::array<std::string_view, 9> algorithms;  // algorithm k + 1; "" past the end
 };
 
 inline constexpr std::array<TunedCollective, 6> kTuned{{
-    {Collective::AllReduce, "allreduce", "",
+    {Collective::AllReduce,
+     "allreduce",
+     "",
      {"basic_linear", "nonoverlapping", "recursive_doubling", "ring", "segmented_ring", "rabenseifner"}},
-    {Collective::AllGather, "allgather", "",
-     {"linear", "bruck", "recursive_doubling", "ring", "neighbor", "two_proc"}},
-    {Collective::ReduceScatter, "reduce_scatter_block", "reduce_scatter",
+    {Collective::AllGather, "allgather", "", {"linear", "bruck", "recursive_doubling", "ring", "neighbor", "two_proc"}},
+    {Collective::ReduceScatter,
+     "reduce_scatter_block",
+     "reduce_scatter",
      {"basic_linear", "recursive_doubling", "recursive_halving", "butterfly"}},
     {Collective::AllToAll, "alltoall", "", {"linear", "pairwise", "modified_bruck", "linear_sync", "two_proc"}},
-    {Collective::Broadcast, "bcast", "",
+    {Collective::Broadcast,
+     "bcast",
+     "",
      {"basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree", "binomial", "knomial",
       "scatter_allgather", "scatter_allgather_ring"}},
-    {Collective::Reduce, "reduce", "",
+    {Collective::Reduce,
+     "reduce",
+     "",
      {"linear", "chain", "pipeline", "binary", "binomial", "in-order_binary", "rabenseifner"}},
 }};
 
@@ -48,7 +55,9 @@ std::string algorithm_choices(const TunedCollective& collective);
 struct Selection {
   std::array<int, kTuned.size()> algorithm{};
   std::array<int, kTuned.size()> segment_bytes{};
-  bool any() const { return std::any_of(algorithm.begin(), algorithm.end(), [](int a) { return a != 0; }); }
+  bool any() const {
+    return std::any_of(algorithm.begin(), algorithm.end(), [](int a) { return a != 0; });
+  }
 };
 
 // The environment that makes Open MPI run the selection from MPI_Init on: dynamic rules on, then

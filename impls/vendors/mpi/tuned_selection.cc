@@ -32,7 +32,8 @@ std::optional<std::int64_t> cvar(const std::string& wanted, std::optional<int> w
     MPI_T_enum enumeration;
     MPI_T_cvar_handle handle;
     if (MPI_T_cvar_get_info(i, name, &name_length, &verbosity, &type, &enumeration, nullptr, nullptr, &bind, &scope) !=
-            MPI_SUCCESS || wanted != name || MPI_T_cvar_handle_alloc(i, nullptr, &handle, &count) != MPI_SUCCESS) {
+            MPI_SUCCESS ||
+        wanted != name || MPI_T_cvar_handle_alloc(i, nullptr, &handle, &count) != MPI_SUCCESS) {
       continue;
     }
     std::int64_t value = 0;
@@ -51,7 +52,8 @@ bool select_by_mpi_t(const Selection& s) {
   bool ok = cvar("coll_tuned_use_dynamic_rules").value_or(0) != 0;
   for (std::size_t i = 0; ok && i < kTuned.size(); ++i) {
     const std::string prefix = "coll_tuned_" + std::string(kTuned[i].mca) + "_algorithm";
-    ok = cvar(prefix, s.algorithm[i]) == s.algorithm[i] && cvar(prefix + "_segmentsize", s.segment_bytes[i]) == s.segment_bytes[i];
+    ok = cvar(prefix, s.algorithm[i]) == s.algorithm[i] &&
+         cvar(prefix + "_segmentsize", s.segment_bytes[i]) == s.segment_bytes[i];
   }
   MPI_T_finalize();
   return ok;
