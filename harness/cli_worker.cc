@@ -84,12 +84,10 @@ RankRun run_over_sockets(RankBackend& backend, const wire::RunRequest& request, 
       std::any_of(plan.faults.begin(), plan.faults.end(), [](const Fault& f) { return injectable_on_sockets(f.kind); });
   if (!any) return backend.run(request.c, request.options);
   if (!interposer_loaded()) {
-    return RankRun{Outcome::Crash,
-                   "rank " + std::to_string(rank.rank) +
-                       ": socket faults need libcollcheck-interpose.so "
-                       "preloaded (launched worlds preload it from next to the collcheck binary)",
-                   {},
-                   0};
+    return RankRun::ended(Outcome::Crash,
+                          "rank " + std::to_string(rank.rank) +
+                              ": socket faults need libcollcheck-interpose.so "
+                              "preloaded (launched worlds preload it from next to the collcheck binary)");
   }
   SocketFaults faults(plan, request.fault_seed, request.options.deadline, rank.rank, rank.pids);
   RankRun run;
@@ -109,7 +107,7 @@ RankRun run_over_sockets(RankBackend& backend, const wire::RunRequest& request, 
 // socket interposer.
 RankRun run_with_faults(RankBackend& backend, wire::RunRequest& request, const WorkerRank& rank) {
   Result<FaultPlan> plan = parse_fault_plan(request.fault_plan);
-  if (!plan) return RankRun{Outcome::Crash, plan.error().text(), {}, 0};
+  if (!plan) return RankRun::ended(Outcome::Crash, plan.error().text());
   PlannedSignal signal(*plan, rank.rank);
   if (is_vendor_backend(backend.name())) return run_over_sockets(backend, request, *plan, rank);
   FaultInjector injector(*plan, request.fault_seed, request.options.deadline);

@@ -21,7 +21,7 @@ class FaultyBackend final : public Backend {
     if (options.without_faults) return inner_->run(c, faulty);
     Result<FaultPlan> plan =
         options.fault_plan.empty() ? Result<FaultPlan>(plan_) : parse_fault_plan(options.fault_plan);
-    if (!plan) return RepeatedRun{Outcome::Crash, "the run's fault plan: " + plan.error().text(), {}, 0, 0};
+    if (!plan) return RepeatedRun::ended(Outcome::Crash, "the run's fault plan: " + plan.error().text());
     if (plan->empty()) return inner_->run(c, faulty);
     // sim's deadline is virtual: 60 s is far past any case, and a stuck run ends when its
     // events do.

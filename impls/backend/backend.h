@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "impls/link/hook.h"
@@ -91,13 +92,26 @@ struct RunOptions : CallOptions {
   bool without_faults = false;
 };
 
-// How a run ended and what every rank holds after each call.
-struct RepeatedRun {
+// How a run ended, as a whole run (RepeatedRun) and one rank's part of it (RankRun) both say it:
+// a field every run reports is added here, once.
+struct RunEnding {
   Outcome outcome = Outcome::Ok;
-  std::string error;
+  std::string error;   // what went wrong, naming the rank, step or call
+  double seconds = 0;  // timed: mean seconds per call; on `sim` the predicted (virtual) time
+};
+
+// How a run ended and what every rank holds after each call.
+struct RepeatedRun : RunEnding {
   std::vector<std::vector<RankResult>> calls;  // calls[k][rank]
   std::uint64_t trace = 0;
-  double seconds = 0;  // timed: mean seconds per call; on `sim` the predicted (virtual) time
+
+  // A run that ended before any call's results: outcome and why.
+  static RepeatedRun ended(Outcome outcome, std::string error) {
+    RepeatedRun run;
+    run.outcome = outcome;
+    run.error = std::move(error);
+    return run;
+  }
 };
 
 // How backends that run across processes are started.

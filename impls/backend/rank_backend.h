@@ -28,14 +28,22 @@ struct RankRunOptions : CallOptions {
   const std::vector<std::byte>* input = nullptr;
 };
 
-struct RankRun {
-  Outcome outcome = Outcome::Ok;  // Ok, or Detected when this rank saw an error
-  std::string error;              // what this rank saw, naming the step or call
+// One rank's part of a run (RunEnding, backend.h): outcome Ok, or Detected when this rank saw an
+// error; seconds the mean per call when timed, otherwise the whole run.
+struct RankRun : RunEnding {
   std::vector<RankResult> calls;  // this rank's results, call by call
-  double seconds = 0;             // timed: mean seconds per call; otherwise the whole run
   // Faults left this rank's connections unusable (a vendor's stream reset or corrupted): the
   // launcher starts a fresh world before the next case.
   bool world_broken = false;
+
+  // A rank's run that ended before any call's results: outcome and why.
+  static RankRun ended(Outcome outcome, std::string error, bool world_broken = false) {
+    RankRun run;
+    run.outcome = outcome;
+    run.error = std::move(error);
+    run.world_broken = world_broken;
+    return run;
+  }
 };
 
 class RankBackend {

@@ -72,7 +72,7 @@ RepeatedRun LaunchedWorld::collect(SteadyTime deadline, double seconds) {
           continue;
         }
         Result<RankRun> run = wire::decode_run(frames[r].payload);
-        replies[r] = run ? std::move(*run) : RankRun{Outcome::Crash, run.error().message, {}, 0};
+        replies[r] = run ? std::move(*run) : RankRun::ended(Outcome::Crash, run.error().message);
         ++answered;
         break;
       }
@@ -109,7 +109,7 @@ RepeatedRun LaunchedWorld::judge(std::vector<std::optional<RankRun>> replies, co
   std::vector<RankRun> all;
   for (std::size_t r = 0; r < replies.size(); ++r) {
     if (!planned[r].empty()) {
-      all.push_back(RankRun{Outcome::Detected, "taken away by the fault plan (" + planned[r] + ")", {}, 0, true});
+      all.push_back(RankRun::ended(Outcome::Detected, "taken away by the fault plan (" + planned[r] + ")", true));
     } else {
       all.push_back(std::move(*replies[r]));
     }

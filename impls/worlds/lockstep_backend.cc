@@ -103,7 +103,7 @@ class LockstepBackend final : public Backend {
     std::vector<RankRun> all;
     for (const std::vector<std::byte>& encoded : world_.allgather(wire::encode(mine))) {
       Result<RankRun> run = wire::decode_run(encoded);
-      all.push_back(run ? std::move(*run) : RankRun{Outcome::Crash, run.error().message, {}, 0});
+      all.push_back(run ? std::move(*run) : RankRun::ended(Outcome::Crash, run.error().message));
     }
     return wire::combine(std::move(all));
   }

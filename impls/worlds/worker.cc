@@ -82,7 +82,7 @@ RankRun run_bounded(World& world, const Run& run, double deadline) {
   try {
     result = run();
   } catch (const WorldTimeout& timeout) {
-    result = RankRun{Outcome::Detected, timeout.what, {}, 0};
+    result = RankRun::ended(Outcome::Detected, timeout.what);
     result.world_broken = true;
   }
   world.set_deadline(Clock::time_point::max());

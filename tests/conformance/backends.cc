@@ -42,7 +42,7 @@ class ThreadWorldBackend final : public Backend {
 
   RepeatedRun run(const Case& c, const RunOptions& options) override {
     Result<Members*> members = world_of(c.nranks);
-    if (!members) return RepeatedRun{Outcome::Crash, members.error().text(), {}, 0, 0};
+    if (!members) return RepeatedRun::ended(Outcome::Crash, members.error().text());
     RankRunOptions rank_options = rank_run_options(options, run_deadline(c, options, {}));
     rank_options.hook = options.hook;
     std::vector<RankRun> runs(static_cast<std::size_t>(c.nranks));

@@ -101,6 +101,22 @@ std::vector<Case> oracle_cases(const Capabilities& capabilities, Collective coll
   return cases;
 }
 
+std::vector<Case> every_dtype_and_op_cases(const Capabilities& capabilities, Collective collective, int nranks) {
+  std::vector<Case> cases;
+  if (!reduces(collective)) return cases;
+  const std::size_t counts[] = {1, 7, 37};
+  std::uint64_t seed = 300;
+  for (DType dtype : capabilities.dtypes) {
+    for (RedOp op : ops_for(capabilities, collective)) {
+      Case c = make(collective, dtype, op, counts[seed % 3], nranks, seed);
+      c.root = static_cast<int>(seed % static_cast<std::uint64_t>(nranks));
+      cases.push_back(c);
+      ++seed;
+    }
+  }
+  return cases;
+}
+
 std::vector<Case> in_place_cases(const Capabilities& capabilities, Collective collective, int nranks) {
   const std::vector<RedOp> ops = ops_for(capabilities, collective);
   const DType dtypes[] = {dtype_among(capabilities, {DType::Float32}), dtype_among(capabilities, {DType::Int32}),

@@ -24,6 +24,9 @@ std::vector<int> rank_counts(const Capabilities&, std::vector<int> wanted);
 // Out of place on `nranks`: every dtype with the ops in turn, counts 0, 1, 7, 37 and 101, every
 // root in turn, exact values; every op once; real and special values on the float dtypes.
 std::vector<Case> oracle_cases(const Capabilities&, Collective, int nranks);
+// Every dtype with every op of a reducing collective, exact values (in-process backends run it:
+// a wrong pairing of dtype and op, say an 8-bit product, shows only there).
+std::vector<Case> every_dtype_and_op_cases(const Capabilities&, Collective, int nranks);
 
 // In place on `nranks`: a few dtypes and ops, counts 1, 7, 37 and 101, misaligned, roots in turn.
 std::vector<Case> in_place_cases(const Capabilities&, Collective, int nranks);

@@ -99,14 +99,18 @@ class Conformance : public ::testing::TestWithParam<std::string> {
 // Every collective it runs on 1 to 5 ranks (in-process backends also on 7, 8 and 12: a prime, a
 // power of two and a product of small primes, where hierarchical and radix algorithms break):
 // every dtype, op and root, counts from 0 up, exact values bit for bit, real and special ones
-// within the oracle's bound.
+// within the oracle's bound; in-process backends also every dtype with every op on 3 ranks.
 TEST_P(Conformance, MatchesTheOracleOnFixedCases) {
   const bool in_process = GetParam().find("@sim") != std::string::npos;
   std::vector<int> wanted = {1, 2, 3, 4, 5};
   if (in_process) wanted.insert(wanted.end(), {7, 8, 12});
   for (int nranks : rank_counts(capabilities_, wanted)) {
     for (Collective collective : capabilities_.collectives) {
-      for (const Case& c : oracle_cases(capabilities_, collective, nranks)) {
+      std::vector<Case> cases = oracle_cases(capabilities_, collective, nranks);
+      if (in_process && nranks == 3) {
+        for (const Case& c : every_dtype_and_op_cases(capabilities_, collective, nranks)) cases.push_back(c);
+      }
+      for (const Case& c : cases) {
         RunOptions options;
         options.schedule_seed = c.seed;
         run_case(c, options, 1);
