@@ -41,15 +41,20 @@ file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 shared_memory_entries(before)
 set(total 0)
+set(our_pids "")
 foreach(seed IN LISTS SEEDS)
   set(report_file "${WORK}/seed-${seed}.json")
+  # sh writes its pid and becomes collcheck: the pid its worlds and segments are named after.
   execute_process(
-    COMMAND "${COLLCHECK}" check --backend ${BACKEND} --faults ${FAULTS} --seed ${seed} --time-budget 10m
-      ${ARGUMENTS} --json "${report_file}"
+    COMMAND sh -c "echo $$ > '${WORK}/pid-${seed}'; exec \"$0\" \"$@\"" "${COLLCHECK}" check
+      --backend ${BACKEND} --faults ${FAULTS} --seed ${seed} --time-budget 10m ${ARGUMENTS} --json "${report_file}"
     RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE errors)
   if(NOT status EQUAL 0 OR NOT EXISTS "${report_file}")
     message(FATAL_ERROR "seed ${seed}: collcheck check exited with '${status}' (0 expected)\n${output}\n${errors}")
   endif()
+  file(READ "${WORK}/pid-${seed}" pid)
+  string(STRIP "${pid}" pid)
+  list(APPEND our_pids ${pid})
   check_outcomes("${report_file}" ${seed})
   math(EXPR total "${total} + ${report_cases}")
   message(STATUS "seed ${seed}: ${report_cases} cases, 0 corrupt, hang or crash (faults ${report_faults})")
@@ -58,9 +63,10 @@ if(total LESS MIN_CASES)
   message(FATAL_ERROR "${total} cases ran, fewer than the ${MIN_CASES} the soak needs")
 endif()
 
-# What a world leaves is removed as the world ends. Entries new since the start that are still
-# there 2 s and 7 s after the last run are left behind; ones that come and go belong to a world
-# still ending (another test's, where tests share the machine).
+# What a world leaves is removed as the world ends. Left behind: an entry new since the start,
+# still there 2 s and 7 s after the last run, named after one of our collcheck processes or after
+# one that is gone (`collcheck-world-PID-N`, `collcheck-mpi-PID-...`). Other tests' worlds that are
+# still running on a shared machine are not ours to count.
 function(new_entries out)
   execute_process(COMMAND ${CMAKE_COMMAND} -E sleep ${ARGN})
   shared_memory_entries(entries)
@@ -74,7 +80,11 @@ if(left)
   new_entries(still 5)
   set(persisting "")
   foreach(entry IN LISTS left)
-    if(entry IN_LIST still)
+    if(NOT entry IN_LIST still OR NOT entry MATCHES "^collcheck-[a-z]+-([0-9]+)")
+      continue()
+    endif()
+    set(owner ${CMAKE_MATCH_1})
+    if(owner IN_LIST our_pids OR NOT EXISTS "/proc/${owner}")
       list(APPEND persisting ${entry})
     endif()
   endforeach()
