@@ -23,7 +23,7 @@ Schedule start(const Case& shape, std::string_view algorithm) {
 std::size_t chunk_count(std::size_t length, std::size_t chunk) {
   if (length == 0) return 0;
   if (chunk == 0) return 1;
-  return (length + chunk - 1) / chunk;
+  return length / chunk + (length % chunk != 0 ? 1 : 0);  // (length + chunk - 1) / chunk wraps for huge chunks
 }
 
 Slice chunk_of(std::size_t length, std::size_t chunk, std::size_t k) {

@@ -14,8 +14,11 @@ LinkSettings resolve(const LinkProtocol& protocol, const LinkClock& clock, doubl
   settings.reliable = protocol.reliable;
   settings.retries = std::max(protocol.retries, 0);
   settings.forever = protocol.timeout < 0;
-  settings.timeout =
-      protocol.timeout > 0 ? protocol.timeout : std::min(clock.default_timeout, deadline * clock.deadline_share);
+  // The user's timeout or the clock's default, within the clock's share of the deadline (no limit
+  // where the deadline is none: 0 or infinite).
+  const double wanted = protocol.timeout > 0 ? protocol.timeout : clock.default_timeout;
+  const double share = deadline * clock.deadline_share;
+  settings.timeout = share > 0 && share < wanted ? share : wanted;
   // All the retransmissions of one message (jittered by at most a quarter) stay within the timeout.
   settings.retransmit =
       protocol.retransmit > 0 ? protocol.retransmit : settings.timeout / (settings.retries + kRetransmitSpare);

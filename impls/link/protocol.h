@@ -29,7 +29,9 @@ namespace collcheck {
 // events on `sim`, real seconds and shared-memory or TCP pieces on `proc`.
 
 // The clock an executor runs the protocol on: its default timeout (the smaller of
-// `default_timeout` and `deadline_share` of the run's deadline) and its reorder window.
+// `default_timeout` and `deadline_share` of the run's deadline; a timeout the user gives is
+// clamped to that share of the deadline too, so that a lost message is `detected` before the
+// run is a `hang`) and its reorder window.
 struct LinkClock {
   double default_timeout;
   double deadline_share;
@@ -55,6 +57,12 @@ struct LinkSettings {
   double retransmit = 0;  // reliable: seconds of silence before asking again (before jitter)
   double reorder_window = 0;
   int retries = 7;
+
+  // A wait for a message that needs `travel` seconds on its link (its route's latency plus its
+  // bytes over the narrowest bandwidth) may see nothing new for the timeout plus that travel (when
+  // reliable, the receiver's patience before asking again is likewise the retransmission interval
+  // plus it): a large message on a slow link is never given up on while it is still on the wire.
+  double timeout_for(double travel) const { return timeout + travel; }
 };
 LinkSettings resolve(const LinkProtocol& protocol, const LinkClock& clock, double deadline);
 

@@ -12,7 +12,8 @@
 namespace collcheck {
 
 // What a process mutant does to the last rank of a world of two or more, inside its first call.
-enum class ProcessSabotage { None, Hang, Crash };
+// Throw: an exception, as a broken invariant or a refused value would throw.
+enum class ProcessSabotage { None, Hang, Crash, Throw };
 
 struct Mutant {
   SimVariant variant;                       // variant.name is `mutant:NAME`

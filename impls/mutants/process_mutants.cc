@@ -1,5 +1,6 @@
 // The process mutants: ring's schedule with the last rank stopping forever inside the call (deaf
-// to every deadline) or aborting there, which only a world of processes can survive to report.
+// to every deadline), aborting there, or throwing there, which only a world of processes can
+// survive to report (a throw must come back as an error, never as the buffers' data).
 #include "impls/mutants/mutants.h"
 
 namespace collcheck {
@@ -22,6 +23,7 @@ const std::vector<Mutant>& process_mutants() {
       process_mutant("hang", "ring whose last rank stops forever inside the call (deaf to deadlines)",
                      ProcessSabotage::Hang),
       process_mutant("crash", "ring whose last rank aborts inside the call", ProcessSabotage::Crash),
+      process_mutant("throw", "ring whose last rank throws an exception inside the call", ProcessSabotage::Throw),
   };
   return registry;
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 #include <unistd.h>
 
@@ -134,6 +135,8 @@ class ProcBackend final : public RankBackend {
     const Schedule& s = calls.schedule;
     if (k == 0 && sabotage_ != ProcessSabotage::None && calls.rank == s.nranks() - 1 && s.nranks() >= 2) {
       if (sabotage_ == ProcessSabotage::Crash) std::abort();
+      if (sabotage_ == ProcessSabotage::Throw)
+        throw std::logic_error("mutant:throw: an invariant broken inside the call");
       for (;;) ::pause();  // hangs inside the call, deaf to every deadline
     }
     Status done = transport_->run_call(calls.memory.participants);

@@ -19,9 +19,11 @@ double Simulation::transmit(int from, int to, std::size_t bytes) {
   return begin + transfer_time(topology_, route, bytes);
 }
 
-double Simulation::latency(int from, int to) const {
+double Simulation::latency(int from, int to) const { return travel_time(from, to, 0); }
+
+double Simulation::travel_time(int from, int to, std::size_t bytes) const {
   const int source = vertex_[static_cast<std::size_t>(from)], target = vertex_[static_cast<std::size_t>(to)];
-  return source == target ? 0 : transfer_time(topology_, topology_.route(source, target), 0);
+  return source == target ? 0 : transfer_time(topology_, topology_.route(source, target), bytes);
 }
 
 double Simulation::compute_time(std::size_t elements) const {

@@ -90,7 +90,7 @@ void Simulation::expire(int p, int k, std::size_t call) {
     timer.erase(found);
     return;
   }
-  const double interval = wait_interval();
+  const double interval = wait_interval(p, k);
   Inbox& inbox = inbox_[key];
   const double quiet_since = std::max(found->second, inbox.receiver.quiet_since());
   if (now_ < quiet_since + interval * (1 - 1e-9)) {
@@ -98,7 +98,7 @@ void Simulation::expire(int p, int k, std::size_t call) {
     return;
   }
   if (!protocol_.reliable) {
-    return detect(key, describe(schedule_, p, k) + ": no message for " + seconds(protocol_.timeout) + " s (timeout)");
+    return detect(key, describe(schedule_, p, k) + ": no message for " + seconds(interval) + " s (timeout)");
   }
   found->second = now_;
   inbox.receiver.ask_anyway(now_, protocol_, nullptr);  // a timer asks whenever it runs out
@@ -106,11 +106,14 @@ void Simulation::expire(int p, int k, std::size_t call) {
   push(now_ + interval, EventKind::Timeout, p, k, call);
 }
 
-// How long a waiting receiver stays quiet before it acts: the timeout, or when reliable the
-// retransmission interval, jittered (drawn from the seed).
-double Simulation::wait_interval() {
-  if (!protocol_.reliable) return protocol_.timeout;
-  return timer_jitter_.draw(protocol_.retransmit);
+// How long receive step k of p stays quiet before it acts: the timeout, or when reliable the
+// retransmission interval, jittered (drawn from the seed); either plus what its message needs on
+// its route (LinkSettings::timeout_for), so that a large message on a slow link is waited for.
+double Simulation::wait_interval(int p, int k) {
+  const Step& step = schedule_.participants[static_cast<std::size_t>(p)].steps[static_cast<std::size_t>(k)];
+  const double travel = travel_time(step.peer, p, step.to.count * element_);
+  if (!protocol_.reliable) return protocol_.timeout_for(travel);
+  return timer_jitter_.draw(protocol_.retransmit) + travel;
 }
 
 // Whether receive step k of p could start but for its message.
@@ -134,7 +137,7 @@ void Simulation::arm_timers(int p) {
     const Step& step = schedule_.participants[q].steps[static_cast<std::size_t>(k)];
     if (!step.receives() || timer_[q].count(k) > 0 || !waits_for_message(p, k)) continue;
     timer_[q][k] = now_;
-    push(now_ + wait_interval(), EventKind::Timeout, p, k, static_cast<std::size_t>(call_[q]));
+    push(now_ + wait_interval(p, k), EventKind::Timeout, p, k, static_cast<std::size_t>(call_[q]));
   }
 }
 

@@ -128,6 +128,7 @@ class Simulation {
   // The fabric's timing (sim_fabric.cc).
   double transmit(int from, int to, std::size_t bytes);
   double latency(int from, int to) const;
+  double travel_time(int from, int to, std::size_t bytes) const;  // latency plus bytes on the route, idle
   double compute_time(std::size_t elements) const;
 
   // The link protocol on virtual time (sim_link.cc).
@@ -137,7 +138,7 @@ class Simulation {
   void arrive(std::size_t index);
   void ask_again(const StreamKey& key);
   void expire(int p, int k, std::size_t call);
-  double wait_interval();
+  double wait_interval(int p, int k);
   bool waits_for_message(int p, int k) const;
   void arm_timers(int p);
   void detect(const StreamKey& key, std::string what);

@@ -10,6 +10,7 @@
 #include "impls/worlds/launched_backend.h"
 #include "impls/worlds/mpi_world.h"
 #include "impls/worlds/wire.h"
+#include "impls/worlds/worker.h"
 
 namespace collcheck {
 namespace {
@@ -98,7 +99,7 @@ class LockstepBackend final : public Backend {
     if (options.inputs != nullptr) rank_options.input = &options.inputs->at(static_cast<std::size_t>(world_.rank()));
     watchdog_.arm(deadline,
                   "rank " + std::to_string(world_.rank()) + " on '" + to_string(c) + "' (" + spec_.name + ")");
-    RankRun mine = backend_->run(c, rank_options);
+    RankRun mine = rank_run_caught([&] { return backend_->run(c, rank_options); });
     watchdog_.disarm();
     std::vector<RankRun> all;
     for (const std::vector<std::byte>& encoded : world_.allgather(wire::encode(mine))) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <string>
 #include <thread>
 
 #include <poll.h>
@@ -71,7 +72,9 @@ std::vector<long> every_pid(World& world) {
 
 // One run with the control world's calls bounded by the run's deadline: a rank that never joins
 // a barrier (stopped, killed) ends the run `detected` here instead of leaving this rank waiting,
-// and the world, whose control channel now has a call pending, is relaunched.
+// and the world, whose control channel now has a call pending, is relaunched. An exception the
+// rank's backend throws (a broken invariant, a refused value) ends the run `detected` with its
+// message, never with the buffers as they happen to be (rank_run_caught).
 template <class Run>
 RankRun run_bounded(World& world, const Run& run, double deadline) {
   using Clock = std::chrono::steady_clock;
@@ -80,7 +83,7 @@ RankRun run_bounded(World& world, const Run& run, double deadline) {
                    : Clock::time_point::max());
   RankRun result;
   try {
-    result = run();
+    result = rank_run_caught(run);
   } catch (const WorldTimeout& timeout) {
     result = RankRun::ended(Outcome::Detected, timeout.what);
     result.world_broken = true;
@@ -90,6 +93,22 @@ RankRun run_bounded(World& world, const Run& run, double deadline) {
 }
 
 }  // namespace
+
+RankRun rank_run_caught(const std::function<RankRun()>& run) {
+  std::string what;
+  try {
+    return run();
+  } catch (const WorldTimeout&) {
+    throw;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an exception that is not a std::exception";
+  }
+  RankRun failed = RankRun::ended(Outcome::Detected, "an exception: " + what);
+  failed.world_broken = true;
+  return failed;
+}
 
 void say_dying(const char* words) {
   if (control_fd < 0) return;

@@ -43,6 +43,13 @@ Result<ControlSocket> connect_to_launcher(const std::string& host, int port);
 int serve_launcher(ControlSocket& control, World& world, const MakeRankBackend& make_backend,
                    const RunUnderFaults& run_under_faults);
 
+// Runs one rank's part of a run, `run()`, and turns an exception it throws (a broken invariant,
+// a refused value, a vendor's error that escaped its adapter) into a run ended `detected` whose
+// error is "an exception: " and its message, with the world marked broken (its peers may be left
+// inside a collective); WorldTimeout passes through. Workers and lockstep ranks use it, so that
+// no exception is ever judged as the data the buffers happen to hold.
+RankRun rank_run_caught(const std::function<RankRun()>& run);
+
 // Tells the launcher how this worker dies (a Dying frame written by hand on the control
 // connection): async-signal-safe; nothing before connect_to_launcher().
 void say_dying(const char* words);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "impls/algorithms/algorithms.h"
+#include "impls/algorithms/generator_support.h"
 #include "impls/algorithms/generators.h"
 #include "impls/prove/proof.h"
 
@@ -192,6 +193,17 @@ TEST(MessagePattern, RingPipelinesEachBlockInChunks) {
       EXPECT_LE(step.from.count, 3u);
     }
   }
+}
+
+// A chunk larger than any span is one chunk: the count of chunks must not wrap to none (a
+// schedule with no steps would leave every output as it was, judged as data).
+TEST(MessagePattern, AChunkLargerThanTheSpanIsOneChunk) {
+  const std::size_t huge = ~std::size_t{0};
+  EXPECT_EQ(generators::chunk_count(100, huge), 1u);
+  EXPECT_EQ(generators::chunk_count(huge, huge), 1u);
+  EXPECT_EQ(generators::chunk_count(huge, huge - 1), 2u);
+  const Schedule schedule = ring_allreduce(shape_of(Collective::AllReduce, 100, 2, 0, false), Knobs{huge, 1, 4});
+  EXPECT_EQ(sends_of(schedule, 0), 2);
 }
 
 TEST(MessagePattern, ChainAndBinomialSendFromTheRoot) {
