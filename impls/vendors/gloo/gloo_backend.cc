@@ -95,6 +95,16 @@ Result<GlooKnobs> parse_options(std::string_view spec, const GlooAlgorithm* a, s
   return knobs;
 }
 
+// The options, then what they name on this host: an `iface` that is not there is a usage error
+// before any world starts, never a crash of Gloo's.
+Result<GlooKnobs> usable_options(std::string_view spec, const GlooAlgorithm* a, std::string_view text) {
+  Result<GlooKnobs> knobs = parse_options(spec, a, text);
+  if (!knobs || knobs->iface.empty()) return knobs;
+  Status usable = check_interface(knobs->iface);
+  if (!usable) return option_error(spec, usable.error().message);
+  return knobs;
+}
+
 Capabilities capabilities_of(const GlooAlgorithm& a) {
   Capabilities c;
   c.collectives = {a.collective};
@@ -291,7 +301,7 @@ Result<std::vector<RankBackendSpec>> gloo_backend_specs(std::string_view options
   const std::string_view rest = colon == std::string_view::npos ? std::string_view{} : options.substr(colon + 1);
   std::vector<RankBackendSpec> specs;
   if (name.empty() || name == "all-algorithms" || name == "all") {
-    Result<GlooKnobs> knobs = parse_options(spec, nullptr, rest);
+    Result<GlooKnobs> knobs = usable_options(spec, nullptr, rest);
     if (!knobs) return knobs.error();
     const std::string suffix = rest.empty() ? "" : ":" + std::string(rest);
     for (const GlooAlgorithm& a : gloo_algorithms())
@@ -300,7 +310,7 @@ Result<std::vector<RankBackendSpec>> gloo_backend_specs(std::string_view options
   }
   for (const GlooAlgorithm& a : gloo_algorithms()) {
     if (a.name != name) continue;
-    Result<GlooKnobs> knobs = parse_options(spec, &a, rest);
+    Result<GlooKnobs> knobs = usable_options(spec, &a, rest);
     if (!knobs) return knobs.error();
     specs.push_back(spec_of(a, *knobs, std::string(spec)));
     return specs;

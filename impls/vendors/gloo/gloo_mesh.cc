@@ -2,11 +2,16 @@
 // their addresses exchanged over a World (see gloo_mesh.h).
 #include "impls/vendors/gloo/gloo_mesh.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gloo/common/error.h>
@@ -73,7 +78,34 @@ std::string host_name() {
   return name;
 }
 
+// The names of this host's network interfaces that have an IPv4 or IPv6 address, sorted, once each.
+std::vector<std::string> interfaces_with_addresses() {
+  std::vector<std::string> names;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return names;
+  for (const ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+    if (entry->ifa_addr == nullptr || entry->ifa_name == nullptr) continue;
+    const int family = entry->ifa_addr->sa_family;
+    if (family == AF_INET || family == AF_INET6) names.emplace_back(entry->ifa_name);
+  }
+  ::freeifaddrs(list);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
 }  // namespace
+
+Status check_interface(std::string_view iface) {
+  const std::vector<std::string> names = interfaces_with_addresses();
+  if (std::find(names.begin(), names.end(), iface) != names.end()) return Ok{};
+  std::string there;
+  for (const std::string& name : names) there += (there.empty() ? "" : ", ") + name;
+  return Error{"iface", "iface=" + std::string(iface) + ": " +
+                            (::if_nametoindex(std::string(iface).c_str()) == 0 ? "no such network interface"
+                                                                               : "the interface has no address") +
+                            " on " + host_name() + "; interfaces with an address: " + (there.empty() ? "none" : there)};
+}
 
 std::shared_ptr<gloo::Context> connect_gloo_mesh(World& world, const GlooKnobs& knobs,
                                                  std::chrono::milliseconds timeout) {
