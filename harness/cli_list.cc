@@ -125,7 +125,7 @@ void print_mutants(std::ostream& out) {
 // Backends across processes: ours on `proc`, and the vendors this build has.
 void print_process_backends(std::ostream& out) {
   out << "backends across processes (check --backend; docs/processes.md, docs/vendors.md):\n"
-      << "  ALGORITHM@proc, all@proc, mutant:NAME@proc (also mutant:hang@proc, mutant:crash@proc)\n";
+      << "  ALGORITHM@proc, all@proc, mutant:NAME@proc (also mutant:hang@proc, mutant:crash@proc, mutant:throw@proc)\n";
 #if COLLCHECK_HAVE_MPI
   out << "  mpi, mpi:COLL=ALG[,COLL_segsize=BYTES], mpi:all-algorithms; Open MPI's coll/tuned algorithms:\n";
   std::istringstream table(mpi_algorithm_table());

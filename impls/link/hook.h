@@ -52,7 +52,8 @@ struct LinkProtocol {
   bool checksums = true;  // false: bytes are used unchecked (mutant:no-checksum)
   bool reliable = false;  // retransmit lost and damaged messages
   double timeout = 0;     // seconds a wait may see nothing new; 0: the executor's default;
-                          // negative: wait for ever (mutant:no-timeout)
+                          // negative: wait for ever (mutant:no-timeout); clamped below the
+                          // deadline and extended by the message's travel (protocol.h)
   double retransmit = 0;  // reliable: seconds of silence before a missing message is asked
                           // for again; 0: the executor's default (timeout / (retries + 1))
   int retries = 7;        // reliable: retransmissions of one message before giving up
