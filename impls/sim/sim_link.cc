@@ -98,7 +98,9 @@ void Simulation::expire(int p, int k, std::size_t call) {
     return;
   }
   if (!protocol_.reliable) {
-    return detect(key, describe(schedule_, p, k) + ": no message for " + seconds(interval) + " s (timeout)");
+    const double travel = message_travel(p, k);
+    return detect(key, describe(schedule_, p, k) + ": no message for " + seconds(protocol_.timeout) + " s (timeout)" +
+                           (travel > 0 ? " beyond the " + seconds(travel) + " s it needs on its route" : ""));
   }
   found->second = now_;
   inbox.receiver.ask_anyway(now_, protocol_, nullptr);  // a timer asks whenever it runs out
@@ -110,10 +112,15 @@ void Simulation::expire(int p, int k, std::size_t call) {
 // retransmission interval, jittered (drawn from the seed); either plus what its message needs on
 // its route (LinkSettings::timeout_for), so that a large message on a slow link is waited for.
 double Simulation::wait_interval(int p, int k) {
-  const Step& step = schedule_.participants[static_cast<std::size_t>(p)].steps[static_cast<std::size_t>(k)];
-  const double travel = travel_time(step.peer, p, step.to.count * element_);
+  const double travel = message_travel(p, k);
   if (!protocol_.reliable) return protocol_.timeout_for(travel);
   return timer_jitter_.draw(protocol_.retransmit) + travel;
+}
+
+// What the message of receive step k of p needs on its route, the route idle.
+double Simulation::message_travel(int p, int k) const {
+  const Step& step = schedule_.participants[static_cast<std::size_t>(p)].steps[static_cast<std::size_t>(k)];
+  return travel_time(step.peer, p, step.to.count * element_);
 }
 
 // Whether receive step k of p could start but for its message.

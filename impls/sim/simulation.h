@@ -139,6 +139,7 @@ class Simulation {
   void ask_again(const StreamKey& key);
   void expire(int p, int k, std::size_t call);
   double wait_interval(int p, int k);
+  double message_travel(int p, int k) const;
   bool waits_for_message(int p, int k) const;
   void arm_timers(int p);
   void detect(const StreamKey& key, std::string what);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <set>
 #include <utility>
 #include <vector>
@@ -227,6 +228,22 @@ TEST(LinkProtocol, AsksOncePerPositionAndInterval) {
   EXPECT_TRUE(receiver.ask(11, settings, &jitter));
   EXPECT_FALSE(receiver.impatient(11 + settings.retransmit * 0.74, settings));
   EXPECT_TRUE(receiver.impatient(11 + settings.retransmit * 1.26, settings));
+}
+
+// A user's timeout is clamped like the default, to the clock's share of the deadline, so that a
+// lost message is detected before the run is a hang; a wait is extended by its message's travel.
+TEST(LinkProtocol, TimeoutsAreClampedBelowTheDeadlineAndScaleWithTheMessage) {
+  LinkProtocol patient;
+  patient.timeout = 61;
+  EXPECT_DOUBLE_EQ(resolve(patient, kVirtualClock, 60).timeout, 30);
+  EXPECT_DOUBLE_EQ(resolve(patient, kRealClock, 48).timeout, 48);
+  EXPECT_DOUBLE_EQ(resolve(patient, kVirtualClock, 1000).timeout, 61);
+  // No deadline (none given, or infinite): nothing to clamp to.
+  EXPECT_DOUBLE_EQ(resolve(patient, kVirtualClock, 0).timeout, 61);
+  EXPECT_DOUBLE_EQ(resolve(LinkProtocol{}, kVirtualClock, std::numeric_limits<double>::infinity()).timeout, 0.5);
+  const LinkSettings settings = resolve(LinkProtocol{}, kVirtualClock, 60);
+  EXPECT_DOUBLE_EQ(settings.timeout_for(0), 0.5);
+  EXPECT_DOUBLE_EQ(settings.timeout_for(2.5), 3);
 }
 
 TEST(LinkProtocol, SettingsAndTimers) {
