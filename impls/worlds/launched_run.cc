@@ -1,6 +1,7 @@
 // One case on a launched world: the request sent to every rank, and the replies collected until
 // the deadline and judged: a rank that died is a `crash`, one that is silent a `hang`, one the
-// fault plan stopped or killed counts as having seen an error.
+// fault plan stopped or killed counts as having seen an error, and so does one still inside the
+// call a second after a peer's exception ended the run (it may wait for that peer for ever).
 #include "impls/worlds/launched_world.h"
 
 #include <algorithm>
@@ -13,13 +14,16 @@
 
 #include "impls/worlds/launched_backend.h"
 #include "impls/worlds/wire.h"
+#include "impls/worlds/worker.h"
 
 namespace collcheck {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kCrashGrace = std::chrono::seconds(1);  // after one rank died, how long the others get
+constexpr auto kCrashGrace = std::chrono::seconds(1);  // after one rank died or threw, how long the others get
+
+bool threw(const RankRun& run) { return run.outcome == Outcome::Detected && run.error.starts_with(kExceptionWords); }
 
 }  // namespace
 
@@ -40,10 +44,12 @@ RepeatedRun LaunchedWorld::collect(SteadyTime deadline, double seconds) {
   std::vector<std::optional<RankRun>> replies(n);
   std::vector<std::string> died(n), planned(n);  // planned: stopped or killed by the fault plan
   std::size_t answered = 0, dead = 0, stopped = 0;
+  std::optional<SteadyTime> first_exception;
   std::vector<Frame> frames(n);
   const auto waiting = [&](std::size_t r) { return !replies[r] && died[r].empty() && planned[r].empty(); };
   while (answered + dead + stopped < n) {
-    const SteadyTime until = dead > 0 ? std::min(deadline, first_death_ + kCrashGrace) : deadline;
+    SteadyTime until = dead > 0 ? std::min(deadline, first_death_ + kCrashGrace) : deadline;
+    if (first_exception) until = std::min(until, *first_exception + kCrashGrace);
     if (Clock::now() >= until) break;
     std::vector<pollfd> polls;
     for (std::size_t r = 0; r < n; ++r) {
@@ -73,6 +79,7 @@ RepeatedRun LaunchedWorld::collect(SteadyTime deadline, double seconds) {
         }
         Result<RankRun> run = wire::decode_run(frames[r].payload);
         replies[r] = run ? std::move(*run) : RankRun::ended(Outcome::Crash, run.error().message);
+        if (!first_exception && threw(*replies[r])) first_exception = Clock::now();
         ++answered;
         break;
       }
@@ -86,6 +93,17 @@ RepeatedRun LaunchedWorld::judge(std::vector<std::optional<RankRun>> replies, co
   kill_planned(planned);
   // A rank that said how it died is the cause; mpirun then takes the others down with it.
   const bool any_words = !dying_words_.empty();
+  // A rank that threw: the ones still silent wait for it, inside the call, and are not a hang.
+  const auto thrower = std::find_if(replies.begin(), replies.end(),
+                                    [](const std::optional<RankRun>& reply) { return reply && threw(*reply); });
+  if (thrower != replies.end()) {
+    const std::string why =
+        "still inside the call when rank " + std::to_string(thrower - replies.begin()) + "'s exception ended the run";
+    for (std::size_t r = 0; r < replies.size(); ++r) {
+      if (!replies[r] && died[r].empty() && planned[r].empty())
+        replies[r] = RankRun::ended(Outcome::Detected, why, true);
+    }
+  }
   std::string dead, silent;
   for (std::size_t r = 0; r < replies.size(); ++r) {
     if (!died[r].empty() && (!any_words || dying_words_.contains(r))) {

@@ -105,7 +105,7 @@ RankRun rank_run_caught(const std::function<RankRun()>& run) {
   } catch (...) {
     what = "an exception that is not a std::exception";
   }
-  RankRun failed = RankRun::ended(Outcome::Detected, "an exception: " + what);
+  RankRun failed = RankRun::ended(Outcome::Detected, std::string(kExceptionWords) + what);
   failed.world_broken = true;
   return failed;
 }

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "impls/backend/rank_backend.h"
@@ -49,6 +50,7 @@ int serve_launcher(ControlSocket& control, World& world, const MakeRankBackend& 
 // inside a collective); WorldTimeout passes through. Workers and lockstep ranks use it, so that
 // no exception is ever judged as the data the buffers happen to hold.
 RankRun rank_run_caught(const std::function<RankRun()>& run);
+inline constexpr std::string_view kExceptionWords = "an exception: ";  // how its error starts
 
 // Tells the launcher how this worker dies (a Dying frame written by hand on the control
 // connection): async-signal-safe; nothing before connect_to_launcher().
