@@ -25,6 +25,20 @@ constexpr auto kCrashGrace = std::chrono::seconds(1);  // after one rank died or
 
 bool threw(const RankRun& run) { return run.outcome == Outcome::Detected && run.error.starts_with(kExceptionWords); }
 
+// After a rank threw, the ones still silent (not dead, not taken away by the plan) wait for it
+// inside the call: each counts as detected, its world broken, and not as a hang.
+void excuse_waiting_for_exception(std::vector<std::optional<RankRun>>& replies, const std::vector<std::string>& died,
+                                  const std::vector<std::string>& planned) {
+  const auto thrower = std::find_if(replies.begin(), replies.end(),
+                                    [](const std::optional<RankRun>& reply) { return reply && threw(*reply); });
+  if (thrower == replies.end()) return;
+  const std::string why =
+      "still inside the call when rank " + std::to_string(thrower - replies.begin()) + "'s exception ended the run";
+  for (std::size_t r = 0; r < replies.size(); ++r) {
+    if (!replies[r] && died[r].empty() && planned[r].empty()) replies[r] = RankRun::ended(Outcome::Detected, why, true);
+  }
+}
+
 }  // namespace
 
 RepeatedRun LaunchedWorld::run(const Case& c, const RunOptions& options, double deadline) {
@@ -44,12 +58,11 @@ RepeatedRun LaunchedWorld::collect(SteadyTime deadline, double seconds) {
   std::vector<std::optional<RankRun>> replies(n);
   std::vector<std::string> died(n), planned(n);  // planned: stopped or killed by the fault plan
   std::size_t answered = 0, dead = 0, stopped = 0;
-  std::optional<SteadyTime> first_exception;
+  std::optional<SteadyTime> first_trouble;  // when the first rank died or threw: the others get kCrashGrace
   std::vector<Frame> frames(n);
   const auto waiting = [&](std::size_t r) { return !replies[r] && died[r].empty() && planned[r].empty(); };
   while (answered + dead + stopped < n) {
-    SteadyTime until = dead > 0 ? std::min(deadline, first_death_ + kCrashGrace) : deadline;
-    if (first_exception) until = std::min(until, *first_exception + kCrashGrace);
+    const SteadyTime until = first_trouble ? std::min(deadline, *first_trouble + kCrashGrace) : deadline;
     if (Clock::now() >= until) break;
     std::vector<pollfd> polls;
     for (std::size_t r = 0; r < n; ++r) {
@@ -63,7 +76,8 @@ RepeatedRun LaunchedWorld::collect(SteadyTime deadline, double seconds) {
         Result<bool> got = ranks_[r].receive_some(frames[r]);
         if (!got) {
           died[r] = dying_words_[r].empty() ? "its process ended" : dying_words_[r];
-          if (dead++ == 0) first_death_ = Clock::now();
+          ++dead;
+          first_trouble = first_trouble.value_or(Clock::now());
           break;
         }
         if (!*got) break;
@@ -79,7 +93,7 @@ RepeatedRun LaunchedWorld::collect(SteadyTime deadline, double seconds) {
         }
         Result<RankRun> run = wire::decode_run(frames[r].payload);
         replies[r] = run ? std::move(*run) : RankRun::ended(Outcome::Crash, run.error().message);
-        if (!first_exception && threw(*replies[r])) first_exception = Clock::now();
+        if (threw(*replies[r])) first_trouble = first_trouble.value_or(Clock::now());
         ++answered;
         break;
       }
@@ -93,17 +107,7 @@ RepeatedRun LaunchedWorld::judge(std::vector<std::optional<RankRun>> replies, co
   kill_planned(planned);
   // A rank that said how it died is the cause; mpirun then takes the others down with it.
   const bool any_words = !dying_words_.empty();
-  // A rank that threw: the ones still silent wait for it, inside the call, and are not a hang.
-  const auto thrower = std::find_if(replies.begin(), replies.end(),
-                                    [](const std::optional<RankRun>& reply) { return reply && threw(*reply); });
-  if (thrower != replies.end()) {
-    const std::string why =
-        "still inside the call when rank " + std::to_string(thrower - replies.begin()) + "'s exception ended the run";
-    for (std::size_t r = 0; r < replies.size(); ++r) {
-      if (!replies[r] && died[r].empty() && planned[r].empty())
-        replies[r] = RankRun::ended(Outcome::Detected, why, true);
-    }
-  }
+  excuse_waiting_for_exception(replies, died, planned);
   std::string dead, silent;
   for (std::size_t r = 0; r < replies.size(); ++r) {
     if (!died[r].empty() && (!any_words || dying_words_.contains(r))) {

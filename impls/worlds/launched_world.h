@@ -64,7 +64,6 @@ class LaunchedWorld {
   std::map<int, long> pids_;  // per rank, on this host (0: elsewhere)
   bool broken_ = false;
   std::map<std::size_t, std::string> dying_words_;
-  SteadyTime first_death_;
   std::string directory_;
   std::string log_;
   std::string command_;
