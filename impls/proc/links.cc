@@ -2,7 +2,6 @@
 // and writing the TCP connections of the proc transport, once per transport.
 #include "impls/proc/links.h"
 
-#include <cctype>
 #include <cstring>
 
 #include <arpa/inet.h>
@@ -13,6 +12,9 @@
 #include <poll.h>
 #include <sys/mman.h>
 
+#include "impls/worlds/interrupts.h"
+#include "impls/worlds/leftovers.h"
+
 namespace collcheck::proc {
 
 std::string system_error(const std::string& what) { return what + ": " + std::strerror(errno); }
@@ -21,9 +23,7 @@ namespace {
 
 // Creates this process's segment; returns its name ('s' shm or 'f' file, then the path).
 Result<std::string> create_segment(const std::string& job, int rank, std::byte*& base) {
-  std::string name = "/collcheck-";
-  for (char c : job) name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
-  name += "-" + std::to_string(rank);
+  std::string name = "/" + segment_name(job, rank);
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   std::string kept = "s" + name;
   if (fd < 0) {
@@ -59,10 +59,35 @@ std::byte* map_segment(const std::string& kept, std::string& error) {
   return mapped == MAP_FAILED ? nullptr : static_cast<std::byte*>(mapped);
 }
 
-void remove_segment(const std::string& kept) {
-  const std::string path = kept.substr(1);
-  kept[0] == 's' ? ::shm_unlink(path.c_str()) : ::unlink(path.c_str());
-}
+// The names of the segments this process removes on every way out of connect_peers: an error, a
+// WorldTimeout thrown by the control world when a member never joins (killed while connecting:
+// its own segment's name is removed here, by those who outlive it), or a signal meanwhile.
+class SegmentNames {
+ public:
+  SegmentNames() = default;
+  SegmentNames(const SegmentNames&) = delete;
+  SegmentNames& operator=(const SegmentNames&) = delete;
+  ~SegmentNames() { remove_all(); }
+
+  // `kept`: 's' (shm_open's name) or 'f' (a file), then the path.
+  void add(const std::string& kept) {
+    if (kept.size() < 2 || (kept[0] != 's' && kept[0] != 'f')) return;
+    const std::string path = kept[0] == 's' ? world_base().string() + kept.substr(1) : kept.substr(1);
+    remember_file(path);
+    paths_.push_back(path);
+  }
+
+  void remove_all() {
+    for (const std::string& path : paths_) {
+      ::unlink(path.c_str());
+      forget_file(path);
+    }
+    paths_.clear();
+  }
+
+ private:
+  std::vector<std::string> paths_;
+};
 
 std::vector<std::byte> as_bytes(const std::string& text) {
   const auto* begin = reinterpret_cast<const std::byte*>(text.data());
@@ -189,8 +214,10 @@ void close_peers(Peers& peers) {
   peers = Peers{};
 }
 
-// Collective. The segment's name is removed as soon as every process has mapped what it needs
-// (the allgather is the barrier), so a crash later leaves nothing behind in /dev/shm.
+// Collective. The segments' names are removed as soon as every process has mapped what it needs
+// (the allgather is the barrier), so a crash later leaves nothing behind in /dev/shm; a member
+// killed before that leaves its name to those on its host that outlive it (and, killed with
+// them, to the launcher's teardown and the next run's sweep: leftovers.h).
 Status connect_peers(World& world, ProcLinks links, Peers& peers) {
   const int rank = world.rank();
   const auto size = static_cast<std::size_t>(world.size());
@@ -198,8 +225,11 @@ Status connect_peers(World& world, ProcLinks links, Peers& peers) {
   ::gethostname(hostname, sizeof hostname - 1);
   peers.segments.assign(size, nullptr);
   peers.connections.assign(size, Connection{});
+  sweep_leftovers();
+  SegmentNames names_to_remove;
   std::byte* own = nullptr;
   Result<std::string> kept = create_segment(world.job(), rank, own);
+  if (kept) names_to_remove.add(*kept);
   const std::vector<std::string> all =
       allgather_text(world, std::string(hostname) + "\n" + (kept ? *kept : "!" + kept.error().message));
   std::vector<std::string> errors(size), names(size);
@@ -208,6 +238,7 @@ Status connect_peers(World& world, ProcLinks links, Peers& peers) {
     peers.hosts.push_back(all[q].substr(0, newline));
     names[q] = all[q].substr(newline + 1);
     if (names[q].starts_with("!")) errors[q] = names[q].substr(1);
+    if (q != static_cast<std::size_t>(rank) && peers.hosts[q] == hostname) names_to_remove.add(names[q]);
   }
   peers.segments[static_cast<std::size_t>(rank)] = own;
   std::string error = first_error(errors);
@@ -223,7 +254,7 @@ Status connect_peers(World& world, ProcLinks links, Peers& peers) {
     peers.segments[q] = map_segment(names[q], mapping);
   }
   const std::string mapped = first_error(allgather_text(world, mapping));
-  if (kept) remove_segment(*kept);
+  names_to_remove.remove_all();
   if (error.empty()) error = mapped;
   std::vector<bool> need(size, false);
   bool any = false;

@@ -74,7 +74,10 @@ Result<ControlSocket> ControlSocket::connect(const std::string& host, int port, 
     return Error{"--connect", "'" + host + "': " + ::gai_strerror(rc)};
   }
   std::string why = "no address";
+  // The launcher listens before it starts mpirun, so an address that refuses means it is gone
+  // (interrupted, killed): give up at once rather than outlive it.
   do {
+    int tried = 0, refusals = 0;
     for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
       const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
       if (fd < 0) continue;
@@ -85,8 +88,11 @@ Result<ControlSocket> ControlSocket::connect(const std::string& host, int port, 
         return ControlSocket(fd);
       }
       why = std::strerror(errno);
+      ++tried;
+      refusals += errno == ECONNREFUSED ? 1 : 0;
       ::close(fd);
     }
+    if (tried > 0 && refusals == tried) break;
     ::usleep(50000);
   } while (std::chrono::steady_clock::now() < deadline);
   ::freeaddrinfo(found);

@@ -1,6 +1,6 @@
 // Launched worlds' processes: `mpirun -np N collcheck worker ...` in its own process group, in a
-// directory of its own, its ranks' control connections accepted, and the world killed (process
-// group, then every worker's pid) and cleaned up; under faults, the socket interposer preloaded.
+// directory of its own, its ranks' control connections accepted, and the world killed (every
+// process below mpirun, then mpirun) and cleaned up; under faults, the socket interposer preloaded.
 #include "impls/worlds/launched_world.h"
 
 #include <algorithm>
@@ -13,13 +13,17 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "impls/worlds/interrupts.h"
 #include "impls/worlds/launched_backend.h"
+#include "impls/worlds/leftovers.h"
+#include "impls/worlds/mpi_world.h"
 #include "impls/worlds/wire.h"
 
 namespace collcheck {
@@ -50,36 +54,16 @@ std::string tail_of(const std::string& path, std::size_t lines) {
   return out;
 }
 
-// Where worlds keep their files: /dev/shm (tmpfs, as Open MPI wants for shared memory), else /tmp.
-std::filesystem::path world_base() {
-  std::error_code error;
-  return std::filesystem::is_directory("/dev/shm", error) ? "/dev/shm" : "/tmp";
-}
-
-// Removes the world directories of collcheck processes that are gone (killed before they could
-// clean up), once per process.
-void sweep_stale_directories() {
-  static bool swept = false;
-  if (std::exchange(swept, true)) return;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(world_base(), error)) {
-    const std::string name = entry.path().filename().string();
-    if (!name.starts_with("collcheck-world-")) continue;
-    const long pid = std::atol(name.c_str() + std::strlen("collcheck-world-"));
-    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-      std::filesystem::remove_all(entry.path(), error);
-  }
-}
-
-// A fresh directory for one world: collcheck-world-PID-N.
-std::string world_directory() {
+// A fresh directory for one world, collcheck-world-PID-N, and its job name, mpi-PID-N; what dead
+// owners left is swept first.
+std::pair<std::string, std::string> world_directory_and_job() {
   static int next = 0;
-  sweep_stale_directories();
-  const std::filesystem::path path =
-      world_base() / ("collcheck-world-" + std::to_string(::getpid()) + "-" + std::to_string(next++));
+  sweep_leftovers();
+  const std::string id = std::to_string(::getpid()) + "-" + std::to_string(next++);
+  const std::filesystem::path path = world_base() / ("collcheck-world-" + id);
   std::error_code error;
   std::filesystem::create_directories(path, error);
-  return path.string();
+  return {path.string(), "mpi-" + id};
 }
 
 }  // namespace
@@ -92,12 +76,25 @@ bool interposer_built() {
 Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const BackendOptions& options, bool faulty) {
   Result<Listener> listener = Listener::open();
   if (!listener) return listener.error();
-  // One directory per world for mpirun's output and Open MPI's shared-memory files (which a
-  // killed world would otherwise leave in /dev/shm); removed with the world.
-  directory_ = world_directory();
+  // One directory per world for mpirun's output, Open MPI's shared-memory files and its session
+  // directory (mpirun's TMPDIR), which a killed world would otherwise leave in /dev/shm and
+  // /tmp; removed with the world. The job name goes into the names of the ranks' segments.
+  // From the directory's creation until mpirun is recorded, a signal waits (interrupts.h).
+  TeardownLock held = hold_teardown_list();
+  std::string job;
+  std::tie(directory_, job) = world_directory_and_job();
   log_ = directory_ + "/mpirun.log";
-  std::vector<std::string> argv = {"mpirun", "-np",   std::to_string(nranks),        "--oversubscribe", "--bind-to",
-                                   "none",   "--mca", "btl_vader_backing_directory", directory_};
+  std::vector<std::string> argv = {"mpirun",
+                                   "-np",
+                                   std::to_string(nranks),
+                                   "--oversubscribe",
+                                   "--bind-to",
+                                   "none",
+                                   "--mca",
+                                   "btl_vader_backing_directory",
+                                   directory_,
+                                   "-x",
+                                   std::string(kJobVariable) + "=" + job};
   for (const auto& [name, value] : spec.environment) {
     argv.push_back("-x");
     argv.push_back(name + "=" + value);
@@ -111,24 +108,29 @@ Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const Back
   argv.insert(argv.end(), {self_executable(), "worker", "--backend", spec.name, "--connect", connect});
   command_.clear();
   for (const std::string& a : argv) command_ += (command_.empty() ? "" : " ") + a;
-  if (Status started = start(argv); !started) return started;
+  Status started = start(argv, held);
+  held.unlock();
+  if (!started) return started;
   return accept_ranks(*listener, nranks);
 }
 
 void LaunchedWorld::stop(bool healthy) {
-  if (mpirun_ <= 0) return;
+  if (mpirun_ <= 0) {
+    if (!directory_.empty()) finish();  // mpirun never started (or has been reaped)
+    return;
+  }
   if (healthy) {
     for (ControlSocket& rank : ranks_) (void)rank.send(FrameKind::Quit, {});
     if (wait_for_exit(seconds_from_now(5))) return finish();
   }
   ranks_.clear();  // workers see their control connection close and exit
-  ::kill(-mpirun_, SIGTERM);
-  if (!wait_for_exit(seconds_from_now(2))) {
-    ::kill(-mpirun_, SIGKILL);
-    for (long pid : local_pids_) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  // Every local process below mpirun at once, ranks that have not connected yet included (each
+  // in a process group of its own); mpirun gets a second to stop those on other hosts.
+  killed_ = kill_world_processes(mpirun_, local_pids_);
+  if (!wait_for_exit(seconds_from_now(1))) {
+    finish_off_launcher(mpirun_, 0);
     wait_for_exit(seconds_from_now(5));
   }
-  for (long pid : local_pids_) ::kill(static_cast<pid_t>(pid), SIGKILL);
   finish();
 }
 
@@ -149,11 +151,12 @@ void LaunchedWorld::fault_arguments(const RankBackendSpec& spec, std::vector<std
   if (spec.name.starts_with("mpi")) argv.insert(argv.end(), {"--mca", "btl", "tcp,self"});
 }
 
-Status LaunchedWorld::start(const std::vector<std::string>& argv) {
+Status LaunchedWorld::start(const std::vector<std::string>& argv, const TeardownLock& held) {
   const pid_t child = ::fork();
   if (child < 0) return Error{"--backend", std::string("fork: ") + std::strerror(errno)};
   if (child == 0) {
     ::setpgid(0, 0);
+    ::setenv("TMPDIR", directory_.c_str(), 1);
     const int log = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (log >= 0) {
       ::dup2(log, 1);
@@ -172,6 +175,7 @@ Status LaunchedWorld::start(const std::vector<std::string>& argv) {
   }
   ::setpgid(child, child);
   mpirun_ = child;
+  remembered_ = remember_world(held, mpirun_, directory_);
   return Ok{};
 }
 
@@ -193,7 +197,10 @@ Status LaunchedWorld::accept_ranks(Listener& listener, int nranks) {
     if (hello.rank < 0 || hello.rank >= nranks || ranks_[static_cast<std::size_t>(hello.rank)].open()) {
       return launch_error("a worker said it was rank " + std::to_string(hello.rank));
     }
-    if (hello.host == this_host_name()) local_pids_.push_back(hello.pid);
+    if (hello.host == this_host_name()) {
+      local_pids_.push_back(hello.pid);
+      remember_world_ranks(remembered_, local_pids_);
+    }
     pids_[hello.rank] = hello.host == this_host_name() ? hello.pid : 0;
     ranks_[static_cast<std::size_t>(hello.rank)] = std::move(*socket);
     ++accepted;
@@ -218,7 +225,10 @@ void LaunchedWorld::kill_planned(const std::vector<std::string>& planned) {
 bool LaunchedWorld::exited() {
   if (mpirun_ <= 0) return true;
   int status = 0;
-  return ::waitpid(mpirun_, &status, WNOHANG) == mpirun_ && (mpirun_ = -1, true);
+  const pid_t done = ::waitpid(mpirun_, &status, WNOHANG);
+  if (done != mpirun_ && !(done < 0 && errno == ECHILD)) return false;
+  mpirun_ = -1;
+  return true;
 }
 
 bool LaunchedWorld::wait_for_exit(SteadyTime deadline) {
@@ -229,14 +239,21 @@ bool LaunchedWorld::wait_for_exit(SteadyTime deadline) {
   return true;
 }
 
+// The world's files: its directory, and the segments of its ranks that died before they could
+// remove their names (killed while connecting).
 void LaunchedWorld::finish() {
   ranks_.clear();
+  killed_.insert(killed_.end(), local_pids_.begin(), local_pids_.end());
+  remove_segments_of(killed_);
+  killed_.clear();
   local_pids_.clear();
   pids_.clear();
   mpirun_ = -1;
   std::error_code ignored;
   if (!directory_.empty()) std::filesystem::remove_all(directory_, ignored);
   directory_.clear();
+  forget_world(remembered_);
+  remembered_ = 0;
 }
 
 }  // namespace collcheck

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "impls/backend/backend.h"
 #include "impls/backend/rank_backend.h"
 #include "impls/worlds/control_socket.h"
+#include "impls/worlds/interrupts.h"
 
 namespace collcheck {
 
@@ -36,14 +38,14 @@ class LaunchedWorld {
   // Sends the request to every rank and waits for every reply until the deadline.
   RepeatedRun run(const Case& c, const RunOptions& options, double deadline);
 
-  // Kills the world: a polite quit when it is healthy, else the process group and every
-  // worker we know of, at once.
+  // Kills the world: a polite quit when it is healthy, else every local process below mpirun
+  // and every worker we know of at once, then mpirun; removes its directory and segments.
   void stop(bool healthy);
 
  private:
   // launched_world.cc: the processes.
   static void fault_arguments(const RankBackendSpec& spec, std::vector<std::string>& argv);
-  Status start(const std::vector<std::string>& argv);
+  Status start(const std::vector<std::string>& argv, const TeardownLock& held);
   Status accept_ranks(Listener& listener, int nranks);
   Error launch_error(const std::string& what);
   void kill_planned(const std::vector<std::string>& planned);
@@ -59,6 +61,8 @@ class LaunchedWorld {
   static RepeatedRun ended(Outcome outcome, std::string error);
 
   pid_t mpirun_ = -1;
+  std::uint64_t remembered_ = 0;  // the key of this world in the signal thread's list (interrupts.h)
+  std::vector<long> killed_;      // the processes stop() killed, whose segments finish() removes
   std::vector<ControlSocket> ranks_;
   std::vector<long> local_pids_;
   std::map<int, long> pids_;  // per rank, on this host (0: elsewhere)

@@ -38,10 +38,14 @@ class MpiWorld final : public World {
     MPI_Comm_dup(MPI_COMM_WORLD, &control_);
     MPI_Comm_rank(control_, &rank_);
     MPI_Comm_size(control_, &size_);
-    // The job name: rank 0's pid and time, the same everywhere.
+    // The job name, the same everywhere: the one a launching collcheck gave its world (its pid
+    // and the world's number, as in the world's directory), else rank 0's pid and time.
     std::uint64_t id[2] = {static_cast<std::uint64_t>(::getpid()), static_cast<std::uint64_t>(std::time(nullptr))};
     MPI_Bcast(id, 2, MPI_UINT64_T, 0, control_);
-    job_ = "mpi-" + std::to_string(id[0]) + "-" + std::to_string(id[1]);
+    const char* launched_job = std::getenv(kJobVariable);
+    job_ = launched_job != nullptr && *launched_job != '\0'
+               ? std::string(launched_job)
+               : "mpi-" + std::to_string(id[0]) + "-" + std::to_string(id[1]);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }

@@ -7,6 +7,10 @@
 
 namespace collcheck {
 
+// The variable through which a launching collcheck names the job of the world it launches
+// ("mpi-PID-N", PID its own, N the world's number), for the names of the world's segments.
+inline constexpr const char* kJobVariable = "COLLCHECK_JOB";
+
 // True when a launcher started this process as one rank of several (Open MPI, PMI, PMIx or
 // Slurm variables are set).
 bool launched_by_launcher();

@@ -1,0 +1,169 @@
+// Leftovers of worlds: the names of world directories and segments and the owner pid each one
+// carries, the sweep of those whose owner is dead, and the killing of a world's processes.
+#include "impls/worlds/leftovers.h"
+
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <thread>
+#include <utility>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace collcheck {
+namespace {
+
+bool all_digits(std::string_view text) {
+  return !text.empty() && text.size() < 19 && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+long number(std::string_view digits) {
+  long value = 0;
+  for (char c : digits) value = value * 10 + (c - '0');
+  return value;
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  for (std::size_t at = 0;;) {
+    const std::size_t next = text.find(separator, at);
+    parts.push_back(text.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at));
+    if (next == std::string_view::npos) return parts;
+    at = next + 1;
+  }
+}
+
+// No such process: ESRCH. A process of another user (EPERM) and a zombie still count as alive.
+bool dead(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+std::vector<std::filesystem::path> leftover_folders() {
+  std::vector<std::filesystem::path> folders = {world_base()};
+  if (folders.front() != "/tmp") folders.emplace_back("/tmp");
+  return folders;
+}
+
+// Removes every name in the folders whose owner `doomed` says must go.
+template <class Doomed>
+void remove_owned(Doomed doomed) {
+  for (const std::filesystem::path& folder : leftover_folders()) {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+      const long owner = owner_of(entry.path().filename().string());
+      std::error_code ignored;
+      if (owner > 0 && doomed(owner)) std::filesystem::remove_all(entry.path(), ignored);
+    }
+  }
+}
+
+// Parent of every process, from /proc/PID/stat: "PID (COMMAND) STATE PPID ...".
+std::multimap<long, long> children_by_parent() {
+  std::multimap<long, long> children;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (!all_digits(name)) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    const std::size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 4 >= stat.size()) continue;
+    const std::vector<std::string_view> fields = split(std::string_view(stat).substr(close + 2), ' ');
+    if (fields.size() > 1 && all_digits(fields[1])) children.emplace(number(fields[1]), number(name));
+  }
+  return children;
+}
+
+std::vector<long> descendants_of(long pid) {
+  const std::multimap<long, long> children = children_by_parent();
+  std::vector<long> found;
+  std::vector<long> parents = {pid};
+  while (!parents.empty()) {
+    const long parent = parents.back();
+    parents.pop_back();
+    for (auto [child, end] = children.equal_range(parent); child != end; ++child) {
+      found.push_back(child->second);
+      parents.push_back(child->second);
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+std::filesystem::path world_base() {
+  std::error_code error;
+  return std::filesystem::is_directory("/dev/shm", error) ? "/dev/shm" : "/tmp";
+}
+
+std::string segment_name(std::string_view job, int rank) {
+  std::string name = "collcheck-";
+  for (char c : job) name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
+  return name + "-" + std::to_string(rank) + "-pid" + std::to_string(::getpid());
+}
+
+long owner_of(std::string_view name) {
+  const std::vector<std::string_view> parts = split(name, '-');
+  if (parts.size() < 4 || parts[0] != "collcheck") return 0;
+  if (parts.size() == 4 && parts[1] == "world" && all_digits(parts[2]) && all_digits(parts[3])) return number(parts[2]);
+  const bool segment = parts.size() >= 5 && (parts[1] == "mpi" || parts[1] == "threads") && all_digits(parts[2]) &&
+                       all_digits(parts[3]) && all_digits(parts[4]);
+  if (segment && parts.size() == 5) return number(parts[2]);
+  if (segment && parts.size() == 6 && parts[5].starts_with("pid") && all_digits(parts[5].substr(3)))
+    return number(parts[5].substr(3));
+  return 0;
+}
+
+void sweep_leftovers() {
+  static bool swept = false;
+  if (std::exchange(swept, true)) return;
+  remove_owned([](long owner) { return dead(owner); });
+}
+
+void remove_segments_of(const std::vector<long>& pids) {
+  if (pids.empty()) return;
+  remove_owned([&](long owner) {
+    for (long pid : pids) {
+      if (pid == owner) return true;
+    }
+    return false;
+  });
+}
+
+std::vector<long> kill_world_processes(long mpirun, const std::vector<long>& ranks) {
+  std::vector<long> killed = descendants_of(mpirun);
+  killed.insert(killed.end(), ranks.begin(), ranks.end());
+  for (long pid : killed) {
+    if (pid <= 1) continue;
+    ::kill(static_cast<pid_t>(-pid), SIGKILL);
+    ::kill(static_cast<pid_t>(pid), SIGKILL);
+  }
+  ::kill(static_cast<pid_t>(-mpirun), SIGTERM);
+  return killed;
+}
+
+bool finish_off_launcher(long mpirun, double seconds) {
+  const auto reaped = [mpirun] {
+    int status = 0;
+    const pid_t done = ::waitpid(static_cast<pid_t>(mpirun), &status, WNOHANG);
+    return done == static_cast<pid_t>(mpirun) || (done < 0 && errno == ECHILD);
+  };
+  const auto wait_until = [&](std::chrono::steady_clock::time_point deadline) {
+    while (!reaped()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  if (wait_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(seconds))))
+    return true;
+  ::kill(static_cast<pid_t>(-mpirun), SIGKILL);
+  return wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(1));
+}
+
+}  // namespace collcheck

@@ -1,0 +1,43 @@
+// What worlds leave on a host while they run — processes below mpirun, world directories and
+// shared-memory segments, each name carrying its owner's pid — and how they are taken away: a
+// world's own at its teardown, and a sweep of what owners that are dead left behind.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace collcheck {
+
+// Where worlds keep their files: /dev/shm (tmpfs, as Open MPI wants for shared memory), else /tmp.
+std::filesystem::path world_base();
+
+// A segment's name (without the leading '/' of shm_open): "collcheck-JOB-RANK-pidPID", PID this
+// process, so that it can be removed by whoever outlives it.
+std::string segment_name(std::string_view job, int rank);
+
+// The pid that owns one of these names, 0 for any other name:
+//   collcheck-world-PID-N               a world directory; PID: the launching process
+//   collcheck-{mpi,threads}-A-B-R-pidPID  a segment; PID: the process that created it
+//   collcheck-{mpi,threads}-PID-B-R     a segment of older builds; PID: rank 0 (or the test)
+long owner_of(std::string_view name);
+
+// Removes from world_base() and /tmp every world directory and segment whose owner is dead (a
+// process killed before it could clean up); never one whose owner lives. Once per process.
+void sweep_leftovers();
+
+// Removes the segments, in world_base() and /tmp, created by any of `pids`.
+void remove_segments_of(const std::vector<long>& pids);
+
+// Starts taking a launched world down: every process below `mpirun` on this host, and `ranks`
+// (the pids its ranks reported), get SIGKILL with the process group each leads (Open MPI puts
+// every rank in a group of its own); mpirun's group gets SIGTERM, so that it stops its ranks on
+// other hosts. Returns every process killed. finish_off_launcher() ends the job.
+std::vector<long> kill_world_processes(long mpirun, const std::vector<long>& ranks);
+
+// Waits until `mpirun` (a child of this process) has exited or `seconds` have passed, then sends
+// SIGKILL to its process group; true when it had exited (and was reaped, here or elsewhere).
+bool finish_off_launcher(long mpirun, double seconds);
+
+}  // namespace collcheck
