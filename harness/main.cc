@@ -9,9 +9,9 @@
 #include "impls/worlds/interrupts.h"
 
 int main(int argc, char** argv) {
-  collcheck::take_down_on_signals();
   std::vector<std::string_view> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  collcheck::take_down_on_signals(/*quiet=*/!args.empty() && args.front() == "worker");
   const int status = collcheck::cli::run(args, std::cout, std::cerr);
   std::cout.flush();
   if (!std::cout) {

@@ -47,6 +47,7 @@ sigset_t stopping_signals() {
 }
 
 sigset_t original_mask;
+bool quiet_on_signals = false;
 
 // In a forked child (mpirun before its exec): the signals back as they were.
 void restore_signals_in_child() { pthread_sigmask(SIG_SETMASK, &original_mask, nullptr); }
@@ -69,13 +70,14 @@ const char* signal_name(int signal) {
   const int worlds = take_down_everything(held);
   const std::string words = std::string("collcheck: stopped by ") + signal_name(signal) +
                             (worlds > 0 ? "; " + std::to_string(worlds) + " launched world(s) taken down" : "") + "\n";
-  (void)!::write(STDERR_FILENO, words.data(), words.size());
+  if (!quiet_on_signals) (void)!::write(STDERR_FILENO, words.data(), words.size());
   ::_exit(128 + signal);
 }
 
 }  // namespace
 
-void take_down_on_signals() {
+void take_down_on_signals(bool quiet) {
+  quiet_on_signals = quiet;
   const sigset_t signals = stopping_signals();
   pthread_sigmask(SIG_BLOCK, &signals, &original_mask);
   static const bool once = [] {

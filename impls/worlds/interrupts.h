@@ -13,8 +13,9 @@ namespace collcheck {
 // Blocks SIGINT, SIGTERM and SIGHUP in this thread and in every thread started after it (a
 // forked child gets them back), and starts the thread that waits for them: on one it takes
 // everything remembered down, sends whatever this process prints from then on to /dev/null,
-// says so on stderr and exits with 128 + the signal (130, 143, 129). Call first in main().
-void take_down_on_signals();
+// says so on stderr (unless `quiet`: a worker, whose stderr is mpirun's log) and exits with
+// 128 + the signal (130, 143, 129). Call first in main().
+void take_down_on_signals(bool quiet);
 
 // What the signal thread takes down, under one lock. A launcher holds it across fork() and
 // remember_world(), so that a signal in between finds mpirun recorded, and a world cannot be
