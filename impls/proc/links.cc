@@ -77,6 +77,14 @@ class SegmentNames {
     paths_.push_back(path);
   }
 
+  // The segments of the other members on `host`, which those who outlive a member remove.
+  void add_others_on(const std::string& host, const std::vector<std::string>& hosts,
+                     const std::vector<std::string>& names, int rank) {
+    for (std::size_t q = 0; q < names.size(); ++q) {
+      if (q != static_cast<std::size_t>(rank) && hosts[q] == host) add(names[q]);
+    }
+  }
+
   void remove_all() {
     for (const std::string& path : paths_) {
       ::unlink(path.c_str());
@@ -238,8 +246,8 @@ Status connect_peers(World& world, ProcLinks links, Peers& peers) {
     peers.hosts.push_back(all[q].substr(0, newline));
     names[q] = all[q].substr(newline + 1);
     if (names[q].starts_with("!")) errors[q] = names[q].substr(1);
-    if (q != static_cast<std::size_t>(rank) && peers.hosts[q] == hostname) names_to_remove.add(names[q]);
   }
+  names_to_remove.add_others_on(hostname, peers.hosts, names, rank);
   peers.segments[static_cast<std::size_t>(rank)] = own;
   std::string error = first_error(errors);
   for (std::size_t q = 0; q < size && error.empty() && links == ProcLinks::Shm; ++q) {
