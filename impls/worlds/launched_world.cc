@@ -84,17 +84,9 @@ Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const Back
   std::string job;
   std::tie(directory_, job) = world_directory_and_job();
   log_ = directory_ + "/mpirun.log";
-  std::vector<std::string> argv = {"mpirun",
-                                   "-np",
-                                   std::to_string(nranks),
-                                   "--oversubscribe",
-                                   "--bind-to",
-                                   "none",
-                                   "--mca",
-                                   "btl_vader_backing_directory",
-                                   directory_,
-                                   "-x",
-                                   std::string(kJobVariable) + "=" + job};
+  std::vector<std::string> argv = {"mpirun", "-np",   std::to_string(nranks),        "--oversubscribe", "--bind-to",
+                                   "none",   "--mca", "btl_vader_backing_directory", directory_};
+  argv.insert(argv.end(), {"-x", std::string(kJobVariable) + "=" + job});
   for (const auto& [name, value] : spec.environment) {
     argv.push_back("-x");
     argv.push_back(name + "=" + value);
