@@ -17,6 +17,7 @@
 #include <utility>
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -144,10 +145,15 @@ void LaunchedWorld::fault_arguments(const RankBackendSpec& spec, std::vector<std
 }
 
 Status LaunchedWorld::start(const std::vector<std::string>& argv, const TeardownLock& held) {
+  const pid_t launcher = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) return Error{"--backend", std::string("fork: ") + std::strerror(errno)};
   if (child == 0) {
     ::setpgid(0, 0);
+    // If this launching thread dies (collcheck killed by SIGKILL), mpirun gets SIGTERM and stops
+    // its ranks, rather than leaving them waiting in MPI_Init for ever.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != launcher) ::_exit(1);
     ::setenv("TMPDIR", directory_.c_str(), 1);
     const int log = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (log >= 0) {
