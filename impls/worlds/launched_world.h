@@ -28,7 +28,8 @@ class LaunchedWorld {
   LaunchedWorld& operator=(const LaunchedWorld&) = delete;
   ~LaunchedWorld() { stop(false); }
 
-  // `faulty`: the world will run cases under fault plans.
+  // `faulty`: the world will run cases under fault plans. mpirun gets SIGTERM when the calling
+  // thread ends (PR_SET_PDEATHSIG): launch from a thread that outlives the world.
   Status launch(const RankBackendSpec& spec, int nranks, const BackendOptions& options, bool faulty);
 
   // A run left the world unusable: a rank stopped or killed by the plan, or a vendor's
