@@ -26,16 +26,14 @@ namespace collcheck {
 
 namespace {
 
-using generators::at;
 using generators::check;
+using generators::input;
+using generators::output;
 using generators::Piece;
 using generators::recv;
 using generators::recv_reduce;
+using generators::scratch;
 using generators::send;
-
-Range input(const Piece& piece) { return at(BufferKind::Input, piece.offset, piece.count); }
-Range output(const Piece& piece) { return at(BufferKind::Output, piece.offset, piece.count); }
-Range scratch(const Piece& piece) { return at(BufferKind::Scratch, piece.offset, piece.count); }
 
 }  // namespace
 

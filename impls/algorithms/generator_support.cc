@@ -69,6 +69,11 @@ void copy(Schedule& schedule, int participant, Range from, Range to, int channel
   schedule.copy(participant, from, to, channel);
 }
 
+void copy_alone(Schedule& schedule, std::size_t count) {
+  if (schedule.shape.in_place) return;
+  copy(schedule, 0, at(BufferKind::Input, 0, count), at(BufferKind::Output, 0, count), 0);
+}
+
 std::vector<Slice> block_ranges(const std::vector<int>& blocks, std::size_t block, const Piece& piece) {
   std::vector<Slice> out;
   if (piece.count == 0) return out;

@@ -59,6 +59,15 @@ inline Slice block_of(int b, std::size_t block, const Piece& piece) {
 inline Range at(BufferKind buffer, Slice where) { return Range{buffer, where.offset, where.count}; }
 inline Range at(BufferKind buffer, std::size_t offset, std::size_t count) { return Range{buffer, offset, count}; }
 
+// The elements of a piece in one of the participant's buffers.
+inline Range input(const Piece& piece) { return at(BufferKind::Input, piece.offset, piece.count); }
+inline Range output(const Piece& piece) { return at(BufferKind::Output, piece.offset, piece.count); }
+inline Range scratch(const Piece& piece) { return at(BufferKind::Scratch, piece.offset, piece.count); }
+
+// A single rank's schedule: its whole input of `count` elements copied into its output, where
+// out of place and non-empty.
+void copy_alone(Schedule& schedule, std::size_t count);
+
 // The largest power of two at most n (n >= 1), and the number of doublings of 1 that reach n.
 int floor_power_of_two(int n);
 int ceil_log2(int n);

@@ -45,6 +45,7 @@ namespace {
 using generators::at;
 using generators::block_ranges;
 using generators::check;
+using generators::copy_alone;
 using generators::Piece;
 using generators::recv;
 using generators::recv_reduce;
@@ -69,15 +70,99 @@ Halves halve(Interval held, int v, int distance) {
   return (v & distance) != 0 ? Halves{upper, lower} : Halves{lower, upper};
 }
 
+// All-reduce's blocks: the elements of one piece cut into `nblocks` (p) blocks.
+struct PieceBlocks {
+  Piece piece;
+  int nblocks;
+
+  // The elements of blocks [lo, hi) of the piece: one contiguous range.
+  Slice of(Interval interval) const {
+    const auto parts = static_cast<std::size_t>(nblocks);
+    const std::size_t begin = slice(piece.count, parts, static_cast<std::size_t>(interval.lo)).offset;
+    const std::size_t end =
+        interval.hi < nblocks ? slice(piece.count, parts, static_cast<std::size_t>(interval.hi)).offset : piece.count;
+    return Slice{piece.offset + begin, end - begin};
+  }
+};
+
+// All-reduce's recursive halving at rank r < p, its partial reduction starting in `partial`:
+// it ends holding the complete reduction of block r, in its output.
+void recursive_halving(Schedule& schedule, const PieceBlocks& blocks, int r, BufferKind partial) {
+  const int channel = blocks.piece.channel;
+  Interval held{0, blocks.nblocks};
+  for (int distance = blocks.nblocks / 2; distance >= 1; distance /= 2) {
+    const int partner = r ^ distance;
+    const Halves halves = halve(held, r, distance);
+    const Slice give = blocks.of(halves.give);
+    const Slice keep = blocks.of(halves.keep);
+    if (give.count > 0) send(schedule, r, partner, at(partial, give), channel);
+    if (keep.count > 0) recv_reduce(schedule, r, partner, at(partial, keep), at(BufferKind::Output, keep), channel);
+    partial = BufferKind::Output;
+    held = halves.keep;
+  }
+  check(held.lo == r && held.hi == r + 1, "halving leaves rank v with block v");
+}
+
+// All-reduce's recursive doubling at rank r < p: its complete blocks [base, base + d) go to its
+// partner, whose come back, until all p blocks are everywhere.
+void recursive_doubling(Schedule& schedule, const PieceBlocks& blocks, int r) {
+  const int channel = blocks.piece.channel;
+  for (int distance = 1; distance < blocks.nblocks; distance *= 2) {
+    const int partner = r ^ distance;
+    const Slice mine = blocks.of({r & ~(distance - 1), (r & ~(distance - 1)) + distance});
+    const Slice theirs = blocks.of({partner & ~(distance - 1), (partner & ~(distance - 1)) + distance});
+    if (mine.count > 0) send(schedule, r, partner, at(BufferKind::Output, mine), channel);
+    if (theirs.count > 0) recv(schedule, r, partner, at(BufferKind::Output, theirs), channel);
+  }
+}
+
+// Reduce-scatter's `groups`: group v is block v and, for a partner of an extra rank, block p+v.
+struct Groups {
+  int nblocks;  // p
+  int extra;
+
+  // The blocks of groups [lo, hi): blocks lo..hi-1, then p+lo.. for those below n.
+  std::vector<int> blocks(Interval interval) const {
+    std::vector<int> out;
+    for (int v = interval.lo; v < interval.hi; ++v) out.push_back(v);
+    for (int v = interval.lo; v < interval.hi && v < extra; ++v) out.push_back(nblocks + v);
+    return out;
+  }
+};
+
+// Reduce-scatter's recursive halving of one piece at rank r < p over intervals of groups, its
+// partial reductions starting in `partial`; the last round reduces block r into the output.
+void recursive_halving(Schedule& schedule, const Groups& groups, const Piece& piece, std::size_t count, int r,
+                       BufferKind partial) {
+  const int channel = piece.channel;
+  const Range own_output = at(BufferKind::Output, piece.offset, piece.count);
+  const Slice own_block = block_ranges({r}, count, piece).front();
+  Interval held{0, groups.nblocks};
+  for (int distance = groups.nblocks / 2; distance >= 1; distance /= 2) {
+    const int partner = r ^ distance;
+    const Halves halves = halve(held, r, distance);
+    for (Slice range : block_ranges(groups.blocks(halves.give), count, piece)) {
+      send(schedule, r, partner, at(partial, range), channel);
+    }
+    for (Slice range : block_ranges(groups.blocks(halves.keep), count, piece)) {
+      // The last round completes the rank's own block: straight into the output.
+      const bool own = distance == 1 && range.offset == own_block.offset;
+      check(!own || range.count == own_block.count, "the own block travels alone in the last round");
+      recv_reduce(schedule, r, partner, at(partial, range), own ? own_output : at(BufferKind::Scratch, range), channel);
+    }
+    partial = BufferKind::Scratch;
+    held = halves.keep;
+  }
+  check(held.lo == r && held.hi == r + 1, "halving leaves rank v with group v");
+}
+
 }  // namespace
 
 Schedule rhd_allreduce(const Case& shape, const Knobs& knobs) {
   Schedule schedule = generators::start(shape, "rhd");
   const int n = shape.nranks;
   if (n == 1) {
-    if (!shape.in_place) {
-      generators::copy(schedule, 0, at(BufferKind::Input, 0, shape.count), at(BufferKind::Output, 0, shape.count), 0);
-    }
+    copy_alone(schedule, shape.count);
     return schedule;
   }
   const int p = generators::floor_power_of_two(n);
@@ -86,14 +171,7 @@ Schedule rhd_allreduce(const Case& shape, const Knobs& knobs) {
     const int channel = piece.channel;
     const Range whole_input = at(BufferKind::Input, piece.offset, piece.count);
     const Range whole_output = at(BufferKind::Output, piece.offset, piece.count);
-    // The elements of blocks [lo, hi) of this piece: one contiguous range.
-    auto blocks = [&](Interval interval) {
-      const auto parts = static_cast<std::size_t>(p);
-      const std::size_t begin = slice(piece.count, parts, static_cast<std::size_t>(interval.lo)).offset;
-      const std::size_t end =
-          interval.hi < p ? slice(piece.count, parts, static_cast<std::size_t>(interval.hi)).offset : piece.count;
-      return Slice{piece.offset + begin, end - begin};
-    };
+    const PieceBlocks blocks{piece, p};
     for (int r = 0; r < n; ++r) {
       if (r >= p) {
         send(schedule, r, r - p, whole_input, channel);
@@ -106,27 +184,8 @@ Schedule rhd_allreduce(const Case& shape, const Knobs& knobs) {
         recv_reduce(schedule, r, p + r, whole_input, whole_output, channel);
         partial = BufferKind::Output;
       }
-      // Recursive halving.
-      Interval held{0, p};
-      for (int distance = p / 2; distance >= 1; distance /= 2) {
-        const int partner = r ^ distance;
-        const Halves halves = halve(held, r, distance);
-        const Slice give = blocks(halves.give);
-        const Slice keep = blocks(halves.keep);
-        if (give.count > 0) send(schedule, r, partner, at(partial, give), channel);
-        if (keep.count > 0) recv_reduce(schedule, r, partner, at(partial, keep), at(BufferKind::Output, keep), channel);
-        partial = BufferKind::Output;
-        held = halves.keep;
-      }
-      check(held.lo == r && held.hi == r + 1, "halving leaves rank v with block v");
-      // Recursive doubling.
-      for (int distance = 1; distance < p; distance *= 2) {
-        const int partner = r ^ distance;
-        const Slice mine = blocks({r & ~(distance - 1), (r & ~(distance - 1)) + distance});
-        const Slice theirs = blocks({partner & ~(distance - 1), (partner & ~(distance - 1)) + distance});
-        if (mine.count > 0) send(schedule, r, partner, at(BufferKind::Output, mine), channel);
-        if (theirs.count > 0) recv(schedule, r, partner, at(BufferKind::Output, theirs), channel);
-      }
+      recursive_halving(schedule, blocks, r, partial);
+      recursive_doubling(schedule, blocks, r);
       if (r < extra) send(schedule, r, p + r, whole_output, channel);
     }
   }
@@ -138,9 +197,7 @@ Schedule rhd_reducescatter(const Case& shape, const Knobs& knobs) {
   const int n = shape.nranks;
   const std::size_t count = shape.count;  // one block
   if (n == 1) {
-    if (!shape.in_place) {
-      generators::copy(schedule, 0, at(BufferKind::Input, 0, count), at(BufferKind::Output, 0, count), 0);
-    }
+    copy_alone(schedule, count);
     return schedule;
   }
   const int p = generators::floor_power_of_two(n);
@@ -149,25 +206,18 @@ Schedule rhd_reducescatter(const Case& shape, const Knobs& knobs) {
     schedule.participants[static_cast<std::size_t>(r)].scratch = static_cast<std::size_t>(n) * count;
   }
 
-  // The blocks of groups [lo, hi): blocks lo..hi-1, then p+lo.. for those below n.
-  auto groups = [&](Interval interval) {
-    std::vector<int> out;
-    for (int v = interval.lo; v < interval.hi; ++v) out.push_back(v);
-    for (int v = interval.lo; v < interval.hi && v < extra; ++v) out.push_back(p + v);
-    return out;
-  };
-  const std::vector<int> every_block = groups({0, p});
+  const Groups groups{p, extra};
+  const std::vector<int> every_block = groups.blocks({0, p});
   check(static_cast<int>(every_block.size()) == n, "the groups hold every block once");
 
   for (const Piece& piece : generators::pieces(count, knobs)) {
     const int channel = piece.channel;
-    const Range own_output = at(BufferKind::Output, piece.offset, piece.count);
     for (int r = 0; r < n; ++r) {
       if (r >= p) {
         for (Slice range : block_ranges(every_block, count, piece)) {
           send(schedule, r, r - p, at(BufferKind::Input, range), channel);
         }
-        recv(schedule, r, r - p, own_output, channel);
+        recv(schedule, r, r - p, at(BufferKind::Output, piece.offset, piece.count), channel);
         continue;
       }
       BufferKind partial = BufferKind::Input;
@@ -177,25 +227,7 @@ Schedule rhd_reducescatter(const Case& shape, const Knobs& knobs) {
         }
         partial = BufferKind::Scratch;
       }
-      Interval held{0, p};
-      const Slice own_block = block_ranges({r}, count, piece).front();
-      for (int distance = p / 2; distance >= 1; distance /= 2) {
-        const int partner = r ^ distance;
-        const Halves halves = halve(held, r, distance);
-        for (Slice range : block_ranges(groups(halves.give), count, piece)) {
-          send(schedule, r, partner, at(partial, range), channel);
-        }
-        for (Slice range : block_ranges(groups(halves.keep), count, piece)) {
-          // The last round completes the rank's own block: straight into the output.
-          const bool own = distance == 1 && range.offset == own_block.offset;
-          check(!own || range.count == own_block.count, "the own block travels alone in the last round");
-          recv_reduce(schedule, r, partner, at(partial, range), own ? own_output : at(BufferKind::Scratch, range),
-                      channel);
-        }
-        partial = BufferKind::Scratch;
-        held = halves.keep;
-      }
-      check(held.lo == r && held.hi == r + 1, "halving leaves rank v with group v");
+      recursive_halving(schedule, groups, piece, count, r, partial);
       if (r < extra) {
         send(schedule, r, p + r, at(BufferKind::Scratch, block_ranges({p + r}, count, piece).front()), channel);
       }

@@ -36,6 +36,7 @@ namespace {
 
 using generators::at;
 using generators::check;
+using generators::copy_alone;
 using generators::modulo;
 using generators::recv;
 using generators::recv_reduce;
@@ -48,10 +49,62 @@ Slice chunk_of_block(Slice part, int n, int b, std::size_t chunk, std::size_t k)
   return Slice{part.offset + block.offset + piece.offset, piece.count};
 }
 
-// A single rank's whole input into its output, where out of place and non-empty.
-void copy_alone(Schedule& schedule, std::size_t count) {
-  if (schedule.shape.in_place) return;
-  generators::copy(schedule, 0, at(BufferKind::Input, 0, count), at(BufferKind::Output, 0, count), 0);
+// All-reduce's chunks of one `round` of one channel: the channel's `part` cut into n blocks.
+struct RingChunks {
+  Slice part;
+  int nranks;
+  std::size_t chunk;
+  std::size_t round;
+
+  // This round's chunk of block b (any b: taken mod n), as offsets into the whole buffer.
+  Slice of_block(int b) const { return chunk_of_block(part, nranks, modulo(b, nranks), chunk, round); }
+};
+
+// The rounds of a channel owning `part`: its block 0 is the largest, so it has the most chunks.
+std::size_t rounds_of(Slice part, int n, std::size_t chunk) {
+  return generators::chunk_count(slice(part.count, static_cast<std::size_t>(n), 0).count, chunk);
+}
+
+// At most four steps per round and step of the ring; reserving spares large rings a regrowth.
+void reserve_ring_steps(Schedule& schedule, const Knobs& knobs) {
+  const int n = schedule.shape.nranks;
+  std::size_t most_steps = 0;
+  for (int channel = 0; channel < knobs.channels; ++channel) {
+    const Slice part =
+        slice(schedule.shape.count, static_cast<std::size_t>(knobs.channels), static_cast<std::size_t>(channel));
+    most_steps += rounds_of(part, n, knobs.chunk) * 4 * static_cast<std::size_t>(n - 1);
+  }
+  for (Participant& participant : schedule.participants) participant.steps.reserve(most_steps);
+}
+
+// All-reduce's reduce-scatter phase for rank r: block r-s goes to `next`, block r-s-1 comes
+// from `previous` and is reduced with the rank's input.
+void reduce_scatter_phase(Schedule& schedule, const RingChunks& chunks, int r, int channel) {
+  const int n = chunks.nranks;
+  const int next = modulo(r + 1, n);
+  const int previous = modulo(r - 1, n);
+  for (int s = 0; s < n - 1; ++s) {
+    const Slice sent = chunks.of_block(r - s);
+    // Step 0 sends the rank's own input; later steps forward the partial it just made.
+    if (sent.count > 0) send(schedule, r, next, at(s == 0 ? BufferKind::Input : BufferKind::Output, sent), channel);
+    const Slice received = chunks.of_block(r - s - 1);
+    if (received.count > 0) {
+      recv_reduce(schedule, r, previous, at(BufferKind::Input, received), at(BufferKind::Output, received), channel);
+    }
+  }
+}
+
+// All-reduce's all-gather phase for rank r: it starts from its complete block r+1.
+void all_gather_phase(Schedule& schedule, const RingChunks& chunks, int r, int channel) {
+  const int n = chunks.nranks;
+  const int next = modulo(r + 1, n);
+  const int previous = modulo(r - 1, n);
+  for (int s = 0; s < n - 1; ++s) {
+    const Slice sent = chunks.of_block(r + 1 - s);
+    if (sent.count > 0) send(schedule, r, next, at(BufferKind::Output, sent), channel);
+    const Slice received = chunks.of_block(r - s);
+    if (received.count > 0) recv(schedule, r, previous, at(BufferKind::Output, received), channel);
+  }
 }
 
 }  // namespace
@@ -63,45 +116,15 @@ Schedule ring_allreduce(const Case& shape, const Knobs& knobs) {
     copy_alone(schedule, shape.count);
     return schedule;
   }
-  const auto channels = static_cast<std::size_t>(knobs.channels);
-  // Block 0 of a channel is the largest, so it has the most chunks: the channel's rounds.
-  auto rounds_of = [&](int channel) {
-    const Slice part = slice(shape.count, channels, static_cast<std::size_t>(channel));
-    return generators::chunk_count(slice(part.count, static_cast<std::size_t>(n), 0).count, knobs.chunk);
-  };
-  // At most four steps per round and step of the ring; reserving spares large rings a regrowth.
-  std::size_t most_steps = 0;
+  reserve_ring_steps(schedule, knobs);
   for (int channel = 0; channel < knobs.channels; ++channel) {
-    most_steps += rounds_of(channel) * 4 * static_cast<std::size_t>(n - 1);
-  }
-  for (Participant& participant : schedule.participants) participant.steps.reserve(most_steps);
-  for (int channel = 0; channel < knobs.channels; ++channel) {
-    const Slice part = slice(shape.count, channels, static_cast<std::size_t>(channel));
-    const std::size_t rounds = rounds_of(channel);
+    const Slice part = slice(shape.count, static_cast<std::size_t>(knobs.channels), static_cast<std::size_t>(channel));
+    const std::size_t rounds = rounds_of(part, n, knobs.chunk);
     for (std::size_t round = 0; round < rounds; ++round) {
+      const RingChunks chunks{part, n, knobs.chunk, round};
       for (int r = 0; r < n; ++r) {
-        const int next = modulo(r + 1, n);
-        const int previous = modulo(r - 1, n);
-        // Reduce-scatter phase.
-        for (int s = 0; s < n - 1; ++s) {
-          const Slice sent = chunk_of_block(part, n, modulo(r - s, n), knobs.chunk, round);
-          // Step 0 sends the rank's own input; later steps forward the partial it just made.
-          if (sent.count > 0) {
-            send(schedule, r, next, at(s == 0 ? BufferKind::Input : BufferKind::Output, sent), channel);
-          }
-          const Slice received = chunk_of_block(part, n, modulo(r - s - 1, n), knobs.chunk, round);
-          if (received.count > 0) {
-            recv_reduce(schedule, r, previous, at(BufferKind::Input, received), at(BufferKind::Output, received),
-                        channel);
-          }
-        }
-        // All-gather phase: rank r starts from its complete block r+1.
-        for (int s = 0; s < n - 1; ++s) {
-          const Slice sent = chunk_of_block(part, n, modulo(r + 1 - s, n), knobs.chunk, round);
-          if (sent.count > 0) send(schedule, r, next, at(BufferKind::Output, sent), channel);
-          const Slice received = chunk_of_block(part, n, modulo(r - s, n), knobs.chunk, round);
-          if (received.count > 0) recv(schedule, r, previous, at(BufferKind::Output, received), channel);
-        }
+        reduce_scatter_phase(schedule, chunks, r, channel);
+        all_gather_phase(schedule, chunks, r, channel);
       }
     }
   }

@@ -48,6 +48,59 @@ Status validate_ranges(const Schedule& s, int p, int index, const Step& step, st
   return Ok{};
 }
 
+// One step on its own: its peer, the steps it waits for, its ranges.
+Status validate_step(const Schedule& s, int p, int index, const Step& step, std::size_t slack) {
+  if (step.sends() || step.receives()) {
+    if (step.peer < 0 || step.peer >= s.nparticipants() || step.peer == p) {
+      return step_error(s, p, index, "peer " + std::to_string(step.peer) + " is not another participant");
+    }
+  }
+  for (int earlier : step.after) {
+    if (earlier < 0 || earlier >= index) {
+      return step_error(s, p, index, "waits for step " + std::to_string(earlier) + ", not an earlier step");
+    }
+  }
+  return validate_ranges(s, p, index, step, slack);
+}
+
+// Messages per (from, to, channel), in order: the counts of the sends, or of the receives.
+using Messages = std::map<std::tuple<int, int, int>, std::vector<std::size_t>>;
+
+// Every send has a receive of the same count, in order, on its link and channel.
+Status validate_sends_received(const Schedule& s, const Messages& sent, const Messages& received) {
+  const std::vector<std::size_t> none;
+  for (const auto& [key, counts] : sent) {
+    const auto& [from, to, channel] = key;
+    const auto found = received.find(key);
+    const std::vector<std::size_t>& matched = found == received.end() ? none : found->second;
+    const std::string link =
+        participant_name(s, from) + " -> " + participant_name(s, to) + " on channel " + std::to_string(channel);
+    if (matched.size() != counts.size()) {
+      return Error{"schedule", link + ": " + std::to_string(counts.size()) + " sends but " +
+                                   std::to_string(matched.size()) + " receives"};
+    }
+    for (std::size_t k = 0; k < counts.size(); ++k) {
+      if (counts[k] != matched[k]) {
+        return Error{"schedule", link + ": message " + std::to_string(k) + " sends " + std::to_string(counts[k]) +
+                                     " elements but the receive takes " + std::to_string(matched[k])};
+      }
+    }
+  }
+  return Ok{};
+}
+
+// No receive waits on a link and channel that never sends.
+Status validate_receives_sent(const Schedule& s, const Messages& sent, const Messages& received) {
+  for (const auto& [key, counts] : received) {
+    if (!sent.contains(key) && !counts.empty()) {
+      const auto& [from, to, channel] = key;
+      return Error{"schedule", participant_name(s, to) + " receives from " + participant_name(s, from) +
+                                   " on channel " + std::to_string(channel) + ", which never sends"};
+    }
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 std::string_view name(BufferKind kind) {
@@ -112,8 +165,8 @@ Status validate(const Schedule& s, std::size_t slack) {
     return Error{"schedule",
                  std::to_string(s.nparticipants()) + " participants for " + std::to_string(s.nranks()) + " ranks"};
   }
-  // Messages per (from, to, channel), in order: counts of the sends and of the receives.
-  std::map<std::tuple<int, int, int>, std::vector<std::size_t>> sent, received;
+  Messages sent;
+  Messages received;
   for (int p = 0; p < s.nparticipants(); ++p) {
     const Participant& participant = s.participants[static_cast<std::size_t>(p)];
     if ((p < s.nranks()) == participant.is_switch) {
@@ -121,46 +174,15 @@ Status validate(const Schedule& s, std::size_t slack) {
     }
     for (int index = 0; index < static_cast<int>(participant.steps.size()); ++index) {
       const Step& step = participant.steps[static_cast<std::size_t>(index)];
-      if (step.sends() || step.receives()) {
-        if (step.peer < 0 || step.peer >= s.nparticipants() || step.peer == p) {
-          return step_error(s, p, index, "peer " + std::to_string(step.peer) + " is not another participant");
-        }
-      }
-      for (int earlier : step.after) {
-        if (earlier < 0 || earlier >= index) {
-          return step_error(s, p, index, "waits for step " + std::to_string(earlier) + ", not an earlier step");
-        }
-      }
-      Status ranges = validate_ranges(s, p, index, step, slack);
-      if (!ranges) return ranges;
+      Status valid = validate_step(s, p, index, step, slack);
+      if (!valid) return valid;
       if (step.sends()) sent[{p, step.peer, step.channel}].push_back(step.from.count);
       if (step.receives()) received[{step.peer, p, step.channel}].push_back(step.to.count);
     }
   }
-  for (const auto& [key, counts] : sent) {
-    const auto& [from, to, channel] = key;
-    const std::vector<std::size_t>& matched = received[key];
-    const std::string link =
-        participant_name(s, from) + " -> " + participant_name(s, to) + " on channel " + std::to_string(channel);
-    if (matched.size() != counts.size()) {
-      return Error{"schedule", link + ": " + std::to_string(counts.size()) + " sends but " +
-                                   std::to_string(matched.size()) + " receives"};
-    }
-    for (std::size_t k = 0; k < counts.size(); ++k) {
-      if (counts[k] != matched[k]) {
-        return Error{"schedule", link + ": message " + std::to_string(k) + " sends " + std::to_string(counts[k]) +
-                                     " elements but the receive takes " + std::to_string(matched[k])};
-      }
-    }
-  }
-  for (const auto& [key, counts] : received) {
-    if (!sent.contains(key) && !counts.empty()) {
-      const auto& [from, to, channel] = key;
-      return Error{"schedule", participant_name(s, to) + " receives from " + participant_name(s, from) +
-                                   " on channel " + std::to_string(channel) + ", which never sends"};
-    }
-  }
-  return Ok{};
+  Status matched = validate_sends_received(s, sent, received);
+  if (!matched) return matched;
+  return validate_receives_sent(s, sent, received);
 }
 
 std::string describe(const Schedule& s, int p, int index) {
