@@ -253,6 +253,41 @@ void print_replayed_run(const Case& c, const Backend& backend, const RepeatedRun
   }
 }
 
+// Replay's arguments: the options with their values, and the case, the one argument that is
+// neither an option nor an option's value. False, said on `err`, when there are two cases.
+bool split_replay_arguments(std::span<const std::string_view> raw, std::vector<std::string_view>& options,
+                            std::string_view& case_text, std::ostream& err) {
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i].starts_with("--")) {
+      options.push_back(raw[i]);
+      if (raw[i].find('=') == std::string_view::npos && i + 1 < raw.size()) options.push_back(raw[++i]);
+    } else if (case_text.empty()) {
+      case_text = raw[i];
+    } else {
+      err << "collcheck replay: '" << raw[i] << "': one case only (the first was '" << case_text << "')\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+// Checks every property (or `only` one) on the replayed run and prints a line each; true when
+// none failed.
+bool print_property_checks(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context,
+                           const Property* only, std::ostream& out) {
+  bool failed = false;
+  for (const Property& property : all_properties()) {
+    if (only && only != &property) continue;
+    const PropertyResult result = property.check(c, backend, base, context);
+    out << (result.skipped ? "skipped "
+            : result.ok    ? "held    "
+                           : "FAILED  ")
+        << property.name << (result.detail.empty() ? "" : ": " + result.detail) << "\n";
+    failed |= !result.ok;
+  }
+  return !failed;
+}
+
 }  // namespace
 
 const CommandHelp& check_help() {
@@ -321,20 +356,9 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
 }
 
 int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
-  // The case is the one argument that is neither an option nor an option's value.
   std::vector<std::string_view> options;
   std::string_view case_text;
-  for (std::size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i].starts_with("--")) {
-      options.push_back(raw[i]);
-      if (raw[i].find('=') == std::string_view::npos && i + 1 < raw.size()) options.push_back(raw[++i]);
-    } else if (case_text.empty()) {
-      case_text = raw[i];
-    } else {
-      err << "collcheck replay: '" << raw[i] << "': one case only (the first was '" << case_text << "')\n";
-      return kUsageError;
-    }
-  }
+  if (!split_replay_arguments(raw, options, case_text, err)) return kUsageError;
   Result<Arguments> args = Arguments::parse(options, kReplayOptions);
   if (!args) {
     err << "collcheck replay: " << args.error().text() << '\n';
@@ -372,17 +396,7 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
   }
   const RepeatedRun base = backend.run(*c, context.run_options(*schedule_seed));
   print_replayed_run(*c, backend, base, context, out);
-  bool failed = false;
-  for (const Property& property : all_properties()) {
-    if (only && only != &property) continue;
-    const PropertyResult result = property.check(*c, backend, base, context);
-    out << (result.skipped ? "skipped "
-            : result.ok    ? "held    "
-                           : "FAILED  ")
-        << property.name << (result.detail.empty() ? "" : ": " + result.detail) << "\n";
-    failed |= !result.ok;
-  }
-  return failed ? 1 : 0;
+  return print_property_checks(*c, backend, base, context, only, out) ? 0 : 1;
 }
 
 }  // namespace collcheck::cli

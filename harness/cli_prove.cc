@@ -164,6 +164,32 @@ void print_bands(const Algorithm& algorithm, const std::vector<Band>& bands, std
   table.print(out);
 }
 
+// Proves every shape of the sweep for one algorithm, band by band of rank counts; the failures
+// are appended to `failures`.
+std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep, std::vector<Failure>& failures) {
+  std::vector<Band> bands;
+  for (std::uint64_t n : sweep.ranks) {
+    if (bands.empty() || bands.back().label != band_of(n)) bands.push_back(Band{band_of(n)});
+    const std::vector<std::size_t> counts = sweep.counts.empty()
+                                                ? awkward_counts(n, sweep.knobs.chunk)
+                                                : std::vector<std::size_t>(sweep.counts.begin(), sweep.counts.end());
+    for (std::size_t count : counts) {
+      for (int root : roots_for(algorithm.collective, static_cast<int>(n), sweep.all_roots)) {
+        for (bool in_place : sweep.layouts) {
+          Case shape;
+          shape.collective = algorithm.collective;
+          shape.count = count;
+          shape.nranks = static_cast<int>(n);
+          shape.root = root;
+          shape.in_place = in_place;
+          prove_one(algorithm, shape, sweep.knobs, bands.back(), failures);
+        }
+      }
+    }
+  }
+  return bands;
+}
+
 }  // namespace
 
 const CommandHelp& prove_help() {
@@ -192,26 +218,7 @@ int run_prove(std::span<const std::string_view> raw, std::ostream& out, std::ost
   std::vector<Failure> failures;
   std::size_t total = 0;
   for (const Algorithm* algorithm : sweep->algorithms) {
-    std::vector<Band> bands;
-    for (std::uint64_t n : sweep->ranks) {
-      if (bands.empty() || bands.back().label != band_of(n)) bands.push_back(Band{band_of(n)});
-      const std::vector<std::size_t> counts =
-          sweep->counts.empty() ? awkward_counts(n, sweep->knobs.chunk)
-                                : std::vector<std::size_t>(sweep->counts.begin(), sweep->counts.end());
-      for (std::size_t count : counts) {
-        for (int root : roots_for(algorithm->collective, static_cast<int>(n), sweep->all_roots)) {
-          for (bool in_place : sweep->layouts) {
-            Case shape;
-            shape.collective = algorithm->collective;
-            shape.count = count;
-            shape.nranks = static_cast<int>(n);
-            shape.root = root;
-            shape.in_place = in_place;
-            prove_one(*algorithm, shape, sweep->knobs, bands.back(), failures);
-          }
-        }
-      }
-    }
+    const std::vector<Band> bands = prove_algorithm(*algorithm, *sweep, failures);
     print_bands(*algorithm, bands, out);
     for (const Band& band : bands) total += band.cases;
   }

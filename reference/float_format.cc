@@ -171,7 +171,9 @@ std::uint64_t encode(const FloatFormat& format, double value, Saturation saturat
     quanta = implicit_one;
     ++binade;
   }
-  const auto field = static_cast<std::uint64_t>(binade + format.bias);
+  // The biased exponent is at least 1 (binade >= min_exponent()), a small int: no overflow.
+  const int biased_exponent = binade + format.bias;
+  const auto field = static_cast<std::uint64_t>(biased_exponent);
   const std::uint64_t mantissa = quanta - implicit_one;
   if (field > top_field(format) || (field == top_field(format) && mantissa > largest_mantissa(format))) {
     return sign | overflow;

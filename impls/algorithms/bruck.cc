@@ -17,7 +17,7 @@ namespace collcheck {
 // Then in the round of `distance` d (1, 2, 4, ... below n) every index j with bit d set moves d
 // ranks on: rank r packs those blocks into one message to r+d, and unpacks the message from
 // r-d into the same indices. After all rounds an index j has travelled exactly j ranks, so
-// rank r's index j holds the block rank r-j meant for it; the final rotation copies it to
+// rank r's index j holds the block rank r-j meant for it; the `final rotation` copies it to
 // output block r-j. Each round moves about half the data in one message: ceil(log2 n)
 // messages instead of n-1, for any n. A round that moves one index sends it without packing.
 //   In place the rotation reads the whole input into scratch before anything is written; the
@@ -107,7 +107,8 @@ void rotation(Schedule& schedule, const PieceInScratch& place, int r) {
 
 // The round of `distance` at rank r: its `indices` packed into one message to r+d, the message
 // from r-d unpacked into the same indices (one index travels without packing).
-void round_of(Schedule& schedule, const PieceInScratch& place, int r, int distance, const std::vector<int>& indices) {
+void round_of_distance(Schedule& schedule, const PieceInScratch& place, int r, int distance,
+                       const std::vector<int>& indices) {
   const int n = schedule.shape.nranks;
   const int channel = place.piece.channel;
   const int to = modulo(r + distance, n);
@@ -128,8 +129,8 @@ void round_of(Schedule& schedule, const PieceInScratch& place, int r, int distan
   }
 }
 
-// The final (inverse) rotation: index j came from rank r-j.
-void inverse_rotation(Schedule& schedule, const PieceInScratch& place, int r) {
+// The final rotation: index j came from rank r-j.
+void final_rotation(Schedule& schedule, const PieceInScratch& place, int r) {
   const int n = schedule.shape.nranks;
   for (int j = 1; j < n; ++j) {
     generators::copy(schedule, r, place.rotated(j),
@@ -156,8 +157,9 @@ Schedule bruck_alltoall(const Case& shape, const Knobs& knobs) {
     const PieceInScratch place{piece, shape.count, areas.staging[c], areas.staging[c] + areas.most * areas.largest[c]};
     for (int r = 0; r < n; ++r) {
       rotation(schedule, place, r);
-      for (std::size_t round = 0; round < moved.size(); ++round) round_of(schedule, place, r, 1 << round, moved[round]);
-      inverse_rotation(schedule, place, r);
+      for (std::size_t round = 0; round < moved.size(); ++round)
+        round_of_distance(schedule, place, r, 1 << round, moved[round]);
+      final_rotation(schedule, place, r);
     }
   }
   return schedule;

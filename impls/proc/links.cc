@@ -276,6 +276,46 @@ Status connect_peers(World& world, ProcLinks links, Peers& peers) {
   return Error{"proc", error};
 }
 
+ssize_t read_part(Connection& c, std::string& error) {
+  const bool in_header = c.header_got < sizeof c.header;
+  char* at = in_header ? reinterpret_cast<char*>(&c.header) + c.header_got
+                       : reinterpret_cast<char*>(c.payload.data()) + c.payload_got;
+  const std::size_t want = in_header ? sizeof c.header - c.header_got : c.header.piece.bytes - c.payload_got;
+  if (want == 0) return 0;
+  for (;;) {
+    const ssize_t n = ::recv(c.fd, at, want, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return -1;
+    if (n <= 0) {
+      error = n == 0 ? "rank " + std::to_string(c.peer) + " closed its connection"
+                     : system_error("reading from rank " + std::to_string(c.peer));
+      ::close(c.fd);
+      c.fd = -1;
+      return -1;
+    }
+    return n;
+  }
+}
+
+bool advance_frame(Connection& c, std::vector<std::vector<std::byte>>& spare, std::size_t bytes, std::string& error) {
+  if (c.header_got == sizeof c.header) {
+    c.payload_got += bytes;
+    return true;
+  }
+  c.header_got += bytes;
+  if (c.header_got < sizeof c.header) return true;
+  if (c.header.piece.bytes > kProcSlotBytes) {
+    error = "a frame of " + std::to_string(c.header.piece.bytes) + " bytes from rank " + std::to_string(c.peer);
+    return false;
+  }
+  if (spare.empty()) spare.emplace_back();
+  c.payload = std::move(spare.back());
+  spare.pop_back();
+  c.payload.resize(c.header.piece.bytes);
+  c.payload_got = 0;
+  return true;
+}
+
 bool write_some(Connection& c, std::string& error) {
   bool progressed = false;
   while (c.out_sent < c.out.size()) {

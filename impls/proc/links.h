@@ -118,45 +118,24 @@ std::string system_error(const std::string& what);
 Status connect_peers(World& world, ProcLinks links, Peers& peers);
 void close_peers(Peers& peers);
 
+// One read, without blocking, of what the frame in progress still wants (its header, then its
+// payload): the bytes read (0 when it wants none), or -1 when the socket has nothing now or is
+// closed or failed (then `error` says which, and the connection is closed).
+ssize_t read_part(Connection& c, std::string& error);
+// Counts `bytes` just read into the frame in progress; at the end of its header, takes the
+// payload's buffer from `spare`. False on a frame over one slot (`error` says so).
+bool advance_frame(Connection& c, std::vector<std::vector<std::byte>>& spare, std::size_t bytes, std::string& error);
+
 // Reads what the socket has without blocking and hands every whole frame to `deliver`; true
 // when anything moved. An error (a closed socket, a frame over one slot) is set in `error`.
 template <typename Deliver>
 bool read_frames(Connection& c, std::vector<std::vector<std::byte>>& spare, std::string& error, Deliver deliver) {
   bool progressed = false;
   for (;;) {
-    const bool in_header = c.header_got < sizeof c.header;
-    char* at = in_header ? reinterpret_cast<char*>(&c.header) + c.header_got
-                         : reinterpret_cast<char*>(c.payload.data()) + c.payload_got;
-    const std::size_t want = in_header ? sizeof c.header - c.header_got : c.header.piece.bytes - c.payload_got;
-    ssize_t n = 0;
-    if (want > 0) {
-      n = ::recv(c.fd, at, want, MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return progressed;
-      if (n <= 0) {
-        error = n == 0 ? "rank " + std::to_string(c.peer) + " closed its connection"
-                       : system_error("reading from rank " + std::to_string(c.peer));
-        ::close(c.fd);
-        c.fd = -1;
-        return progressed;
-      }
-      progressed = true;
-    }
-    if (in_header) {
-      c.header_got += static_cast<std::size_t>(n);
-      if (c.header_got < sizeof c.header) continue;
-      if (c.header.piece.bytes > kProcSlotBytes) {
-        error = "a frame of " + std::to_string(c.header.piece.bytes) + " bytes from rank " + std::to_string(c.peer);
-        return progressed;
-      }
-      if (spare.empty()) spare.emplace_back();
-      c.payload = std::move(spare.back());
-      spare.pop_back();
-      c.payload.resize(c.header.piece.bytes);
-      c.payload_got = 0;
-    } else {
-      c.payload_got += static_cast<std::size_t>(n);
-    }
+    const ssize_t n = read_part(c, error);
+    if (n < 0) return progressed;
+    if (n > 0) progressed = true;
+    if (!advance_frame(c, spare, static_cast<std::size_t>(n), error)) return progressed;
     if (c.header_got == sizeof c.header && c.payload_got == c.header.piece.bytes) {
       deliver(c.header, std::move(c.payload));
       c.header_got = 0;

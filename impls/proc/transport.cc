@@ -34,6 +34,30 @@ std::string seconds_text(double seconds) {
   return out.str();
 }
 
+// The messages each stream (from, to, channel) carries in one call of the schedule.
+std::map<Key, std::uint64_t> sends_per_call(const Schedule& schedule) {
+  std::map<Key, std::uint64_t> per_call;
+  for (int p = 0; p < schedule.nparticipants(); ++p) {
+    for (const Step& step : schedule.participants[static_cast<std::size_t>(p)].steps) {
+      if (step.sends()) ++per_call[Key{p, step.peer, step.channel}];
+    }
+  }
+  return per_call;
+}
+
+// Whether every rank's FIFOs (fifos[r] of them) fit its shared-memory segment.
+Status fifos_fit(const std::vector<std::size_t>& fifos) {
+  for (std::size_t r = 0; r < fifos.size(); ++r) {
+    const std::size_t n = fifos[r];
+    if (n * fifo_shape(n).bytes() > kFifoBytes) {
+      return Error{"schedule", "rank " + std::to_string(r) + " receives on " + std::to_string(n) +
+                                   " streams; the proc transport's segment holds at most " +
+                                   std::to_string(kFifoBytes / fifo_shape(1 << 20).bytes())};
+    }
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 std::string_view name(ProcLinks links) {
@@ -75,25 +99,14 @@ std::string ProcTransport::links() const {
 Status ProcTransport::State::plan(const Schedule& next) {
   schedule = &next;
   element = size_of(next.shape.dtype);
-  std::map<Key, std::uint64_t> per_call;
-  for (int p = 0; p < next.nparticipants(); ++p) {
-    for (const Step& step : next.participants[static_cast<std::size_t>(p)].steps) {
-      if (step.sends()) ++per_call[Key{p, step.peer, step.channel}];
-    }
-  }
+  const std::map<Key, std::uint64_t> per_call = sends_per_call(next);
   std::vector<std::size_t> fifos(static_cast<std::size_t>(size), 0);
   std::map<Key, std::size_t> fifo_index;
   for (const auto& entry : per_call) {
     if (via_shm(entry.first)) fifo_index[entry.first] = fifos[static_cast<std::size_t>(host(entry.first.to))]++;
   }
-  for (int r = 0; r < size; ++r) {
-    const std::size_t n = fifos[static_cast<std::size_t>(r)];
-    if (n * fifo_shape(n).bytes() > kFifoBytes) {
-      return Error{"schedule", "rank " + std::to_string(r) + " receives on " + std::to_string(n) +
-                                   " streams; the proc transport's segment holds at most " +
-                                   std::to_string(kFifoBytes / fifo_shape(1 << 20).bytes())};
-    }
-  }
+  Status room = fifos_fit(fifos);
+  if (!room) return room;
   outbound.clear();
   inbound.clear();
   inbound_index.clear();
@@ -201,7 +214,7 @@ void ProcTransport::State::fail(std::string reason) {
 }
 
 std::string ProcTransport::State::stop_reason(int by) const {
-  const std::string who = "rank " + std::to_string(by) + " stopped the run";
+  std::string who = "rank " + std::to_string(by) + " stopped the run";
   if (by < 0 || by >= size || peers.segments[static_cast<std::size_t>(by)] == nullptr) return who;
   const SegmentControl* control = segment_control(peers.segments[static_cast<std::size_t>(by)]);
   if (control->reason_epoch.load(std::memory_order_acquire) != epoch) return who;
