@@ -35,6 +35,7 @@ namespace collcheck {
 namespace {
 
 using generators::at;
+using generators::block_of;
 using generators::check;
 using generators::copy_alone;
 using generators::modulo;
@@ -135,9 +136,6 @@ Schedule ring_allgather(const Case& shape, const Knobs& knobs) {
   Schedule schedule = generators::start(shape, "ring");
   const int n = shape.nranks;
   const std::size_t count = shape.count;  // one block: what each rank contributes
-  auto block = [&](int b, const generators::Piece& piece) {
-    return Slice{static_cast<std::size_t>(b) * count + piece.offset, piece.count};
-  };
   for (const generators::Piece& piece : generators::pieces(count, knobs)) {
     for (int r = 0; r < n; ++r) {
       const int next = modulo(r + 1, n);
@@ -146,14 +144,15 @@ Schedule ring_allgather(const Case& shape, const Knobs& knobs) {
       // Step 0 sends the rank's own input; its local copy follows, off the ring's path.
       if (n > 1) send(schedule, r, next, own_input, piece.channel);
       if (!shape.in_place) {
-        generators::copy(schedule, r, own_input, at(BufferKind::Output, block(r, piece)), piece.channel);
+        generators::copy(schedule, r, own_input, at(BufferKind::Output, block_of(r, count, piece)), piece.channel);
       }
       for (int s = 0; s < n - 1; ++s) {
         // Later steps forward the block received in the step before.
-        if (s > 0) send(schedule, r, next, at(BufferKind::Output, block(modulo(r - s, n), piece)), piece.channel);
+        if (s > 0)
+          send(schedule, r, next, at(BufferKind::Output, block_of(modulo(r - s, n), count, piece)), piece.channel);
         const int received = modulo(r - s - 1, n);
         check(received != r, "all-gather never receives the rank's own block");
-        recv(schedule, r, previous, at(BufferKind::Output, block(received, piece)), piece.channel);
+        recv(schedule, r, previous, at(BufferKind::Output, block_of(received, count, piece)), piece.channel);
       }
     }
   }
@@ -172,22 +171,20 @@ Schedule ring_reducescatter(const Case& shape, const Knobs& knobs) {
   if (n > 2) {
     for (Participant& participant : schedule.participants) participant.scratch = static_cast<std::size_t>(n) * count;
   }
-  auto block = [&](int b, const generators::Piece& piece) {
-    return Slice{static_cast<std::size_t>(b) * count + piece.offset, piece.count};
-  };
   for (const generators::Piece& piece : generators::pieces(count, knobs)) {
     for (int r = 0; r < n; ++r) {
       const int next = modulo(r + 1, n);
       const int previous = modulo(r - 1, n);
       for (int s = 0; s < n - 1; ++s) {
-        const Slice sent = block(modulo(r - s - 1, n), piece);
+        const Slice sent = block_of(modulo(r - s - 1, n), count, piece);
         send(schedule, r, next, at(s == 0 ? BufferKind::Input : BufferKind::Scratch, sent), piece.channel);
         const int received = modulo(r - s - 2, n);
         const bool last = s == n - 2;
         check(last == (received == r), "the last step completes the rank's own block, and only it");
-        const Range into =
-            last ? at(BufferKind::Output, piece.offset, piece.count) : at(BufferKind::Scratch, block(received, piece));
-        recv_reduce(schedule, r, previous, at(BufferKind::Input, block(received, piece)), into, piece.channel);
+        const Range into = last ? at(BufferKind::Output, piece.offset, piece.count)
+                                : at(BufferKind::Scratch, block_of(received, count, piece));
+        recv_reduce(schedule, r, previous, at(BufferKind::Input, block_of(received, count, piece)), into,
+                    piece.channel);
       }
     }
   }
