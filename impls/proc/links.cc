@@ -164,16 +164,11 @@ int listen_any(std::string& port, std::string& error) {
   return fd;
 }
 
-// Every process listens; each connects to the lower ranks it needs (the kernel completes those
-// without waiting for accept) and then accepts the higher ones, so no order can deadlock.
-std::string open_connections(World& world, const std::vector<bool>& need, Peers& peers) {
+// Connects to each lower rank it needs (on an error, stops and sets `error`); returns how many
+// higher ranks will connect to this one.
+std::size_t connect_lower(World& world, const std::vector<bool>& need, const std::vector<std::string>& ports,
+                          Peers& peers, std::string& error) {
   const int rank = world.rank();
-  std::string port, error;
-  const int listener = listen_any(port, error);
-  const std::vector<std::string> ports = allgather_text(world, error.empty() ? port : "!" + error);
-  for (std::size_t q = 0; q < ports.size() && error.empty(); ++q) {
-    if (!ports[q].empty() && ports[q][0] == '!') error = "rank " + std::to_string(q) + ": " + ports[q].substr(1);
-  }
   std::size_t expected = 0;
   for (int q = 0; q < world.size() && error.empty(); ++q) {
     if (!need[static_cast<std::size_t>(q)]) continue;
@@ -188,16 +183,34 @@ std::string open_connections(World& world, const std::vector<bool>& need, Peers&
       error = system_error("cannot connect to rank " + std::to_string(q));
     peers.connections[static_cast<std::size_t>(q)].fd = fd;
   }
+  return expected;
+}
+
+// Accepts the `expected` connections of the higher ranks on `listener`, each naming its rank.
+void accept_higher(World& world, int listener, std::size_t expected, Peers& peers, std::string& error) {
   for (std::size_t accepted = 0; accepted < expected && error.empty(); ++accepted) {
     pollfd waiting{listener, POLLIN, 0};
     const int fd = ::poll(&waiting, 1, 60000) == 1 ? ::accept(listener, nullptr, nullptr) : -1;
     std::int32_t peer = -1;
-    if (fd < 0 || !transfer_all(fd, &peer, sizeof peer, false) || peer <= rank || peer >= world.size()) {
+    if (fd < 0 || !transfer_all(fd, &peer, sizeof peer, false) || peer <= world.rank() || peer >= world.size()) {
       error = "no connection from a higher rank within 60 s";
     } else {
       peers.connections[static_cast<std::size_t>(peer)].fd = fd;
     }
   }
+}
+
+// Every process listens; each connects to the lower ranks it needs (the kernel completes those
+// without waiting for accept) and then accepts the higher ones, so no order can deadlock.
+std::string open_connections(World& world, const std::vector<bool>& need, Peers& peers) {
+  std::string port, error;
+  const int listener = listen_any(port, error);
+  const std::vector<std::string> ports = allgather_text(world, error.empty() ? port : "!" + error);
+  for (std::size_t q = 0; q < ports.size() && error.empty(); ++q) {
+    if (!ports[q].empty() && ports[q][0] == '!') error = "rank " + std::to_string(q) + ": " + ports[q].substr(1);
+  }
+  const std::size_t expected = connect_lower(world, need, ports, peers, error);
+  accept_higher(world, listener, expected, peers, error);
   if (listener >= 0) ::close(listener);
   for (std::size_t q = 0; q < peers.connections.size(); ++q) {
     Connection& c = peers.connections[q];
