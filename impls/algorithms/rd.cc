@@ -39,6 +39,40 @@ using generators::Piece;
 using generators::recv;
 using generators::send;
 
+// The blocks rank v < p holds before the round of distance d: its aligned `group`
+// [base, base + d), and for a partner of an extra rank block p+b beside each b.
+std::vector<int> group(int v, int distance, int p, int extra) {
+  const int base = v & ~(distance - 1);
+  std::vector<int> blocks;
+  for (int b = base; b < base + distance; ++b) blocks.push_back(b);
+  for (int b = base; b < base + distance && b < extra; ++b) blocks.push_back(p + b);
+  return blocks;
+}
+
+// Blocks 0..n-1 but `skipped`.
+std::vector<int> all_but(int skipped, int n) {
+  std::vector<int> blocks;
+  for (int b = 0; b < n; ++b) {
+    if (b != skipped) blocks.push_back(b);
+  }
+  return blocks;
+}
+
+// The rounds of recursive doubling for rank r < p on one piece: in each, everything it holds
+// goes to its `partner`, and the partner's group comes back.
+void recursive_doubling(Schedule& schedule, const Piece& piece, int r, int p, int extra) {
+  const std::size_t count = schedule.shape.count;
+  for (int distance = 1; distance < p; distance *= 2) {
+    const int partner = r ^ distance;
+    for (Slice range : block_ranges(group(r, distance, p, extra), count, piece)) {
+      send(schedule, r, partner, at(BufferKind::Output, range), piece.channel);
+    }
+    for (Slice range : block_ranges(group(partner, distance, p, extra), count, piece)) {
+      recv(schedule, r, partner, at(BufferKind::Output, range), piece.channel);
+    }
+  }
+}
+
 }  // namespace
 
 Schedule rd_allgather(const Case& shape, const Knobs& knobs) {
@@ -49,22 +83,6 @@ Schedule rd_allgather(const Case& shape, const Knobs& knobs) {
   check(extra < p, "fewer extra ranks than ranks in the power of two");
   const std::size_t count = shape.count;  // one block
 
-  // The blocks rank v < p holds before the round of distance d.
-  auto group = [&](int v, int d) {
-    const int base = v & ~(d - 1);
-    std::vector<int> blocks;
-    for (int b = base; b < base + d; ++b) blocks.push_back(b);
-    for (int b = base; b < base + d && b < extra; ++b) blocks.push_back(p + b);
-    return blocks;
-  };
-  auto all_but = [&](int skipped) {
-    std::vector<int> blocks;
-    for (int b = 0; b < n; ++b) {
-      if (b != skipped) blocks.push_back(b);
-    }
-    return blocks;
-  };
-
   for (const Piece& piece : generators::pieces(count, knobs)) {
     const int channel = piece.channel;
     const Range own_input = at(BufferKind::Input, piece.offset, piece.count);
@@ -74,7 +92,7 @@ Schedule rd_allgather(const Case& shape, const Knobs& knobs) {
         // An extra rank: fold in, then receive the rest at the end.
         send(schedule, r, r - p, own_input, channel);
         if (!shape.in_place) generators::copy(schedule, r, own_input, own_output, channel);
-        for (Slice range : block_ranges(all_but(r), count, piece)) {
+        for (Slice range : block_ranges(all_but(r, n), count, piece)) {
           recv(schedule, r, r - p, at(BufferKind::Output, range), channel);
         }
         continue;
@@ -83,17 +101,9 @@ Schedule rd_allgather(const Case& shape, const Knobs& knobs) {
       if (r < extra) {
         recv(schedule, r, p + r, at(BufferKind::Output, block_ranges({p + r}, count, piece).front()), channel);
       }
-      for (int distance = 1; distance < p; distance *= 2) {
-        const int partner = r ^ distance;
-        for (Slice range : block_ranges(group(r, distance), count, piece)) {
-          send(schedule, r, partner, at(BufferKind::Output, range), channel);
-        }
-        for (Slice range : block_ranges(group(partner, distance), count, piece)) {
-          recv(schedule, r, partner, at(BufferKind::Output, range), channel);
-        }
-      }
+      recursive_doubling(schedule, piece, r, p, extra);
       if (r < extra) {
-        for (Slice range : block_ranges(all_but(p + r), count, piece)) {
+        for (Slice range : block_ranges(all_but(p + r, n), count, piece)) {
           send(schedule, r, p + r, at(BufferKind::Output, range), channel);
         }
       }
