@@ -73,6 +73,19 @@ void recursive_doubling(Schedule& schedule, const Piece& piece, int r, int p, in
   }
 }
 
+// An extra rank r >= p: folds in (its block to its partner r - p), then receives every block
+// but its own from the partner at the end.
+void extra_rank(Schedule& schedule, const Piece& piece, int r, int p) {
+  const std::size_t count = schedule.shape.count;
+  const Range own_input = at(BufferKind::Input, piece.offset, piece.count);
+  const Range own_output = at(BufferKind::Output, block_ranges({r}, count, piece).front());
+  send(schedule, r, r - p, own_input, piece.channel);
+  if (!schedule.shape.in_place) generators::copy(schedule, r, own_input, own_output, piece.channel);
+  for (Slice range : block_ranges(all_but(r, schedule.shape.nranks), count, piece)) {
+    recv(schedule, r, r - p, at(BufferKind::Output, range), piece.channel);
+  }
+}
+
 }  // namespace
 
 Schedule rd_allgather(const Case& shape, const Knobs& knobs) {
@@ -87,16 +100,11 @@ Schedule rd_allgather(const Case& shape, const Knobs& knobs) {
     const int channel = piece.channel;
     const Range own_input = at(BufferKind::Input, piece.offset, piece.count);
     for (int r = 0; r < n; ++r) {
-      const Range own_output = at(BufferKind::Output, block_ranges({r}, count, piece).front());
       if (r >= p) {
-        // An extra rank: fold in, then receive the rest at the end.
-        send(schedule, r, r - p, own_input, channel);
-        if (!shape.in_place) generators::copy(schedule, r, own_input, own_output, channel);
-        for (Slice range : block_ranges(all_but(r, n), count, piece)) {
-          recv(schedule, r, r - p, at(BufferKind::Output, range), channel);
-        }
+        extra_rank(schedule, piece, r, p);
         continue;
       }
+      const Range own_output = at(BufferKind::Output, block_ranges({r}, count, piece).front());
       if (!shape.in_place) generators::copy(schedule, r, own_input, own_output, channel);
       if (r < extra) {
         recv(schedule, r, p + r, at(BufferKind::Output, block_ranges({p + r}, count, piece).front()), channel);
