@@ -39,6 +39,10 @@ std::string algorithm_names();  // "ring, tree, ..." without repeats
 // collective and lists what exists. Knobs are validated (channels 1..64, fan_in 2..64).
 Result<Schedule> make_schedule(std::string_view name, const Case& shape, const Knobs& = {});
 
+// How big the schedule of `name` for the shape will be, estimated without building it: at least
+// its steps (within a small factor) and its scratch. An error where `name` lacks the collective.
+Result<ScheduleSize> estimate_schedule(std::string_view name, const Case& shape, const Knobs& = {});
+
 // Splits [0, count) into `parts` ranges whose sizes differ by at most one, the larger first:
 // the usual way a generator gives each rank or channel its share of a buffer that nranks
 // need not divide.

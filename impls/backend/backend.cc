@@ -1,10 +1,11 @@
 // The small pieces of the interface every backend implements: what a capability list admits,
-// outcome names, and which family a --backend spec names.
+// outcome names, the default memory estimate, and which family a --backend spec names.
 #include "impls/backend/backend.h"
 
 #include <algorithm>
 
 #include "impls/backend/rank_backend.h"
+#include "impls/link/guarded_buffer.h"
 
 namespace collcheck {
 
@@ -13,6 +14,12 @@ bool Capabilities::supports(const Case& c) const {
   return has(collectives, c.collective) && has(dtypes, c.dtype) && (!reduces(c.collective) || has(ops, c.op)) &&
          (in_place || !c.in_place) && c.nranks >= min_ranks && c.nranks <= max_ranks &&
          (!precondition || precondition(c));
+}
+
+MemoryEstimate Backend::estimate_memory(const Case& c) const {
+  MemoryEstimate estimate = case_buffers(c, kGuardElements + kBufferAlignment);
+  estimate.add("results", case_buffers(c, 0).total(), "every rank's input and output, handed back");
+  return estimate;
 }
 
 std::string_view name(Outcome outcome) {

@@ -14,6 +14,7 @@
 
 #include "impls/link/hook.h"
 #include "reference/case.h"
+#include "reference/memory.h"
 #include "reference/result.h"
 
 namespace collcheck {
@@ -127,6 +128,10 @@ class Backend {
   virtual std::string name() const = 0;  // as the user wrote it: `ring@sim:chunk=4`
   virtual Capabilities capabilities() const = 0;
   virtual RepeatedRun run(const Case&, const RunOptions&) = 0;
+  // The memory one run of the case needs on this machine, estimated before it runs, so that a
+  // request memory cannot hold is refused instead of killed. The default: every rank's guarded
+  // buffers and the copies of them the run hands back; executors add their own state.
+  virtual MemoryEstimate estimate_memory(const Case&) const;
   // Stops whatever it runs and releases what it holds (launched worlds of processes); it may
   // run again afterwards, starting afresh.
   virtual void abort() {}

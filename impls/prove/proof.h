@@ -28,4 +28,8 @@ struct Proof {
 // In-place schedules run with the input aliased into the output as NCCL lays it out.
 Proof prove(const Schedule&);
 
+// What proving a schedule of that size for `shape` will hold, the schedule included, estimated
+// before it is built (ScheduleSize from impls/algorithms: estimate_schedule).
+MemoryEstimate proof_memory(const Case& shape, const ScheduleSize&);
+
 }  // namespace collcheck

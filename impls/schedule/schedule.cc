@@ -1,4 +1,4 @@
-// Schedule helpers, buffer sizes, the in-place layout and the structural validator.
+// Schedule helpers, buffer sizes, the in-place layout, the structural validator and the bytes a schedule holds.
 #include "impls/schedule/schedule.h"
 
 #include <map>
@@ -196,6 +196,15 @@ std::string describe(const Schedule& s, int p, int index) {
   if (step.kind == StepKind::Copy || step.kind == StepKind::Reduce)
     out += " " + show(step.from) + " into " + show(step.to);
   return out + ")";
+}
+
+MemoryEstimate schedule_memory(const ScheduleSize& size) {
+  MemoryEstimate estimate;
+  estimate.add("schedule",
+               saturating_sum(saturating_product(size.steps, sizeof(Step)),
+                              saturating_product(size.participants, sizeof(Participant))),
+               std::to_string(size.steps) + " steps x " + std::to_string(sizeof(Step)) + " B");
+  return estimate;
 }
 
 }  // namespace collcheck

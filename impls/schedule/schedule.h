@@ -9,6 +9,7 @@
 
 #include "reference/case.h"
 #include "reference/collective.h"
+#include "reference/memory.h"
 #include "reference/result.h"
 
 namespace collcheck {
@@ -96,5 +97,16 @@ Alias in_place_alias(const Case& shape, int rank);
 Status validate(const Schedule&, std::size_t slack = 0);
 
 std::string describe(const Schedule&, int participant, int step);  // "rank 3 step 7 (send to 4)"
+
+// How big a schedule will be, estimated from its shape before it is built (impls/algorithms:
+// estimate_schedule): an upper bound within a small factor, to refuse what memory cannot hold.
+struct ScheduleSize {
+  std::uint64_t participants = 0;      // ranks and switches
+  std::uint64_t steps = 0;             // over every participant
+  std::uint64_t scratch_elements = 0;  // over every participant
+};
+
+// The bytes a schedule of that size holds (its steps and participants).
+MemoryEstimate schedule_memory(const ScheduleSize&);
 
 }  // namespace collcheck

@@ -33,6 +33,19 @@ class SimBackend final : public Backend {
     return c;
   }
 
+  // The schedule and the simulation that runs it; a variant that is no registered algorithm
+  // (a mutant) is estimated by its buffers alone.
+  MemoryEstimate estimate_memory(const Case& c) const override {
+    Result<ScheduleSize> size = estimate_schedule(variant_.name, c, knobs_);
+    if (!size) return Backend::estimate_memory(c);
+    SimulationOptions sim;
+    sim.guard = kGuardElements;
+    sim.protocol = protocol();
+    MemoryEstimate estimate = simulation_memory(c, *size, sim);
+    estimate.add(schedule_memory(*size));
+    return estimate;
+  }
+
   // All calls run in one simulation, back to back with no barrier (SimulationOptions::calls).
   RepeatedRun run(const Case& c, const RunOptions& options) override {
     RepeatedRun result;

@@ -65,6 +65,10 @@ struct SimulatedRun {
   std::vector<bool> guards_intact;                                   // per rank: its guard zones still hold the pattern
 };
 
+// What simulate() will hold for a schedule of that size and the case's buffers (`shape` carries
+// the case), estimated before it runs: buffers, engine state, messages, the results.
+MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize&, const SimulationOptions& = SimulationOptions());
+
 // Runs `schedule` (its shape carries the case: dtype, op, values, seed) on `topology`: rank r
 // on GPU r, switch participants on the aggregating switches in turn. A message occupies every
 // link of its route for bytes / bandwidth, links serve messages in the order they are sent,

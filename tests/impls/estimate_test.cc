@@ -1,0 +1,100 @@
+// The memory estimates of the impls rooms against what they estimate: every algorithm's
+// estimated steps and scratch bound the schedule it builds from above and stay within a small
+// factor of it, and the simulator's and prover's estimates grow with the schedule.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "impls/algorithms/algorithms.h"
+#include "impls/prove/proof.h"
+#include "impls/sim/simulator.h"
+
+namespace collcheck {
+namespace {
+
+struct Built {
+  std::uint64_t steps = 0;
+  std::uint64_t scratch = 0;
+};
+
+Built measure(const Schedule& schedule) {
+  Built built;
+  for (const Participant& participant : schedule.participants) {
+    built.steps += participant.steps.size();
+    built.scratch += participant.scratch;
+  }
+  return built;
+}
+
+TEST(ScheduleEstimate, BoundsEveryAlgorithmFromAboveWithinAFactor) {
+  const Knobs knob_sets[] = {Knobs{}, Knobs{3, 1, 4}, Knobs{64, 3, 2}, Knobs{1, 2, 5}};
+  for (const Algorithm& algorithm : all_algorithms()) {
+    for (int nranks : {1, 2, 3, 5, 8, 11, 16, 17}) {
+      for (std::size_t count : {0, 1, 7, 100, 333}) {
+        for (const Knobs& knobs : knob_sets) {
+          for (bool in_place : {false, true}) {
+            Case shape;
+            shape.collective = algorithm.collective;
+            shape.nranks = nranks;
+            shape.count = count;
+            shape.in_place = in_place;
+            shape.root = nranks / 2;
+            const std::string what = std::string(algorithm.name) + " " + to_string(shape) + " chunk " +
+                                     std::to_string(knobs.chunk) + " channels " + std::to_string(knobs.channels);
+            Result<Schedule> schedule = make_schedule(algorithm.name, shape, knobs);
+            Result<ScheduleSize> size = estimate_schedule(algorithm.name, shape, knobs);
+            ASSERT_TRUE(schedule) << what;
+            ASSERT_TRUE(size) << what;
+            const Built built = measure(*schedule);
+            EXPECT_EQ(size->participants, schedule->participants.size()) << what;
+            EXPECT_GE(size->steps, built.steps) << what;
+            EXPECT_GE(size->scratch_elements, built.scratch) << what;
+            // Not wildly above where every rank has data (below that, steps of empty pieces are left
+            // out): a refusal must not turn away what fits.
+            if (count >= 4 * static_cast<std::size_t>(nranks) && nranks > 1) {
+              EXPECT_LE(size->steps, 8 * built.steps + 2 * size->participants) << what;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ScheduleEstimate, KnowsAlgorithmsByCollective) {
+  Case shape;
+  shape.collective = Collective::AllToAll;
+  shape.nranks = 4;
+  EXPECT_FALSE(estimate_schedule("ring", shape));
+  EXPECT_FALSE(estimate_schedule("wheel", shape));
+  EXPECT_TRUE(estimate_schedule("pairwise", shape));
+}
+
+// The table's simulate row: 64 ranks, 1M elements, chunks of one element -- tens of gigabytes
+// of steps, estimated without building one.
+TEST(ScheduleEstimate, SeesAHugeScheduleComing) {
+  Case shape;
+  shape.nranks = 64;
+  shape.count = std::size_t{1} << 20;
+  Result<ScheduleSize> size = estimate_schedule("ring", shape, Knobs{1, 1, 4});
+  ASSERT_TRUE(size);
+  EXPECT_GT(schedule_memory(*size).total(), std::uint64_t{16} << 30);
+  EXPECT_GT(simulation_memory(shape, *size, SimulationOptions()).total(), schedule_memory(*size).total());
+}
+
+TEST(ProofEstimate, GrowsWithTheSchedule) {
+  Case small;
+  small.nranks = 8;
+  small.count = 100;
+  Case large = small;
+  large.nranks = 4096;
+  large.count = 3 * 4096 + 2;
+  const MemoryEstimate few = proof_memory(small, *estimate_schedule("ring", small));
+  const MemoryEstimate many = proof_memory(large, *estimate_schedule("ring", large));
+  EXPECT_GT(few.total(), 0u);
+  EXPECT_GT(many.total(), std::uint64_t{1} << 30);
+  EXPECT_GT(many.part("proof state"), 0u);
+}
+
+}  // namespace
+}  // namespace collcheck
