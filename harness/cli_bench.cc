@@ -12,6 +12,7 @@
 
 #include "harness/arguments.h"
 #include "harness/bench.h"
+#include "harness/memory_check.h"
 #include "impls/registry.h"
 
 namespace collcheck::cli {
@@ -41,6 +42,7 @@ constexpr Option kOptions[] = {
     {"csv", "FILE", "", "write the table as CSV"},
     {"svg", "FILE", "", "plot busbw against size as SVG"},
     {"deadline", "SECONDS", "", "a run not done by then is a hang (30, 2.5, 90s); default: the backend's"},
+    kMemoryLimitOption,
 };
 
 // nccl-tests' short flags and the other spellings we accept, to the long names above.
@@ -220,6 +222,24 @@ Result<std::unique_ptr<std::ofstream>> open_output(const Arguments& args, std::s
   return file;
 }
 
+// Refuses, before anything is timed, a sweep whose largest size no backend's run could hold.
+Status largest_size_fits(const Arguments& args, const bench::Settings& s,
+                         const std::vector<std::unique_ptr<Backend>>& backends) {
+  Result<MemoryBudget> budget = memory_budget(args);
+  if (!budget) return budget.error();
+  const std::vector<std::uint64_t> sizes = bench::sweep_sizes(s);
+  if (sizes.empty()) return Ok{};
+  for (const auto& backend : backends) {
+    for (DType dtype : s.dtypes) {
+      const Case c = bench::bench_case(s, dtype, s.ops.front(), s.roots.front(), sizes.back());
+      Status fit = fits(checked_case_memory(*backend, c), *budget,
+                        "-e " + format_bytes(sizes.back()) + " on " + backend->name(), "lower -e or --ranks");
+      if (!fit) return fit;
+    }
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 const CommandHelp& bench_help() {
@@ -256,6 +276,7 @@ int run_bench(std::span<const std::string_view> raw, std::ostream& out, std::ost
     if (!backend) return usage_error(backend.error());
     backends.push_back(std::move(backend).value());
   }
+  if (Status fit = largest_size_fits(*args, settings, backends); !fit) return usage_error(fit.error());
   Result<std::unique_ptr<std::ofstream>> csv = open_output(*args, "csv");
   if (!csv) return usage_error(csv.error());
   Result<std::unique_ptr<std::ofstream>> svg = open_output(*args, "svg");

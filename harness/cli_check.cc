@@ -18,6 +18,7 @@
 #include "harness/check.h"
 #include "harness/fault_generator.h"
 #include "harness/faulty_backend.h"
+#include "harness/memory_check.h"
 #include "harness/report.h"
 #include "impls/backend/rank_backend.h"
 #include "impls/registry.h"
@@ -47,6 +48,7 @@ constexpr Option kCheckOptions[] = {
     {"deadline", "SECONDS", "", "across processes: a run not done by then is a hang; default: 20 s + 1 s per 50 MB"},
     {"mpirun-args", "'ARGS'", "", "across processes: extra arguments for mpirun (--hostfile hosts)"},
     {"faults", "PLAN", "", "every run under a fault plan, or random[:KIND,...] for a plan per case (docs/faults.md)"},
+    kMemoryLimitOption,
 };
 constexpr Option kReplayOptions[] = {
     {"backend", "B", "ring@sim", "the backend (check --help gives the grammar)"},
@@ -55,6 +57,7 @@ constexpr Option kReplayOptions[] = {
     {"deadline", "SECONDS", "", "across processes: a run not done by then is a hang; default: 20 s + 1 s per 50 MB"},
     {"mpirun-args", "'ARGS'", "", "across processes: extra arguments for mpirun"},
     {"faults", "PLAN", "none", "the one plan of the failure's replay line (not random)"},
+    kMemoryLimitOption,
 };
 
 // `60s`, `2m`, `90` (seconds), `1.5m`.
@@ -235,6 +238,21 @@ Result<FaultChoice> replay_faults(const Arguments& args) {
   return faults;
 }
 
+// Refuses ranges whose largest case no backend's run could hold in memory, before any case runs.
+Status largest_case_fits(const Arguments& args, const CaseLimits& limits,
+                         const std::vector<std::unique_ptr<Backend>>& backends) {
+  Result<MemoryBudget> budget = memory_budget(args);
+  if (!budget) return budget.error();
+  const DrawnRanges ranges{limits.collectives, limits.dtypes, limits.max_ranks, limits.min_count, limits.max_count};
+  for (const auto& backend : backends) {
+    const auto [largest, estimate] = largest_drawn_case(*backend, ranges);
+    Status fit = fits(estimate, *budget, "--count " + args.get("count") + " on --ranks " + args.get("ranks"),
+                      "lower --count or --ranks (the largest case, " + to_string(largest) + " on " + backend->name() + ")");
+    if (!fit) return fit;
+  }
+  return Ok{};
+}
+
 // The run's outcome (a wrong result reported as success is `corrupt`) and each rank's verdict.
 void print_replayed_run(const Case& c, const Backend& backend, const RepeatedRun& base, const PropertyContext& context,
                         std::ostream& out) {
@@ -333,6 +351,10 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
     err << "collcheck check: " << backends.error().text() << '\n';
     return kUsageError;
   }
+  if (Status fit = largest_case_fits(*args, options->limits, backends.value()); !fit) {
+    err << "collcheck check: " << fit.error().text() << '\n';
+    return kUsageError;
+  }
   // In lockstep every rank runs the loop; rank 0 alone speaks and writes files.
   std::ostream& speak = lockstep.quiet ? lockstep.discard : out;
   std::ostream& complain = lockstep.quiet ? lockstep.discard : err;
@@ -388,6 +410,13 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
   if (!backend.capabilities().supports(*c)) {
     err << "collcheck replay: " << backend.name() << " cannot run " << to_string(*c) << '\n';
     return kUnavailable;
+  }
+  Result<MemoryBudget> budget = memory_budget(*args);
+  Status fit = budget ? fits(checked_case_memory(backend, *c), *budget, to_string(*c), "lower n of the case")
+                      : Status(budget.error());
+  if (!fit) {
+    err << "collcheck replay: " << fit.error().text() << '\n';
+    return kUsageError;
   }
   PropertyContext context{*schedule_seed};
   if (!faults->plan.empty()) {

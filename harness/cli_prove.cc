@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/arguments.h"
+#include "harness/memory_check.h"
 #include "harness/text_table.h"
 #include "impls/algorithms/algorithms.h"
 #include "impls/prove/proof.h"
@@ -27,6 +28,7 @@ constexpr Option kOptions[] = {
     {"chunk", "N", "0", "pipeline chunk in elements (0: one chunk)"},
     {"channels", "N", "1", "parallel channels, 1..64"},
     {"fan-in", "N", "4", "switch fan-in of the in-network algorithm, 2..64"},
+    kMemoryLimitOption,
 };
 constexpr int kUsageError = 2;
 
@@ -105,6 +107,34 @@ Result<Sweep> parse_sweep(const Arguments& args) {
   if (!fan_in) return fan_in.error();
   sweep.knobs = Knobs{*chunk, static_cast<int>(*channels), static_cast<int>(*fan_in)};
   return sweep;
+}
+
+// Refuses, before any proof, a sweep one of whose shapes memory could not hold.
+Status sweep_fits(const Arguments& args, const Sweep& sweep) {
+  Result<MemoryBudget> budget = memory_budget(args);
+  if (!budget) return budget.error();
+  for (const Algorithm* algorithm : sweep.algorithms) {
+    for (std::uint64_t n : sweep.ranks) {
+      const std::vector<std::size_t> counts = sweep.counts.empty()
+                                                  ? awkward_counts(n, sweep.knobs.chunk)
+                                                  : std::vector<std::size_t>(sweep.counts.begin(), sweep.counts.end());
+      for (bool in_place : sweep.layouts) {
+        Case shape;
+        shape.collective = algorithm->collective;
+        shape.count = counts.back();
+        shape.nranks = static_cast<int>(n);
+        shape.in_place = in_place;
+        Result<MemoryEstimate> estimate = proved_shape_memory(algorithm->name, shape, sweep.knobs);
+        if (!estimate) continue;
+        Status fit = fits(*estimate, *budget,
+                          std::string(algorithm->name) + " " + std::string(name(shape.collective)) + " on " +
+                              std::to_string(n) + " ranks, count " + std::to_string(shape.count),
+                          "lower --ranks or --counts");
+        if (!fit) return fit;
+      }
+    }
+  }
+  return Ok{};
 }
 
 // Rank counts are reported in bands: each count alone up to 16, then powers of two.
@@ -213,6 +243,10 @@ int run_prove(std::span<const std::string_view> raw, std::ostream& out, std::ost
   Result<Sweep> sweep = parse_sweep(*args);
   if (!sweep) {
     err << "collcheck prove: " << sweep.error().text() << '\n';
+    return kUsageError;
+  }
+  if (Status fit = sweep_fits(*args, *sweep); !fit) {
+    err << "collcheck prove: " << fit.error().text() << '\n';
     return kUsageError;
   }
   std::vector<Failure> failures;

@@ -11,6 +11,7 @@
 #include "faults/injector.h"
 #include "faults/plan.h"
 #include "harness/arguments.h"
+#include "harness/memory_check.h"
 #include "harness/text_table.h"
 #include "impls/algorithms/algorithms.h"
 #include "impls/sim/simulator.h"
@@ -37,6 +38,7 @@ constexpr Option kOptions[] = {
     {"fan-in", "N", "4", "switch fan-in of the in-network algorithm, 2..64"},
     {"faults", "PLAN", "none", "a fault plan for every message, e.g. 'drop:link=2->3:p=0.01;delay:rank=1:ms=5'"},
     {"inplace", "", "", "run in place (the output buffer holds the input)"},
+    kMemoryLimitOption,
 };
 constexpr int kUsageError = 2;
 
@@ -133,6 +135,22 @@ std::size_t wrong_elements(const Case& c, const SimulatedRun& run, std::string& 
   return wrong;
 }
 
+// Refuses, before anything runs, a count whose simulation memory could not hold.
+Status counts_fit(const Arguments& args, const Plan& plan) {
+  Result<MemoryBudget> budget = memory_budget(args);
+  if (!budget) return budget.error();
+  for (std::uint64_t count : plan.counts) {
+    Case c = plan.base;
+    c.count = count;
+    Result<MemoryEstimate> estimate = simulated_case_memory(plan.algorithm, c, plan.knobs);
+    if (!estimate) continue;  // make_schedule names what is wrong
+    Status fit = fits(*estimate, *budget, "--counts " + std::to_string(count),
+                      "lower --counts or --ranks, or raise --chunk");
+    if (!fit) return fit;
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 const CommandHelp& simulate_help() {
@@ -156,6 +174,10 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
   Result<Plan> plan = parse_plan(*args);
   if (!plan) {
     err << "collcheck simulate: " << plan.error().text() << '\n';
+    return kUsageError;
+  }
+  if (Status fit = counts_fit(*args, *plan); !fit) {
+    err << "collcheck simulate: " << fit.error().text() << '\n';
     return kUsageError;
   }
   out << "# " << plan->algorithm << " " << name(plan->base.collective) << " on " << plan->topology.name << ", "

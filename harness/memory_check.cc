@@ -1,0 +1,178 @@
+// The memory budget from --memory-limit or from the machine (/proc/meminfo, the cgroup, the
+// address-space limit), and the refusal that names the estimate, the budget and the knobs.
+#include "harness/memory_check.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "impls/prove/proof.h"
+#include "impls/sim/simulator.h"
+
+namespace collcheck::cli {
+namespace {
+
+// A value this large is no limit (cgroup v1 writes 2^63 rounded down to a page).
+constexpr std::uint64_t kNoLimit = std::uint64_t{1} << 60;
+
+std::string read_text(const std::string& path) {
+  std::ifstream file(path);
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::optional<std::uint64_t> read_number(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end == text.data()) return std::nullopt;
+  return value;
+}
+
+// The path of this process's cgroup: v2's `0::PATH`, or v1's memory controller `N:memory:PATH`.
+std::optional<std::string> cgroup_path(std::string_view cgroups, std::string_view prefix) {
+  for (std::string_view rest = cgroups; !rest.empty();) {
+    const std::size_t end = std::min(rest.find('\n'), rest.size());
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+    const std::size_t at = line.find(prefix);
+    if (at != std::string_view::npos && (at == 0 || line[at - 1] == ':' || prefix.front() == ':')) {
+      return std::string(line.substr(at + prefix.size()));
+    }
+  }
+  return std::nullopt;
+}
+
+// What the cgroup still allows: its limit less its usage; nothing where there is no limit.
+std::optional<std::uint64_t> cgroup_room() {
+  const std::string cgroups = read_text("/proc/self/cgroup");
+  struct Version {
+    std::string_view prefix, directory, limit, usage;
+  };
+  constexpr Version kVersions[] = {{"0::", "/sys/fs/cgroup", "memory.max", "memory.current"},
+                                   {":memory:", "/sys/fs/cgroup/memory", "memory.limit_in_bytes",
+                                    "memory.usage_in_bytes"}};
+  for (const Version& version : kVersions) {
+    const std::optional<std::string> path = cgroup_path(cgroups, version.prefix);
+    if (!path) continue;
+    const std::string directory = std::string(version.directory) + *path + "/";
+    const std::optional<std::uint64_t> limit = cgroup_limit(read_text(directory + std::string(version.limit)));
+    if (!limit) continue;
+    const std::uint64_t usage = read_number(read_text(directory + std::string(version.usage))).value_or(0);
+    return *limit > usage ? *limit - usage : 0;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> meminfo_available(std::string_view meminfo) {
+  constexpr std::string_view kKey = "MemAvailable:";
+  const std::size_t at = meminfo.find(kKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::optional<std::uint64_t> kibibytes = read_number(meminfo.substr(at + kKey.size()));
+  if (!kibibytes) return std::nullopt;
+  return saturating_product(*kibibytes, 1024);
+}
+
+std::optional<std::uint64_t> cgroup_limit(std::string_view text) {
+  const std::optional<std::uint64_t> value = read_number(text);
+  if (!value || *value >= kNoLimit) return std::nullopt;
+  return value;
+}
+
+MemoryBudget available_memory() {
+  MemoryBudget budget;
+  auto lower = [&budget](std::optional<std::uint64_t> bytes, std::string_view source) {
+    if (bytes && (budget.bytes == 0 || *bytes < budget.bytes)) budget = MemoryBudget{std::max<std::uint64_t>(*bytes, 1), std::string(source)};
+  };
+  lower(meminfo_available(read_text("/proc/meminfo")), "MemAvailable");
+  lower(cgroup_room(), "cgroup memory.max");
+  rlimit address_space{};
+  if (getrlimit(RLIMIT_AS, &address_space) == 0 && address_space.rlim_cur != RLIM_INFINITY &&
+      address_space.rlim_cur < kNoLimit) {
+    lower(address_space.rlim_cur, "ulimit -v");
+  }
+  return budget;
+}
+
+Result<MemoryBudget> memory_budget(const Arguments& args) {
+  if (!args.has("memory-limit")) return available_memory();
+  Result<std::uint64_t> bytes = parse_count("--memory-limit", args.get("memory-limit"), 0, kNoLimit);
+  if (!bytes) return bytes.error();
+  return MemoryBudget{*bytes, "--memory-limit"};
+}
+
+Status fits(const MemoryEstimate& estimate, const MemoryBudget& budget, std::string_view what,
+            std::string_view knobs) {
+  if (budget.bytes == 0 || estimate.total() <= budget.bytes) return Ok{};
+  const std::string limit = budget.source == "--memory-limit"
+                                ? "the --memory-limit of " + format_bytes(budget.bytes)
+                                : "the " + format_bytes(budget.bytes) + " available (" + budget.source + ")";
+  return Error{std::string(what), "needs about " + format_bytes(estimate.total()) + " (" + estimate.describe() +
+                                      "), more than " + limit + "; " + std::string(knobs) +
+                                      ", or raise --memory-limit"};
+}
+
+MemoryEstimate checked_case_memory(const Backend& backend, const Case& c) {
+  MemoryEstimate estimate = backend.estimate_memory(c);
+  estimate.add(oracle_memory(c));
+  // A property runs the case again while the first run's results are held, up to three calls
+  // back to back (the repeat property), each call's outputs kept.
+  const std::uint64_t outputs = saturating_product(
+      saturating_product(output_elements(c), size_of(c.dtype)), static_cast<std::uint64_t>(c.nranks));
+  estimate.add("second run", saturating_sum(case_buffers(c, 0).total(), saturating_product(outputs, 2)),
+               "results held while the case runs again (a property's 3 calls, bench's timed calls)");
+  return estimate;
+}
+
+std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const DrawnRanges& ranges) {
+  const Capabilities capabilities = backend.capabilities();
+  auto allowed = [](const auto& mine, const auto& only, auto value) {
+    return std::find(mine.begin(), mine.end(), value) != mine.end() &&
+           (only.empty() || std::find(only.begin(), only.end(), value) != only.end());
+  };
+  Case largest;
+  largest.values = ValueKind::Real;
+  largest.nranks = std::max(1, std::min(ranges.max_ranks, capabilities.max_ranks));
+  bool any_dtype = false;
+  for (DType dtype : capabilities.dtypes) {
+    if (!allowed(capabilities.dtypes, ranges.dtypes, dtype)) continue;
+    if (!any_dtype || size_of(dtype) > size_of(largest.dtype)) largest.dtype = dtype;
+    any_dtype = true;
+  }
+  std::pair<Case, MemoryEstimate> most{largest, {}};
+  for (Collective collective : capabilities.collectives) {
+    if (!allowed(capabilities.collectives, ranges.collectives, collective)) continue;
+    Case c = largest;
+    c.collective = collective;
+    c.op = reduces(collective) && !capabilities.ops.empty() ? capabilities.ops.front() : RedOp::Sum;
+    // As the generator draws it: a collective whose buffers hold a block per rank gets its share.
+    const std::size_t blocks = input_elements(collective, 1, c.nranks) + output_elements(collective, 1, c.nranks) - 1;
+    c.count = blocks > 1 ? std::max(ranges.min_count, ranges.max_count / blocks) : ranges.max_count;
+    MemoryEstimate estimate = checked_case_memory(backend, c);
+    if (estimate.total() > most.second.total()) most = {c, std::move(estimate)};
+  }
+  return most;
+}
+
+Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs) {
+  Result<ScheduleSize> size = estimate_schedule(algorithm, c, knobs);
+  if (!size) return size.error();
+  MemoryEstimate estimate = schedule_memory(*size);
+  estimate.add(simulation_memory(c, *size, SimulationOptions()));
+  estimate.add(oracle_memory(c));
+  return estimate;
+}
+
+Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs) {
+  Result<ScheduleSize> size = estimate_schedule(algorithm, shape, knobs);
+  if (!size) return size.error();
+  return proof_memory(shape, *size);
+}
+
+}  // namespace collcheck::cli

@@ -1,0 +1,67 @@
+// The memory a command may spend (--memory-limit, else what the machine has available) and the
+// refusal, before anything is allocated, of a run estimated to need more (docs/reliability.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+#include <string>
+#include <string_view>
+
+#include "harness/arguments.h"
+#include "impls/algorithms/algorithms.h"
+#include "impls/backend/backend.h"
+#include "reference/memory.h"
+
+namespace collcheck::cli {
+
+// The row of --memory-limit in the option table of every command that runs cases.
+inline constexpr Option kMemoryLimitOption{
+    "memory-limit", "SIZE", "",
+    "refuse runs estimated to need more memory (512M, 64G; 0: no limit); default: what is available"};
+
+struct MemoryBudget {
+  std::uint64_t bytes = 0;  // 0: no limit
+  std::string source;       // where it comes from: --memory-limit, MemAvailable, cgroup memory.max, ulimit -v
+};
+
+// The least of /proc/meminfo's MemAvailable, the cgroup's limit less its usage (v2 memory.max,
+// v1 memory.limit_in_bytes) and the address-space limit (ulimit -v); none readable: no limit.
+MemoryBudget available_memory();
+
+// MemAvailable of a /proc/meminfo text, in bytes; nothing where absent.
+std::optional<std::uint64_t> meminfo_available(std::string_view meminfo);
+// A cgroup limit file's value in bytes; nothing for `max` or a value too large to be a limit.
+std::optional<std::uint64_t> cgroup_limit(std::string_view text);
+
+// --memory-limit SIZE (K, M, G suffixes; 0: no limit) when given, else available_memory().
+Result<MemoryBudget> memory_budget(const Arguments& args);
+
+// Ok when `estimate` fits the budget; otherwise an error on `what` (a case, a request) that gives
+// the estimate part by part, the budget and where it comes from, and `knobs`, what to change
+// ("lower n of the case"): "needs about 72.0 GiB (buffers ...; schedule ...), more than the
+// 23.1 GiB available (MemAvailable); lower n of the case, or raise --memory-limit".
+Status fits(const MemoryEstimate& estimate, const MemoryBudget& budget, std::string_view what, std::string_view knobs);
+
+// What checking one case on a backend holds at once: the backend's run, the oracle's expected
+// outputs, and the first run's results while a property runs the case again.
+MemoryEstimate checked_case_memory(const Backend& backend, const Case& c);
+
+// The ranges `check` draws cases from, as far as memory goes.
+struct DrawnRanges {
+  std::vector<Collective> collectives;  // empty: every one the backend has
+  std::vector<DType> dtypes;            // empty: every one
+  int max_ranks = 1;
+  std::size_t min_count = 0, max_count = 0;
+};
+// The case of those ranges that needs the most memory on the backend (the most ranks, the largest
+// count its collective draws, the widest dtype, real values, out of place), and what it needs.
+std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const DrawnRanges& ranges);
+
+// What `simulate` holds for one count: the schedule, the simulation (numeric, without guard
+// zones) and the oracle. What `prove` holds for one shape: the schedule and the proof state.
+Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs);
+Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs);
+
+}  // namespace collcheck::cli
