@@ -7,15 +7,16 @@
 set(help_version_options "")
 set(help_list_options "")
 set(help_help_options "")
-set(help_prove_options --algorithm --collective --ranks --counts --roots --layout --chunk --channels --fan-in)
+set(help_prove_options --algorithm --collective --ranks --counts --roots --layout --chunk --channels --fan-in
+  --memory-limit)
 set(help_simulate_options --algorithm --collective --ranks --counts --dtype --op --values --seed --schedule-seed
-  --topology --root --chunk --channels --fan-in --faults --inplace)
+  --topology --root --chunk --channels --fan-in --faults --inplace --memory-limit)
 set(help_check_options --backend --collective --dtype --op --values --ranks --count --cases --seed --time-budget
-  --property --json --junit --deadline --mpirun-args --faults)
-set(help_replay_options --backend --schedule-seed --property --deadline --mpirun-args --faults)
+  --property --json --junit --deadline --mpirun-args --faults --memory-limit)
+set(help_replay_options --backend --schedule-seed --property --deadline --mpirun-args --faults --memory-limit)
 set(help_bench_options "-b, --minbytes" "-e, --maxbytes" "-f, --stepfactor" "-i, --stepbytes" "-n, --iters"
   "-w, --warmup_iters, --warmup-iters, --warmup" "-c, --check" "-d, --datatype, --dtype" "-o, --op" "-r, --root"
-  --backend --vs --collective --ranks --csv --svg --deadline)
+  --backend --vs --collective --ranks --csv --svg --deadline --memory-limit)
 set(help_worker_options --backend --connect)
 # A default each help must show, where the command has defaults.
 set(help_prove_default "--ranks LIST +rank counts, up to 4096 \\(default 1\\.\\.64\\)")

@@ -1,0 +1,35 @@
+# Requests memory cannot hold (label `memory`): every command that runs cases estimates what they
+# need before allocating and refuses, as a usage error, what exceeds --memory-limit (here small,
+# so the tests are cheap and safe on any machine), naming the estimate and the knobs to change.
+collcheck_add_cli_test(memory_replay_huge_case replay --backend ring@sim --memory-limit 16G
+  "allreduce/i8/sum/n=68719476736/ranks=2" STATUS 2
+  STDERR "^collcheck replay: allreduce/i8/sum/n=68719476736/ranks=2/[^ ]* needs about [0-9.]+ [GT]iB \\(buffers 256\\.0 GiB: 2 ranks x \\(64\\.0 GiB in \\+ 64\\.0 GiB out\\). "
+  "schedule [0-9.]+ [KMG]?i?B: [0-9]+ steps x [0-9]+ B" "oracle 64\\.0 GiB"
+  "\\), more than the --memory-limit of 16\\.0 GiB. lower n of the case, or raise --memory-limit\n$" EMPTY stdout)
+collcheck_add_cli_test(memory_simulate_many_chunks simulate --algorithm ring --ranks 64 --counts 1M --chunk 1
+  --memory-limit 8G STATUS 2
+  STDERR "^collcheck simulate: --counts 1048576 needs about [0-9.]+ GiB \\(schedule [0-9.]+ GiB: 264241152 steps x "
+  "events [0-9.]+ GiB" "more than the --memory-limit of 8\\.0 GiB. lower --counts or --ranks, or raise --chunk, or raise --memory-limit"
+  EMPTY stdout)
+collcheck_add_cli_test(memory_check_large_ranges check --ranks 64..64 --count 16M..16M --cases 1 --memory-limit 8G
+  STATUS 2 STDERR "^collcheck check: --count 16M\\.\\.16M on --ranks 64\\.\\.64 needs about [0-9.]+ [GT]iB \\(buffers "
+  "lower --count or --ranks \\(the largest case, [a-z]+/[a-z0-9]+/[a-z]+/n=[0-9]+/ranks=64/[^ ]* on [a-z]+@sim\\), or raise --memory-limit"
+  EMPTY stdout)
+collcheck_add_cli_test(memory_prove_many_ranks prove --algorithm ring --collective allreduce --ranks 4096
+  --memory-limit 1G STATUS 2
+  STDERR "^collcheck prove: ring allreduce on 4096 ranks, count 12290 needs about [0-9.]+ GiB \\(schedule [0-9.]+ GiB: [0-9]+ steps x [0-9]+ B. proof state "
+  "lower --ranks or --counts, or raise --memory-limit\n$" EMPTY stdout)
+collcheck_add_cli_test(memory_bench_large_size bench -e 1G --memory-limit 1G STATUS 2
+  STDERR "^collcheck bench: -e 1\\.0 GiB on ring@sim needs about [0-9.]+ GiB" "lower -e or --ranks" EMPTY stdout)
+# What fits runs as before; 0 is no limit; a bad size names the option.
+collcheck_add_cli_test(memory_replay_fits replay --backend ring@sim --memory-limit 64M
+  "allreduce/f32/sum/n=1000/ranks=3" STATUS 0 STDOUT "held +oracle" EMPTY stderr)
+collcheck_add_cli_test(memory_no_limit simulate --algorithm ring --ranks 4 --counts 1K --memory-limit 0 STATUS 0
+  STDOUT "\n +4096 +1024 +f32 " EMPTY stderr)
+collcheck_add_cli_test(memory_bad_limit prove --algorithm ring --ranks 4 --memory-limit lots STATUS 2
+  STDERR "^collcheck prove: --memory-limit 'lots': must be an integer" EMPTY stdout)
+collcheck_add_cli_test(memory_too_small simulate --algorithm ring --ranks 4 --counts 1K --memory-limit 1K STATUS 2
+  STDERR "^collcheck simulate: --counts 1024 needs about [0-9.]+ KiB" EMPTY stdout)
+set_tests_properties(cli.memory_replay_huge_case cli.memory_simulate_many_chunks cli.memory_check_large_ranges
+  cli.memory_prove_many_ranks cli.memory_bench_large_size cli.memory_replay_fits cli.memory_no_limit
+  cli.memory_bad_limit cli.memory_too_small PROPERTIES LABELS "cli;memory")

@@ -1,0 +1,103 @@
+// The memory budget and the refusal: MemAvailable and cgroup limits read from their texts, the
+// machine's budget never above what /proc/meminfo says, --memory-limit's grammar, the wording of
+// a refusal, sizes in words, and a backend's estimate that covers its buffers.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/memory_check.h"
+#include "impls/registry.h"
+
+namespace collcheck::cli {
+namespace {
+
+TEST(MemoryBudget, ReadsMemAvailableInKibibytes) {
+  EXPECT_EQ(meminfo_available("MemTotal:       32000000 kB\nMemFree:  100 kB\nMemAvailable:   23598512 kB\n"),
+            std::uint64_t{23598512} * 1024);
+  EXPECT_FALSE(meminfo_available("MemTotal: 1 kB\n"));
+  EXPECT_FALSE(meminfo_available("MemAvailable: lots\n"));
+}
+
+TEST(MemoryBudget, ReadsCgroupLimitsAndTheirAbsence) {
+  EXPECT_EQ(cgroup_limit("8589934592\n"), std::uint64_t{8} << 30);
+  EXPECT_FALSE(cgroup_limit("max\n"));                  // v2: no limit
+  EXPECT_FALSE(cgroup_limit("9223372036854771712\n"));  // v1: no limit
+  EXPECT_FALSE(cgroup_limit(""));
+}
+
+TEST(MemoryBudget, TheMachinesIsAtMostMemAvailable) {
+  std::ifstream file("/proc/meminfo");
+  std::ostringstream text;
+  text << file.rdbuf();
+  const std::optional<std::uint64_t> available = meminfo_available(text.str());
+  if (!available) GTEST_SKIP() << "no /proc/meminfo here";
+  const MemoryBudget budget = available_memory();
+  EXPECT_GT(budget.bytes, 0u);
+  // Memory moves between the two reads: allow a gibibyte of it.
+  EXPECT_LE(budget.bytes, *available + (std::uint64_t{1} << 30));
+  EXPECT_FALSE(budget.source.empty());
+}
+
+Result<MemoryBudget> budget_of(std::vector<std::string_view> words) {
+  constexpr Option kOptions[] = {kMemoryLimitOption};
+  Result<Arguments> args = Arguments::parse(words, kOptions);
+  if (!args) return args.error();
+  return memory_budget(*args);
+}
+
+TEST(MemoryBudget, TakesSizesAndZeroForNoLimit) {
+  EXPECT_EQ(budget_of({"--memory-limit", "512M"})->bytes, std::uint64_t{512} << 20);
+  EXPECT_EQ(budget_of({"--memory-limit", "64G"})->source, "--memory-limit");
+  EXPECT_EQ(budget_of({"--memory-limit", "0"})->bytes, 0u);
+  EXPECT_EQ(budget_of({})->source, available_memory().source);
+  Result<MemoryBudget> bad = budget_of({"--memory-limit", "-1"});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "--memory-limit");
+}
+
+TEST(MemoryBudget, RefusesWithTheEstimateTheLimitAndTheKnobs) {
+  MemoryEstimate estimate;
+  estimate.add("buffers", std::uint64_t{3} << 30, "2 ranks x 1.5 GiB");
+  estimate.add("schedule", 880, "10 steps x 88 B");
+  EXPECT_TRUE(fits(estimate, MemoryBudget{std::uint64_t{4} << 30, "MemAvailable"}, "it", "lower n"));
+  EXPECT_TRUE(fits(estimate, MemoryBudget{0, "--memory-limit"}, "it", "lower n"));
+  Status refused = fits(estimate, MemoryBudget{std::uint64_t{2} << 30, "MemAvailable"}, "it", "lower n");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().text(),
+            "it needs about 3.0 GiB (buffers 3.0 GiB: 2 ranks x 1.5 GiB; schedule 880 B: 10 steps x 88 B), more than "
+            "the 2.0 GiB available (MemAvailable); lower n, or raise --memory-limit");
+  Status limited = fits(estimate, MemoryBudget{std::uint64_t{1} << 30, "--memory-limit"}, "it", "lower n");
+  ASSERT_FALSE(limited);
+  EXPECT_NE(limited.error().message.find("more than the --memory-limit of 1.0 GiB;"), std::string::npos);
+}
+
+TEST(MemoryEstimate, SaysSizesInWordsAndNeverWraps) {
+  EXPECT_EQ(format_bytes(0), "0 B");
+  EXPECT_EQ(format_bytes(1023), "1023 B");
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(format_bytes(std::uint64_t{72} << 30), "72.0 GiB");
+  EXPECT_EQ(saturating_product(std::uint64_t{1} << 40, std::uint64_t{1} << 40), ~std::uint64_t{0});
+  EXPECT_EQ(saturating_sum(~std::uint64_t{0}, 1), ~std::uint64_t{0});
+}
+
+// Every backend's estimate covers at least one set of its buffers, and the case's memory grows
+// with its size.
+TEST(MemoryEstimate, BackendsCoverTheirBuffers) {
+  Result<std::vector<std::unique_ptr<Backend>>> backends = make_backends("all@sim", BackendOptions{});
+  ASSERT_TRUE(backends);
+  Result<Case> c = parse_case("allreduce/f32/sum/n=1048576/ranks=4");
+  ASSERT_TRUE(c);
+  const std::uint64_t buffers = std::uint64_t{4} * 2 * 4 * 1048576;
+  for (const auto& backend : *backends) {
+    if (!backend->capabilities().supports(*c)) continue;
+    EXPECT_GE(backend->estimate_memory(*c).total(), buffers) << backend->name();
+    EXPECT_GT(checked_case_memory(*backend, *c).total(), backend->estimate_memory(*c).total()) << backend->name();
+  }
+}
+
+}  // namespace
+}  // namespace collcheck::cli
