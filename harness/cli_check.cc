@@ -246,8 +246,9 @@ Status largest_case_fits(const Arguments& args, const CaseLimits& limits,
   const DrawnRanges ranges{limits.collectives, limits.dtypes, limits.max_ranks, limits.min_count, limits.max_count};
   for (const auto& backend : backends) {
     const auto [largest, estimate] = largest_drawn_case(*backend, ranges);
-    Status fit = fits(estimate, *budget, "--count " + args.get("count") + " on --ranks " + args.get("ranks"),
-                      "lower --count or --ranks (the largest case, " + to_string(largest) + " on " + backend->name() + ")");
+    Status fit =
+        fits(estimate, *budget, "--count " + args.get("count") + " on --ranks " + args.get("ranks"),
+             "lower --count or --ranks (the largest case, " + to_string(largest) + " on " + backend->name() + ")");
     if (!fit) return fit;
   }
   return Ok{};

@@ -144,8 +144,8 @@ Status counts_fit(const Arguments& args, const Plan& plan) {
     c.count = count;
     Result<MemoryEstimate> estimate = simulated_case_memory(plan.algorithm, c, plan.knobs);
     if (!estimate) continue;  // make_schedule names what is wrong
-    Status fit = fits(*estimate, *budget, "--counts " + std::to_string(count),
-                      "lower --counts or --ranks, or raise --chunk");
+    Status fit =
+        fits(*estimate, *budget, "--counts " + std::to_string(count), "lower --counts or --ranks, or raise --chunk");
     if (!fit) return fit;
   }
   return Ok{};

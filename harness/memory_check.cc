@@ -53,9 +53,9 @@ std::optional<std::uint64_t> cgroup_room() {
   struct Version {
     std::string_view prefix, directory, limit, usage;
   };
-  constexpr Version kVersions[] = {{"0::", "/sys/fs/cgroup", "memory.max", "memory.current"},
-                                   {":memory:", "/sys/fs/cgroup/memory", "memory.limit_in_bytes",
-                                    "memory.usage_in_bytes"}};
+  constexpr Version kVersions[] = {
+      {"0::", "/sys/fs/cgroup", "memory.max", "memory.current"},
+      {":memory:", "/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes"}};
   for (const Version& version : kVersions) {
     const std::optional<std::string> path = cgroup_path(cgroups, version.prefix);
     if (!path) continue;
@@ -88,7 +88,8 @@ std::optional<std::uint64_t> cgroup_limit(std::string_view text) {
 MemoryBudget available_memory() {
   MemoryBudget budget;
   auto lower = [&budget](std::optional<std::uint64_t> bytes, std::string_view source) {
-    if (bytes && (budget.bytes == 0 || *bytes < budget.bytes)) budget = MemoryBudget{std::max<std::uint64_t>(*bytes, 1), std::string(source)};
+    if (bytes && (budget.bytes == 0 || *bytes < budget.bytes))
+      budget = MemoryBudget{std::max<std::uint64_t>(*bytes, 1), std::string(source)};
   };
   lower(meminfo_available(read_text("/proc/meminfo")), "MemAvailable");
   lower(cgroup_room(), "cgroup memory.max");
@@ -107,8 +108,7 @@ Result<MemoryBudget> memory_budget(const Arguments& args) {
   return MemoryBudget{*bytes, "--memory-limit"};
 }
 
-Status fits(const MemoryEstimate& estimate, const MemoryBudget& budget, std::string_view what,
-            std::string_view knobs) {
+Status fits(const MemoryEstimate& estimate, const MemoryBudget& budget, std::string_view what, std::string_view knobs) {
   if (budget.bytes == 0 || estimate.total() <= budget.bytes) return Ok{};
   const std::string limit = budget.source == "--memory-limit"
                                 ? "the --memory-limit of " + format_bytes(budget.bytes)
@@ -123,8 +123,8 @@ MemoryEstimate checked_case_memory(const Backend& backend, const Case& c) {
   estimate.add(oracle_memory(c));
   // A property runs the case again while the first run's results are held, up to three calls
   // back to back (the repeat property), each call's outputs kept.
-  const std::uint64_t outputs = saturating_product(
-      saturating_product(output_elements(c), size_of(c.dtype)), static_cast<std::uint64_t>(c.nranks));
+  const std::uint64_t outputs = saturating_product(saturating_product(output_elements(c), size_of(c.dtype)),
+                                                   static_cast<std::uint64_t>(c.nranks));
   estimate.add("second run", saturating_sum(case_buffers(c, 0).total(), saturating_product(outputs, 2)),
                "results held while the case runs again (a property's 3 calls, bench's timed calls)");
   return estimate;

@@ -4,10 +4,10 @@
 
 #include <cstdint>
 #include <optional>
-#include <utility>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "harness/arguments.h"
 #include "impls/algorithms/algorithms.h"

@@ -81,9 +81,9 @@ MemoryEstimate case_buffers(const Case& c, std::size_t guard_elements) {
     estimate.add("buffers", saturating_product(nranks, both),
                  std::to_string(nranks) + " ranks x " + format_bytes(both) + " in place");
   } else {
-    estimate.add("buffers", saturating_product(nranks, saturating_sum(input, output)),
-                 std::to_string(nranks) + " ranks x (" + format_bytes(input) + " in + " + format_bytes(output) +
-                     " out)");
+    estimate.add(
+        "buffers", saturating_product(nranks, saturating_sum(input, output)),
+        std::to_string(nranks) + " ranks x (" + format_bytes(input) + " in + " + format_bytes(output) + " out)");
   }
   return estimate;
 }
@@ -91,7 +91,8 @@ MemoryEstimate case_buffers(const Case& c, std::size_t guard_elements) {
 MemoryEstimate oracle_memory(const Case& c) {
   // Data, and for floats checked against a bound: the bound (a double), the accepted outcomes
   // (a byte) and min/max's alternative (a double).
-  const bool bounded = is_float(c.dtype) && reduces(c.collective) && !(c.values == ValueKind::Exact && c.op != RedOp::Avg);
+  const bool bounded =
+      is_float(c.dtype) && reduces(c.collective) && !(c.values == ValueKind::Exact && c.op != RedOp::Avg);
   const std::uint64_t per_element = size_of(c.dtype) + (bounded ? 17 : 0);
   const std::uint64_t outputs = rank_identical(c.collective) ? 1 : static_cast<std::uint64_t>(std::max(c.nranks, 1));
   const std::uint64_t one = saturating_product(output_elements(c), per_element);

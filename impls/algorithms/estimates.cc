@@ -72,17 +72,18 @@ Result<ScheduleSize> estimate_schedule(std::string_view algorithm, const Case& s
   const bool known = std::any_of(all_algorithms().begin(), all_algorithms().end(), [&](const Algorithm& entry) {
     return entry.name == algorithm && entry.collective == shape.collective;
   });
-  if (!known) return Error{"algorithm", "'" + std::string(algorithm) + "' has no " + std::string(name(shape.collective))};
+  if (!known)
+    return Error{"algorithm", "'" + std::string(algorithm) + "' has no " + std::string(name(shape.collective))};
   ScheduleSize size;
   const PerPiece piece = per_piece(algorithm, shape, knobs);
   Knobs cut = knobs;
   if (algorithm == "tree") cut.channels *= 2;  // one pipeline per tree and channel
   // innet cuts its vector V (a block per rank for all-gather and reduce-scatter), the others the count.
   const bool per_rank = shape.collective == Collective::AllGather || shape.collective == Collective::ReduceScatter;
-  const std::size_t length = algorithm == "innet" && per_rank ? shape.count * static_cast<std::size_t>(shape.nranks)
-                                                              : shape.count;
-  size.participants = static_cast<std::uint64_t>(shape.nranks) +
-                      (algorithm == "innet" ? switch_count(shape.nranks, knobs.fan_in) : 0);
+  const std::size_t length =
+      algorithm == "innet" && per_rank ? shape.count * static_cast<std::size_t>(shape.nranks) : shape.count;
+  size.participants =
+      static_cast<std::uint64_t>(shape.nranks) + (algorithm == "innet" ? switch_count(shape.nranks, knobs.fan_in) : 0);
   size.steps = algorithm == "ring" && shape.collective == Collective::AllReduce
                    ? ring_allreduce_steps(shape, knobs)
                    : saturating_sum(saturating_product(piece_count(length, cut), piece.steps), size.participants);

@@ -67,7 +67,8 @@ struct SimulatedRun {
 
 // What simulate() will hold for a schedule of that size and the case's buffers (`shape` carries
 // the case), estimated before it runs: buffers, engine state, messages, the results.
-MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize&, const SimulationOptions& = SimulationOptions());
+MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize&,
+                                 const SimulationOptions& = SimulationOptions());
 
 // Runs `schedule` (its shape carries the case: dtype, op, values, seed) on `topology`: rank r
 // on GPU r, switch participants on the aggregating switches in turn. A message occupies every
