@@ -254,6 +254,13 @@ Status largest_case_fits(const Arguments& args, const CaseLimits& limits,
   return Ok{};
 }
 
+// Refuses a case the backend's run could not hold in memory, before it runs.
+Status case_fits(const Arguments& args, const Backend& backend, const Case& c) {
+  Result<MemoryBudget> budget = memory_budget(args);
+  if (!budget) return budget.error();
+  return fits(checked_case_memory(backend, c), *budget, to_string(c), "lower n of the case");
+}
+
 // The run's outcome (a wrong result reported as success is `corrupt`) and each rank's verdict.
 void print_replayed_run(const Case& c, const Backend& backend, const RepeatedRun& base, const PropertyContext& context,
                         std::ostream& out) {
@@ -412,10 +419,7 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
     err << "collcheck replay: " << backend.name() << " cannot run " << to_string(*c) << '\n';
     return kUnavailable;
   }
-  Result<MemoryBudget> budget = memory_budget(*args);
-  Status fit = budget ? fits(checked_case_memory(backend, *c), *budget, to_string(*c), "lower n of the case")
-                      : Status(budget.error());
-  if (!fit) {
+  if (Status fit = case_fits(*args, backend, *c); !fit) {
     err << "collcheck replay: " << fit.error().text() << '\n';
     return kUsageError;
   }

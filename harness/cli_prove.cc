@@ -63,6 +63,34 @@ std::vector<int> roots_for(Collective collective, int n, bool all) {
   return roots;
 }
 
+// Refuses, before any proof, a sweep one of whose shapes memory could not hold.
+Status sweep_fits(const Arguments& args, const Sweep& sweep) {
+  Result<MemoryBudget> budget = memory_budget(args);
+  if (!budget) return budget.error();
+  for (const Algorithm* algorithm : sweep.algorithms) {
+    for (std::uint64_t n : sweep.ranks) {
+      const std::vector<std::size_t> counts = sweep.counts.empty()
+                                                  ? awkward_counts(n, sweep.knobs.chunk)
+                                                  : std::vector<std::size_t>(sweep.counts.begin(), sweep.counts.end());
+      for (bool in_place : counts.empty() ? std::vector<bool>{} : sweep.layouts) {
+        Case shape;
+        shape.collective = algorithm->collective;
+        shape.count = counts.back();
+        shape.nranks = static_cast<int>(n);
+        shape.in_place = in_place;
+        Result<MemoryEstimate> estimate = proved_shape_memory(algorithm->name, shape, sweep.knobs);
+        if (!estimate) continue;
+        Status fit = fits(*estimate, *budget,
+                          std::string(algorithm->name) + " " + std::string(name(shape.collective)) + " on " +
+                              std::to_string(n) + " ranks, count " + std::to_string(shape.count),
+                          "lower --ranks or --counts");
+        if (!fit) return fit;
+      }
+    }
+  }
+  return Ok{};
+}
+
 Result<Sweep> parse_sweep(const Arguments& args) {
   Sweep sweep;
   const std::string algorithm = args.get("algorithm");
@@ -106,35 +134,8 @@ Result<Sweep> parse_sweep(const Arguments& args) {
   if (!channels) return channels.error();
   if (!fan_in) return fan_in.error();
   sweep.knobs = Knobs{*chunk, static_cast<int>(*channels), static_cast<int>(*fan_in)};
+  if (Status fit = sweep_fits(args, sweep); !fit) return fit.error();
   return sweep;
-}
-
-// Refuses, before any proof, a sweep one of whose shapes memory could not hold.
-Status sweep_fits(const Arguments& args, const Sweep& sweep) {
-  Result<MemoryBudget> budget = memory_budget(args);
-  if (!budget) return budget.error();
-  for (const Algorithm* algorithm : sweep.algorithms) {
-    for (std::uint64_t n : sweep.ranks) {
-      const std::vector<std::size_t> counts = sweep.counts.empty()
-                                                  ? awkward_counts(n, sweep.knobs.chunk)
-                                                  : std::vector<std::size_t>(sweep.counts.begin(), sweep.counts.end());
-      for (bool in_place : sweep.layouts) {
-        Case shape;
-        shape.collective = algorithm->collective;
-        shape.count = counts.back();
-        shape.nranks = static_cast<int>(n);
-        shape.in_place = in_place;
-        Result<MemoryEstimate> estimate = proved_shape_memory(algorithm->name, shape, sweep.knobs);
-        if (!estimate) continue;
-        Status fit = fits(*estimate, *budget,
-                          std::string(algorithm->name) + " " + std::string(name(shape.collective)) + " on " +
-                              std::to_string(n) + " ranks, count " + std::to_string(shape.count),
-                          "lower --ranks or --counts");
-        if (!fit) return fit;
-      }
-    }
-  }
-  return Ok{};
 }
 
 // Rank counts are reported in bands: each count alone up to 16, then powers of two.
@@ -243,10 +244,6 @@ int run_prove(std::span<const std::string_view> raw, std::ostream& out, std::ost
   Result<Sweep> sweep = parse_sweep(*args);
   if (!sweep) {
     err << "collcheck prove: " << sweep.error().text() << '\n';
-    return kUsageError;
-  }
-  if (Status fit = sweep_fits(*args, *sweep); !fit) {
-    err << "collcheck prove: " << fit.error().text() << '\n';
     return kUsageError;
   }
   std::vector<Failure> failures;
