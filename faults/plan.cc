@@ -2,13 +2,12 @@
 // and the shrinker's simpler candidates.
 #include "faults/plan.h"
 
-#include <charconv>
-#include <cmath>
+#include <limits>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "reference/key_values.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
@@ -26,15 +25,15 @@ struct KindRules {
 
 KindRules rules(FaultKind kind) {
   switch (kind) {
-    case FaultKind::Drop: return {Target::Scope::All, true, ""};
+    case FaultKind::Drop:
+    case FaultKind::Duplicate:
+    case FaultKind::Reorder: return {Target::Scope::All, true, ""};
     case FaultKind::Delay: return {Target::Scope::All, true, "ms jitter"};
     case FaultKind::Corrupt: return {Target::Scope::All, true, "bits"};
-    case FaultKind::Duplicate: return {Target::Scope::All, true, ""};
-    case FaultKind::Reorder: return {Target::Scope::All, true, ""};
     case FaultKind::LinkDown: return {Target::Scope::Link, false, ""};
     case FaultKind::LinkFlap: return {Target::Scope::Link, false, "period"};
     case FaultKind::Straggler: return {Target::Scope::Rank, false, "factor ms"};
-    case FaultKind::Stop: return {Target::Scope::Rank, false, ""};
+    case FaultKind::Stop:
     case FaultKind::Kill: return {Target::Scope::Rank, false, ""};
   }
   return {};
@@ -79,29 +78,63 @@ bool key_allowed(FaultKind kind, std::string_view key) {
   return has_word(r.parameters, key);
 }
 
-// Shortest text that reads back as the same double.
-std::string number(double value) {
-  char text[64];
-  const auto [end, error] = std::to_chars(text, text + sizeof text, value);
-  return error == std::errc() ? std::string(text, end) : "nan";
+// The real-valued keys, where each lives in a fault, and its range: a value must be in
+// [low, high], and above low where `above_low` (p and period). Times are bounded so that no
+// conversion to a clock overflows: at most a day.
+struct RealKey {
+  std::string_view key;
+  double low, high;
+  bool above_low;
+  std::string_view allowed;  // for messages
+};
+constexpr double kMostSeconds = 86400;
+constexpr double kMostMilliseconds = kMostSeconds * 1000;
+constexpr RealKey kRealKeys[] = {
+    {"at", 0, kMostSeconds, false, "seconds, 0..86400"},
+    {"p", 0, 1, true, "0 < p <= 1"},
+    {"ms", 0, kMostMilliseconds, false, "milliseconds, 0..86400000"},
+    {"jitter", 0, kMostMilliseconds, false, "milliseconds, 0..86400000"},
+    {"period", 0, kMostMilliseconds, true, "milliseconds, 0 < period <= 86400000"},
+    {"factor", 1, 1e6, false, "1..1000000"},
+};
+
+const RealKey* find_real_key(std::string_view key) {
+  for (const RealKey& real : kRealKeys) {
+    if (real.key == key) return &real;
+  }
+  return nullptr;
 }
 
+// The member of `f` (a Fault or a const Fault) that a real key sets.
+template <typename AnyFault>
+auto* real_field(AnyFault& f, std::string_view key) {
+  return key == "at"       ? &f.trigger.at
+         : key == "p"      ? &f.trigger.p
+         : key == "ms"     ? &f.ms
+         : key == "jitter" ? &f.jitter
+         : key == "period" ? &f.period
+                           : &f.factor;
+}
+
+bool in_range(const RealKey& real, double value) {
+  return value >= real.low && value <= real.high && (!real.above_low || value > real.low);
+}
+
+// An integer key's value (no sign, decimal digits) within [0, high].
 template <typename T>
-bool read_number(std::string_view text, T& value) {
-  if (text.empty() || text.front() == '+' || text.front() == '-') return false;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return error == std::errc() && end == text.data() + text.size();
+bool read_integer(std::string_view text, T& value, std::uint64_t high = std::numeric_limits<T>::max()) {
+  Result<std::uint64_t> number = parse_integer("", text, CountRange{0, high, false, {}});
+  if (number) value = static_cast<T>(*number);
+  return number.ok();
 }
 
 std::string range_error(const Fault& f) {
-  const Trigger& t = f.trigger;
-  if (!std::isfinite(t.at) || t.at < 0) return "at: " + number(t.at) + ": must be seconds >= 0";
-  if (!(t.p > 0 && t.p <= 1)) return "p: " + number(t.p) + ": must be 0 < p <= 1";
-  if (!std::isfinite(f.ms) || f.ms < 0) return "ms: " + number(f.ms) + ": must be milliseconds >= 0";
-  if (!std::isfinite(f.jitter) || f.jitter < 0) return "jitter: " + number(f.jitter) + ": must be milliseconds >= 0";
+  for (const RealKey& real : kRealKeys) {
+    const double value = *real_field(f, real.key);
+    if (!in_range(real, value))
+      return std::string(real.key) + ": " + number_text(value) + ": must be " + std::string(real.allowed);
+  }
   if (f.bits < 1 || f.bits > 64) return "bits: " + std::to_string(f.bits) + ": must be 1..64";
-  if (!std::isfinite(f.period) || f.period <= 0) return "period: " + number(f.period) + ": must be milliseconds > 0";
-  if (!std::isfinite(f.factor) || f.factor < 1) return "factor: " + number(f.factor) + ": must be >= 1";
   const Target::Scope needs = rules(f.kind).needs;
   if (needs != Target::Scope::All && f.target.scope != needs) {
     return std::string(needs == Target::Scope::Link ? "link" : "rank") + ": " + std::string(to_string(f.kind)) +
@@ -115,20 +148,20 @@ std::string range_error(const Fault& f) {
 }
 
 Error item_error(std::size_t item, std::string_view text, const std::string& what) {
-  return Error{"--faults", "item " + std::to_string(item) + " `" + std::string(text) + "`: " + what};
+  return Error{"--faults", "item " + std::to_string(item) + " " + quoted_input(text) + ": " + what};
 }
 
 // One `key=value` into `f`; returns what is wrong, or "".
 std::string read_key(Fault& f, std::string_view key, std::string_view value) {
   if (!key_allowed(f.kind, key)) {
-    return "unknown key `" + std::string(key) + "` for " + std::string(to_string(f.kind)) +
+    return "unknown key " + quoted_input(key) + " for " + std::string(to_string(f.kind)) +
            " (allowed: " + allowed_keys(f.kind) + ")";
   }
-  const std::string bad = std::string(key) + ": `" + std::string(value) + "` is not ";
+  const std::string bad = std::string(key) + ": " + quoted_input(value) + " is not ";
   if (key == "link") {
     const std::size_t arrow = value.find("->");
-    if (arrow == std::string_view::npos || !read_number(value.substr(0, arrow), f.target.from) ||
-        !read_number(value.substr(arrow + 2), f.target.to)) {
+    if (arrow == std::string_view::npos || !read_integer(value.substr(0, arrow), f.target.from) ||
+        !read_integer(value.substr(arrow + 2), f.target.to)) {
       return bad + "a link A->B of two rank numbers";
     }
     f.target.scope = Target::Scope::Link;
@@ -136,24 +169,19 @@ std::string read_key(Fault& f, std::string_view key, std::string_view value) {
   }
   if (key == "rank") {
     f.target.scope = Target::Scope::Rank;
-    return read_number(value, f.target.rank) ? "" : bad + "a rank number (0, 1, ...)";
+    return read_integer(value, f.target.rank) ? "" : bad + "a rank number (0, 1, ...)";
   }
-  if (key == "after") return read_number(value, f.trigger.after) ? "" : bad + "a message number (0, 1, ...)";
-  if (key == "offset") return read_number(value, f.trigger.offset) ? "" : bad + "a byte offset (0, 1, ...)";
-  if (key == "times") return read_number(value, f.trigger.times) ? "" : bad + "a count (0: no limit)";
-  if (key == "bits") return read_number(value, f.bits) ? "" : bad + "a count of bits 1..64";
-  double* real = key == "at"       ? &f.trigger.at
-                 : key == "p"      ? &f.trigger.p
-                 : key == "ms"     ? &f.ms
-                 : key == "jitter" ? &f.jitter
-                 : key == "period" ? &f.period
-                                   : &f.factor;
-  const std::string_view range = key == "at"       ? "seconds >= 0"
-                                 : key == "p"      ? "0 < p <= 1"
-                                 : key == "factor" ? ">= 1"
-                                 : key == "period" ? "milliseconds > 0"
-                                                   : "milliseconds >= 0";
-  return read_number(value, *real) ? "" : bad + "a number (" + std::string(range) + ")";
+  if (key == "after") return read_integer(value, f.trigger.after) ? "" : bad + "a message number (0, 1, ...)";
+  if (key == "offset") return read_integer(value, f.trigger.offset) ? "" : bad + "a byte offset (0, 1, ...)";
+  if (key == "times") return read_integer(value, f.trigger.times) ? "" : bad + "a count (0: no limit)";
+  if (key == "bits") return read_integer(value, f.bits, 64) && f.bits >= 1 ? "" : bad + "a count of bits 1..64";
+  const RealKey& real = *find_real_key(key);
+  Result<double> number = parse_decimal(key, value, 0, std::numeric_limits<double>::max());
+  if (!number) return bad + "a number (" + std::string(real.allowed) + ")";
+  if (!in_range(real, *number))
+    return std::string(key) + ": " + quoted_input(value) + ": must be " + std::string(real.allowed);
+  *real_field(f, key) = *number;
+  return "";
 }
 
 Result<Fault> parse_fault(std::size_t item, std::string_view text) {
@@ -168,8 +196,7 @@ Result<Fault> parse_fault(std::size_t item, std::string_view text) {
   for (std::size_t i = 1; i < pieces.size(); ++i) {
     const KeyValue pair = split_key_value(pieces[i]);
     if (!pair.has_value || pair.key.empty()) {
-      return item_error(item, text,
-                        "`" + std::string(pair.item) + "` is not key=value (keys: " + allowed_keys(f.kind) + ")");
+      return item_error(item, text, quoted_input(pair.item) + " is not key=value (keys: " + allowed_keys(f.kind) + ")");
     }
     const std::string_view key = pair.key;
     const bool is_target = key == "link" || key == "rank";
@@ -203,7 +230,7 @@ Result<FaultKind> parse_fault_kind(std::string_view text) {
   }
   std::string names;
   for (std::string_view name : kind_names) names += (names.empty() ? "" : ", ") + std::string(name);
-  return Error{"--faults", "unknown fault kind `" + std::string(text) + "` (kinds: " + names + ")"};
+  return Error{"--faults", "unknown fault kind " + quoted_input(text) + " (kinds: " + names + ")"};
 }
 
 std::string to_string(const Fault& f) {
@@ -213,16 +240,16 @@ std::string to_string(const Fault& f) {
   if (f.target.scope == Target::Scope::Link)
     add("link", std::to_string(f.target.from) + "->" + std::to_string(f.target.to));
   if (f.target.scope == Target::Scope::Rank) add("rank", std::to_string(f.target.rank));
-  if (f.trigger.at != d.trigger.at) add("at", number(f.trigger.at));
+  if (f.trigger.at != d.trigger.at) add("at", number_text(f.trigger.at));
   if (f.trigger.after != d.trigger.after) add("after", std::to_string(f.trigger.after));
   if (f.trigger.offset != d.trigger.offset) add("offset", std::to_string(f.trigger.offset));
-  if (f.trigger.p != d.trigger.p) add("p", number(f.trigger.p));
+  if (f.trigger.p != d.trigger.p) add("p", number_text(f.trigger.p));
   if (f.trigger.times != d.trigger.times) add("times", std::to_string(f.trigger.times));
-  if (f.ms != d.ms) add("ms", number(f.ms));
-  if (f.jitter != d.jitter) add("jitter", number(f.jitter));
+  if (f.ms != d.ms) add("ms", number_text(f.ms));
+  if (f.jitter != d.jitter) add("jitter", number_text(f.jitter));
   if (f.bits != d.bits) add("bits", std::to_string(f.bits));
-  if (f.period != d.period) add("period", number(f.period));
-  if (f.factor != d.factor) add("factor", number(f.factor));
+  if (f.period != d.period) add("period", number_text(f.period));
+  if (f.factor != d.factor) add("factor", number_text(f.factor));
   return text;
 }
 
@@ -300,7 +327,7 @@ std::vector<FaultPlan> simpler(const FaultPlan& plan) {
       change(milder.faults[i]);
       candidates.push_back(std::move(milder));
     };
-    vary(f.trigger.at > 0 && f.trigger.at < 1e6, [](Fault& g) { g.trigger.at *= 2; });
+    vary(f.trigger.at > 0 && f.trigger.at <= kMostSeconds / 2, [](Fault& g) { g.trigger.at *= 2; });
     vary(message_triggers && f.trigger.after < (1ull << 40),
          [](Fault& g) { g.trigger.after = g.trigger.after * 2 + 1; });
     vary(message_triggers && f.trigger.offset < (1ull << 40),

@@ -23,7 +23,7 @@ namespace collcheck {
 //     link=A->B   messages rank A sends to rank B (one direction)
 //     rank=R      messages rank R sends
 //   trigger keys (all given ones must hold; defaults make the fault apply at once, always):
-//     at=S        from S seconds after the start of the run (virtual seconds on `sim`)
+//     at=S        from S seconds after the start of the run (virtual seconds on `sim`), 0..86400
 //     after=K     from the target's message K on (0-based, counted in send order)
 //     offset=B    from the message that holds byte B of the target's traffic (in send order)
 //     p=P         each message independently with probability P, 0 < P <= 1
@@ -31,9 +31,11 @@ namespace collcheck {
 //   parameters:
 //     ms=M        delay: fixed milliseconds added; straggler: fixed milliseconds per message
 //     jitter=J    delay: plus a uniform draw from [0, J) milliseconds per message
+//                 (ms and jitter 0..86400000)
 //     bits=N      corrupt: bits flipped per message, 1..64
-//     period=M    link-flap: milliseconds of one down-up cycle (down first, half each)
-//     factor=F    straggler: the rank's messages take F times their transfer time, F >= 1
+//     period=M    link-flap: milliseconds of one down-up cycle (down first, half each), 0 < M <= 86400000
+//     factor=F    straggler: the rank's messages take F times their transfer time, 1..1000000
+//   numbers: the grammar of reference/numbers.h (no sign, hex, nan or inf).
 //
 // Which keys a kind takes: drop, delay, corrupt, duplicate and reorder take any target and
 // every trigger key; link-down (for good) and link-flap need `link` and take only `at`;

@@ -2,9 +2,9 @@
 #include "harness/arguments.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "reference/key_values.h"
+#include "reference/numbers.h"
 
 namespace collcheck::cli {
 namespace {
@@ -19,10 +19,6 @@ bool contains(std::span<const std::string_view> names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-std::string range_text(std::uint64_t low, std::uint64_t high) {
-  return std::to_string(low) + ".." + std::to_string(high);
-}
-
 }  // namespace
 
 Result<Arguments> Arguments::parse(std::span<const std::string_view> args, std::span<const std::string_view> flags,
@@ -31,7 +27,7 @@ Result<Arguments> Arguments::parse(std::span<const std::string_view> args, std::
   const std::string known = join(flags, "--") + (switches.empty() ? "" : ", " + join(switches, "--"));
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
-    if (!arg.starts_with("--")) return Error{std::string(arg), "is not an option: options are " + known};
+    if (!arg.starts_with("--")) return Error{escaped_input(arg), "is not an option: options are " + known};
     arg.remove_prefix(2);
     std::string_view inline_value;
     const bool has_inline = arg.find('=') != std::string_view::npos;
@@ -43,7 +39,7 @@ Result<Arguments> Arguments::parse(std::span<const std::string_view> args, std::
       parsed.values_[std::string(arg)].emplace_back("true");
       continue;
     }
-    if (!contains(flags, arg)) return Error{"--" + std::string(arg), "is not an option: options are " + known};
+    if (!contains(flags, arg)) return Error{"--" + escaped_input(arg), "is not an option: options are " + known};
     if (!has_inline) {
       if (i + 1 == args.size()) return Error{"--" + std::string(arg), "needs a value"};
       inline_value = args[++i];
@@ -88,19 +84,7 @@ Result<Arguments> Arguments::parse(std::span<const std::string_view> args, std::
 
 Result<std::uint64_t> parse_count(std::string_view field, std::string_view text, std::uint64_t low,
                                   std::uint64_t high) {
-  std::uint64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  std::string_view suffix(end, static_cast<std::size_t>(text.data() + text.size() - end));
-  int shift = suffix == "K" || suffix == "k" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : suffix.empty() ? 0 : -1;
-  if (text.empty() || error != std::errc{} || shift < 0 || (shift > 0 && value > (high >> shift))) {
-    return Error{std::string(field), "'" + std::string(text) + "': must be an integer in " + range_text(low, high) +
-                                         " (K, M, G suffixes allowed)"};
-  }
-  value <<= shift;
-  if (value < low || value > high) {
-    return Error{std::string(field), std::to_string(value) + ": must be " + range_text(low, high)};
-  }
-  return value;
+  return parse_integer(field, text, CountRange{low, high, true, {}});
 }
 
 Result<std::vector<std::uint64_t>> parse_set(std::string_view field, std::string_view text, std::uint64_t low,
@@ -113,9 +97,9 @@ Result<std::vector<std::uint64_t>> parse_set(std::string_view field, std::string
     Result<std::uint64_t> last =
         dots == std::string_view::npos ? first : parse_count(field, item.substr(dots + 2), low, high);
     if (!last) return last.error();
-    if (*last < *first) return Error{std::string(field), "'" + std::string(item) + "': the range is empty"};
+    if (*last < *first) return Error{std::string(field), quoted_input(item) + ": the range is empty"};
     if (*last - *first > 1'000'000)
-      return Error{std::string(field), "'" + std::string(item) + "': more than a million values"};
+      return Error{std::string(field), quoted_input(item) + ": more than a million values"};
     for (std::uint64_t v = *first; v <= *last; ++v) values.push_back(v);
   }
   std::sort(values.begin(), values.end());

@@ -3,6 +3,7 @@
 #include "harness/bench.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "reference/bandwidth.h"
@@ -87,7 +88,11 @@ void print_header(std::ostream& out, const Report& report) {
   out << "# minBytes " << s.min_bytes << " maxBytes " << s.max_bytes << " step: "
       << (s.step_bytes > 0 ? std::to_string(s.step_bytes) + "(bytes)" : std::to_string(s.step_factor) + "(factor)")
       << " warmup iters: " << s.warmup << " iters: " << s.iterations << " validation: " << (s.check ? 1 : 0)
-      << " deadline: " << (s.deadline > 0 ? printf_text("%g s", s.deadline) : "default") << "\n";
+      << " deadline: "
+      << (std::isinf(s.deadline) ? "none"
+          : s.deadline > 0       ? printf_text("%g s", s.deadline)
+                                 : "default")
+      << "\n";
   if (report.memory.bytes > 0) {
     out << "# memory copy bandwidth: " << printf_text("%.2f", report.memory.bandwidth) << " GB/s (memcpy of "
         << report.memory.bytes << " B, best time " << time_cell(report.memory.seconds) << " us)\n";

@@ -29,7 +29,7 @@ struct Settings {
   std::vector<RedOp> ops{RedOp::Sum};
   std::vector<int> roots{0};
   int nranks = 4;
-  double deadline = 0;  // seconds per run; 0: the backend's default
+  double deadline = 0;  // seconds per run; 0: the backend's default; +infinity: none
 };
 
 // The sizes in bytes the sweep visits: min_bytes, then times step_factor (or plus step_bytes)

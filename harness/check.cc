@@ -10,6 +10,7 @@
 #include <set>
 
 #include "properties/property.h"
+#include "reference/numbers.h"
 #include "reference/random.h"
 
 namespace collcheck {
@@ -250,8 +251,7 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
   CheckReport report;
   report.seed = options.seed;
   const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.time_budget));
+  const Clock::time_point deadline = clock_after(start, options.time_budget);
   // The command line has checked the text already; a caller's bad text means no faults.
   Result<FaultChoice> faults = parse_fault_choice(options.faults, options.seed);
   const Loop loop{options, faults ? *faults : FaultChoice{}, selected_properties(options), deadline};
@@ -264,8 +264,7 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
     // Each backend gets an equal share of what is left of the budget.
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     const Clock::time_point backend_deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                           std::max(left, 0.0) / static_cast<double>(backends.size() - b)));
+        clock_after(Clock::now(), std::max(left, 0.0) / static_cast<double>(backends.size() - b));
     Draws draws(options, loop.faults, backend);
     std::vector<std::string> failed_properties;
     for (std::size_t i = 0; options.cases == 0 || i < options.cases; ++i) {

@@ -18,6 +18,7 @@
 #include "harness/cli_worker.h"
 #include "harness/command_help.h"
 #include "harness/text_table.h"
+#include "reference/numbers.h"
 
 namespace collcheck::cli {
 namespace {
@@ -96,7 +97,7 @@ int run_help(std::span<const std::string_view> args, std::ostream& out, std::ost
   }
   const Command* command = find_command(args[0]);
   if (command == nullptr) {
-    err << "collcheck help: unknown command '" << args[0] << "': allowed: " << command_names() << '\n';
+    err << "collcheck help: unknown command " << quoted_input(args[0]) << ": allowed: " << command_names() << '\n';
     return kUsageError;
   }
   print_command_help(command->help(), out);
@@ -109,7 +110,7 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
   if (args.empty()) return print_overview(out);
   const Command* command = find_command(args[0]);
   if (command == nullptr) {
-    err << "collcheck: unknown command '" << args[0] << "': allowed: " << command_names() << '\n';
+    err << "collcheck: unknown command " << quoted_input(args[0]) << ": allowed: " << command_names() << '\n';
     return kUsageError;
   }
   const std::span<const std::string_view> rest = args.subspan(1);

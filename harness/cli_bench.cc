@@ -3,7 +3,6 @@
 #include "harness/cli_bench.h"
 
 #include <algorithm>
-#include <charconv>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -14,6 +13,7 @@
 #include "harness/bench.h"
 #include "harness/memory_check.h"
 #include "impls/registry.h"
+#include "reference/numbers.h"
 
 namespace collcheck::cli {
 namespace {
@@ -41,7 +41,7 @@ constexpr Option kOptions[] = {
     {"ranks", "N", "4", "rank count"},
     {"csv", "FILE", "", "write the table as CSV"},
     {"svg", "FILE", "", "plot busbw against size as SVG"},
-    {"deadline", "SECONDS", "", "a run not done by then is a hang (30, 2.5, 90s); default: the backend's"},
+    {"deadline", "T", "", "a run not done by then is a hang (30, 2.5, 90s, 2m; none); default: the backend's"},
     kMemoryLimitOption,
 };
 
@@ -86,7 +86,7 @@ Result<Spelled> respell(std::span<const std::string_view> raw) {
     const std::string_view flag = arg.substr(0, arg.find('='));
     const auto found = spellings().find(flag);
     if (found == spellings().end() && arg.size() > 1 && arg[0] == '-' && arg[1] != '-') {
-      return Error{std::string(arg), "is not an option: short options are " + short_options()};
+      return Error{escaped_input(arg), "is not an option: short options are " + short_options()};
     }
     if (found == spellings().end() && !arg.starts_with("--")) {
       spelled.args.emplace_back(arg);  // a stray word: Arguments::parse names it
@@ -141,19 +141,14 @@ Status parse_loop(const Arguments& args, const Spelled& spelled, bench::Settings
   Result<std::uint64_t> warmup = number(args, spelled, "warmup_iters", 0, 1'000'000);
   if (!warmup) return warmup.error();
   const std::string check = args.get("check");
-  if (check != "0" && check != "1") return Error{spelled.field("check"), "'" + check + "': must be 0 or 1"};
+  if (check != "0" && check != "1") return Error{spelled.field("check"), quoted_input(check) + ": must be 0 or 1"};
   s.iterations = static_cast<int>(*iterations);
   s.warmup = static_cast<int>(*warmup);
   s.check = check == "1";
   if (!args.has("deadline")) return Ok{};
-  const std::string text = args.get("deadline");
-  const std::string_view digits = text.ends_with('s') ? std::string_view(text).substr(0, text.size() - 1) : text;
-  double seconds = 0;
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), seconds);
-  if (digits.empty() || error != std::errc{} || end != digits.data() + digits.size() || !(seconds > 0)) {
-    return Error{spelled.field("deadline"), "'" + text + "': must be a number of seconds above 0 (30, 2.5, 90s)"};
-  }
-  s.deadline = seconds;
+  Result<double> deadline = parse_duration(spelled.field("deadline"), args.get("deadline"), kDeadlineRange);
+  if (!deadline) return deadline.error();
+  s.deadline = *deadline;
   return Ok{};
 }
 
@@ -201,7 +196,7 @@ Result<std::unique_ptr<Backend>> one_backend(std::string_view field, const std::
   if (!made) return Error{std::string(field), made.error().message};
   std::vector<std::unique_ptr<Backend>> backends = std::move(made).value();
   if (backends.size() != 1) {
-    return Error{std::string(field), "'" + spec + "' names " + std::to_string(backends.size()) +
+    return Error{std::string(field), quoted_input(spec) + " names " + std::to_string(backends.size()) +
                                          " backends: bench times one (and one more with --vs)"};
   }
   const Capabilities capabilities = backends[0]->capabilities();
@@ -218,7 +213,7 @@ Result<std::unique_ptr<std::ofstream>> open_output(const Arguments& args, std::s
   if (!args.has(flag)) return std::unique_ptr<std::ofstream>{};
   const std::string path = args.get(flag);
   auto file = std::make_unique<std::ofstream>(path);
-  if (!*file) return Error{"--" + std::string(flag), "'" + path + "': cannot be opened for writing"};
+  if (!*file) return Error{"--" + std::string(flag), quoted_input(path) + ": cannot be opened for writing"};
   return file;
 }
 

@@ -24,6 +24,7 @@
 #include "impls/registry.h"
 #include "impls/worlds/mpi_world.h"
 #include "properties/property.h"
+#include "reference/numbers.h"
 #include "reference/oracle.h"
 
 namespace collcheck::cli {
@@ -41,11 +42,12 @@ constexpr Option kCheckOptions[] = {
     {"count", "A..B", "0..64K", "elements (NCCL's count)"},
     {"cases", "N", "0", "cases per backend (0: as many as the budget allows)"},
     {"seed", "S", "", "the same seed and options give the same cases; default: drawn at random, always printed"},
-    {"time-budget", "T", "60s", "for all backends together: 30s, 2m, 90 (seconds)"},
+    {"time-budget", "T", "60s", "for all backends together: 30s, 2m, 90 (seconds), up to 24h"},
     {"property", "P", "", "only these properties (docs/properties.md); default: all", Use::Repeatable},
     {"json", "FILE", "", "write the report as JSON"},
     {"junit", "FILE", "", "write the report as JUnit XML"},
-    {"deadline", "SECONDS", "", "across processes: a run not done by then is a hang; default: 20 s + 1 s per 50 MB"},
+    {"deadline", "T", "",
+     "across processes: a run not done by then is a hang (8s, 2m; none); default: 20 s + 1 s per 50 MB"},
     {"mpirun-args", "'ARGS'", "", "across processes: extra arguments for mpirun (--hostfile hosts)"},
     {"faults", "PLAN", "", "every run under a fault plan, or random[:KIND,...] for a plan per case (docs/faults.md)"},
     kMemoryLimitOption,
@@ -54,23 +56,12 @@ constexpr Option kReplayOptions[] = {
     {"backend", "B", "ring@sim", "the backend (check --help gives the grammar)"},
     {"schedule-seed", "S", "0", "the schedule seed of the failure's replay line"},
     {"property", "P", "", "check only this property; default: all"},
-    {"deadline", "SECONDS", "", "across processes: a run not done by then is a hang; default: 20 s + 1 s per 50 MB"},
+    {"deadline", "T", "",
+     "across processes: a run not done by then is a hang (8s, 2m; none); default: 20 s + 1 s per 50 MB"},
     {"mpirun-args", "'ARGS'", "", "across processes: extra arguments for mpirun"},
     {"faults", "PLAN", "none", "the one plan of the failure's replay line (not random)"},
     kMemoryLimitOption,
 };
-
-// `60s`, `2m`, `90` (seconds), `1.5m`.
-Result<double> parse_duration(std::string_view flag, const std::string& text) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  const std::string unit(end);
-  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
-  if (end == text.c_str() || scale < 0 || value < 0 || value * scale > 86400) {
-    return Error{std::string(flag), "'" + text + "': must be a duration such as 30s, 2m or 90 (seconds), at most 24h"};
-  }
-  return value * scale;
-}
 
 // `A..B` or `N` (the range N..N), each end within [low, high].
 Result<std::pair<std::uint64_t, std::uint64_t>> parse_range(std::string_view flag, const std::string& text,
@@ -80,7 +71,7 @@ Result<std::pair<std::uint64_t, std::uint64_t>> parse_range(std::string_view fla
   if (!first) return first.error();
   Result<std::uint64_t> last = dots == std::string::npos ? first : parse_count(flag, text.substr(dots + 2), low, high);
   if (!last) return last.error();
-  if (*last < *first) return Error{std::string(flag), "'" + text + "': the range is empty"};
+  if (*last < *first) return Error{std::string(flag), quoted_input(text) + ": the range is empty"};
   return std::pair{*first, *last};
 }
 
@@ -143,8 +134,9 @@ Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockst
     // Every case runs on the whole world the launcher started.
     const int n = lockstep.world->size();
     if (args.has("ranks") && (options.limits.min_ranks > n || options.limits.max_ranks < n)) {
-      return Error{"--ranks", "'" + args.get("ranks") + "': under mpirun every case runs on all " + std::to_string(n) +
-                                  " ranks of the world; leave --ranks out or include " + std::to_string(n)};
+      return Error{"--ranks", quoted_input(args.get("ranks")) + ": under mpirun every case runs on all " +
+                                  std::to_string(n) + " ranks of the world; leave --ranks out or include " +
+                                  std::to_string(n)};
     }
     options.limits.min_ranks = options.limits.max_ranks = n;
     World* world = lockstep.world;
@@ -172,11 +164,12 @@ Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockst
   }
   options.faults = args.get("faults");
   if (Result<FaultChoice> faults = parse_fault_choice(options.faults, options.seed); !faults) return faults.error();
-  Result<double> budget = parse_duration("--time-budget", args.get("time-budget"));
+  Result<double> budget = parse_duration("--time-budget", args.get("time-budget"), DurationRange{0, true, 86400});
   if (!budget) return budget.error();
   options.time_budget = *budget;
   for (const std::string& property : args.all("property")) {
-    if (!find_property(property)) return Error{"--property", "'" + property + "': must be one of " + property_names()};
+    if (!find_property(property))
+      return Error{"--property", quoted_input(property) + ": must be one of " + property_names()};
     options.properties.push_back(property);
   }
   return options;
@@ -186,9 +179,8 @@ Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockst
 Result<BackendOptions> backend_options(const Arguments& args) {
   BackendOptions options;
   if (args.has("deadline")) {
-    Result<double> deadline = parse_duration("--deadline", args.get("deadline"));
+    Result<double> deadline = parse_duration("--deadline", args.get("deadline"), kDeadlineRange);
     if (!deadline) return deadline.error();
-    if (*deadline <= 0) return Error{"--deadline", "'" + args.get("deadline") + "': must be more than 0 s"};
     options.deadline = *deadline;
   }
   std::istringstream words(args.get("mpirun-args"));
@@ -231,8 +223,8 @@ bool write_file(const std::string& path, void (*writer)(const CheckReport&, std:
 Result<FaultChoice> replay_faults(const Arguments& args) {
   Result<FaultChoice> faults = parse_fault_choice(args.get("faults"), 0);
   if (faults && faults->random) {
-    return Error{"--faults", "'" + args.get("faults") +
-                                 "': replay takes one plan, the --faults '...' of the "
+    return Error{"--faults", quoted_input(args.get("faults")) +
+                                 ": replay takes one plan, the --faults '...' of the "
                                  "failure's replay line, not random"};
   }
   return faults;
@@ -409,8 +401,9 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
   if (!c || !schedule_seed || !backends || (!property_name.empty() && !only)) {
     const std::string why = !c               ? c.error().text()
                             : !schedule_seed ? schedule_seed.error().text()
-                            : !backends      ? backends.error().text()
-                                             : "--property '" + property_name + "': must be one of " + property_names();
+                            : !backends
+                                ? backends.error().text()
+                                : "--property " + quoted_input(property_name) + ": must be one of " + property_names();
     err << "collcheck replay: " << why << '\n';
     return kUsageError;
   }

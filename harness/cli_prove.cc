@@ -13,6 +13,7 @@
 #include "harness/text_table.h"
 #include "impls/algorithms/algorithms.h"
 #include "impls/prove/proof.h"
+#include "reference/numbers.h"
 
 namespace collcheck::cli {
 namespace {
@@ -108,7 +109,7 @@ Result<Sweep> parse_sweep(const Arguments& args) {
     if (named && wanted) sweep.algorithms.push_back(&a);
   }
   if (sweep.algorithms.empty()) {
-    return Error{"--algorithm", "'" + algorithm + "' with the collectives given: none; algorithms are " +
+    return Error{"--algorithm", quoted_input(algorithm) + " with the collectives given: none; algorithms are " +
                                     algorithm_names() + " (collcheck list shows which collectives each implements)"};
   }
   Result<std::vector<std::uint64_t>> ranks = parse_set("--ranks", args.get("ranks"), 1, kMaxRanks);
@@ -120,13 +121,13 @@ Result<Sweep> parse_sweep(const Arguments& args) {
     sweep.counts = *counts;
   }
   const std::string roots = args.get("roots");
-  if (roots != "some" && roots != "all") return Error{"--roots", "'" + roots + "': must be some or all"};
+  if (roots != "some" && roots != "all") return Error{"--roots", quoted_input(roots) + ": must be some or all"};
   sweep.all_roots = roots == "all";
   const std::string layout = args.get("layout");
   if (layout == "both") sweep.layouts = {false, true};
   else if (layout == "inplace") sweep.layouts = {true};
   else if (layout == "outofplace") sweep.layouts = {false};
-  else return Error{"--layout", "'" + layout + "': must be both, inplace or outofplace"};
+  else return Error{"--layout", quoted_input(layout) + ": must be both, inplace or outofplace"};
   Result<std::uint64_t> chunk = parse_count("--chunk", args.get("chunk"), 0, 1 << 24);
   Result<std::uint64_t> channels = parse_count("--channels", args.get("channels"), 1, 64);
   Result<std::uint64_t> fan_in = parse_count("--fan-in", args.get("fan-in"), 2, 64);

@@ -21,6 +21,7 @@
 #include "impls/worlds/launched_backend.h"
 #include "impls/worlds/mpi_world.h"
 #include "impls/worlds/worker.h"
+#include "reference/numbers.h"
 
 namespace collcheck::cli {
 namespace {
@@ -28,8 +29,7 @@ namespace {
 Result<std::unique_ptr<RankBackend>> make_backend(std::string_view name, World& world) {
   Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(name);
   if (!specs) return specs.error();
-  if (specs->size() != 1)
-    return Error{"--backend", "'" + std::string(name) + "' names several backends; a worker runs one"};
+  if (specs->size() != 1) return Error{"--backend", quoted_input(name) + " names several backends; a worker runs one"};
   return specs->front().make(world);
 }
 
@@ -62,7 +62,8 @@ class PlannedSignal {
  private:
   void wait_then_signal(const Fault& fault, int rank) {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (changed_.wait_for(lock, std::chrono::duration<double>(fault.trigger.at), [this] { return cancelled_; })) return;
+    const auto at = clock_after(std::chrono::steady_clock::now(), fault.trigger.at);
+    if (changed_.wait_until(lock, at, [this] { return cancelled_; })) return;
     const bool kill = fault.kind == FaultKind::Kill;
     const std::string words = std::string(kPlannedFaultWords) + (kill ? "SIGKILL" : "SIGSTOP") + " to rank " +
                               std::to_string(rank) + " by `" + to_string(fault) + "`";

@@ -13,6 +13,7 @@
 #include "impls/vendors/mpi/mpi_backend.h"
 #include "impls/worlds/launched_backend.h"
 #include "impls/worlds/mpi_world.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
@@ -20,7 +21,7 @@ namespace {
 constexpr std::string_view kTransports = "sim or proc (mpi and gloo are named alone: mpi, gloo:NAME)";
 
 Error spec_error(std::string_view spec, const std::string& message) {
-  return Error{"--backend", "'" + std::string(spec) + "': " + message};
+  return Error{"--backend", quoted_input(spec) + ": " + message};
 }
 
 }  // namespace
@@ -30,8 +31,7 @@ Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
   if (names_family(spec, "gloo")) return gloo_backend_specs(family_options(spec, "gloo"), spec);
   const std::size_t at = spec.rfind('@');
   if (at == std::string_view::npos || !runs_across_processes(spec)) {
-    return Error{"--backend",
-                 "'" + std::string(spec) + "' does not run across processes: use ALGORITHM@proc, mpi or gloo"};
+    return Error{"--backend", quoted_input(spec) + " does not run across processes: use ALGORITHM@proc, mpi or gloo"};
   }
   const std::string_view transport = spec.substr(at + 1);
   const std::string_view options = transport.size() > 4 ? transport.substr(5) : std::string_view{};
@@ -40,13 +40,13 @@ Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
 
 #if !COLLCHECK_HAVE_MPI
 Result<std::vector<RankBackendSpec>> mpi_backend_specs(std::string_view, std::string_view spec) {
-  return Error{"--backend", "'" + std::string(spec) + "': this build has no MPI: " COLLCHECK_MPI_REASON};
+  return Error{"--backend", quoted_input(spec) + ": this build has no MPI: " COLLCHECK_MPI_REASON};
 }
 #endif
 
 #if !COLLCHECK_HAVE_GLOO
 Result<std::vector<RankBackendSpec>> gloo_backend_specs(std::string_view, std::string_view spec) {
-  return Error{"--backend", "'" + std::string(spec) + "': this build has no Gloo: " COLLCHECK_GLOO_REASON};
+  return Error{"--backend", quoted_input(spec) + ": this build has no Gloo: " COLLCHECK_GLOO_REASON};
 }
 #endif
 
@@ -98,7 +98,7 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spe
   const std::string_view transport = rest.substr(0, colon);
   const std::string_view options = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
   if (transport != "sim")
-    return spec_error(spec, "transport '" + std::string(transport) + "': must be " + std::string(kTransports));
+    return spec_error(spec, "transport " + quoted_input(transport) + ": must be " + std::string(kTransports));
   Knobs knobs;
   Status parsed = parse_knobs(spec, options, knobs);
   if (!parsed) return parsed.error();

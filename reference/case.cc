@@ -2,11 +2,11 @@
 #include "reference/case.h"
 
 #include <array>
-#include <charconv>
 #include <optional>
 #include <vector>
 
 #include "reference/key_values.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
@@ -15,16 +15,7 @@ constexpr std::array<std::string_view, 3> kValueKindNames{"exact", "real", "spec
 constexpr std::string_view kKeys = "n, ranks, root, offset, values, seed, inplace, outofplace";
 
 Result<std::uint64_t> parse_unsigned(std::string_view field, std::string_view text) {
-  std::uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [stop, error] = std::from_chars(text.data(), end, value);
-  if (text.empty() || error == std::errc::invalid_argument || stop != end) {
-    return Error{std::string(field), "'" + std::string(text) + "': must be a non-negative integer"};
-  }
-  if (error == std::errc::result_out_of_range) {
-    return Error{std::string(field), "'" + std::string(text) + "': must be at most 18446744073709551615"};
-  }
-  return value;
+  return parse_integer(field, text, CountRange{});
 }
 
 Error range_error(std::string_view field, std::uint64_t value, std::string allowed) {
@@ -47,7 +38,7 @@ Status parse_field(std::string_view part, Seen& seen) {
   const KeyValue field = split_key_value(part);
   const std::string_view key = field.key;
   if (!field.has_value) {
-    return Error{std::string(key), "is not a field: allowed are " + std::string(kKeys)};
+    return Error{escaped_input(key), "is not a field: allowed are " + std::string(kKeys)};
   }
   const std::string_view text = field.value;
   if (key == "values") {
@@ -64,7 +55,7 @@ Status parse_field(std::string_view part, Seen& seen) {
                                        : key == "seed"   ? &seen.seed
                                                          : nullptr;
   if (slot == nullptr) {
-    return Error{std::string(key), "is not a field: allowed are " + std::string(kKeys)};
+    return Error{escaped_input(key), "is not a field: allowed are " + std::string(kKeys)};
   }
   if (slot->has_value()) return Error{std::string(key), "given twice"};
   Result<std::uint64_t> number = parse_unsigned(key, text);
@@ -81,7 +72,7 @@ Result<ValueKind> parse_value_kind(std::string_view text) {
   for (std::size_t i = 0; i < kValueKindNames.size(); ++i) {
     if (text == kValueKindNames[i]) return static_cast<ValueKind>(i);
   }
-  return Error{"values", "'" + std::string(text) + "': must be one of exact, real, special"};
+  return Error{"values", quoted_input(text) + ": must be one of exact, real, special"};
 }
 
 Status validate(const Case& c) {
@@ -125,8 +116,8 @@ std::string to_string(const Case& c) {
 Result<Case> parse_case(std::string_view text) {
   const std::vector<std::string_view> parts = split_list(text, '/');
   if (parts.size() < 3) {
-    return Error{"case", "'" + std::string(text) +
-                             "': must be COLLECTIVE/DTYPE/OP/n=COUNT/ranks=N[/root=R][/inplace]"
+    return Error{"case", quoted_input(text) +
+                             ": must be COLLECTIVE/DTYPE/OP/n=COUNT/ranks=N[/root=R][/inplace]"
                              "[/offset=K][/values=exact|real|special][/seed=S]"};
   }
   Case c;

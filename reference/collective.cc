@@ -1,5 +1,6 @@
 // Names, spellings and buffer sizes of the collectives and reduction ops.
 #include "reference/collective.h"
+#include "reference/numbers.h"
 
 #include <algorithm>
 #include <array>
@@ -61,7 +62,7 @@ Result<Collective> parse_collective(std::string_view text) {
   for (const CollectiveAlias& alias : kCollectiveAliases) {
     if (key == alias.text) return alias.collective;
   }
-  return Error{"collective", "'" + std::string(text) + "': must be one of " + collective_choices()};
+  return Error{"collective", quoted_input(text) + ": must be one of " + collective_choices()};
 }
 
 Result<RedOp> parse_op(std::string_view text) {
@@ -75,7 +76,7 @@ Result<RedOp> parse_op(std::string_view text) {
   for (RedOp op : kOps) {
     if (key == name(op)) return op;
   }
-  return Error{"op", "'" + std::string(text) + "': must be one of " + op_choices()};
+  return Error{"op", quoted_input(text) + ": must be one of " + op_choices()};
 }
 
 std::string collective_choices() {

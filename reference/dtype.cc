@@ -1,5 +1,6 @@
 // DType names, sizes and the table of spellings parse_dtype() accepts.
 #include "reference/dtype.h"
+#include "reference/numbers.h"
 
 #include <algorithm>
 #include <array>
@@ -108,7 +109,7 @@ Result<DType> parse_dtype(std::string_view text) {
   for (const Alias& alias : kAliases) {
     if (equal_ignoring_case(text, alias.text)) return alias.dtype;
   }
-  return Error{"dtype", "'" + std::string(text) + "': must be one of " + dtype_choices()};
+  return Error{"dtype", quoted_input(text) + ": must be one of " + dtype_choices()};
 }
 
 std::string dtype_choices() {

@@ -2,19 +2,13 @@
 // a set), each error naming the key and what is allowed.
 #include "reference/key_values.h"
 
-#include <charconv>
-#include <system_error>
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
 
 Error value_error(const KeyValue& option, const std::string& allowed) {
-  return Error{std::string(option.key),
-               std::string(option.key) + "=" + std::string(option.value) + ": must be " + allowed};
-}
-
-std::string range_text(std::uint64_t low, std::uint64_t high, std::string_view unit) {
-  return std::to_string(low) + ".." + std::to_string(high) + (unit.empty() ? "" : " (" + std::string(unit) + ")");
+  return Error{std::string(option.key), escaped_input(option.item) + ": must be " + allowed};
 }
 
 }  // namespace
@@ -43,7 +37,7 @@ Result<std::vector<KeyValue>> split_key_values(std::string_view text, char separ
   if (pieces.back().empty()) pieces.pop_back();  // one trailing separator
   for (std::string_view piece : pieces) {
     if (piece.empty()) {
-      return Error{"", "'" + std::string(text) + "' has an empty item: items are KEY=VALUE separated by '" +
+      return Error{"", quoted_input(text) + " has an empty item: items are KEY=VALUE separated by '" +
                            std::string(1, separator) + "'"};
     }
     items.push_back(split_key_value(piece));
@@ -62,24 +56,17 @@ const KeyValue* repeated_key(std::span<const KeyValue> items) {
 
 Result<std::uint64_t> read_unsigned(const KeyValue& option, std::uint64_t low, std::uint64_t high,
                                     std::string_view unit) {
-  const std::string_view text = option.value;
-  std::uint64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  const bool digits_only = !text.empty() && end == text.data() + text.size() && error != std::errc::invalid_argument;
-  if (!digits_only) return value_error(option, "an integer, " + range_text(low, high, unit));
-  if (error == std::errc::result_out_of_range || value < low || value > high) {
-    return value_error(option, range_text(low, high, unit));
-  }
+  Result<std::uint64_t> value = parse_integer(option.key, option.value, CountRange{0, UINT64_MAX, false, {}});
+  const bool digits_only =
+      !option.value.empty() && option.value.find_first_not_of("0123456789") == std::string_view::npos;
+  if (!value && !digits_only) return value_error(option, "an integer, " + range_text(low, high, unit));
+  if (!value || *value < low || *value > high) return value_error(option, range_text(low, high, unit));
   return value;
 }
 
 Result<double> read_real(const KeyValue& option, double low, double high, std::string_view allowed) {
-  const std::string_view text = option.value;
-  double value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc{} || end != text.data() + text.size() || !(value >= low && value <= high)) {
-    return value_error(option, std::string(allowed));
-  }
+  Result<double> value = parse_decimal(option.key, option.value, low, high, allowed);
+  if (!value) return value_error(option, std::string(allowed));
   return value;
 }
 

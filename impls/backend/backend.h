@@ -117,7 +117,7 @@ struct RepeatedRun : RunEnding {
 
 // How backends that run across processes are started.
 struct BackendOptions {
-  double deadline = 0;  // seconds per run before it is a hang; 0: default_deadline()
+  double deadline = 0;  // seconds per run before it is a hang; 0: default_deadline(); +infinity: none
   // Extra arguments for mpirun when launching worlds (--hostfile ..., --mca ...).
   std::vector<std::string> launcher_arguments;
 };

@@ -17,6 +17,7 @@
 #include "impls/sim/sim_backend.h"
 #include "reference/inputs.h"
 #include "reference/key_values.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
@@ -204,7 +205,7 @@ class ProcBackend final : public RankBackend {
 };
 
 Error spec_error(std::string_view spec, const std::string& message) {
-  return Error{"--backend", "'" + std::string(spec) + "': " + message};
+  return Error{"--backend", quoted_input(spec) + ": " + message};
 }
 
 RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, ProcessSabotage sabotage,
@@ -232,7 +233,7 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
                                                         std::string_view spec) {
   Result<std::vector<KeyValue>> items = split_key_values(options);
   if (!items) return spec_error(spec, items.error().message);
-  if (const KeyValue* again = repeated_key(*items)) return spec_error(spec, std::string(again->key) + " given twice");
+  if (const KeyValue* again = repeated_key(*items)) return spec_error(spec, escaped_input(again->key) + " given twice");
   ProcLinks links = ProcLinks::Auto;
   std::vector<KeyValue> knob_items;
   for (const KeyValue& item : *items) {
@@ -241,7 +242,7 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
       continue;
     }
     Result<ProcLinks> parsed = parse_proc_links(item.value);
-    if (!parsed) return spec_error(spec, "transport=" + std::string(item.value) + ": must be auto, shm or tcp");
+    if (!parsed) return spec_error(spec, escaped_input(item.item) + ": must be auto, shm or tcp");
     links = *parsed;
   }
   Knobs knobs;

@@ -9,6 +9,7 @@
 
 #include "impls/link/guarded_buffer.h"
 #include "reference/key_values.h"
+#include "reference/numbers.h"
 #include "reference/random.h"
 
 namespace collcheck {
@@ -194,7 +195,7 @@ Result<SimVariant> algorithm_variant(std::string_view algorithm) {
   if (variant.collectives.empty()) {
     std::string names;
     for (const std::string& n : algorithm_variant_names()) names += (names.empty() ? "" : ", ") + n;
-    return Error{"backend", "'" + std::string(algorithm) + "' is not an algorithm: algorithms are " + names};
+    return Error{"backend", quoted_input(algorithm) + " is not an algorithm: algorithms are " + names};
   }
   variant.description = "the reference " + variant.name + " algorithms on the simulated fabric";
   variant.schedule = [name = variant.name](const Case& c, const Knobs& knobs) { return make_schedule(name, c, knobs); };
@@ -208,25 +209,38 @@ std::unique_ptr<Backend> make_sim_backend(SimVariant variant, Knobs knobs, std::
 namespace {
 
 Error knob_error(std::string_view spec, const std::string& message) {
-  return Error{"--backend", "'" + std::string(spec) + "': " + message};
+  return Error{"--backend", quoted_input(spec) + ": " + message};
 }
 
-// The numeric knobs and what each allows (`fan_in` is an old spelling of `fan-in`).
-struct KnobRange {
+// Every knob, what it allows and where it goes (`fan_in` is an old spelling of `fan-in`). A
+// chunk longer than any case's count is one chunk; the bound keeps the generators' arithmetic
+// far from overflow.
+struct KnobRule {
   std::string_view key;
   std::uint64_t low, high;
   std::string_view unit;
+  void (*set)(Knobs&, std::uint64_t);
 };
-constexpr KnobRange kKnobRanges[] = {{"chunk", 0, UINT64_MAX, ""},
-                                     {"channels", 1, 64, ""},
-                                     {"fan-in", 2, 64, ""},
-                                     {"fan_in", 2, 64, ""},
-                                     {"timeout", 1, 3600000, "milliseconds"},
-                                     {"retries", 0, 100, ""}};
+constexpr KnobRule kKnobRules[] = {
+    {"chunk", 0, kMaxCount, "elements", [](Knobs& k, std::uint64_t v) { k.chunk = v; }},
+    {"channels", 1, 64, "", [](Knobs& k, std::uint64_t v) { k.channels = static_cast<int>(v); }},
+    {"fan-in", 2, 64, "", [](Knobs& k, std::uint64_t v) { k.fan_in = static_cast<int>(v); }},
+    {"fan_in", 2, 64, "", [](Knobs& k, std::uint64_t v) { k.fan_in = static_cast<int>(v); }},
+    {"timeout", 1, 3600000, "milliseconds",
+     [](Knobs& k, std::uint64_t v) { k.protocol.timeout = static_cast<double>(v) / 1000; }},
+    {"retries", 0, 100, "", [](Knobs& k, std::uint64_t v) { k.protocol.retries = static_cast<int>(v); }},
+    {"reliable", 0, 1, "on|off", [](Knobs& k, std::uint64_t v) { k.protocol.reliable = v == 1; }},
+};
+constexpr std::string_view kAllowed = "chunk, channels, fan-in, reliable, timeout, retries";
 
-bool is_digits(std::string_view text) {
-  return !text.empty() &&
-         std::all_of(text.begin(), text.end(), [](char digit) { return digit >= '0' && digit <= '9'; });
+// One knob's value: on|off for reliable, else an integer in the rule's range.
+Result<std::uint64_t> knob_value(const KnobRule& rule, const KeyValue& option) {
+  if (rule.key == "reliable") {
+    Result<bool> on = read_on_off(option);
+    if (!on) return on.error();
+    return std::uint64_t{*on ? 1u : 0u};
+  }
+  return read_unsigned(option, rule.low, rule.high, rule.unit);
 }
 
 }  // namespace
@@ -238,31 +252,17 @@ Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs) {
 }
 
 Status apply_knobs(std::string_view spec, std::span<const KeyValue> options, Knobs& knobs) {
-  constexpr std::string_view kAllowed = "chunk, channels, fan-in, reliable, timeout, retries";
-  if (const KeyValue* again = repeated_key(options)) return knob_error(spec, std::string(again->key) + " given twice");
+  if (const KeyValue* again = repeated_key(options))
+    return knob_error(spec, escaped_input(again->key) + " given twice");
   for (const KeyValue& option : options) {
-    if (option.key == "reliable") {
-      Result<bool> on = read_on_off(option);
-      if (!on) return knob_error(spec, on.error().message);
-      knobs.protocol.reliable = *on;
-      continue;
+    const KnobRule* rule = std::find_if(std::begin(kKnobRules), std::end(kKnobRules),
+                                        [&](const KnobRule& known) { return known.key == option.key; });
+    if (rule == std::end(kKnobRules)) {
+      return knob_error(spec, "unknown option " + quoted_input(option.key) + ": options are " + std::string(kAllowed));
     }
-    const KnobRange* range = std::find_if(std::begin(kKnobRanges), std::end(kKnobRanges),
-                                          [&](const KnobRange& known) { return known.key == option.key; });
-    if (range == std::end(kKnobRanges)) {
-      return knob_error(spec, "unknown option '" + std::string(option.key) + "': options are " + std::string(kAllowed));
-    }
-    if (!is_digits(option.value)) {
-      return knob_error(spec, "option '" + std::string(option.item) +
-                                  "' must be KEY=NUMBER (reliable=on|off) with KEY " + std::string(kAllowed));
-    }
-    Result<std::uint64_t> value = read_unsigned(option, range->low, range->high, range->unit);
+    Result<std::uint64_t> value = knob_value(*rule, option);
     if (!value) return knob_error(spec, value.error().message);
-    if (option.key == "chunk") knobs.chunk = *value;
-    else if (option.key == "channels") knobs.channels = static_cast<int>(*value);
-    else if (option.key == "timeout") knobs.protocol.timeout = static_cast<double>(*value) / 1000;
-    else if (option.key == "retries") knobs.protocol.retries = static_cast<int>(*value);
-    else knobs.fan_in = static_cast<int>(*value);
+    rule->set(knobs, *value);
   }
   return Ok{};
 }

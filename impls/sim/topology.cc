@@ -3,12 +3,12 @@
 #include "impls/sim/topology.h"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 #include <stdexcept>
 #include <utility>
 
 #include "reference/case.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
@@ -90,19 +90,16 @@ Topology dgx_nodes(std::string name, int nodes, bool fabric) {
 }
 
 Error preset_error(std::string_view preset, const std::string& problem) {
-  return Error{"topology", "'" + std::string(preset) + "': " + problem + "; presets: " + topology_presets()};
+  return Error{"topology", quoted_input(preset) + ": " + problem + "; presets: " + topology_presets()};
 }
 
 // The count after "family:", which must be 1..max.
 Result<int> preset_count(std::string_view preset, std::string_view text, std::string_view what, int max) {
-  int value = 0;
-  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
   const std::string allowed = std::string(what) + " must be 1.." + std::to_string(max);
   if (text.empty()) return preset_error(preset, std::string(what) + " is missing: " + allowed);
-  if (status != std::errc{} || end != text.data() + text.size() || value < 1 || value > max) {
-    return preset_error(preset, allowed);
-  }
-  return value;
+  Result<std::uint64_t> value = parse_integer(what, text, CountRange{1, static_cast<std::uint64_t>(max), false, {}});
+  if (!value) return preset_error(preset, allowed);
+  return static_cast<int>(*value);
 }
 
 // ---- routing ----

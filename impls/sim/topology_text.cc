@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "impls/sim/topology.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
@@ -25,6 +26,11 @@ struct Unit {
 constexpr Unit kTimeUnits[] = {{"s", 0, 1}, {"ms", -3, 1}, {"us", -6, 1}, {"ns", -9, 1}};
 constexpr Unit kBandwidthUnits[] = {{"B/s", 0, 1},   {"MB/s", 6, 1}, {"GB/s", 9, 1},
                                     {"TB/s", 12, 1}, {"Gb/s", 9, 8}, {"Tb/s", 12, 8}};
+
+// The largest latency (seconds) and bandwidth (bytes per second) a file may give: far beyond any
+// real link, and small enough that times computed from them stay finite.
+constexpr double kMostLatency = 3600;
+constexpr double kMostBandwidth = 1e18;
 
 std::string unit_list(std::span<const Unit> units) {
   std::string list;
@@ -49,27 +55,31 @@ bool parse_scaled(std::string_view number, int shift, double& value) {
   return status == std::errc{} && end == text.data() + text.size() && std::isfinite(value);
 }
 
-// A non-negative number with an optional unit from `units` (none: SI base unit). The error
-// message quotes the word and says what is allowed.
-Result<double> quantity(std::string_view word, std::span<const Unit> units) {
-  const std::string quoted = "'" + std::string(word) + "'";
+// A non-negative number (the shared decimal grammar) with an optional unit from `units` (none:
+// SI base unit), at most `most` in that base unit. The error message quotes the word and says
+// what is allowed.
+Result<double> quantity(std::string_view word, std::span<const Unit> units, double most) {
+  const std::string shown = quoted_input(word);
+  if (word.starts_with('-')) return Error{"", shown + ": must not be negative"};
   double probe = 0;
   const char* number_end = std::from_chars(word.data(), word.data() + word.size(), probe).ptr;
   const std::string_view number = word.substr(0, static_cast<std::size_t>(number_end - word.data()));
   const std::string_view unit = word.substr(number.size());
-  if (number.empty()) return Error{"", quoted + ": expected a number, as in 0.7us or 450GB/s"};
+  if (number.empty() || !is_decimal(number)) return Error{"", shown + ": expected a number, as in 0.7us or 450GB/s"};
   const Unit* found = nullptr;
   for (const Unit& candidate : units) {
     if (candidate.text == unit) found = &candidate;
   }
   if (!unit.empty() && found == nullptr) {
-    return Error{"", quoted + ": unit '" + std::string(unit) + "' is not one of " + unit_list(units)};
+    return Error{"", shown + ": unit " + quoted_input(unit) + " is not one of " + unit_list(units)};
   }
   double value = 0;
   if (!parse_scaled(number, found ? found->exponent : 0, value))
-    return Error{"", quoted + ": not a finite number in range"};
-  if (value < 0) return Error{"", quoted + ": must not be negative"};
-  return found ? value / found->divisor : value;
+    return Error{"", shown + ": not a finite number in range"};
+  if (found) value /= found->divisor;
+  if (value > most)
+    return Error{"", shown + ": must be at most " + number_text(most) + " " + std::string(units[0].text)};
+  return value;
 }
 
 std::vector<std::string_view> words_of(std::string_view line) {
@@ -83,8 +93,6 @@ std::vector<std::string_view> words_of(std::string_view line) {
   }
   return words;
 }
-
-std::string quote(std::string_view word) { return "'" + std::string(word) + "'"; }
 
 // Which vertices `source` reaches over the links (followed backwards when `backwards`).
 std::vector<bool> reached(const Topology& t, int source, bool backwards) {
@@ -121,7 +129,7 @@ class Parser {
     if (directive == "nic") return parse_vertex(VertexKind::Nic, directive, rest);
     if (directive == "switch") return parse_vertex(VertexKind::Switch, directive, rest);
     if (directive == "link") return parse_link(rest);
-    return error(quote(directive), "unknown; lines start with name, copy-bandwidth, gpu, nic, switch or link");
+    return error(quoted_input(directive), "unknown; lines start with name, copy-bandwidth, gpu, nic, switch or link");
   }
 
   Result<Topology> finish() {
@@ -147,8 +155,8 @@ class Parser {
         if (seen[v] || !(vertex.kind == VertexKind::Gpu || vertex.aggregates)) continue;
         line_ = declared_on_[v];
         return error(vertex.kind == VertexKind::Gpu ? "gpu" : "switch",
-                     quote(vertex.label) + (backwards ? " has no route to " : " has no route from ") +
-                         quote(topology_.vertices[static_cast<std::size_t>(hub)].label) +
+                     quoted_input(vertex.label) + (backwards ? " has no route to " : " has no route from ") +
+                         quoted_input(topology_.vertices[static_cast<std::size_t>(hub)].label) +
                          "; every gpu and aggregating switch must reach every other");
       }
     }
@@ -165,7 +173,7 @@ class Parser {
 
   Status parse_copy_bandwidth(std::span<const std::string_view> rest) {
     if (rest.size() != 1) return error("copy-bandwidth", "expected one bandwidth, as in 3TB/s");
-    const Result<double> value = quantity(rest[0], kBandwidthUnits);
+    const Result<double> value = quantity(rest[0], kBandwidthUnits, kMostBandwidth);
     if (!value) return error("copy-bandwidth", value.error().message);
     topology_.copy_bandwidth = *value;
     return Ok{};
@@ -176,13 +184,13 @@ class Parser {
     const bool aggregates = kind == VertexKind::Switch && rest.size() >= 2 && rest[1] == "aggregates";
     const std::size_t expected = aggregates ? 2 : 1;
     if (rest.size() > expected) {
-      return error(field, "unexpected " + quote(rest[expected]) +
+      return error(field, "unexpected " + quoted_input(rest[expected]) +
                               (kind == VertexKind::Switch ? "; only 'aggregates' may follow the name" : ""));
     }
     const std::string label(rest[0]);
     const auto [at, added] = ids_.emplace(label, static_cast<int>(topology_.vertices.size()));
     if (!added) {
-      return error(field, quote(label) + " already names a vertex (line " +
+      return error(field, quoted_input(label) + " already names a vertex (line " +
                               std::to_string(declared_on_[static_cast<std::size_t>(at->second)]) + ")");
     }
     if (kind == VertexKind::Gpu) topology_.gpus.push_back(at->second);
@@ -193,7 +201,7 @@ class Parser {
 
   Result<int> vertex(std::string_view label) const {
     const auto found = ids_.find(std::string(label));
-    if (found == ids_.end()) return error("link", "unknown vertex " + quote(label));
+    if (found == ids_.end()) return error("link", "unknown vertex " + quoted_input(label));
     return found->second;
   }
 
@@ -201,7 +209,7 @@ class Parser {
     for (LinkKind kind : {LinkKind::NVLink, LinkKind::PCIe, LinkKind::InfiniBand, LinkKind::Ethernet}) {
       if (name(kind) == word) return kind;
     }
-    return error("link kind", quote(word) + " is not one of nvlink, pcie, infiniband, ethernet");
+    return error("link kind", quoted_input(word) + " is not one of nvlink, pcie, infiniband, ethernet");
   }
 
   Status parse_link(std::span<const std::string_view> rest) {
@@ -212,19 +220,19 @@ class Parser {
     const bool duplex = rest.size() >= 6 && rest[5] == "duplex";
     const std::size_t expected = duplex ? 6 : 5;
     if (rest.size() > expected)
-      return error("link", "unexpected " + quote(rest[expected]) + "; only 'duplex' may follow");
+      return error("link", "unexpected " + quoted_input(rest[expected]) + "; only 'duplex' may follow");
     const Result<int> from = vertex(rest[0]);
     if (!from) return from.error();
     const Result<int> to = vertex(rest[1]);
     if (!to) return to.error();
-    if (*from == *to) return error("link", quote(rest[0]) + " to itself");
+    if (*from == *to) return error("link", quoted_input(rest[0]) + " to itself");
     const Result<LinkKind> kind = link_kind(rest[2]);
     if (!kind) return kind.error();
-    const Result<double> latency = quantity(rest[3], kTimeUnits);
+    const Result<double> latency = quantity(rest[3], kTimeUnits, kMostLatency);
     if (!latency) return error("link latency", latency.error().message);
-    const Result<double> bandwidth = quantity(rest[4], kBandwidthUnits);
+    const Result<double> bandwidth = quantity(rest[4], kBandwidthUnits, kMostBandwidth);
     if (!bandwidth) return error("link bandwidth", bandwidth.error().message);
-    if (*bandwidth <= 0) return error("link bandwidth", quote(rest[4]) + ": must be positive");
+    if (*bandwidth <= 0) return error("link bandwidth", quoted_input(rest[4]) + ": must be positive");
     topology_.links.push_back(Link{*from, *to, *kind, *latency, *bandwidth});
     if (duplex) topology_.links.push_back(Link{*to, *from, *kind, *latency, *bandwidth});
     return Ok{};
@@ -257,16 +265,16 @@ Result<Topology> load_topology(const std::string& path_or_preset) {
   std::ifstream file(path_or_preset, std::ios::binary);
   if (!file) {
     // The preset's message opens with the quoted name; the file's problem goes in between.
-    const std::string name = quote(path_or_preset);
+    const std::string name = quoted_input(path_or_preset);
     std::string problem = preset.error().message;
     if (problem.rfind(name + ": ", 0) == 0) problem.erase(0, name.size() + 2);
     return Error{"topology", name + ": not a readable file; as a preset: " + problem};
   }
   std::ostringstream text;
   text << file.rdbuf();
-  if (file.bad()) return Error{"topology", quote(path_or_preset) + ": could not be read"};
+  if (file.bad()) return Error{"topology", quoted_input(path_or_preset) + ": could not be read"};
   Result<Topology> parsed = parse_topology(text.str());
-  if (!parsed) return Error{"topology", quote(path_or_preset) + " " + parsed.error().message};
+  if (!parsed) return Error{"topology", quoted_input(path_or_preset) + " " + parsed.error().message};
   if (parsed->name.empty()) parsed.value().name = path_or_preset;
   return parsed;
 }

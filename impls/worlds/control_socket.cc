@@ -13,12 +13,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "reference/numbers.h"
+
 namespace collcheck {
 
-SteadyTime seconds_from_now(double seconds) {
-  return std::chrono::steady_clock::now() +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
-}
+SteadyTime seconds_from_now(double seconds) { return clock_after(std::chrono::steady_clock::now(), seconds); }
 
 std::string this_host_name() {
   char name[256] = {};

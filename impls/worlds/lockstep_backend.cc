@@ -11,6 +11,7 @@
 #include "impls/worlds/mpi_world.h"
 #include "impls/worlds/wire.h"
 #include "impls/worlds/worker.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
@@ -34,8 +35,7 @@ class Watchdog {
       armed_ = true;
       what_ = std::move(what);
       seconds_ = seconds;
-      until_ = std::chrono::steady_clock::now() +
-               std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+      until_ = clock_after(std::chrono::steady_clock::now(), seconds);
     }
     changed_.notify_all();
   }

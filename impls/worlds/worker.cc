@@ -16,6 +16,8 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "reference/numbers.h"
+
 namespace collcheck {
 namespace {
 
@@ -78,9 +80,7 @@ std::vector<long> every_pid(World& world) {
 template <class Run>
 RankRun run_bounded(World& world, const Run& run, double deadline) {
   using Clock = std::chrono::steady_clock;
-  world.set_deadline(
-      deadline > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline))
-                   : Clock::time_point::max());
+  world.set_deadline(deadline > 0 ? clock_after(Clock::now(), deadline) : Clock::time_point::max());
   RankRun result;
   try {
     result = rank_run_caught(run);

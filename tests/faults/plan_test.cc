@@ -77,32 +77,47 @@ TEST(FaultPlan, EveryKindHasAName) {
 TEST(FaultPlan, ErrorsNameTheItemAndTheKey) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"explode:rank=1", {"item 1", "explode", "drop", "link-flap", "kill"}},
-      {"drop;delay:rank=x", {"item 2", "rank", "`x`", "rank number"}},
+      {"drop;delay:rank=x", {"item 2", "rank", "'x'", "rank number"}},
       {"drop:link=2-3", {"link", "A->B"}},
       {"drop:link=2->2", {"link", "two different ranks"}},
       {"drop:p=0", {"p", "0 < p <= 1"}},
       {"drop:p=1.5", {"p", "0 < p <= 1"}},
       {"drop:p=nan", {"p"}},
-      {"drop:at=-1", {"at", "seconds >= 0"}},
+      {"drop:at=-1", {"at", "seconds, 0..86400"}},
       {"drop:after=-2", {"after", "message number"}},
       {"drop:offset=1k", {"offset", "byte offset"}},
       {"corrupt:bits=0", {"bits", "1..64"}},
       {"corrupt:bits=65", {"bits", "1..64"}},
-      {"delay:ms=-5", {"ms", "milliseconds >= 0"}},
+      {"delay:ms=-5", {"ms", "milliseconds, 0..86400000"}},
       {"delay:jitter=inf", {"jitter"}},
-      {"straggler:rank=1:factor=0.5", {"factor", ">= 1"}},
-      {"link-flap:link=0->1:period=0", {"period", "> 0"}},
-      {"drop:bits=3", {"unknown key `bits`", "drop", "allowed", "link, rank, at, after, offset, p, times"}},
-      {"link-down:link=0->1:p=0.5", {"unknown key `p`", "link-down", "link, at"}},
-      {"kill:link=0->1", {"unknown key `link`", "rank, at"}},
+      {"straggler:rank=1:factor=0.5", {"factor", "1..1000000"}},
+      {"link-flap:link=0->1:period=0", {"period", "0 < period"}},
+      {"drop:bits=3", {"unknown key 'bits'", "drop", "allowed", "link, rank, at, after, offset, p, times"}},
+      {"link-down:link=0->1:p=0.5", {"unknown key 'p'", "link-down", "link, at"}},
+      {"kill:link=0->1", {"unknown key 'link'", "rank, at"}},
       {"kill:at=1", {"rank", "needs one", "rank=R"}},
       {"link-down", {"link", "needs one", "link=A->B"}},
       {"drop:rank=1:rank=2", {"rank", "given twice"}},
       {"drop:rank=1:link=0->1", {"link", "one target per fault"}},
       {"drop:at=1:at=2", {"at", "given twice"}},
       {"drop:", {"is not key=value", "keys:"}},
-      {"drop:p", {"`p` is not key=value"}},
-      {"drop;;delay", {"item 2", "unknown fault kind ``"}},
+      {"drop:p", {"'p' is not key=value"}},
+      {"drop;;delay", {"item 2", "unknown fault kind ''"}},
+      // Times are bounded so that no clock conversion overflows; no nan, inf, hex or sign.
+      {"kill:rank=1:at=1e10", {"at", "'1e10': must be seconds, 0..86400"}},
+      {"kill:rank=1:at=86401", {"at", "0..86400"}},
+      {"drop:at=inf", {"at", "is not a number"}},
+      {"drop:at=nan", {"at", "is not a number"}},
+      {"drop:at=0x10", {"at", "is not a number"}},
+      {"drop:at=+1", {"at", "is not a number"}},
+      {"drop:rank=+1", {"rank", "rank number"}},
+      {"delay:ms=1e300", {"ms", "0..86400000"}},
+      {"delay:jitter=86400001", {"jitter", "0..86400000"}},
+      {"link-flap:link=0->1:period=1e9", {"period", "86400000"}},
+      {"straggler:rank=1:factor=1e7", {"factor", "1..1000000"}},
+      {"drop:p=0x1", {"p", "0 < p <= 1"}},
+      {"corrupt:bits=99999999999999999999", {"bits", "1..64"}},
+      {"drop\x01:rank=1", {"unknown fault kind 'drop\\x01'"}},
   };
   for (const auto& [text, words] : cases) {
     Result<FaultPlan> plan = parse_fault_plan(text);
@@ -113,6 +128,15 @@ TEST(FaultPlan, ErrorsNameTheItemAndTheKey) {
           << text << ": `" << plan.error().message << "` does not say `" << word << "`";
     }
   }
+}
+
+TEST(FaultPlan, BadInputIsEchoedEscapedAndCut) {
+  const std::string huge = "drop:rank=" + std::string(100000, '\x01');
+  const std::string message = parse_fault_plan(huge).error().message;
+  EXPECT_LT(message.size(), 400u) << message;
+  EXPECT_EQ(message.find('\x01'), std::string::npos);
+  EXPECT_NE(message.find("\\x01\\x01"), std::string::npos) << message;
+  EXPECT_NE(message.find("(100010 bytes)"), std::string::npos) << message;
 }
 
 TEST(FaultPlan, ValidateCatchesTargetsOutsideTheWorld) {

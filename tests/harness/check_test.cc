@@ -168,10 +168,41 @@ TEST(BackendGrammar, NamesEveryPartThatIsWrong) {
   EXPECT_NE(message("ring").find("must be ALGORITHM@TRANSPORT"), std::string::npos);
   EXPECT_NE(message("ring@gpu").find("transport 'gpu': must be sim"), std::string::npos);
   EXPECT_NE(message("wheel@sim").find("'wheel' is not an algorithm: algorithms are ring, "), std::string::npos);
-  EXPECT_NE(message("ring@sim:chunk=x").find("must be KEY=NUMBER"), std::string::npos);
+  EXPECT_NE(message("ring@sim:chunk=x").find("chunk=x: must be an integer, 0..68719476736 (elements)"),
+            std::string::npos);
   EXPECT_NE(message("ring@sim:channels=99").find("channels=99: must be 1..64"), std::string::npos);
   EXPECT_NE(message("ring@sim:speed=2").find("unknown option 'speed'"), std::string::npos);
   EXPECT_NE(message("mutant:nope@sim").find("no such mutant: mutants are mutant:"), std::string::npos);
+  EXPECT_NE(message("ring\x01@sim").find("'ring\\x01@sim'"), std::string::npos) << message("ring\x01@sim");
+}
+
+// Every knob has a range, checked when the spec is parsed: a value beyond it is a usage error that
+// names the knob and the range, never a schedule that cannot be built.
+TEST(BackendGrammar, EveryKnobHasARange) {
+  auto message = [](std::string_view spec) {
+    Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec);
+    return made ? std::string("(accepted)") : made.error().text();
+  };
+  const std::pair<std::string_view, std::string_view> cases[] = {
+      {"ring@sim:chunk=18446744073709551615", "chunk=18446744073709551615: must be 0..68719476736 (elements)"},
+      {"ring@sim:chunk=68719476737", "chunk=68719476737: must be 0..68719476736 (elements)"},
+      {"ring@sim:channels=0", "channels=0: must be 1..64"},
+      {"ring@sim:channels=65", "channels=65: must be 1..64"},
+      {"innet@sim:fan-in=1", "fan-in=1: must be 2..64"},
+      {"innet@sim:fan_in=65", "fan_in=65: must be 2..64"},
+      {"ring@sim:timeout=0", "timeout=0: must be 1..3600000 (milliseconds)"},
+      {"ring@sim:timeout=3600001", "timeout=3600001: must be 1..3600000 (milliseconds)"},
+      {"ring@sim:retries=101", "retries=101: must be 0..100"},
+      {"ring@sim:reliable=yes", "reliable=yes: must be on or off"},
+      {"ring@sim:chunk=+4", "chunk=+4: must be an integer, 0..68719476736 (elements)"},
+      {"ring@sim:chunk=0x10", "chunk=0x10: must be an integer"},
+      {"ring@proc:chunk=18446744073709551615", "chunk=18446744073709551615: must be 0..68719476736 (elements)"},
+  };
+  for (const auto& [spec, words] : cases) {
+    EXPECT_NE(message(spec).find(words), std::string::npos) << spec << ": " << message(spec);
+    EXPECT_EQ(message(spec).rfind("--backend '", 0), 0u) << message(spec);
+  }
+  EXPECT_EQ(message("ring@sim:chunk=68719476736,channels=64,timeout=3600000,retries=100"), "(accepted)");
 }
 
 // Runs one property on one case of a backend, as the check loop does.

@@ -22,7 +22,7 @@ collcheck_add_cli_test(check_random_faults check --backend ring@sim --faults ran
          "\n +ring@sim +straggler +[1-9][0-9]* +[0-9]+ +[0-9]+ +0 +0 +0\n"
   EMPTY stderr)
 collcheck_add_cli_test(check_random_faults_bad_kind check --backend ring@sim --faults random:drop,flood STATUS 2
-  STDERR "^collcheck check: --faults random:KIND,...: unknown fault kind `flood`" EMPTY stdout)
+  STDERR "^collcheck check: --faults random:KIND,...: unknown fault kind 'flood'" EMPTY stdout)
 collcheck_add_cli_test(replay_refuses_random_faults replay --backend ring@sim --faults random
   allreduce/f32/sum/n=10/ranks=3 STATUS 2 STDERR "replay takes one plan" EMPTY stdout)
 set_tests_properties(cli.check_random_faults cli.check_random_faults_bad_kind cli.replay_refuses_random_faults

@@ -20,6 +20,11 @@ add_test(NAME cli.check_ring_proc_lockstep
     STATUS 0 STDOUT "in lockstep on 3 ranks" " 0 failed, ")
 set_tests_properties(cli.check_ring_proc_lockstep PROPERTIES LABELS "cli;proc" ENVIRONMENT "${root_ok}" TIMEOUT 120)
 
+# An infinite deadline means none: every run completes (it used to be an immediate `hang`).
+collcheck_add_cli_test(bench_deadline_infinity bench --backend ring@proc --ranks 2 -b 8 -e 64 -n 1 -w 0
+  --deadline infinity STATUS 0 STDOUT "deadline: none" "# Out of bounds values : 0 OK" EMPTY stderr)
+set_tests_properties(cli.bench_deadline_infinity PROPERTIES LABELS "cli;proc;numbers" TIMEOUT 120)
+
 # A rank that stops forever is a hang, a rank that aborts is a crash: both are findings with a
 # shrunk case and a replay line, reported within the deadline, and the run completes.
 collcheck_add_cli_test(check_hang_mutant check --backend mutant:hang@proc --seed 3 --ranks 2..4

@@ -265,7 +265,11 @@ TEST(GlooGrammar, ErrorsNameThePartAndListWhatIsAllowed) {
   EXPECT_NE(option.find("unknown option 'base' for gloo:allreduce_ring: allowed timeout, iface"), std::string::npos)
       << option;
   EXPECT_NE(error_of("gloo:allreduce:algorithm=tree").find("must be ring or bcube"), std::string::npos);
-  EXPECT_NE(error_of("gloo:allreduce:segment=4").find("bytes, 8..1073741824"), std::string::npos);
+  EXPECT_NE(error_of("gloo:allreduce:segment=4").find("segment=4: must be 8..1073741824 (bytes)"), std::string::npos);
+  EXPECT_NE(error_of("gloo:allreduce:segment=1e3").find("must be an integer, 8..1073741824"), std::string::npos);
+  EXPECT_NE(error_of("gloo:broadcast:timeout=inf").find("timeout=inf: must be seconds, 0.001..86400"),
+            std::string::npos);
+  EXPECT_NE(error_of("gloo:broadcast:timeout=nan").find("must be seconds"), std::string::npos);
   EXPECT_NE(error_of("gloo:allreduce_bcube:base=1").find("2..64"), std::string::npos);
   EXPECT_NE(error_of("gloo:allreduce_bcube:base=2.5").find("an integer"), std::string::npos);
   EXPECT_NE(error_of("gloo:broadcast:timeout=0").find("seconds"), std::string::npos);

@@ -92,10 +92,21 @@ TEST(KeyValues, ReadUnsignedChecksDigitsAndRange) {
 
 TEST(KeyValues, ReadRealChecksRange) {
   EXPECT_DOUBLE_EQ(read_real(split_key_value("timeout=0.5"), 0.001, 86400, "seconds").value(), 0.5);
-  for (std::string_view bad : {"timeout=0", "timeout=1e9", "timeout=x", "timeout=", "timeout=nan", "timeout=1s"}) {
+  for (std::string_view bad : {"timeout=0", "timeout=1e9", "timeout=x", "timeout=", "timeout=nan", "timeout=1s",
+                               "timeout=inf", "timeout=infinity", "timeout=+5", "timeout=0x10", "timeout=-0"}) {
     EXPECT_EQ(read_real(split_key_value(bad), 0.001, 86400, "seconds, 0.001..86400").error().message,
               std::string(bad) + ": must be seconds, 0.001..86400");
   }
+}
+
+TEST(KeyValues, BadValuesAreEchoedEscapedAndCut) {
+  EXPECT_EQ(read_unsigned(split_key_value("n=\x01\n"), 0, 10).error().message, "n=\\x01\\n: must be an integer, 0..10");
+  const std::string huge = "n=" + std::string(100000, '7');
+  const std::string message = read_unsigned(split_key_value(huge), 0, 10).error().message;
+  EXPECT_LT(message.size(), 120u) << message;
+  EXPECT_NE(message.find("... (100002 bytes)"), std::string::npos) << message;
+  EXPECT_EQ(read_choice(split_key_value("transport=\x7f"), std::span<const std::string_view>{}).error().message,
+            "transport=\\x7f: must be ");
 }
 
 TEST(KeyValues, ReadOnOffAndChoice) {

@@ -15,6 +15,7 @@
 #include "impls/vendors/gloo/gloo_mesh.h"
 #include "reference/inputs.h"
 #include "reference/key_values.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
@@ -36,7 +37,7 @@ std::string allowed_options(const GlooAlgorithm& a) {
 }
 
 Error option_error(std::string_view spec, const std::string& message) {
-  return Error{"--backend", "'" + std::string(spec) + "': " + message};
+  return Error{"--backend", quoted_input(spec) + ": " + message};
 }
 
 // One `key=value`; `a` null: only the options every algorithm takes.
@@ -45,7 +46,7 @@ Status apply_option(std::string_view spec, const GlooAlgorithm* a, const KeyValu
   const bool taken = key == "timeout" || key == "iface" ||
                      (a != nullptr && std::find(a->options.begin(), a->options.end(), key) != a->options.end());
   if (!taken) {
-    return option_error(spec, "unknown option '" + std::string(key) + "' for " +
+    return option_error(spec, "unknown option " + quoted_input(key) + " for " +
                                   (a ? "gloo:" + std::string(a->name) : std::string("gloo:all-algorithms")) +
                                   ": allowed " + (a ? allowed_options(*a) : std::string("timeout, iface")));
   }
@@ -63,18 +64,21 @@ Status apply_option(std::string_view spec, const GlooAlgorithm* a, const KeyValu
   }
   if (key == "base") {
     Result<std::uint64_t> base = read_unsigned(option, 2, 64);
-    if (!base)
-      return option_error(spec, std::string(key) + "=" + std::string(option.value) + ": must be an integer, 2..64");
+    if (!base) return option_error(spec, escaped_input(option.item) + ": must be an integer, 2..64");
     knobs.base = static_cast<int>(*base);
     return Ok{};
   }
   // segment below the largest element (8 bytes) makes gloo::reduce divide by zero.
   const bool timeout = key == "timeout";
-  Result<double> number = timeout ? read_real(option, 0.001, 86400, "seconds, 0.001..86400")
-                                  : read_real(option, 8, 1 << 30, "bytes, 8..1073741824");
-  if (!number) return option_error(spec, number.error().message);
-  if (timeout) knobs.timeout = *number;
-  else knobs.segment = static_cast<std::size_t>(*number);
+  if (timeout) {
+    Result<double> seconds = read_real(option, 0.001, 86400, "seconds, 0.001..86400");
+    if (!seconds) return option_error(spec, seconds.error().message);
+    knobs.timeout = *seconds;
+    return Ok{};
+  }
+  Result<std::uint64_t> bytes = read_unsigned(option, 8, 1 << 30, "bytes");
+  if (!bytes) return option_error(spec, bytes.error().message);
+  knobs.segment = static_cast<std::size_t>(*bytes);
   return Ok{};
 }
 
@@ -83,10 +87,10 @@ Result<GlooKnobs> parse_options(std::string_view spec, const GlooAlgorithm* a, s
   Result<std::vector<KeyValue>> options = split_key_values(text);
   if (!options) return option_error(spec, options.error().message);
   if (const KeyValue* again = repeated_key(*options))
-    return option_error(spec, std::string(again->key) + " given twice");
+    return option_error(spec, escaped_input(again->key) + " given twice");
   for (const KeyValue& option : *options) {
     if (!option.has_value) {
-      return option_error(spec, "option '" + std::string(option.item) + "' must be key=value (" +
+      return option_error(spec, "option " + quoted_input(option.item) + " must be key=value (" +
                                     (a ? allowed_options(*a) : std::string("timeout, iface")) + ")");
     }
     Status applied = apply_option(spec, a, option, knobs);
@@ -284,8 +288,8 @@ RankBackendSpec spec_of(const GlooAlgorithm& a, GlooKnobs knobs, std::string nam
           connect_gloo_mesh(world, knobs, std::chrono::milliseconds(static_cast<long long>(seconds * 1000)));
       return std::unique_ptr<RankBackend>(std::make_unique<GlooRankBackend>(a, knobs, name, world, std::move(context)));
     } catch (const std::exception& e) {
-      return Error{"--backend", "'" + name + "': connecting Gloo's TCP mesh on rank " + std::to_string(world.rank()) +
-                                    ": " + e.what()};
+      return Error{"--backend", quoted_input(name) + ": connecting Gloo's TCP mesh on rank " +
+                                    std::to_string(world.rank()) + ": " + e.what()};
     }
   };
   return spec;
@@ -315,8 +319,8 @@ Result<std::vector<RankBackendSpec>> gloo_backend_specs(std::string_view options
     specs.push_back(spec_of(a, *knobs, std::string(spec)));
     return specs;
   }
-  return Error{"--backend", "'" + std::string(spec) + "': unknown Gloo algorithm '" + std::string(name) +
-                                "': allowed all-algorithms, " + algorithm_names()};
+  return Error{"--backend", quoted_input(spec) + ": unknown Gloo algorithm " + quoted_input(name) +
+                                ": allowed all-algorithms, " + algorithm_names()};
 }
 
 }  // namespace collcheck

@@ -8,6 +8,7 @@
 #include "impls/vendors/mpi/mpi_rank_backend.h"
 #include "impls/vendors/mpi/tuned_algorithms.h"
 #include "impls/worlds/mpi_world.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
@@ -45,7 +46,7 @@ Result<std::unique_ptr<RankBackend>> make_backend(const Selection& s, const std:
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (world.size() != size || world.rank() != (*launched)->rank()) {
-    return Error{"--backend", "'" + spec + "' runs only in the world mpirun launched (" + std::to_string(size) +
+    return Error{"--backend", quoted_input(spec) + " runs only in the world mpirun launched (" + std::to_string(size) +
                                   " ranks), not in a world of " + std::to_string(world.size())};
   }
   Status selected = tuned::select_algorithms(s, spec);
@@ -54,8 +55,8 @@ Result<std::unique_ptr<RankBackend>> make_backend(const Selection& s, const std:
   if (!selected) return selected.error();
   for (std::size_t r = 0; r < all.size(); ++r) {
     if (all[r].empty() || all[r][0] != std::byte{1}) {
-      return Error{"--backend",
-                   "'" + spec + "': rank " + std::to_string(r) + " could not select the algorithms (see its error)"};
+      return Error{"--backend", quoted_input(spec) + ": rank " + std::to_string(r) +
+                                    " could not select the algorithms (see its error)"};
     }
   }
   MPI_Comm comm = MPI_COMM_NULL;

@@ -3,11 +3,11 @@
 #include "impls/vendors/mpi/tuned_algorithms.h"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 #include <optional>
 
 #include "reference/key_values.h"
+#include "reference/numbers.h"
 
 namespace collcheck::tuned {
 namespace {
@@ -29,11 +29,12 @@ std::string variable(const TunedCollective& t, std::string_view suffix) {
   return "OMPI_MCA_coll_tuned_" + std::string(t.mca) + "_algorithm" + std::string(suffix);
 }
 
+// A non-negative decimal int (no sign, no suffix), else nothing.
 std::optional<int> parse_int(std::string_view text) {
-  int value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
-  return value;
+  Result<std::uint64_t> value =
+      parse_integer("", text, CountRange{0, static_cast<std::uint64_t>(std::numeric_limits<int>::max()), false, {}});
+  if (!value) return std::nullopt;
+  return static_cast<int>(*value);
 }
 
 Result<int> parse_algorithm(const TunedCollective& t, std::string_view text, std::string_view spec) {
@@ -42,7 +43,7 @@ Result<int> parse_algorithm(const TunedCollective& t, std::string_view text, std
     if (text == t.algorithms[static_cast<std::size_t>(k)]) return k + 1;
   }
   if (const std::optional<int> number = parse_int(text); number && *number >= 1 && *number <= count) return *number;
-  return Error{"--backend", "'" + std::string(spec) + "': '" + std::string(text) + "' is not an Open MPI " +
+  return Error{"--backend", quoted_input(spec) + ": " + quoted_input(text) + " is not an Open MPI " +
                                 std::string(t.mca) + " algorithm: " + algorithm_choices(t)};
 }
 
@@ -52,26 +53,26 @@ Status parse_item(const KeyValue& item, std::string_view spec, Selection& s) {
   const std::string_view value = item.value;
   const bool segment = key.ends_with("_segsize");
   const TunedCollective* t = find_collective(segment ? key.substr(0, key.size() - 8) : key);
-  const std::string quoted = "'" + std::string(spec) + "': ";
+  const std::string prefix = quoted_input(spec) + ": ";
   if (t == nullptr) {
-    return Error{"--backend", quoted + "'" + std::string(key) + "' is not a collective: use COLL=ALGORITHM or " +
+    return Error{"--backend", prefix + quoted_input(key) + " is not a collective: use COLL=ALGORITHM or " +
                                   "COLL_segsize=BYTES with COLL one of " + collective_choices_text() +
                                   ", or all-algorithms alone"};
   }
   if (!item.has_value) {
-    return Error{"--backend", quoted + "'" + std::string(item.item) + "' needs =" + (segment ? "BYTES" : "ALGORITHM")};
+    return Error{"--backend", prefix + quoted_input(item.item) + " needs =" + (segment ? "BYTES" : "ALGORITHM")};
   }
   const auto i = static_cast<std::size_t>(t - kTuned.data());
   if (segment) {
     const std::optional<int> bytes = parse_int(value);
     if (!bytes || *bytes < 0) {
-      return Error{"--backend", quoted + std::string(key) + " '" + std::string(value) + "': must be bytes, 0.." +
+      return Error{"--backend", prefix + std::string(key) + " " + quoted_input(value) + ": must be bytes, 0.." +
                                     std::to_string(std::numeric_limits<int>::max())};
     }
     s.segment_bytes[i] = *bytes;
     return Ok{};
   }
-  if (s.algorithm[i] != 0) return Error{"--backend", quoted + std::string(t->mca) + " is selected twice"};
+  if (s.algorithm[i] != 0) return Error{"--backend", prefix + std::string(t->mca) + " is selected twice"};
   Result<int> algorithm = parse_algorithm(*t, value, spec);
   if (!algorithm) return algorithm.error();
   s.algorithm[i] = *algorithm;
@@ -109,14 +110,14 @@ std::vector<std::pair<std::string, std::string>> environment_of(const Selection&
 Result<Selection> parse_selection(std::string_view options, std::string_view spec) {
   Selection s;
   Result<std::vector<KeyValue>> items = split_key_values(options);
-  if (!items) return Error{"--backend", "'" + std::string(spec) + "': " + items.error().message};
+  if (!items) return Error{"--backend", quoted_input(spec) + ": " + items.error().message};
   for (const KeyValue& item : *items) {
     Status parsed = parse_item(item, spec, s);
     if (!parsed) return parsed.error();
   }
   for (std::size_t i = 0; i < kTuned.size(); ++i) {
     if (s.segment_bytes[i] != 0 && s.algorithm[i] == 0) {
-      return Error{"--backend", "'" + std::string(spec) + "': " + std::string(kTuned[i].mca) + "_segsize needs " +
+      return Error{"--backend", quoted_input(spec) + ": " + std::string(kTuned[i].mca) + "_segsize needs " +
                                     std::string(kTuned[i].mca) +
                                     "=ALGORITHM too (Open MPI uses a segment size only with a forced algorithm)"};
     }

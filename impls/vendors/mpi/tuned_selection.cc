@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "impls/vendors/mpi/tuned_algorithms.h"
+#include "reference/numbers.h"
 
 namespace collcheck::tuned {
 namespace {
@@ -67,7 +68,7 @@ Status check_environment(const Selection& s, const std::string& spec) {
     if (have == nullptr || value != have) missing += " -x " + name + "=" + value;
   }
   if (missing.empty()) return Ok{};
-  return Error{"--backend", "'" + spec + "' selects Open MPI's algorithms through the environment, and this " +
+  return Error{"--backend", quoted_input(spec) + " selects Open MPI's algorithms through the environment, and this " +
                                 "process does not have it: add" + missing +
                                 " to mpirun (or at least -x OMPI_MCA_coll_tuned_use_dynamic_rules=1, which lets "
                                 "collcheck choose the rest at run time)"};
