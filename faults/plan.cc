@@ -4,6 +4,7 @@
 
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference/key_values.h"
@@ -272,39 +273,51 @@ Result<FaultPlan> parse_fault_plan(std::string_view text) {
   return plan;
 }
 
+namespace {
+
+// The first key `f` sets (differs from its default) that its kind does not take, or "".
+std::string stray_key(const Fault& f) {
+  const Fault d;
+  if (f.target.scope == Target::Scope::Link && !key_allowed(f.kind, "link")) return "link";
+  if (f.target.scope == Target::Scope::Rank && !key_allowed(f.kind, "rank")) return "rank";
+  const std::pair<std::string_view, bool> integers[] = {{"after", f.trigger.after != d.trigger.after},
+                                                        {"offset", f.trigger.offset != d.trigger.offset},
+                                                        {"times", f.trigger.times != d.trigger.times},
+                                                        {"bits", f.bits != d.bits}};
+  for (const auto& [key, set] : integers) {
+    if (set && !key_allowed(f.kind, key)) return std::string(key);
+  }
+  for (const RealKey& real : kRealKeys) {
+    if (*real_field(f, real.key) != *real_field(d, real.key) && !key_allowed(f.kind, real.key)) {
+      return std::string(real.key);
+    }
+  }
+  return "";
+}
+
+// What is wrong with `f`'s target in a world of `nranks`, or "".
+std::string world_error(const Fault& f, int nranks) {
+  const auto out_of_range = [&](int rank) { return rank < 0 || rank >= nranks; };
+  const std::string ranks = " must be 0.." + std::to_string(nranks - 1) + " in a world of " + std::to_string(nranks);
+  if (f.target.scope == Target::Scope::Link && (out_of_range(f.target.from) || out_of_range(f.target.to))) {
+    return "link: " + std::to_string(f.target.from) + "->" + std::to_string(f.target.to) + ": both ranks" + ranks;
+  }
+  if (f.target.scope == Target::Scope::Rank && out_of_range(f.target.rank)) {
+    return "rank: " + std::to_string(f.target.rank) + ":" + ranks;
+  }
+  return "";
+}
+
+}  // namespace
+
 Status validate(const FaultPlan& plan, int nranks) {
   for (std::size_t i = 0; i < plan.faults.size(); ++i) {
     const Fault& f = plan.faults[i];
     std::string what = range_error(f);
-    for (std::string_view key :
-         {"link", "rank", "after", "offset", "p", "times", "ms", "jitter", "bits", "period", "factor"}) {
-      if (!what.empty()) break;
-      const Fault d;
-      const bool set = key == "link"     ? f.target.scope == Target::Scope::Link
-                       : key == "rank"   ? f.target.scope == Target::Scope::Rank
-                       : key == "after"  ? f.trigger.after != d.trigger.after
-                       : key == "offset" ? f.trigger.offset != d.trigger.offset
-                       : key == "p"      ? f.trigger.p != d.trigger.p
-                       : key == "times"  ? f.trigger.times != d.trigger.times
-                       : key == "ms"     ? f.ms != d.ms
-                       : key == "jitter" ? f.jitter != d.jitter
-                       : key == "bits"   ? f.bits != d.bits
-                       : key == "period" ? f.period != d.period
-                                         : f.factor != d.factor;
-      if (set && !key_allowed(f.kind, key)) {
-        what = std::string(key) + ": not taken by " + std::string(to_string(f.kind)) +
-               " (allowed: " + allowed_keys(f.kind) + ")";
-      }
+    if (const std::string stray = what.empty() ? stray_key(f) : ""; !stray.empty()) {
+      what = stray + ": not taken by " + std::string(to_string(f.kind)) + " (allowed: " + allowed_keys(f.kind) + ")";
     }
-    const auto out_of_range = [&](int rank) { return rank < 0 || rank >= nranks; };
-    const std::string ranks = " must be 0.." + std::to_string(nranks - 1) + " in a world of " + std::to_string(nranks);
-    if (what.empty() && f.target.scope == Target::Scope::Link &&
-        (out_of_range(f.target.from) || out_of_range(f.target.to))) {
-      what = "link: " + std::to_string(f.target.from) + "->" + std::to_string(f.target.to) + ": both ranks" + ranks;
-    }
-    if (what.empty() && f.target.scope == Target::Scope::Rank && out_of_range(f.target.rank)) {
-      what = "rank: " + std::to_string(f.target.rank) + ":" + ranks;
-    }
+    if (what.empty()) what = world_error(f, nranks);
     if (!what.empty()) return item_error(i + 1, to_string(f), what);
   }
   return Ok{};
