@@ -87,6 +87,9 @@ Result<std::uint64_t> parse_count(std::string_view field, std::string_view text,
   return parse_integer(field, text, CountRange{low, high, true, {}});
 }
 
+// The most values a set may hold: more would be a typo, and memory spent before anything runs.
+constexpr std::uint64_t kMostSetValues = 1'000'000;
+
 Result<std::vector<std::uint64_t>> parse_set(std::string_view field, std::string_view text, std::uint64_t low,
                                              std::uint64_t high) {
   std::vector<std::uint64_t> values;
@@ -98,9 +101,13 @@ Result<std::vector<std::uint64_t>> parse_set(std::string_view field, std::string
         dots == std::string_view::npos ? first : parse_count(field, item.substr(dots + 2), low, high);
     if (!last) return last.error();
     if (*last < *first) return Error{std::string(field), quoted_input(item) + ": the range is empty"};
-    if (*last - *first > 1'000'000)
-      return Error{std::string(field), quoted_input(item) + ": more than a million values"};
-    for (std::uint64_t v = *first; v <= *last; ++v) values.push_back(v);
+    // A million values in all, however many items carry them (each item alone, or many small ones).
+    if (*last - *first >= kMostSetValues - values.size())
+      return Error{std::string(field), quoted_input(item) + ": more than a million values in the set"};
+    for (std::uint64_t value = *first;; ++value) {  // counts up to `last` even when it is the type's largest
+      values.push_back(value);
+      if (value == *last) break;
+    }
   }
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());

@@ -57,7 +57,8 @@ class Arguments {
 Result<std::uint64_t> parse_count(std::string_view field, std::string_view text, std::uint64_t low, std::uint64_t high);
 
 // A set of integers: comma-separated items, each `N` or `A..B` (inclusive), within [low, high],
-// returned sorted without repeats: `1..4,8,16` -> {1, 2, 3, 4, 8, 16}.
+// returned sorted without repeats: `1..4,8,16` -> {1, 2, 3, 4, 8, 16}. At most a million values in
+// all (items counted with their repeats).
 Result<std::vector<std::uint64_t>> parse_set(std::string_view field, std::string_view text, std::uint64_t low,
                                              std::uint64_t high);
 
