@@ -29,6 +29,24 @@ struct Seen {
   std::optional<bool> in_place;
 };
 
+// Where a numeric field's value goes; nullptr for a key that is not one.
+std::optional<std::uint64_t>* number_slot(std::string_view key, Seen& seen) {
+  if (key == "n") return &seen.count;
+  if (key == "ranks") return &seen.ranks;
+  if (key == "root") return &seen.root;
+  if (key == "offset") return &seen.offset;
+  if (key == "seed") return &seen.seed;
+  return nullptr;
+}
+
+Status parse_values_field(std::string_view text, Seen& seen) {
+  if (seen.values) return Error{"values", "given twice"};
+  Result<ValueKind> kind = parse_value_kind(text);
+  if (!kind) return kind.error();
+  seen.values = *kind;
+  return Ok{};
+}
+
 Status parse_field(std::string_view part, Seen& seen) {
   if (part == "inplace" || part == "outofplace") {
     if (seen.in_place) return Error{"inplace", "given twice"};
@@ -40,25 +58,13 @@ Status parse_field(std::string_view part, Seen& seen) {
   if (!field.has_value) {
     return Error{escaped_input(key), "is not a field: allowed are " + std::string(kKeys)};
   }
-  const std::string_view text = field.value;
-  if (key == "values") {
-    if (seen.values) return Error{"values", "given twice"};
-    Result<ValueKind> kind = parse_value_kind(text);
-    if (!kind) return kind.error();
-    seen.values = *kind;
-    return Ok{};
-  }
-  std::optional<std::uint64_t>* slot = key == "n"        ? &seen.count
-                                       : key == "ranks"  ? &seen.ranks
-                                       : key == "root"   ? &seen.root
-                                       : key == "offset" ? &seen.offset
-                                       : key == "seed"   ? &seen.seed
-                                                         : nullptr;
+  if (key == "values") return parse_values_field(field.value, seen);
+  std::optional<std::uint64_t>* slot = number_slot(key, seen);
   if (slot == nullptr) {
     return Error{escaped_input(key), "is not a field: allowed are " + std::string(kKeys)};
   }
   if (slot->has_value()) return Error{std::string(key), "given twice"};
-  Result<std::uint64_t> number = parse_unsigned(key, text);
+  Result<std::uint64_t> number = parse_unsigned(key, field.value);
   if (!number) return number.error();
   *slot = *number;
   return Ok{};

@@ -226,15 +226,11 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Proc
   return spec;
 }
 
-}  // namespace
-
-// `what` is ALGORITHM, all or mutant:NAME; `options` the knobs and transport=auto|shm|tcp.
-Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, std::string_view options,
-                                                        std::string_view spec) {
+// The options of a spec apart: transport=auto|shm|tcp into `links`, every other item a knob.
+Result<std::vector<KeyValue>> split_transport(std::string_view options, std::string_view spec, ProcLinks& links) {
   Result<std::vector<KeyValue>> items = split_key_values(options);
   if (!items) return spec_error(spec, items.error().message);
   if (const KeyValue* again = repeated_key(*items)) return spec_error(spec, escaped_input(again->key) + " given twice");
-  ProcLinks links = ProcLinks::Auto;
   std::vector<KeyValue> knob_items;
   for (const KeyValue& item : *items) {
     if (item.key != "transport") {
@@ -245,8 +241,33 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
     if (!parsed) return spec_error(spec, escaped_input(item.item) + ": must be auto, shm or tcp");
     links = *parsed;
   }
+  return knob_items;
+}
+
+// mutant:NAME@proc: a process mutant, else a schedule mutant; mutants keep their own pipeline
+// defaults, so that they break as they do on `sim`.
+Result<RankBackendSpec> mutant_spec(std::string_view what, const Knobs& knobs, ProcLinks links, std::string_view spec,
+                                    const std::string& name) {
+  const Mutant* mutant = find_process_mutant(what);
+  if (mutant == nullptr) mutant = find_mutant(what);
+  if (mutant != nullptr) return make_spec(mutant->variant, knobs, links, mutant->sabotage, name);
+  std::string names;
+  for (const auto* list : {&process_mutants(), &all_mutants()}) {
+    for (const Mutant& known : *list) names += (names.empty() ? "" : ", ") + known.variant.name;
+  }
+  return spec_error(spec, "no such mutant: mutants are " + names);
+}
+
+}  // namespace
+
+// `what` is ALGORITHM, all or mutant:NAME; `options` the knobs and transport=auto|shm|tcp.
+Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, std::string_view options,
+                                                        std::string_view spec) {
+  ProcLinks links = ProcLinks::Auto;
+  Result<std::vector<KeyValue>> knob_items = split_transport(options, spec, links);
+  if (!knob_items) return knob_items.error();
   Knobs knobs;
-  Status parsed = apply_knobs(spec, knob_items, knobs);
+  Status parsed = apply_knobs(spec, *knob_items, knobs);
   if (!parsed) return parsed.error();
   const std::string suffix = "@proc" + (options.empty() ? "" : ":" + std::string(options));
   Knobs algorithm_knobs = knobs;
@@ -261,17 +282,9 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
     return specs;
   }
   if (what.starts_with("mutant:")) {
-    // Mutants keep their own pipeline defaults, so that they break as they do on `sim`.
-    const Mutant* mutant = find_process_mutant(what);
-    if (mutant == nullptr) mutant = find_mutant(what);
-    if (mutant == nullptr) {
-      std::string names;
-      for (const auto* list : {&process_mutants(), &all_mutants()}) {
-        for (const Mutant& m : *list) names += (names.empty() ? "" : ", ") + m.variant.name;
-      }
-      return spec_error(spec, "no such mutant: mutants are " + names);
-    }
-    specs.push_back(make_spec(mutant->variant, knobs, links, mutant->sabotage, std::string(what) + suffix));
+    Result<RankBackendSpec> mutant = mutant_spec(what, knobs, links, spec, std::string(what) + suffix);
+    if (!mutant) return mutant.error();
+    specs.push_back(std::move(mutant).value());
     return specs;
   }
   Result<SimVariant> variant = algorithm_variant(what);
