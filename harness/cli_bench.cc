@@ -260,8 +260,8 @@ int run_bench(std::span<const std::string_view> raw, std::ostream& out, std::ost
   Result<Arguments> args = Arguments::parse(views, kOptions);
   if (!args) return usage_error(args.error());
   bench::Settings settings;
-  for (Status status : {parse_sizes(*args, *spelled, settings), parse_loop(*args, *spelled, settings),
-                        parse_case_fields(*args, *spelled, settings)}) {
+  for (const Status& status : {parse_sizes(*args, *spelled, settings), parse_loop(*args, *spelled, settings),
+                               parse_case_fields(*args, *spelled, settings)}) {
     if (!status) return usage_error(status.error());
   }
   std::vector<std::unique_ptr<Backend>> backends;
@@ -278,6 +278,7 @@ int run_bench(std::span<const std::string_view> raw, std::ostream& out, std::ost
   if (!svg) return usage_error(svg.error());
 
   std::vector<Backend*> pointers;
+  pointers.reserve(backends.size());
   for (auto& backend : backends) pointers.push_back(backend.get());
   bench::Report report;
   const int status = bench::run(settings, pointers, bench::measure_memory_copy(kMemoryCopyBytes, 5), out, report);

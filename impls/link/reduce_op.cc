@@ -90,38 +90,50 @@ void divide_integers(std::byte* data, std::size_t count, int nranks) {
 // result is NaN is computed again by reduce_elements itself. Blocks of L1 size keep the inputs
 // intact until then, since `out` may be `a` or `b`.
 
+// One block's results into `block` by `combine`; whether any of them is NaN.
+template <typename T, typename Combine>
+bool combine_block(const std::byte* x, const std::byte* y, std::size_t n, T* block, Combine combine) {
+  bool any_nan = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    block[i] = combine(load<T>(x + i * sizeof(T)), load<T>(y + i * sizeof(T)));
+    any_nan |= block[i] != block[i];
+  }
+  return any_nan;
+}
+
+// One block by the native operation of `op`; whether any result is NaN.
+template <typename T>
+bool reduce_block_native(RedOp op, const std::byte* x, const std::byte* y, std::size_t n, T* block) {
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  switch (op) {
+    case RedOp::Prod: return combine_block(x, y, n, block, [](T p, T q) { return p * q; });
+    case RedOp::Min:
+      return combine_block(x, y, n, block, [nan](T p, T q) { return p != p || q != q ? nan : (q < p ? q : p); });
+    case RedOp::Max:
+      return combine_block(x, y, n, block, [nan](T p, T q) { return p != p || q != q ? nan : (q > p ? q : p); });
+    default: return combine_block(x, y, n, block, [](T p, T q) { return p + q; });
+  }
+}
+
+// The block's NaN results computed again by the contract, for their payloads.
+template <typename T>
+void redo_nans(DType dtype, RedOp op, const std::byte* x, const std::byte* y, std::size_t n, T* block) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (block[i] != block[i]) {
+      reduce_elements(dtype, op, x + i * sizeof(T), y + i * sizeof(T), reinterpret_cast<std::byte*>(&block[i]), 1);
+    }
+  }
+}
+
 template <typename T>
 void reduce_native(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
   constexpr std::size_t kBlock = 2048;
   T block[kBlock];
-  auto load = [](const std::byte* p, std::size_t i) {
-    T v;
-    std::memcpy(&v, p + i * sizeof(T), sizeof(T));
-    return v;
-  };
-  const T nan = std::numeric_limits<T>::quiet_NaN();
   for (std::size_t first = 0; first < count; first += kBlock) {
     const std::size_t n = std::min(kBlock, count - first);
     const std::byte* x = a + first * sizeof(T);
     const std::byte* y = b + first * sizeof(T);
-    bool any_nan = false;
-    auto run = [&](auto combine) {
-      for (std::size_t i = 0; i < n; ++i) {
-        block[i] = combine(load(x, i), load(y, i));
-        any_nan |= block[i] != block[i];
-      }
-    };
-    switch (op) {
-      case RedOp::Prod: run([](T p, T q) { return p * q; }); break;
-      case RedOp::Min: run([nan](T p, T q) { return p != p || q != q ? nan : (q < p ? q : p); }); break;
-      case RedOp::Max: run([nan](T p, T q) { return p != p || q != q ? nan : (q > p ? q : p); }); break;
-      default: run([](T p, T q) { return p + q; }); break;
-    }
-    for (std::size_t i = 0; any_nan && i < n; ++i) {
-      if (block[i] != block[i]) {
-        reduce_elements(dtype, op, x + i * sizeof(T), y + i * sizeof(T), reinterpret_cast<std::byte*>(&block[i]), 1);
-      }
-    }
+    if (reduce_block_native<T>(op, x, y, n, block)) redo_nans(dtype, op, x, y, n, block);
     std::memcpy(out + first * sizeof(T), block, n * sizeof(T));
   }
 }

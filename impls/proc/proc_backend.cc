@@ -209,7 +209,7 @@ Error spec_error(std::string_view spec, const std::string& message) {
 }
 
 RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, ProcessSabotage sabotage,
-                          std::string name) {
+                          const std::string& name) {
   RankBackendSpec spec;
   spec.name = name;
   spec.capabilities.collectives = variant.collectives;

@@ -8,7 +8,10 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <poll.h>
 
@@ -39,6 +42,70 @@ void excuse_waiting_for_exception(std::vector<std::optional<RankRun>>& replies, 
   }
 }
 
+// What collect() has heard so far from the ranks of one case.
+struct Hearing {
+  explicit Hearing(std::size_t n) : replies(n), died(n), planned(n), frames(n) {}
+  std::vector<std::optional<RankRun>> replies;
+  std::vector<std::string> died, planned;  // planned: stopped or killed by the fault plan
+  std::vector<Frame> frames;
+  std::size_t settled = 0;                  // ranks that answered, died or were stopped
+  std::optional<SteadyTime> first_trouble;  // when the first rank died or threw: the others get kCrashGrace
+
+  bool waiting(std::size_t r) const { return !replies[r] && died[r].empty() && planned[r].empty(); }
+  void trouble() { first_trouble = first_trouble.value_or(Clock::now()); }
+};
+
+// The deadline, or sooner the end of the grace after the first rank died or threw.
+SteadyTime hear_until(const Hearing& hearing, SteadyTime deadline) {
+  return hearing.first_trouble ? std::min(deadline, *hearing.first_trouble + kCrashGrace) : deadline;
+}
+
+// Waits (a second at most, and not past `until`) for any rank still waited for to say something.
+void poll_waiting(const std::vector<ControlSocket>& ranks, const Hearing& hearing, SteadyTime until) {
+  std::vector<pollfd> polls;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    if (hearing.waiting(r)) polls.push_back(pollfd{ranks[r].fd(), POLLIN, 0});
+  }
+  const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+  ::poll(polls.data(), polls.size(), static_cast<int>(std::clamp<long long>(wait, 0, 1000)));
+}
+
+// Takes the frame rank r just completed: dying words are kept and reading goes on (true); a stop
+// by the fault plan or a reply settles the rank (false).
+bool take_frame(std::size_t r, std::map<std::size_t, std::string>& dying_words, Hearing& hearing) {
+  const Frame& frame = hearing.frames[r];
+  if (frame.kind == FrameKind::Dying) {
+    std::string words(reinterpret_cast<const char*>(frame.payload.data()), frame.payload.size());
+    if (words.starts_with(kPlannedFaultWords)) {
+      hearing.planned[r] = words.substr(kPlannedFaultWords.size());
+      ++hearing.settled;
+      return false;
+    }
+    dying_words[r] = std::move(words);
+    return true;
+  }
+  Result<RankRun> run = wire::decode_run(frame.payload);
+  hearing.replies[r] = run ? std::move(*run) : RankRun::ended(Outcome::Crash, run.error().message);
+  if (threw(*hearing.replies[r])) hearing.trouble();
+  ++hearing.settled;
+  return false;
+}
+
+// Reads what rank r has sent until it is settled or has no more to read now; a closed
+// connection is its death, in the words it said last if any.
+void hear_from(std::size_t r, ControlSocket& rank, std::map<std::size_t, std::string>& dying_words, Hearing& hearing) {
+  for (;;) {
+    Result<bool> got = rank.receive_some(hearing.frames[r]);
+    if (!got) {
+      hearing.died[r] = dying_words[r].empty() ? "its process ended" : dying_words[r];
+      ++hearing.settled;
+      hearing.trouble();
+      return;
+    }
+    if (!*got || !take_frame(r, dying_words, hearing)) return;
+  }
+}
+
 }  // namespace
 
 RepeatedRun LaunchedWorld::run(const Case& c, const RunOptions& options, double deadline) {
@@ -54,52 +121,16 @@ RepeatedRun LaunchedWorld::run(const Case& c, const RunOptions& options, double 
 }
 
 RepeatedRun LaunchedWorld::collect(SteadyTime deadline, double seconds) {
-  const std::size_t n = ranks_.size();
-  std::vector<std::optional<RankRun>> replies(n);
-  std::vector<std::string> died(n), planned(n);  // planned: stopped or killed by the fault plan
-  std::size_t answered = 0, dead = 0, stopped = 0;
-  std::optional<SteadyTime> first_trouble;  // when the first rank died or threw: the others get kCrashGrace
-  std::vector<Frame> frames(n);
-  const auto waiting = [&](std::size_t r) { return !replies[r] && died[r].empty() && planned[r].empty(); };
-  while (answered + dead + stopped < n) {
-    const SteadyTime until = first_trouble ? std::min(deadline, *first_trouble + kCrashGrace) : deadline;
+  Hearing hearing(ranks_.size());
+  while (hearing.settled < ranks_.size()) {
+    const SteadyTime until = hear_until(hearing, deadline);
     if (Clock::now() >= until) break;
-    std::vector<pollfd> polls;
-    for (std::size_t r = 0; r < n; ++r) {
-      if (waiting(r)) polls.push_back(pollfd{ranks_[r].fd(), POLLIN, 0});
-    }
-    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
-    ::poll(polls.data(), polls.size(), static_cast<int>(std::clamp<long long>(wait, 0, 1000)));
-    for (std::size_t r = 0; r < n; ++r) {
-      if (!waiting(r)) continue;
-      for (;;) {
-        Result<bool> got = ranks_[r].receive_some(frames[r]);
-        if (!got) {
-          died[r] = dying_words_[r].empty() ? "its process ended" : dying_words_[r];
-          ++dead;
-          first_trouble = first_trouble.value_or(Clock::now());
-          break;
-        }
-        if (!*got) break;
-        if (frames[r].kind == FrameKind::Dying) {
-          std::string words(reinterpret_cast<const char*>(frames[r].payload.data()), frames[r].payload.size());
-          if (words.starts_with(kPlannedFaultWords)) {
-            planned[r] = words.substr(kPlannedFaultWords.size());
-            ++stopped;
-            break;
-          }
-          dying_words_[r] = std::move(words);
-          continue;
-        }
-        Result<RankRun> run = wire::decode_run(frames[r].payload);
-        replies[r] = run ? std::move(*run) : RankRun::ended(Outcome::Crash, run.error().message);
-        if (threw(*replies[r])) first_trouble = first_trouble.value_or(Clock::now());
-        ++answered;
-        break;
-      }
+    poll_waiting(ranks_, hearing, until);
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      if (hearing.waiting(r)) hear_from(r, ranks_[r], dying_words_, hearing);
     }
   }
-  return judge(std::move(replies), died, planned, seconds);
+  return judge(std::move(hearing.replies), hearing.died, hearing.planned, seconds);
 }
 
 RepeatedRun LaunchedWorld::judge(std::vector<std::optional<RankRun>> replies, const std::vector<std::string>& died,

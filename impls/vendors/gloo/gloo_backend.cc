@@ -274,7 +274,7 @@ class GlooRankBackend final : public RankBackend {
   std::uint32_t tag_ = 0;  // every rank makes the same calls, so their tags agree
 };
 
-RankBackendSpec spec_of(const GlooAlgorithm& a, GlooKnobs knobs, std::string name) {
+RankBackendSpec spec_of(const GlooAlgorithm& a, const GlooKnobs& knobs, const std::string& name) {
   RankBackendSpec spec;
   spec.name = name;
   spec.capabilities = capabilities_of(a);
