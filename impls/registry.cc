@@ -78,10 +78,9 @@ Result<std::vector<std::unique_ptr<Backend>>> make_process_backends(std::string_
   return backends;
 }
 
-}  // namespace
-
-Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spec,
-                                                            const BackendOptions& process_options) {
+// The backends a spec names, as they are made (make_backends wraps each).
+Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_view spec,
+                                                                    const BackendOptions& process_options) {
   if (runs_across_processes(spec)) return make_process_backends(spec, process_options);
   const std::size_t at = spec.find('@');
   if (at == std::string_view::npos) {
@@ -125,6 +124,16 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spe
   if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME");
   backends.push_back(make_sim_backend(std::move(variant).value(), knobs, std::string(what) + suffix));
   return backends;
+}
+
+}  // namespace
+
+Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spec,
+                                                            const BackendOptions& process_options) {
+  Result<std::vector<std::unique_ptr<Backend>>> made = make_backends_as_made(spec, process_options);
+  if (!made) return made;
+  for (std::unique_ptr<Backend>& backend : *made) backend = catching_exceptions(std::move(backend));
+  return made;
 }
 
 }  // namespace collcheck

@@ -3,6 +3,9 @@
 #include "impls/backend/backend.h"
 
 #include <algorithm>
+#include <exception>
+#include <string>
+#include <utility>
 
 #include "impls/backend/rank_backend.h"
 #include "impls/link/guarded_buffer.h"
@@ -49,5 +52,35 @@ bool runs_across_processes(std::string_view spec) {
 }
 
 bool is_vendor_backend(std::string_view spec) { return names_family(spec, "mpi") || names_family(spec, "gloo"); }
+
+namespace {
+
+// A decorator: every call goes to the backend it holds; run() catches what it throws.
+class ExceptionCatchingBackend final : public Backend {
+ public:
+  explicit ExceptionCatchingBackend(std::unique_ptr<Backend> backend) : backend_(std::move(backend)) {}
+  std::string name() const override { return backend_->name(); }
+  Capabilities capabilities() const override { return backend_->capabilities(); }
+  MemoryEstimate estimate_memory(const Case& c) const override { return backend_->estimate_memory(c); }
+  void abort() override { backend_->abort(); }
+  RepeatedRun run(const Case& c, const RunOptions& options) override {
+    try {
+      return backend_->run(c, options);
+    } catch (const std::exception& thrown) {
+      return RepeatedRun::ended(Outcome::Detected, std::string("an exception in the run: ") + thrown.what());
+    } catch (...) {
+      return RepeatedRun::ended(Outcome::Detected, "an exception in the run that is not a std::exception");
+    }
+  }
+
+ private:
+  std::unique_ptr<Backend> backend_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> catching_exceptions(std::unique_ptr<Backend> backend) {
+  return std::make_unique<ExceptionCatchingBackend>(std::move(backend));
+}
 
 }  // namespace collcheck

@@ -137,4 +137,10 @@ class Backend {
   virtual void abort() {}
 };
 
+// The backend, with what its run() throws caught: such a run ends `detected`, its error the
+// exception's message ("an exception in the run: ..."), so an exception inside a backend (our
+// executors' or a vendor's) is reported with its cause instead of ending collcheck or being
+// judged as data. make_backends (impls/registry.h) returns every backend this way.
+std::unique_ptr<Backend> catching_exceptions(std::unique_ptr<Backend> backend);
+
 }  // namespace collcheck
