@@ -3,8 +3,9 @@
 # relaunched leaves no process and no file within 2 s and exits 130 or 143; after a SIGKILL the
 # processes go by themselves and the next run sweeps the files, sparing live owners' files; a
 # rank killed while its world connects leaves no segment; runs that sweep do not disturb a run
-# going on. Included by tests/harness/CMakeLists.txt when MPI and RapidCheck are there; each
-# test runs leftovers_run.cmake, which says how it counts.
+# going on; when mpirun fails every launch, collcheck ends and leaves nothing. Included by
+# tests/harness/CMakeLists.txt when MPI and RapidCheck are there; each test runs
+# leftovers_run.cmake, which says how it counts.
 
 # collcheck_add_leftovers_test(NAME MODE SIGNAL PHASE RANKS ARGUMENTS...)
 function(collcheck_add_leftovers_test name mode signal phase ranks)
@@ -24,6 +25,8 @@ collcheck_add_leftovers_test(proc_sigkill_start kill KILL start 3 ${proc_run})
 collcheck_add_leftovers_test(proc_sigkill_running kill KILL running 3 ${proc_run})
 collcheck_add_leftovers_test(proc_dead_rank dead-rank - - 3)
 collcheck_add_leftovers_test(proc_concurrent concurrent - - 2)
+collcheck_add_leftovers_test(proc_launch_fails launch-fails - - 3 check --backend ring@proc --ranks 3..3
+  --count 0..64 --seed 1 --cases 2 --mpirun-args --no-such-mpirun-option)
 
 set(mpi_run check --backend mpi --ranks 3..3 --count 0..4K --seed 1 --time-budget 40s)
 collcheck_add_leftovers_test(mpi_sigint_start signal INT start 3 ${mpi_run})

@@ -9,6 +9,8 @@
 #                                                      sweeps the files (and spares live owners')
 #   ... -DMODE=dead-rank                               a rank killed while connecting: no segment
 #   ... -DMODE=concurrent                              runs that sweep spare a run going on
+#   ... -DMODE=launch-fails -DARGS=...                 mpirun fails every launch: collcheck ends,
+#                                                      and within 2 s nothing is left
 # ARGS separates arguments with `+` (a `;` cannot pass through add_test).
 cmake_minimum_required(VERSION 3.25)
 
@@ -282,6 +284,20 @@ elseif(MODE STREQUAL "concurrent")
   if(NOT status EQUAL 0 OR NOT out MATCHES " 0 failed, ")
     fail("the run that went on was disturbed: status ${status}")
   endif()
+elseif(MODE STREQUAL "launch-fails")
+  # mpirun refuses its arguments, so every world's launch fails; collcheck reports it and ends
+  # by itself, and within 2 s of that nothing of its worlds is left.
+  start_collcheck("${COLLCHECK}" ${args})
+  collcheck_pid(pid)
+  wait_for_status(status)
+  if(status EQUAL 0 OR status GREATER 128)
+    fail("failed launches: exit status ${status}, expected a finding or an error, not a pass or a signal")
+  endif()
+  wait_until_clean(${pid} "${before}" 2 left)
+  if(left)
+    fail("failed launches: left behind ${left}")
+  endif()
+  message(STATUS "failed launches: nothing left ${elapsed_ms} ms after the exit (status ${status})")
 else()
-  message(FATAL_ERROR "leftovers_run.cmake: MODE must be signal, kill, dead-rank or concurrent")
+  message(FATAL_ERROR "leftovers_run.cmake: MODE must be signal, kill, dead-rank, concurrent or launch-fails")
 endif()
