@@ -9,7 +9,7 @@ set(root_ok "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;ASAN_OPTI
 
 # Every reference algorithm @proc on 2..5 processes with a fixed seed.
 collcheck_add_cli_test(check_all_proc check --backend all@proc --seed 20261129 --ranks 2..5
-  --count 0..4K --time-budget 60s STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
+  --count 0..4K --time-budget 40s STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
 set_tests_properties(cli.check_all_proc PROPERTIES LABELS "cli;proc" TIMEOUT 240)
 
 # The same loop on every rank of a world the user launched (rank 0 alone prints).

@@ -3,7 +3,7 @@
 # no run ended `corrupt`, `hang` or `crash`, that collcheck itself exited 0 (no failure, no crash of
 # its own), and that nothing new is left in /dev/shm (segments, world directories: collcheck-*).
 # Usage: cmake -DCOLLCHECK=path -DBACKEND=all@sim -DSEEDS="1;2;3" -DWORK=dir
-#          -DARGUMENTS="--ranks;1..32;--cases;112" -DMIN_CASES=10000 [-DFAULTS=random:drop,kill] [-DALONE=ON]
+#          -DARGUMENTS="--ranks;1..32;--cases;112" -DMIN_CASES=10000 [-DFAULTS=random:drop,kill]
 #          -P soak.cmake
 # ARGUMENTS go after a time budget of 10 minutes, so a --time-budget among them wins.
 cmake_minimum_required(VERSION 3.25)
@@ -66,9 +66,9 @@ endif()
 
 # What a world leaves is removed as the world ends. Left behind: an entry new since the start and
 # still there 2 s and 7 s after the last run, named after one of our collcheck processes
-# (`collcheck-world-PID-N`, `collcheck-mpi-PID-...`) or, with ALONE (the test runs by itself, so
-# every new entry is ours), after any process that is gone (today workers name segments by their
-# own pid). Without ALONE, other tests' worlds on the machine are not ours to count.
+# (`collcheck-world-PID-N`, `collcheck-mpi-PID-N-RANK-pidOWNER`: PID is the collcheck that launched
+# the world, whichever worker made the segment). Other tests' worlds on the machine are not ours
+# to count, so the soak runs beside them.
 function(new_entries out)
   execute_process(COMMAND ${CMAKE_COMMAND} -E sleep ${ARGN})
   shared_memory_entries(entries)
@@ -86,7 +86,7 @@ if(left)
       continue()
     endif()
     set(owner ${CMAKE_MATCH_1})
-    if(owner IN_LIST our_pids OR (ALONE AND NOT EXISTS "/proc/${owner}"))
+    if(owner IN_LIST our_pids)
       list(APPEND persisting ${entry})
     endif()
   endforeach()
