@@ -120,10 +120,13 @@ void LaunchedWorld::stop(bool healthy) {
   // Every local process below mpirun at once, ranks that have not connected yet included (each
   // in a process group of its own); mpirun gets a second to stop those on other hosts.
   killed_ = kill_world_processes(mpirun_, local_pids_);
+  const long launcher = mpirun_;
   if (!wait_for_exit(seconds_from_now(1))) {
     finish_off_launcher(mpirun_, 0);
     wait_for_exit(seconds_from_now(5));
   }
+  const std::vector<long> stragglers = end_world_session(launcher, 2);
+  killed_.insert(killed_.end(), stragglers.begin(), stragglers.end());
   finish();
 }
 
@@ -149,7 +152,9 @@ Status LaunchedWorld::start(const std::vector<std::string>& argv, const Teardown
   const pid_t child = ::fork();
   if (child < 0) return Error{"--backend", std::string("fork: ") + std::strerror(errno)};
   if (child == 0) {
-    ::setpgid(0, 0);
+    // A session of its own (and so a process group): every process mpirun starts stays in it,
+    // even one orphaned when mpirun dies, so that the teardown finds it (end_world_session).
+    ::setsid();
     // If this launching thread dies (collcheck killed by SIGKILL), mpirun gets SIGTERM and stops
     // its ranks, rather than leaving them waiting in MPI_Init for ever.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -171,7 +176,6 @@ Status LaunchedWorld::start(const std::vector<std::string>& argv, const Teardown
     std::fprintf(stderr, "collcheck: cannot run mpirun: %s\n", std::strerror(errno));
     ::_exit(127);
   }
-  ::setpgid(child, child);
   mpirun_ = child;
   remembered_ = remember_world(held, mpirun_, directory_);
   return Ok{};

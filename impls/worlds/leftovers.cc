@@ -2,6 +2,7 @@
 // carries, the sweep of those whose owner is dead, and the killing of a world's processes.
 #include "impls/worlds/leftovers.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -59,9 +60,16 @@ void remove_owned(Doomed doomed) {
   }
 }
 
-// Parent of every process, from /proc/PID/stat: "PID (COMMAND) STATE PPID ...".
-std::multimap<long, long> children_by_parent() {
-  std::multimap<long, long> children;
+// One line of /proc/PID/stat: "PID (COMMAND) STATE PPID PGRP SESSION ...".
+struct ProcessEntry {
+  long pid = 0;
+  long parent = 0;
+  long session = 0;
+  bool zombie = false;
+};
+
+std::vector<ProcessEntry> process_table() {
+  std::vector<ProcessEntry> table;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
     const std::string name = entry.path().filename().string();
@@ -72,13 +80,18 @@ std::multimap<long, long> children_by_parent() {
     const std::size_t close = stat.rfind(')');
     if (close == std::string::npos || close + 4 >= stat.size()) continue;
     const std::vector<std::string_view> fields = split(std::string_view(stat).substr(close + 2), ' ');
-    if (fields.size() > 1 && all_digits(fields[1])) children.emplace(number(fields[1]), number(name));
+    if (fields.size() < 4 || !all_digits(fields[1]) || !all_digits(fields[3])) continue;
+    table.push_back(ProcessEntry{number(name), number(fields[1]), number(fields[3]), fields[0] == "Z"});
   }
-  return children;
+  return table;
 }
 
-std::vector<long> descendants_of(long pid) {
-  const std::multimap<long, long> children = children_by_parent();
+// Every process below `pid`, and every live process in the session `pid` leads (a rank whose
+// mpirun died before it could stop it is no longer below mpirun, but still in its session).
+std::vector<long> world_processes_of(long pid) {
+  const std::vector<ProcessEntry> table = process_table();
+  std::multimap<long, long> children;
+  for (const ProcessEntry& process : table) children.emplace(process.parent, process.pid);
   std::vector<long> found;
   std::vector<long> parents = {pid};
   while (!parents.empty()) {
@@ -89,7 +102,20 @@ std::vector<long> descendants_of(long pid) {
       parents.push_back(child->second);
     }
   }
+  for (const ProcessEntry& process : table) {
+    if (process.session == pid && process.pid != pid && !process.zombie &&
+        std::find(found.begin(), found.end(), process.pid) == found.end())
+      found.push_back(process.pid);
+  }
   return found;
+}
+
+void kill_with_groups(const std::vector<long>& pids) {
+  for (long pid : pids) {
+    if (pid <= 1) continue;
+    ::kill(static_cast<pid_t>(-pid), SIGKILL);
+    ::kill(static_cast<pid_t>(pid), SIGKILL);
+  }
 }
 
 }  // namespace
@@ -134,14 +160,11 @@ void remove_segments_of(const std::vector<long>& pids) {
 }
 
 std::vector<long> kill_world_processes(long mpirun, const std::vector<long>& ranks) {
-  std::vector<long> killed = descendants_of(mpirun);
+  std::vector<long> killed = world_processes_of(mpirun);
   killed.insert(killed.end(), ranks.begin(), ranks.end());
-  for (long pid : killed) {
-    if (pid <= 1) continue;
-    ::kill(static_cast<pid_t>(-pid), SIGKILL);
-    ::kill(static_cast<pid_t>(pid), SIGKILL);
-  }
+  kill_with_groups(killed);
   ::kill(static_cast<pid_t>(-mpirun), SIGTERM);
+  ::kill(static_cast<pid_t>(mpirun), SIGTERM);
   return killed;
 }
 
@@ -163,7 +186,21 @@ bool finish_off_launcher(long mpirun, double seconds) {
                              std::chrono::duration<double>(seconds))))
     return true;
   ::kill(static_cast<pid_t>(-mpirun), SIGKILL);
+  ::kill(static_cast<pid_t>(mpirun), SIGKILL);
   return wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(1));
+}
+
+std::vector<long> end_world_session(long mpirun, double seconds) {
+  std::vector<long> killed;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                               std::chrono::duration<double>(seconds));
+  for (;;) {
+    const std::vector<long> left = world_processes_of(mpirun);
+    if (left.empty() || std::chrono::steady_clock::now() >= deadline) return killed;
+    kill_with_groups(left);
+    killed.insert(killed.end(), left.begin(), left.end());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 }  // namespace collcheck

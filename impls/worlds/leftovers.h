@@ -30,14 +30,20 @@ void sweep_leftovers();
 // Removes the segments, in world_base() and /tmp, created by any of `pids`.
 void remove_segments_of(const std::vector<long>& pids);
 
-// Starts taking a launched world down: every process below `mpirun` on this host, and `ranks`
-// (the pids its ranks reported), get SIGKILL with the process group each leads (Open MPI puts
-// every rank in a group of its own); mpirun's group gets SIGTERM, so that it stops its ranks on
-// other hosts. Returns every process killed. finish_off_launcher() ends the job.
+// Starts taking a launched world down: every process below `mpirun` on this host or in its
+// session, and `ranks` (the pids its ranks reported), get SIGKILL with the process group each
+// leads (Open MPI puts every rank in a group of its own); mpirun and its group get SIGTERM, so
+// that it stops its ranks on other hosts. Returns every process killed. finish_off_launcher() ends the job.
 std::vector<long> kill_world_processes(long mpirun, const std::vector<long>& ranks);
 
 // Waits until `mpirun` (a child of this process) has exited or `seconds` have passed, then sends
-// SIGKILL to its process group; true when it had exited (and was reaped, here or elsewhere).
+// SIGKILL to it and its process group; true when it had exited (and was reaped, here or elsewhere).
 bool finish_off_launcher(long mpirun, double seconds);
+
+// After mpirun has been reaped: kills whatever is still alive in its session (mpirun is started
+// as a session leader; a rank it forked after kill_world_processes() looked, orphaned when
+// mpirun died, is one) until none is left or `seconds` have passed, so that nothing writes into
+// the world's directory once it is removed. Returns every process killed.
+std::vector<long> end_world_session(long mpirun, double seconds);
 
 }  // namespace collcheck
