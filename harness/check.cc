@@ -94,6 +94,7 @@ Failure shrink(const Drawn& failing, const Property& property, Backend& backend,
       if (!worth_running(candidate, backend, faults)) continue;
       ++failure.shrink_runs;
       const PropertyResult result = run_property(property, candidate, backend, schedule_seed, options);
+      if (!backend.cannot_run_here().empty()) break;  // not a verdict: the failure stays as it was
       agree_on_verdict(options, candidate.first, !result.ok, result.detail);
       if (!result.ok) {
         current = *next;
@@ -162,6 +163,7 @@ void count_outcome(CheckReport& report, const std::string& backend, const FaultP
 // How one case went over every selected property.
 struct CaseVerdict {
   bool failed = false, all_skipped = true;
+  bool cannot_run_here = false;  // the backend found it cannot run on this machine
 };
 
 // One case of one backend: the base run, its outcome under faults, every property, and each
@@ -181,6 +183,7 @@ CaseVerdict check_case(const Loop& loop, Backend& backend, const Drawn& drawn, s
   const std::uint64_t schedule_seed = mix64(options.seed + i);
   PropertyContext context = context_for(options, schedule_seed, plan);
   const RepeatedRun base = backend.run(c, context.run_options(schedule_seed));
+  if (!backend.cannot_run_here().empty()) return CaseVerdict{.cannot_run_here = true};
   if (loop.faults.any()) {
     context.outcome = classify(c, base);
     count_outcome(report, backend.name(), plan, *context.outcome);
@@ -191,6 +194,7 @@ CaseVerdict check_case(const Loop& loop, Backend& backend, const Drawn& drawn, s
     if (std::find(failed_properties.begin(), failed_properties.end(), property_name) != failed_properties.end())
       continue;
     const PropertyResult result = property->check(c, backend, base, context);
+    if (!backend.cannot_run_here().empty()) return CaseVerdict{.cannot_run_here = true};
     agree_on_verdict(options, c, !result.ok, result.detail);
     Tally& per = report.per_property[{backend.name(), c.collective, property_name}];
     ++per.cases;
@@ -274,6 +278,12 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
       ++cell.cases;
       ++all_cases;
       const CaseVerdict verdict = check_case(loop, backend, drawn, i, failed_properties, report);
+      if (verdict.cannot_run_here) {
+        --all_cases;
+        if (--cell.cases == 0) report.table.erase({backend.name(), drawn.value().first.collective});
+        report.cannot_run_here[backend.name()] = backend.cannot_run_here();
+        break;
+      }
       if (verdict.failed) ++cell.failed;
       else if (verdict.all_skipped) ++cell.skipped;
       else ++cell.passed;

@@ -70,6 +70,8 @@ struct CheckReport {
   std::map<std::tuple<std::string, Collective, std::string>, Tally> per_property;
   std::map<std::tuple<std::string, Collective, std::string>, std::string> first_failure;
   std::vector<Failure> failures;
+  // Backends that could not run here (Backend::cannot_run_here), with why; their cases stop.
+  std::map<std::string, std::string> cannot_run_here;
   // Under faults: describe(FaultChoice), and backend × fault kind → outcomes of the base runs
   // whose plan holds that kind (a run counts under every kind of its plan). Empty: no faults.
   std::string faults;

@@ -370,11 +370,14 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
     if (args->has("json") && !write_file(args->get("json"), &write_json, report, err)) return kUsageError;
     if (args->has("junit") && !write_file(args->get("junit"), &write_junit, report, err)) return kUsageError;
   }
+  for (const auto& [backend, why] : report.cannot_run_here)
+    complain << "collcheck check: " << backend << " cannot run here: " << why << '\n';
   if (report.total().cases == 0) {
     complain << "collcheck check: no backend could run a case with these options\n";
     return kUnavailable;
   }
-  return report.failures.empty() ? 0 : 1;
+  if (!report.failures.empty()) return 1;
+  return report.cannot_run_here.empty() ? 0 : kUnavailable;
 }
 
 int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
@@ -422,6 +425,10 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
     context.transient = transient(faults->plan);
   }
   const RepeatedRun base = backend.run(*c, context.run_options(*schedule_seed));
+  if (const std::string why = backend.cannot_run_here(); !why.empty()) {
+    err << "collcheck replay: " << backend.name() << " cannot run here: " << why << '\n';
+    return kUnavailable;
+  }
   print_replayed_run(*c, backend, base, context, out);
   return print_property_checks(*c, backend, base, context, only, out) ? 0 : 1;
 }

@@ -32,6 +32,7 @@ class FaultyBackend final : public Backend {
   }
 
   void abort() override { inner_->abort(); }
+  std::string cannot_run_here() const override { return inner_->cannot_run_here(); }
 
  private:
   std::unique_ptr<Backend> inner_;

@@ -109,6 +109,7 @@ void print_report(const CheckReport& report, std::ostream& out) {
   out << total.cases << " cases in " << seconds_text(report.seconds) << " s: " << total.passed << " passed, "
       << total.failed << " failed, " << total.skipped << " skipped (seed " << report.seed << ")\n";
   if (!report.faults.empty()) print_outcomes(report, out);
+  for (const auto& [backend, why] : report.cannot_run_here) out << "\nNOT RUN " << backend << ": " << why << "\n";
   for (const Failure& f : report.failures) {
     out << "\nFAILED " << f.property << " on " << f.backend << " after " << f.cases_until << " case"
         << (f.cases_until == 1 ? "" : "s") << ", shrunk in " << f.shrink_runs << " runs to:\n  " << to_string(f.shrunk)
@@ -133,6 +134,8 @@ void write_json(const CheckReport& report, std::ostream& out) {
   json["failures"] = Json::array();
   for (const Failure& f : report.failures) json["failures"].push_back(failure_json(f));
   if (!report.faults.empty()) add_outcomes_json(report, json);
+  for (const auto& [backend, why] : report.cannot_run_here)
+    json["cannot_run_here"].push_back(Json{{"backend", backend}, {"why", why}});
   // A backend name or detail that is not UTF-8 is written with U+FFFD, never refused.
   out << json.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }

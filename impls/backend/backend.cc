@@ -63,6 +63,7 @@ class ExceptionCatchingBackend final : public Backend {
   Capabilities capabilities() const override { return backend_->capabilities(); }
   MemoryEstimate estimate_memory(const Case& c) const override { return backend_->estimate_memory(c); }
   void abort() override { backend_->abort(); }
+  std::string cannot_run_here() const override { return backend_->cannot_run_here(); }
   RepeatedRun run(const Case& c, const RunOptions& options) override {
     try {
       return backend_->run(c, options);

@@ -135,6 +135,11 @@ class Backend {
   // Stops whatever it runs and releases what it holds (launched worlds of processes); it may
   // run again afterwards, starting afresh.
   virtual void abort() {}
+  // Why this backend cannot run on this machine as it is set up (mpirun refuses the launcher's
+  // arguments, or ends before any rank of its first world started); empty while it can. A run
+  // that ends this way is not a verdict on the backend's collectives: check stops the backend
+  // and reports why, replay exits 77.
+  virtual std::string cannot_run_here() const { return {}; }
 };
 
 // The backend, with what its run() throws caught: such a run ends `detected`, its error the

@@ -34,6 +34,9 @@ class LaunchedBackend final : public Backend {
     if (!world) {
       world = std::make_unique<LaunchedWorld>();
       if (Status launched = world->launch(spec_, c.nranks, options_, key.second); !launched) {
+        // Before any world of this backend ever started, a launch no rank of which reached us
+        // says that mpirun cannot start ranks here, not that the backend is wrong.
+        if (!started_once_ && !world->reached_a_rank()) cannot_run_here_ = launched.error().message;
         worlds_.erase(key);
         RepeatedRun failed;
         failed.outcome = Outcome::Crash;
@@ -41,10 +44,13 @@ class LaunchedBackend final : public Backend {
         return failed;
       }
     }
+    started_once_ = true;
     RepeatedRun run = world->run(c, options, run_deadline(c, options, options_));
     if (run.outcome == Outcome::Hang || run.outcome == Outcome::Crash || world->broken()) worlds_.erase(key);
     return run;
   }
+
+  std::string cannot_run_here() const override { return cannot_run_here_; }
 
   void abort() override {
     for (auto& [n, world] : worlds_) world->stop(true);
@@ -54,6 +60,8 @@ class LaunchedBackend final : public Backend {
  private:
   RankBackendSpec spec_;
   BackendOptions options_;
+  bool started_once_ = false;
+  std::string cannot_run_here_;
   std::map<std::pair<int, bool>, std::unique_ptr<LaunchedWorld>> worlds_;  // by (ranks, under faults)
 };
 

@@ -1,4 +1,4 @@
-// Launched worlds' processes: `mpirun -np N collcheck worker ...` in its own process group, in a
+// Launched worlds' processes: `mpirun -np N collcheck worker ...` in a session of its own, in a
 // directory of its own, its ranks' control connections accepted, and the world killed (every
 // process below mpirun, then mpirun) and cleaned up; under faults, the socket interposer preloaded.
 #include "impls/worlds/launched_world.h"
@@ -192,6 +192,7 @@ Status LaunchedWorld::accept_ranks(Listener& listener, int nranks) {
       if (Clock::now() >= deadline) return launch_error("ranks did not connect within 60 s");
       continue;
     }
+    reached_a_rank_ = true;
     Result<Frame> frame = socket->receive(seconds_from_now(kLaunchSeconds));
     if (!frame || frame->kind != FrameKind::Hello) return launch_error("a rank connected but sent no hello");
     const wire::Hello hello = wire::decode_hello(frame->payload);

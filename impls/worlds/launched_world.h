@@ -1,5 +1,5 @@
 // One launched world, as the launching process sees it: `mpirun -np N collcheck worker ...` in
-// its own process group (launched_world.cc), one control connection per rank, and the run of one
+// a session of its own (launched_world.cc), one control connection per rank, and the run of one
 // case across them (launched_run.cc). The other end is worker.h.
 #pragma once
 
@@ -36,6 +36,9 @@ class LaunchedWorld {
   // connections reset or corrupted. The backend relaunches it.
   bool broken() const { return broken_; }
 
+  // Whether any rank of this world said hello (even one whose launch failed later).
+  bool reached_a_rank() const { return reached_a_rank_; }
+
   // Sends the request to every rank and waits for every reply until the deadline.
   RepeatedRun run(const Case& c, const RunOptions& options, double deadline);
 
@@ -68,6 +71,7 @@ class LaunchedWorld {
   std::vector<long> local_pids_;
   std::map<int, long> pids_;  // per rank, on this host (0: elsewhere)
   bool broken_ = false;
+  bool reached_a_rank_ = false;
   std::map<std::size_t, std::string> dying_words_;
   std::string directory_;
   std::string log_;

@@ -212,6 +212,41 @@ PropertyResult run_one(const std::string& spec, const std::string& property, con
   return find_property(property)->check(c, *list.front(), base, PropertyContext{1});
 }
 
+// A backend that, from its third run on, finds it cannot run here (as a launched backend does
+// when mpirun cannot start ranks): its runs then end as crashes, which must not be verdicts.
+class StopsRunningHere final : public Backend {
+ public:
+  explicit StopsRunningHere(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  RepeatedRun run(const Case& c, const RunOptions& options) override {
+    if (++runs_ < 3) return inner_->run(c, options);
+    RepeatedRun crashed;
+    crashed.outcome = Outcome::Crash;
+    crashed.error = "mpirun: no such option";
+    return crashed;
+  }
+  std::string cannot_run_here() const override { return runs_ >= 3 ? "mpirun: no such option" : ""; }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  int runs_ = 0;
+};
+
+TEST(Check, ABackendThatCannotRunHereIsReportedNotJudged) {
+  std::vector<std::unique_ptr<Backend>> list = backends("ring@sim");
+  ASSERT_EQ(list.size(), 1u);
+  list.front() = std::make_unique<StopsRunningHere>(std::move(list.front()));
+  const CheckReport report = run_check(options(1, 20, 50), list, nullptr);
+  EXPECT_TRUE(report.failures.empty());
+  ASSERT_EQ(report.cannot_run_here.size(), 1u);
+  EXPECT_EQ(report.cannot_run_here.at("ring@sim"), "mpirun: no such option");
+  EXPECT_LE(report.total().cases, 2u);  // the cases before it stopped, every property on each
+  std::ostringstream text;
+  print_report(report, text);
+  EXPECT_NE(text.str().find("NOT RUN ring@sim: mpirun: no such option"), std::string::npos) << text.str();
+}
+
 TEST(Properties, CompositionFailsWhenReduceScatterAndAllGatherDoNotComposeIntoAllReduce) {
   const Case c = parse_case("allreduce/i32/sum/n=12/ranks=3").value();
   EXPECT_TRUE(run_one("ring@sim", "composition", c).ok);

@@ -1,8 +1,9 @@
 # tests/harness/verdicts.cmake: verdicts that must never be wrong about collcheck itself, included
 # from CMakeLists.txt. An exception in a rank is `detected` with its message (never its buffers
 # judged as data), a timeout is clamped below the deadline (a lost link is `detected`, not a
-# `hang`), a link timeout waits for a large message on a slow link, and an interface that is not
-# there is a usage error, not a crash of the backend.
+# `hang`), a link timeout waits for a large message on a slow link, an interface that is not
+# there is a usage error, and an mpirun that cannot start ranks here is "cannot run here" (77) —
+# none of these a crash of the backend.
 
 # A user's timeout past the virtual deadline (61 s against 60) is clamped to half of it: the
 # link that went down is detected, not waited on until the run is a hang.
@@ -36,6 +37,17 @@ if(COLLCHECK_HAVE_RAPIDCHECK AND COLLCHECK_HAVE_MPI)
       "detected on a clean run \\(a false alarm\\): [^\n]*rank 1: an exception: mutant:throw")
   set_tests_properties(cli.check_exception_in_lockstep_is_detected PROPERTIES LABELS "cli;proc"
     ENVIRONMENT "${root_ok}" TIMEOUT 60)
+  # mpirun refuses what --mpirun-args adds: no world ever starts, so the backend is not run,
+  # with mpirun's own words, and no property is judged on it.
+  collcheck_add_cli_test(check_mpirun_refuses_arguments_cannot_run_here check --backend ring@proc --ranks 3..3
+    --count 0..64 --seed 1 --cases 2 --mpirun-args --no-such-mpirun-option STATUS 77
+    STDOUT "0 cases in" "NOT RUN ring@proc: launching `mpirun [^`]*`: mpirun ended before every rank connected"
+    STDERR "ring@proc cannot run here: [^\n]*\n[^\n]*unknown option \"--no-such-mpirun-option\"")
+  collcheck_add_cli_test(replay_mpirun_refuses_arguments_cannot_run_here replay --backend ring@proc
+    --mpirun-args --no-such-mpirun-option "allreduce/i32/sum/n=4/ranks=2" STATUS 77 EMPTY stdout
+    STDERR "^collcheck replay: ring@proc cannot run here: launching")
+  set_tests_properties(cli.check_mpirun_refuses_arguments_cannot_run_here
+    cli.replay_mpirun_refuses_arguments_cannot_run_here PROPERTIES LABELS "cli;proc" ENVIRONMENT "${root_ok}")
 endif()
 
 # Gloo over an interface this host does not have: refused before any world starts, naming the
