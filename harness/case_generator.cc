@@ -22,14 +22,88 @@ const std::vector<DType> kDtypeOrder{DType::Int32,   DType::Float32,  DType::Int
                                      DType::UInt32,  DType::Int64,    DType::UInt64,     DType::Float64,
                                      DType::Float16, DType::BFloat16, DType::Float8E4M3, DType::Float8E5M2};
 
-std::vector<int> rank_counts(int low, int high) {
-  const std::vector<int> interesting{1, 2, 3, 4, 5, 7, 8, 9, 11, 13, 15, 16, 17, 31, 32, 33, 63, 64};
-  std::vector<int> counts;
-  for (int n : interesting) {
-    if (n >= low && n <= high) counts.push_back(n);
+bool prime(int n) {
+  if (n < 2) return false;
+  for (int d = 2; d * d <= n; ++d) {
+    if (n % d == 0) return false;
   }
-  if (counts.empty()) counts.push_back(low);
+  return true;
+}
+
+bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// A product of primes up to 7 with more than one distinct prime (6, 10, 12, 14, 15, 18, 24, 48,
+// 96 …): where hierarchical and radix-k algorithms split unevenly.
+bool smooth_composite(int n) {
+  int distinct = 0;
+  for (int p : {2, 3, 5, 7}) {
+    if (n % p != 0) continue;
+    ++distinct;
+    while (n % p == 0) n /= p;
+  }
+  return n == 1 && distinct > 1;
+}
+
+// The rank counts a case may have: every count in [low, high] the backend's precondition admits
+// (tried on an otherwise plain case of its first collective), ascending.
+std::vector<int> admissible_rank_counts(const Capabilities& capabilities, int low, int high) {
+  Case plain;
+  if (!capabilities.collectives.empty()) plain.collective = capabilities.collectives.front();
+  std::vector<int> counts;
+  for (int n = low; n <= high; ++n) {
+    plain.nranks = n;
+    if (!capabilities.precondition || capabilities.precondition(plain)) counts.push_back(n);
+  }
   return counts;
+}
+
+// Those weighted up: 1, 2, 3, primes, powers of two and their neighbours, smooth composites and
+// the range's ends.
+std::vector<int> interesting_rank_counts(const std::vector<int>& admissible) {
+  std::vector<int> interesting;
+  for (int n : admissible) {
+    if (n <= 3 || prime(n) || power_of_two(n) || power_of_two(n - 1) || power_of_two(n + 1) || smooth_composite(n) ||
+        n == admissible.front() || n == admissible.back())
+      interesting.push_back(n);
+  }
+  return interesting;
+}
+
+// Every admissible count below `current`, smallest first, so that greedy shrinking reaches the
+// smallest that still fails even when the failure skips counts (fails at 6 and 12, not 7..11);
+// above 64 of them, the 32 smallest and the counts halfway, a quarter, … of the way down.
+rc::Seq<int> smaller_rank_counts(const std::vector<int>& admissible, int current) {
+  const auto end = std::lower_bound(admissible.begin(), admissible.end(), current);
+  std::vector<int> smaller(admissible.begin(), end);
+  if (smaller.size() > 64) {
+    std::vector<int> some(smaller.begin(), smaller.begin() + 32);
+    for (std::size_t gap = smaller.size() / 2; gap > 0 && gap + 32 <= smaller.size(); gap /= 2)
+      some.push_back(smaller[smaller.size() - gap]);
+    smaller = std::move(some);
+  }
+  return rc::seq::fromContainer(std::move(smaller));
+}
+
+// Rank counts: half the draws among the interesting ones, half among every admissible count, both
+// within a reach that grows with RapidCheck's size (small worlds first, the whole range from size
+// 100 on); shrinks through every smaller admissible count.
+rc::Gen<int> rank_count_generator(std::vector<int> admissible) {
+  std::vector<int> interesting = interesting_rank_counts(admissible);
+  return rc::Gen<int>(
+      [admissible = std::move(admissible), interesting = std::move(interesting)](const rc::Random& random, int size) {
+        rc::Random draws = random;
+        const std::size_t reach =
+            std::max<std::size_t>(std::min<std::size_t>(admissible.size(), 8),
+                                  admissible.size() * static_cast<std::size_t>(std::clamp(size, 0, 100)) / 100);
+        const int largest = admissible[reach - 1];
+        const auto within = std::upper_bound(interesting.begin(), interesting.end(), largest);
+        const auto interesting_within = static_cast<std::size_t>(within - interesting.begin());
+        const bool from_interesting = (draws.next() & 1) != 0 && interesting_within > 0;
+        const std::uint64_t index = draws.next();
+        const int n = from_interesting ? interesting[index % interesting_within] : admissible[index % reach];
+        return rc::shrinkable::shrinkRecur(
+            n, [admissible](int current) { return smaller_rank_counts(admissible, current); });
+      });
 }
 
 // An element of `list`, shrinking toward its front (RapidCheck's element pickers do not shrink).
@@ -77,14 +151,9 @@ std::size_t count_for(int nranks, std::size_t chunk, std::size_t low, std::size_
 // otherwise plain case of its first collective).
 bool precondition_possible(const Capabilities& capabilities, const CaseLimits& limits) {
   if (!capabilities.precondition || capabilities.collectives.empty()) return true;
-  Case c;
-  c.collective = capabilities.collectives.front();
-  for (int n : rank_counts(std::max(limits.min_ranks, capabilities.min_ranks),
-                           std::min(limits.max_ranks, capabilities.max_ranks))) {
-    c.nranks = n;
-    if (capabilities.precondition(c)) return true;
-  }
-  return false;
+  return !admissible_rank_counts(capabilities, std::max(limits.min_ranks, capabilities.min_ranks),
+                                 std::min(limits.max_ranks, capabilities.max_ranks))
+              .empty();
 }
 
 }  // namespace
@@ -100,8 +169,11 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
   const std::vector<Collective> collectives = allowed(capabilities.collectives, limits.collectives);
   const std::vector<DType> dtypes = allowed(allowed(kDtypeOrder, capabilities.dtypes), limits.dtypes);
   std::vector<RedOp> ops = allowed(capabilities.ops, limits.ops);
-  const std::vector<int> ranks = rank_counts(std::max(limits.min_ranks, capabilities.min_ranks),
-                                             std::min(limits.max_ranks, capabilities.max_ranks));
+  const int fewest = std::max(limits.min_ranks, capabilities.min_ranks);
+  std::vector<int> rank_counts =
+      admissible_rank_counts(capabilities, fewest, std::min(limits.max_ranks, capabilities.max_ranks));
+  if (rank_counts.empty()) rank_counts.push_back(fewest);  // no case possible: the caller asks first
+  const rc::Gen<int> ranks = rank_count_generator(std::move(rank_counts));
   // Value kinds with their weights (exact 3, real 2, special 1), those the user allows.
   std::vector<ValueKind> values;
   std::vector<std::size_t> weights;
@@ -117,7 +189,7 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
   rc::Gen<Case> drawn = rc::gen::exec([=] {
     Case c;
     c.collective = *pick(collectives);
-    c.nranks = *pick(ranks);
+    c.nranks = *ranks;
     c.count = count_for(c.nranks, chunk, min_count, max_count);
     c.dtype = *pick(dtypes);
     c.op = reduces(c.collective) ? *pick(ops) : RedOp::Sum;

@@ -1,14 +1,18 @@
 // The check loop: cases drawn from RapidCheck's generator with a seed per backend (under
 // `--faults random` each with its own plan), the base run shared by the properties, its outcome
 // counted per fault kind, and greedy shrinking of case and plan along RapidCheck's shrink tree.
+// Every property is checked on every case; failures are grouped by signature, and each group is
+// shrunk once, from its first case.
 #include "harness/check.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
 
+#include "harness/draws.h"
 #include "properties/property.h"
 #include "reference/numbers.h"
 #include "reference/random.h"
@@ -17,16 +21,46 @@ namespace collcheck {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Drawn = rc::Shrinkable<std::pair<Case, FaultPlan>>;
 
 constexpr std::size_t kMaxShrinkRuns = 400;
+// Groups of one backend, property, outcome and collective shrunk at most: details that keep
+// changing shape past this are counted, not shrunk again.
+constexpr std::size_t kMaxShrinksPerKind = 4;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-std::uint64_t hash_text(const std::string& text) {
-  std::uint64_t h = 0;
-  for (char ch : text) h = mix64(h ^ static_cast<unsigned char>(ch));
-  return h;
+// The shape of what a property saw: its first line (the rest lists elements or ranks), every
+// number in it (digits, with a sign, point or exponent) '#', so that one bug seen at other ranks,
+// elements or values reads the same.
+std::string detail_shape(std::string_view detail) {
+  detail = detail.substr(0, detail.find('\n'));
+  std::string shape;
+  for (std::size_t at = 0; at < detail.size() && shape.size() < 240; ++at) {
+    if (std::isdigit(static_cast<unsigned char>(detail[at])) == 0) {
+      shape += detail[at];
+      continue;
+    }
+    if (!shape.empty() && shape.back() == '-') shape.pop_back();
+    shape += '#';
+    while (at + 1 < detail.size() && (std::isdigit(static_cast<unsigned char>(detail[at + 1])) != 0 ||
+                                      ((detail[at + 1] == '.' || detail[at + 1] == 'e') && at + 2 < detail.size() &&
+                                       std::isdigit(static_cast<unsigned char>(detail[at + 2])) != 0)))
+      ++at;
+  }
+  return shape;
+}
+
+// What a failure is, for shrinking: the base run's outcome and the head of its detail's shape
+// (up to the first ':'), so that a shrink step never slips from one bug to another.
+struct FailureKind {
+  Outcome outcome = Outcome::Ok;
+  std::string head;
+  bool operator==(const FailureKind&) const = default;
+};
+
+FailureKind kind_of(Outcome outcome, std::string_view detail) {
+  const std::string shape = detail_shape(detail);
+  return FailureKind{outcome, shape.substr(0, shape.find(':'))};
 }
 
 std::vector<const Property*> selected_properties(const CheckOptions& options) {
@@ -67,22 +101,27 @@ void agree_on_verdict(const CheckOptions& options, const Case& c, bool failed, c
   std::abort();
 }
 
-PropertyResult run_property(const Property& property, const std::pair<Case, FaultPlan>& drawn, Backend& backend,
-                            std::uint64_t schedule_seed, const CheckOptions& options) {
-  const PropertyContext context = context_for(options, schedule_seed, drawn.second);
-  const RepeatedRun base = backend.run(drawn.first, context.run_options(schedule_seed));
-  return property.check(drawn.first, backend, base, context);
+// The property on one case, and the kind of its failure (when it fails).
+std::pair<PropertyResult, FailureKind> run_property(const Property& property, const DrawnCase& drawn, Backend& backend,
+                                                    std::uint64_t schedule_seed, const CheckOptions& options) {
+  const PropertyContext context = context_for(options, schedule_seed, drawn.plan);
+  const RepeatedRun base = backend.run(drawn.c, context.run_options(schedule_seed));
+  PropertyResult result = property.check(drawn.c, backend, base, context);
+  const FailureKind kind = kind_of(base.outcome, result.detail);
+  return {std::move(result), kind};
 }
 
 // A smaller case (and plan) worth running: one the backend takes, and a drawn plan valid on it.
-bool worth_running(const std::pair<Case, FaultPlan>& candidate, Backend& backend, const FaultChoice& faults) {
-  if (!backend.capabilities().supports(candidate.first) || !validate(candidate.first)) return false;
-  return !faults.random || validate(candidate.second, candidate.first.nranks).ok();
+bool worth_running(const DrawnCase& candidate, Backend& backend, const FaultChoice& faults) {
+  if (!backend.capabilities().supports(candidate.c) || !validate(candidate.c)) return false;
+  return !faults.random || validate(candidate.plan, candidate.c.nranks).ok();
 }
 
-// Walks down the shrink tree: the first smaller case that still fails becomes the current one.
-Failure shrink(const Drawn& failing, const Property& property, Backend& backend, std::uint64_t schedule_seed,
-               std::string detail, Clock::time_point deadline, const CheckOptions& options, const FaultChoice& faults) {
+// Walks down the shrink tree: the first smaller case that still fails the same way (`kind`)
+// becomes the current one.
+Failure shrink(const Drawn& failing, const Property& property, const FailureKind& kind, Runners& runners,
+               std::uint64_t schedule_seed, std::string detail, Clock::time_point deadline, const CheckOptions& options,
+               const FaultChoice& faults) {
   Failure failure;
   Drawn current = failing;
   bool smaller = true;
@@ -90,13 +129,14 @@ Failure shrink(const Drawn& failing, const Property& property, Backend& backend,
     smaller = false;
     rc::Seq<Drawn> candidates = current.shrinks();
     while (auto next = candidates.next()) {
-      const std::pair<Case, FaultPlan> candidate = next->value();
+      const DrawnCase candidate = next->value();
+      Backend& backend = runners.at(candidate.knobs);
       if (!worth_running(candidate, backend, faults)) continue;
       ++failure.shrink_runs;
-      const PropertyResult result = run_property(property, candidate, backend, schedule_seed, options);
+      const auto [result, candidate_kind] = run_property(property, candidate, backend, schedule_seed, options);
       if (!backend.cannot_run_here().empty()) break;  // not a verdict: the failure stays as it was
-      agree_on_verdict(options, candidate.first, !result.ok, result.detail);
-      if (!result.ok) {
+      agree_on_verdict(options, candidate.c, !result.ok, result.detail);
+      if (!result.ok && candidate_kind == kind) {
         current = *next;
         detail = result.detail;
         smaller = true;
@@ -105,9 +145,10 @@ Failure shrink(const Drawn& failing, const Property& property, Backend& backend,
       if (failure.shrink_runs >= kMaxShrinkRuns || past(options, deadline)) break;
     }
   }
-  failure.shrunk = current.value().first;
-  failure.plan = current.value().second;
-  failure.original = failing.value().first;
+  failure.shrunk = current.value().c;
+  failure.plan = current.value().plan;
+  failure.knobs = current.value().knobs;
+  failure.original = failing.value().c;
   failure.detail = std::move(detail);
   return failure;
 }
@@ -117,40 +158,6 @@ void print_progress(std::ostream& out, std::size_t cases, std::size_t failures, 
   std::snprintf(line, sizeof line, "\rcases %zu, failures %zu, %.0f s left   ", cases, failures, std::max(left, 0.0));
   out << line << std::flush;
 }
-
-// Draws the cases of one backend, each with the plan it runs under. The cases come from the
-// same Random as without faults, so `--faults` does not change which cases a seed draws; plans
-// come from a Random of their own, drawn for the largest world and fitted to each case.
-class Draws {
- public:
-  Draws(const CheckOptions& options, const FaultChoice& faults, Backend& backend)
-      : faults_(faults), cases_(case_generator(backend.capabilities(), options.limits)),
-        plans_(fault_plan_generator(std::max(2, std::min(options.limits.max_ranks, backend.capabilities().max_ranks)),
-                                    faults.swarm)),
-        case_random_(options.seed ^ hash_text(backend.name())),
-        plan_random_(mix64(options.seed ^ hash_text(backend.name()) ^ 0xfa17)) {}
-
-  Drawn next(std::size_t i) {
-    // RapidCheck's sizes: small cases first, full-sized ones (100) from the 30th case on.
-    const int size = static_cast<int>(std::min<std::size_t>(10 + 3 * i, 100));
-    rc::Shrinkable<Case> c = cases_(case_random_.split(), size);
-    if (!faults_.random) {
-      return rc::shrinkable::pair(std::move(c), rc::shrinkable::just(faults_.plan));
-    }
-    return rc::shrinkable::map(rc::shrinkable::pair(std::move(c), plans_(plan_random_.split(), size)),
-                               [](std::pair<Case, FaultPlan> drawn) {
-                                 drawn.second = fit(drawn.second, drawn.first.nranks);
-                                 return drawn;
-                               });
-  }
-
- private:
-  const FaultChoice& faults_;
-  rc::Gen<Case> cases_;
-  rc::Gen<FaultPlan> plans_;
-  rc::Random case_random_;
-  rc::Random plan_random_;
-};
 
 // A base run under faults, counted under every kind its plan holds.
 void count_outcome(CheckReport& report, const std::string& backend, const FaultPlan& plan, Outcome outcome) {
@@ -167,7 +174,7 @@ struct CaseVerdict {
 };
 
 // One case of one backend: the base run, its outcome under faults, every property, and each
-// new failure shrunk into the report.
+// failure into its group.
 struct Loop {
   const CheckOptions& options;
   FaultChoice faults;
@@ -175,28 +182,113 @@ struct Loop {
   Clock::time_point deadline;
 };
 
-CaseVerdict check_case(const Loop& loop, Backend& backend, const Drawn& drawn, std::size_t i,
-                       std::vector<std::string>& failed_properties, CheckReport& report) {
+// The groups found so far: signatures (the first case's and the shrunk case's) → index in the
+// report's failures; per kind (backend, property, outcome, collective), how many of its failures
+// were shrunk and the groups they ended in.
+struct FailureGroups {
+  std::map<std::string, std::size_t> by_signature;
+  std::map<std::string, std::size_t> shrinks_per_kind;
+  std::map<std::string, std::set<std::size_t>> groups_of_kind;
+};
+
+// One backend's part of the loop: its name (the user's spec), the backends its drawn knobs run on,
+// its failure groups, and when its first case started.
+struct BackendLoop {
+  std::string name;
+  Runners runners;
+  FailureGroups groups;
+  Clock::time_point start = Clock::now();
+};
+
+// A property's failure on one case, as the loop saw it.
+struct FailureSeen {
+  const Property& property;
+  std::string detail;
+  Outcome outcome;
+  std::size_t case_index;
+  std::uint64_t schedule_seed;
+  double seconds_until;
+};
+
+std::string failure_kind(const std::string& backend, std::string_view property, Outcome outcome,
+                         Collective collective) {
+  return backend + "\n" + std::string(property) + "\n" + std::string(name(outcome)) + "\n" +
+         std::string(name(collective));
+}
+
+// Counts the failure into the group its signature names; a new signature is shrunk, and joins the
+// group of its shrunk signature or starts a new one (while there are fewer than --max-failures).
+void record_failure(const Loop& loop, BackendLoop& backend, const Drawn& drawn, const FailureSeen& seen,
+                    CheckReport& report) {
+  FailureGroups& groups = backend.groups;
+  const std::string kind = failure_kind(backend.name, seen.property.name, seen.outcome, drawn.value().c.collective);
+  const std::string first_signature = kind + "\n" + detail_shape(seen.detail);
+  if (const auto found = groups.by_signature.find(first_signature); found != groups.by_signature.end()) {
+    ++report.failures[found->second].count;
+    return;
+  }
+  std::size_t& shrinks = groups.shrinks_per_kind[kind];
+  if (shrinks >= kMaxShrinksPerKind) {
+    // Every shrink of this kind so far ended in one group: a new shape of its detail is that bug.
+    const std::set<std::size_t>& ended_in = groups.groups_of_kind[kind];
+    if (ended_in.size() == 1) {
+      ++report.failures[*ended_in.begin()].count;
+      groups.by_signature.emplace(first_signature, *ended_in.begin());
+    } else {
+      ++report.unreported_failures;
+    }
+    return;
+  }
+  if (report.failures.size() >= loop.options.max_failures) {
+    ++report.unreported_failures;
+    return;
+  }
+  ++shrinks;
+  Failure failure = shrink(drawn, seen.property, kind_of(seen.outcome, seen.detail), backend.runners,
+                           seen.schedule_seed, seen.detail, loop.deadline, loop.options, loop.faults);
+  const std::string property_name(seen.property.name);
+  failure.backend = spec_with_knobs(backend.name, failure.knobs);
+  failure.collective = failure.shrunk.collective;
+  failure.property = property_name;
+  failure.schedule_seed = seen.schedule_seed;
+  failure.cases_until = seen.case_index + 1;
+  failure.seconds_until = seen.seconds_until;
+  failure.signature = failure_kind(backend.name, seen.property.name, seen.outcome, failure.collective) + "\n" +
+                      detail_shape(failure.detail);
+  if (const auto same = groups.by_signature.find(failure.signature); same != groups.by_signature.end()) {
+    ++report.failures[same->second].count;
+    groups.by_signature.emplace(first_signature, same->second);
+    groups.groups_of_kind[kind].insert(same->second);
+    return;
+  }
+  failure.replay = replay_command(failure.backend, failure.shrunk, seen.schedule_seed, property_name, failure.plan);
+  report.first_failure.emplace(std::tuple{backend.name, drawn.value().c.collective, property_name}, failure.detail);
+  groups.by_signature.emplace(first_signature, report.failures.size());
+  groups.by_signature.emplace(failure.signature, report.failures.size());
+  groups.groups_of_kind[kind].insert(report.failures.size());
+  report.failures.push_back(std::move(failure));
+}
+
+CaseVerdict check_case(const Loop& loop, BackendLoop& user, const Drawn& drawn, std::size_t i, CheckReport& report) {
   const CheckOptions& options = loop.options;
-  const Case& c = drawn.value().first;
-  const FaultPlan& plan = drawn.value().second;
+  const Case& c = drawn.value().c;
+  const FaultPlan& plan = drawn.value().plan;
+  Backend& backend = user.runners.at(drawn.value().knobs);
   const std::uint64_t schedule_seed = mix64(options.seed + i);
   PropertyContext context = context_for(options, schedule_seed, plan);
   const RepeatedRun base = backend.run(c, context.run_options(schedule_seed));
   if (!backend.cannot_run_here().empty()) return CaseVerdict{.cannot_run_here = true};
   if (loop.faults.any()) {
     context.outcome = classify(c, base);
-    count_outcome(report, backend.name(), plan, *context.outcome);
+    count_outcome(report, user.name, plan, *context.outcome);
   }
   CaseVerdict verdict;
   for (const Property* property : loop.properties) {
     const std::string property_name(property->name);
-    if (std::find(failed_properties.begin(), failed_properties.end(), property_name) != failed_properties.end())
-      continue;
     const PropertyResult result = property->check(c, backend, base, context);
     if (!backend.cannot_run_here().empty()) return CaseVerdict{.cannot_run_here = true};
     agree_on_verdict(options, c, !result.ok, result.detail);
-    Tally& per = report.per_property[{backend.name(), c.collective, property_name}];
+    Tally& per = report.per_property[{user.name, c.collective, property_name}];
     ++per.cases;
     if (result.skipped) {
       ++per.skipped;
@@ -209,17 +301,8 @@ CaseVerdict check_case(const Loop& loop, Backend& backend, const Drawn& drawn, s
     }
     ++per.failed;
     verdict.failed = true;
-    failed_properties.push_back(property_name);
-    Failure failure =
-        shrink(drawn, *property, backend, schedule_seed, result.detail, loop.deadline, options, loop.faults);
-    failure.backend = backend.name();
-    failure.collective = failure.shrunk.collective;
-    failure.property = property_name;
-    failure.schedule_seed = schedule_seed;
-    failure.cases_until = i + 1;
-    failure.replay = replay_command(backend.name(), failure.shrunk, schedule_seed, property_name, failure.plan);
-    report.first_failure[{backend.name(), c.collective, property_name}] = failure.detail;
-    report.failures.push_back(std::move(failure));
+    const FailureSeen seen{*property, result.detail, base.outcome, i, schedule_seed, since(user.start)};
+    record_failure(loop, user, drawn, seen, report);
   }
   return verdict;
 }
@@ -269,19 +352,19 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     const Clock::time_point backend_deadline =
         clock_after(Clock::now(), std::max(left, 0.0) / static_cast<double>(backends.size() - b));
-    Draws draws(options, loop.faults, backend);
-    std::vector<std::string> failed_properties;
+    Draws draws(options.limits, options.seed, loop.faults, backend, static_cast<bool>(options.make_backend));
+    BackendLoop user{backend.name(), Runners(backend, options.make_backend), {}};
     for (std::size_t i = 0; options.cases == 0 || i < options.cases; ++i) {
       if (past(options, backend_deadline)) break;
       const Drawn drawn = draws.next(i);
-      Tally& cell = report.table[{backend.name(), drawn.value().first.collective}];
+      Tally& cell = report.table[{backend.name(), drawn.value().c.collective}];
       ++cell.cases;
       ++all_cases;
-      const CaseVerdict verdict = check_case(loop, backend, drawn, i, failed_properties, report);
+      const CaseVerdict verdict = check_case(loop, user, drawn, i, report);
       if (verdict.cannot_run_here) {
         --all_cases;
-        if (--cell.cases == 0) report.table.erase({backend.name(), drawn.value().first.collective});
-        report.cannot_run_here[backend.name()] = backend.cannot_run_here();
+        if (--cell.cases == 0) report.table.erase({backend.name(), drawn.value().c.collective});
+        report.cannot_run_here[backend.name()] = user.runners.at(drawn.value().knobs).cannot_run_here();
         break;
       }
       if (verdict.failed) ++cell.failed;
@@ -294,6 +377,7 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
       }
     }
     // Done with this backend: let it release what it holds (launched worlds of processes).
+    user.runners.release();
     backend.abort();
   }
   if (progress != nullptr) *progress << "\r" << std::string(48, ' ') << "\r" << std::flush;

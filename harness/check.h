@@ -27,7 +27,10 @@ struct CheckOptions {
   double time_budget = 60;              // seconds for all backends together
   std::vector<std::string> properties;  // empty: every property
   bool stop_at_first_failure = false;   // per backend: move on once one property failed
-  double deadline = 0;                  // seconds per run before it is a hang; 0: the backend's default
+  // Distinct failures (groups) shrunk and reported, over all backends; failing cases of further
+  // groups are counted, not shrunk.
+  std::size_t max_failures = 10;
+  double deadline = 0;  // seconds per run before it is a hang; 0: the backend's default
   // --faults as given (parse_fault_choice): a plan for every run, `random` or `random:KIND,...`
   // for a plan per case drawn from a swarm; empty: none. Backends must be wrapped by
   // with_faults() to take them.
@@ -36,19 +39,30 @@ struct CheckOptions {
   // argument, so decisions that depend on the clock are taken once, by rank 0, and verdicts
   // can be compared. Unset: a single process.
   std::function<std::uint64_t(std::uint64_t)> agree;
+  // Makes a backend from a spec as the user's were made (harness/draws.h): set, each case also
+  // draws the knobs its backend leaves free and runs on the backend with them; unset: the
+  // backends as given.
+  std::function<Result<std::unique_ptr<Backend>>(const std::string& spec)> make_backend;
 };
 
+// A group of failing cases that share a signature — backend, property, the base run's outcome,
+// the shrunk case's collective and the shape of what the property saw (its detail with every
+// number taken out) — shrunk once, from the first of them, and reported once with their count.
 struct Failure {
-  std::string backend;
+  std::string backend;  // the spec it failed on, drawn knobs included
   Collective collective = Collective::AllReduce;
   std::string property;
   Case shrunk;
   Case original;
+  std::string knobs;  // the drawn knobs of the shrunk case (in `backend` too); empty: none
   std::uint64_t schedule_seed = 0;
   std::string detail;           // what the property saw on the shrunk case
   std::string replay;           // the command that reruns it
   std::size_t cases_until = 0;  // cases run on the backend until this one failed
+  double seconds_until = 0;     // seconds from the backend's first case until then (before shrinking)
   std::size_t shrink_runs = 0;
+  std::size_t count = 1;  // failing cases (case × property) in the group
+  std::string signature;
   FaultPlan plan;  // the (shrunk) plan it failed under; empty: none
 };
 
@@ -69,7 +83,8 @@ struct CheckReport {
   std::map<std::pair<std::string, Collective>, Tally> table;  // backend × collective
   std::map<std::tuple<std::string, Collective, std::string>, Tally> per_property;
   std::map<std::tuple<std::string, Collective, std::string>, std::string> first_failure;
-  std::vector<Failure> failures;
+  std::vector<Failure> failures;        // one per group, in the order their first cases failed
+  std::size_t unreported_failures = 0;  // failing cases of groups beyond --max-failures
   // Backends that could not run here (Backend::cannot_run_here), with why; their cases stop.
   std::map<std::string, std::string> cannot_run_here;
   // Under faults: describe(FaultChoice), and backend × fault kind → outcomes of the base runs

@@ -38,9 +38,12 @@ constexpr Option kCheckOptions[] = {
     {"dtype", "D", "", "only these element types; default: all", Use::Repeatable},
     {"op", "O", "", "only these reduction ops; default: all", Use::Repeatable},
     {"values", "V", "", "only these value kinds (exact, real, special); default: all", Use::Repeatable},
-    {"ranks", "A..B", "1..64", "rank counts drawn from 1, 2, 3, primes, powers of two, 2^k+-1 within the range"},
+    {"ranks", "A..B", "1..64",
+     "every rank count in the range, 1, 2, 3, primes, powers of two, 2^k+-1 and products of small primes (6, 10, 12, "
+     "24 ...) drawn more often"},
     {"count", "A..B", "0..64K", "elements (NCCL's count)"},
     {"cases", "N", "0", "cases per backend (0: as many as the budget allows)"},
+    {"max-failures", "N", "10", "distinct failures (groups) shrunk and reported, 1..1000; further ones are counted"},
     {"seed", "S", "", "the same seed and options give the same cases; default: drawn at random, always printed"},
     {"time-budget", "T", "60s", "for all backends together: 30s, 2m, 90 (seconds), up to 24h"},
     {"property", "P", "", "only these properties (docs/properties.md); default: all", Use::Repeatable},
@@ -152,6 +155,9 @@ Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockst
   Result<std::uint64_t> cases = parse_count("--cases", args.get("cases"), 0, 1u << 30);
   if (!cases) return cases.error();
   options.cases = *cases;
+  Result<std::uint64_t> max_failures = parse_count("--max-failures", args.get("max-failures"), 1, 1000);
+  if (!max_failures) return max_failures.error();
+  options.max_failures = *max_failures;
   const std::string seed = args.get("seed");
   if (seed.empty()) {
     options.seed = std::random_device{}() ^
@@ -354,6 +360,16 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   if (Status fit = largest_case_fits(*args, options->limits, backends.value()); !fit) {
     err << "collcheck check: " << fit.error().text() << '\n';
     return kUsageError;
+  }
+  // Cases draw the knobs a backend leaves free, on backends made as these were (in lockstep the
+  // world runs the backends as given).
+  if (!lockstep.world) {
+    options->make_backend = [&args, &faults](const std::string& spec) -> Result<std::unique_ptr<Backend>> {
+      auto made = backends_of({spec}, *args, *faults);
+      if (!made) return made.error();
+      if (made->size() != 1) return Error{"--backend", quoted_input(spec) + ": names more than one backend"};
+      return std::move(made->front());
+    };
   }
   // In lockstep every rank runs the loop; rank 0 alone speaks and writes files.
   std::ostream& speak = lockstep.quiet ? lockstep.discard : out;

@@ -89,6 +89,8 @@ Json failure_json(const Failure& f) {
             {"original_case", to_string(f.original)},
             {"schedule_seed", f.schedule_seed},
             {"cases_until", f.cases_until},
+            {"seconds_until", std::stod(seconds_text(f.seconds_until))},
+            {"count", f.count},
             {"detail", f.detail}};
   if (!f.plan.empty()) json["faults"] = to_string(f.plan);
   json["replay"] = f.replay;
@@ -112,10 +114,16 @@ void print_report(const CheckReport& report, std::ostream& out) {
   for (const auto& [backend, why] : report.cannot_run_here) out << "\nNOT RUN " << backend << ": " << why << "\n";
   for (const Failure& f : report.failures) {
     out << "\nFAILED " << f.property << " on " << f.backend << " after " << f.cases_until << " case"
-        << (f.cases_until == 1 ? "" : "s") << ", shrunk in " << f.shrink_runs << " runs to:\n  " << to_string(f.shrunk)
-        << "\n"
+        << (f.cases_until == 1 ? "" : "s") << " (" << seconds_text(f.seconds_until) << " s)"
+        << (f.count > 1 ? ", " + std::to_string(f.count) + " failing cases alike" : "") << ", shrunk in "
+        << f.shrink_runs << " runs to:\n  " << to_string(f.shrunk) << "\n"
         << (f.plan.empty() ? "" : "  under faults " + to_string(f.plan) + "\n") << indent(f.detail, "  ")
         << "  replay: " << f.replay << "\n";
+  }
+  if (report.unreported_failures > 0) {
+    out << "\n"
+        << report.unreported_failures << " more failing case" << (report.unreported_failures == 1 ? "" : "s")
+        << " in groups not shrunk (past --max-failures, or a property's details kept changing shape)\n";
   }
 }
 
@@ -133,6 +141,7 @@ void write_json(const CheckReport& report, std::ostream& out) {
   }
   json["failures"] = Json::array();
   for (const Failure& f : report.failures) json["failures"].push_back(failure_json(f));
+  if (report.unreported_failures > 0) json["unreported_failures"] = report.unreported_failures;
   if (!report.faults.empty()) add_outcomes_json(report, json);
   for (const auto& [backend, why] : report.cannot_run_here)
     json["cannot_run_here"].push_back(Json{{"backend", backend}, {"why", why}});
@@ -157,14 +166,20 @@ void write_junit(const CheckReport& report, std::ostream& out) {
         << xml_text(property) << "\">";
     auto failure = report.first_failure.find(key);
     if (tally.failed > 0) {
-      std::string replay;
-      for (const Failure& f : report.failures) {
-        if (f.backend == backend && f.property == property) replay = f.replay;
+      // The groups of this backend and property, those whose shrunk case kept the collective first.
+      std::string groups;
+      for (int same_collective = 1; same_collective >= 0 && groups.empty(); --same_collective) {
+        for (const Failure& f : report.failures) {
+          if (f.backend != backend || f.property != property || (same_collective == 1 && f.collective != collective))
+            continue;
+          groups += "\n" + std::to_string(f.count) + " failing case" + (f.count == 1 ? "" : "s") + ": " +
+                    to_string(f.shrunk) + "\n" + f.detail + "\nreplay: " + f.replay + "\n";
+        }
       }
       out << "\n      <failure message=\""
           << xml_text(property + " failed in " + std::to_string(tally.failed) + " of " + std::to_string(tally.cases) +
                       " cases")
-          << "\">" << xml_text((failure != report.first_failure.end() ? failure->second : "") + "\nreplay: " + replay)
+          << "\">" << xml_text((failure != report.first_failure.end() ? failure->second : "") + "\n" + groups)
           << "</failure>\n    ";
     } else if (tally.passed == 0) {
       out << "<skipped message=\"the property did not apply to any case\"/>";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace collcheck {
 
@@ -11,6 +12,14 @@ constexpr std::uint64_t mix64(std::uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+// 64 bits that stand for a text (a backend's name in a seed, a verdict to compare): mix64 over
+// its bytes.
+constexpr std::uint64_t hash_text(std::string_view text) {
+  std::uint64_t hash = 0;
+  for (char ch : text) hash = mix64(hash ^ static_cast<unsigned char>(ch));
+  return hash;
 }
 
 // A uniformly distributed integer in [0, n) from 64 random bits (Lemire's multiply-shift).

@@ -12,6 +12,21 @@
 
 namespace collcheck {
 
+std::string KnobSpace::setting(std::uint64_t value) const {
+  return name + "=" + (value < choices.size() ? choices[value] : std::to_string(value));
+}
+
+KnobSpace numeric_knob(std::string name, std::uint64_t low, std::uint64_t high, std::uint64_t fallback,
+                       std::vector<std::uint64_t> edges) {
+  KnobSpace space;
+  space.name = std::move(name);
+  space.low = low;
+  space.high = high;
+  space.fallback = fallback;
+  space.edges = std::move(edges);
+  return space;
+}
+
 bool Capabilities::supports(const Case& c) const {
   auto has = [](const auto& list, auto value) { return std::find(list.begin(), list.end(), value) != list.end(); };
   return has(collectives, c.collective) && has(dtypes, c.dtype) && (!reduces(c.collective) || has(ops, c.op)) &&

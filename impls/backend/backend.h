@@ -19,6 +19,28 @@
 
 namespace collcheck {
 
+// A knob the backend takes in its spec (`ring@sim:chunk=64`) that the check loop may draw per
+// case, as a search over the backend's variants: what its documentation allows (`low..high`, or
+// one of `choices`, whose index is the value), the value it means when not given, values worth
+// drawing more often (block, slot and segment sizes, powers of two and their neighbours), and how
+// a drawn value is fitted to a case (keeping the run's cost in bounds). Values outside are never
+// drawn; anything that goes wrong inside is a finding.
+struct KnobSpace {
+  std::string name;
+  std::uint64_t low = 0, high = 0;
+  std::uint64_t fallback = 0;                                    // the value when the spec leaves the knob out
+  std::vector<std::uint64_t> edges;                              // drawn more often, simplest first
+  std::vector<std::string> choices;                              // a named set: values index it; empty: numbers
+  std::function<std::uint64_t(std::uint64_t, const Case&)> fit;  // unset: as drawn
+
+  // `chunk=64`, `transport=tcp`.
+  std::string setting(std::uint64_t value) const;
+};
+
+// A knob of numbers low..high.
+KnobSpace numeric_knob(std::string name, std::uint64_t low, std::uint64_t high, std::uint64_t fallback,
+                       std::vector<std::uint64_t> edges);
+
 struct Capabilities {
   std::vector<Collective> collectives;
   std::vector<DType> dtypes;
@@ -37,6 +59,8 @@ struct Capabilities {
   // A documented limit beyond the lists above (Gloo's bcube: ranks divisible by its base);
   // cases it refuses are never drawn. Unset: none.
   std::function<bool(const Case&)> precondition;
+  // The knobs the spec left free, which check may draw per case (empty: none).
+  std::vector<KnobSpace> knobs;
 
   bool supports(const Case&) const;
 };

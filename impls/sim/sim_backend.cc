@@ -31,6 +31,7 @@ class SimBackend final : public Backend {
     c.chunk = knobs_.chunk;
     c.hook = true;
     c.reliable = knobs_.protocol.reliable;
+    c.knobs = free_schedule_knobs(spec_, variant_.name, 0);
     return c;
   }
 
@@ -244,6 +245,40 @@ Result<std::uint64_t> knob_value(const KnobRule& rule, const KeyValue& option) {
 }
 
 }  // namespace
+
+std::vector<KnobSpace> free_schedule_knobs(std::string_view spec, std::string_view algorithm,
+                                           std::uint64_t default_chunk) {
+  const std::size_t at = spec.find('@');
+  const std::size_t colon = at == std::string_view::npos ? std::string_view::npos : spec.find(':', at);
+  const std::string_view options = colon == std::string_view::npos ? "" : spec.substr(colon + 1);
+  const Result<std::vector<KeyValue>> given = split_key_values(options);
+  const auto fixed = [&](std::string_view key) {
+    if (!given) return true;  // a spec that does not parse fixes everything
+    return std::any_of(given->begin(), given->end(), [&](const KeyValue& option) {
+      return option.key == key || (key == "fan-in" && option.key == "fan_in");
+    });
+  };
+  std::vector<KnobSpace> spaces;
+  if (!fixed("chunk")) {
+    KnobSpace chunk =
+        numeric_knob("chunk", 1, kMaxCount, default_chunk, {1, 2, 3, 4, 7, 8, 16, 31, 32, 64, 127, 128, 1024, 4096});
+    chunk.fit = [](std::uint64_t value, const Case& c) {
+      const std::uint64_t elements = std::max(input_elements(c), output_elements(c));
+      return std::max<std::uint64_t>(value, (elements + 63) / 64);
+    };
+    spaces.push_back(std::move(chunk));
+  }
+  if (!fixed("channels")) {
+    KnobSpace channels = numeric_knob("channels", 1, 64, 1, {2, 3, 4, 8, 5, 16, 64});
+    channels.fit = [](std::uint64_t value, const Case& c) {
+      return std::min<std::uint64_t>(value, std::max(1, 128 / std::max(c.nranks, 1)));
+    };
+    spaces.push_back(std::move(channels));
+  }
+  if (algorithm == "innet" && !fixed("fan-in"))
+    spaces.push_back(numeric_knob("fan-in", 2, 64, 4, {2, 3, 8, 5, 16, 64}));
+  return spaces;
+}
 
 Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs) {
   Result<std::vector<KeyValue>> options = split_key_values(text);

@@ -41,6 +41,15 @@ std::unique_ptr<Backend> make_sim_backend(SimVariant variant, Knobs knobs, std::
 Status parse_knobs(std::string_view spec, std::string_view text, Knobs& knobs);
 Status apply_knobs(std::string_view spec, std::span<const KeyValue> options, Knobs& knobs);
 
+// The schedule knobs a case may draw (Capabilities::knobs) for a backend named `spec`
+// (`ring@sim:chunk=4`, `ring@proc`), those its spec fixes left out: chunk (its fallback
+// `default_chunk`, 0 when the generator chooses) and channels for every algorithm, fan-in for
+// innet. A drawn chunk is fitted to at least a 64th of the case's elements and channels to at
+// most 128 / nranks, so that no draw makes a case's schedule hundreds of times longer (64
+// channels of bruck's all-to-all on 64 ranks take 50 times the default's time).
+std::vector<KnobSpace> free_schedule_knobs(std::string_view spec, std::string_view algorithm,
+                                           std::uint64_t default_chunk);
+
 // The fabric every sim backend runs on: nranks GPUs on one aggregating switch, 1 us and
 // 25 GB/s per link, local copies free.
 const Topology& sim_fabric(int nranks);

@@ -192,8 +192,9 @@ bool finish_off_launcher(long mpirun, double seconds) {
 
 std::vector<long> end_world_session(long mpirun, double seconds) {
   std::vector<long> killed;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                               std::chrono::duration<double>(seconds));
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
   for (;;) {
     const std::vector<long> left = world_processes_of(mpirun);
     if (left.empty() || std::chrono::steady_clock::now() >= deadline) return killed;

@@ -1,0 +1,59 @@
+// The draws of one backend's cases (case, knobs, plan as one shrinkable) and the backends their
+// knobs run on.
+#include "harness/draws.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "reference/random.h"
+
+namespace collcheck {
+namespace {
+
+// Backends made for drawn knobs kept at most; past it they are all released and made again.
+constexpr std::size_t kMaxRunners = 64;
+
+}  // namespace
+
+Draws::Draws(const CaseLimits& limits, std::uint64_t seed, const FaultChoice& faults, const Backend& backend,
+             bool draw_knobs)
+    : faults_(faults), knob_spaces_(draw_knobs ? backend.capabilities().knobs : std::vector<KnobSpace>{}),
+      cases_(case_generator(backend.capabilities(), limits)), knobs_(knob_generator(knob_spaces_)),
+      plans_(fault_plan_generator(std::max(2, std::min(limits.max_ranks, backend.capabilities().max_ranks)),
+                                  faults.swarm)),
+      case_random_(seed ^ hash_text(backend.name())), knob_random_(mix64(seed ^ hash_text(backend.name()) ^ 0x4b0b)),
+      plan_random_(mix64(seed ^ hash_text(backend.name()) ^ 0xfa17)) {}
+
+Drawn Draws::next(std::size_t case_index) {
+  // RapidCheck's sizes: small cases first, full-sized ones (100) from the 30th case on.
+  const int size = static_cast<int>(std::min<std::size_t>(10 + 3 * case_index, 100));
+  rc::Shrinkable<Case> c = cases_(case_random_.split(), size);
+  rc::Shrinkable<KnobValues> knobs =
+      knob_spaces_.empty() ? rc::shrinkable::just(KnobValues{}) : knobs_(knob_random_.split(), size);
+  rc::Shrinkable<FaultPlan> plan =
+      faults_.random ? plans_(plan_random_.split(), size) : rc::shrinkable::just(faults_.plan);
+  return rc::shrinkable::map(
+      rc::shrinkable::pair(rc::shrinkable::pair(std::move(c), std::move(knobs)), std::move(plan)),
+      [spaces = knob_spaces_, random = faults_.random](std::pair<std::pair<Case, KnobValues>, FaultPlan> drawn) {
+        const Case& drawn_case = drawn.first.first;
+        DrawnCase fitted{drawn_case, knob_settings(spaces, drawn.first.second, drawn_case), std::move(drawn.second)};
+        if (random) fitted.plan = fit(fitted.plan, drawn_case.nranks);
+        return fitted;
+      });
+}
+
+Backend& Runners::at(const std::string& knobs) {
+  if (knobs.empty() || !maker_) return backend_;
+  if (const auto found = made_.find(knobs); found != made_.end()) return *found->second;
+  if (made_.size() >= kMaxRunners) release();
+  Result<std::unique_ptr<Backend>> made = maker_(spec_with_knobs(backend_.name(), knobs));
+  if (!made) return backend_;
+  return *made_.emplace(knobs, std::move(made).value()).first->second;
+}
+
+void Runners::release() {
+  for (auto& [knobs, backend] : made_) backend->abort();
+  made_.clear();
+}
+
+}  // namespace collcheck

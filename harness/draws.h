@@ -1,0 +1,73 @@
+// What the check loop draws for each case of one backend — the case, the backend's free knobs and
+// the fault plan, shrinking together — and the backend each drawn set of knobs runs on.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <rapidcheck.h>
+
+#include "harness/case_generator.h"
+#include "harness/fault_generator.h"
+#include "harness/knob_generator.h"
+#include "impls/backend/backend.h"
+
+namespace collcheck {
+
+// One drawn case: the case, the knobs it runs with (`chunk=64,channels=3`; empty: the backend
+// as the user gave it) and its fault plan (empty: none).
+struct DrawnCase {
+  Case c;
+  std::string knobs;
+  FaultPlan plan;
+};
+using Drawn = rc::Shrinkable<DrawnCase>;
+
+// Draws the cases of one backend. The cases come from the same Random whether or not knobs and
+// faults are drawn, so neither changes which cases a seed draws; knobs and plans come from
+// Randoms of their own. Plans are drawn for the largest world and fitted to each case; knobs are
+// fitted to the case too (KnobSpace::fit). `draw_knobs` false: the spec's knobs only.
+class Draws {
+ public:
+  Draws(const CaseLimits& limits, std::uint64_t seed, const FaultChoice& faults, const Backend& backend,
+        bool draw_knobs);
+  Drawn next(std::size_t case_index);
+
+ private:
+  const FaultChoice& faults_;
+  std::vector<KnobSpace> knob_spaces_;
+  rc::Gen<Case> cases_;
+  rc::Gen<KnobValues> knobs_;
+  rc::Gen<FaultPlan> plans_;
+  rc::Random case_random_, knob_random_, plan_random_;
+};
+
+// Makes the backend of a spec (`ring@sim:chunk=64`) as the user's backends were made (wrapped
+// for faults and exceptions alike).
+using BackendMaker = std::function<Result<std::unique_ptr<Backend>>(const std::string& spec)>;
+
+// The backend each case runs on: the user's own when its knobs are empty, else one made from
+// the spec with the knobs added, kept for the next case that draws the same knobs.
+class Runners {
+ public:
+  Runners(Backend& backend, BackendMaker maker) : backend_(backend), maker_(std::move(maker)) {}
+  ~Runners() { release(); }
+  Runners(const Runners&) = delete;
+  Runners& operator=(const Runners&) = delete;
+
+  // The backend for `knobs`; the user's own if one cannot be made (never: the knobs are drawn
+  // within their spaces).
+  Backend& at(const std::string& knobs);
+  // Every backend made, aborted and dropped (the user's own is the caller's to abort).
+  void release();
+
+ private:
+  Backend& backend_;
+  BackendMaker maker_;
+  std::map<std::string, std::unique_ptr<Backend>> made_;
+};
+
+}  // namespace collcheck

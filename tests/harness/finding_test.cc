@@ -1,0 +1,236 @@
+// Finding power: every rank count of the range is drawn (composite ones included, ranges above
+// 64 too), a backend broken only at some rank counts is caught and shrunk to the smallest of
+// them, a bug at every count shrinks to 2 ranks, and two bugs behind one property are both reported.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+
+#include "harness/case_generator.h"
+#include "harness/check.h"
+#include "harness/knob_generator.h"
+#include "impls/registry.h"
+
+namespace collcheck {
+namespace {
+
+std::unique_ptr<Backend> backend_of(const std::string& spec) {
+  auto made = make_backends(spec);
+  EXPECT_TRUE(made.ok()) << made.error().text();
+  return made.ok() ? std::move(made.value().front()) : nullptr;
+}
+
+// The rank counts of `draws` cases drawn as check draws them (sizes ramping up to 100).
+std::set<int> drawn_rank_counts(const Capabilities& capabilities, int low, int high, int draws) {
+  CaseLimits limits;
+  limits.min_ranks = low;
+  limits.max_ranks = high;
+  limits.max_count = 64;
+  const rc::Gen<Case> cases = case_generator(capabilities, limits);
+  rc::Random random(7);
+  std::set<int> seen;
+  for (int i = 0; i < draws; ++i) seen.insert(cases(random.split(), std::min(10 + 3 * i, 100)).value().nranks);
+  return seen;
+}
+
+TEST(CaseGenerator, EveryRankCountOfTheRangeIsDrawn) {
+  const Capabilities capabilities = backend_of("ring@sim")->capabilities();
+  std::set<int> every;
+  for (int n = 2; n <= 12; ++n) every.insert(n);
+  EXPECT_EQ(drawn_rank_counts(capabilities, 2, 12, 600), every);
+  const std::set<int> large = drawn_rank_counts(capabilities, 100, 200, 4000);
+  EXPECT_EQ(large.size(), 101u) << "drawn " << large.size() << " of the 101 counts in 100..200";
+  EXPECT_EQ(*large.begin(), 100);
+  EXPECT_EQ(*large.rbegin(), 200);
+}
+
+// Only the counts a precondition admits are drawn, every one of them (Gloo's bcube takes
+// multiples of its base; modelled here so that the test needs no Gloo).
+TEST(CaseGenerator, OnlyAdmittedRankCountsAreDrawnAndEachOfThem) {
+  Capabilities capabilities = backend_of("ring@sim")->capabilities();
+  capabilities.precondition = [](const Case& c) { return c.nranks % 3 == 0; };
+  EXPECT_EQ(drawn_rank_counts(capabilities, 2, 40, 600),
+            (std::set<int>{3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39}));
+}
+
+// A backend wrong only where `broken` says, on every case there: the run ends `crash`.
+class BrokenAtRankCounts final : public Backend {
+ public:
+  BrokenAtRankCounts(std::unique_ptr<Backend> inner, std::function<bool(int)> broken)
+      : inner_(std::move(inner)), broken_(std::move(broken)) {}
+  std::string name() const override { return inner_->name(); }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  RepeatedRun run(const Case& c, const RunOptions& options) override {
+    if (broken_(c.nranks)) return RepeatedRun::ended(outcome_, "broken at " + std::to_string(c.nranks) + " ranks");
+    return inner_->run(c, options);
+  }
+  Outcome outcome_ = Outcome::Crash;
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  std::function<bool(int)> broken_;
+};
+
+CheckOptions broken_options(int low, int high, std::uint64_t seed) {
+  CheckOptions options;
+  options.seed = seed;
+  options.time_budget = 20;
+  options.cases = 300;
+  options.limits.min_ranks = low;
+  options.limits.max_ranks = high;
+  options.limits.max_count = 256;
+  options.properties = {"liveness"};
+  options.stop_at_first_failure = true;
+  return options;
+}
+
+CheckReport check_broken(std::function<bool(int)> broken, int low, int high, std::uint64_t seed) {
+  std::vector<std::unique_ptr<Backend>> list;
+  list.push_back(std::make_unique<BrokenAtRankCounts>(backend_of("ring@sim"), std::move(broken)));
+  return run_check(broken_options(low, high, seed), list, nullptr);
+}
+
+// Wrong only on composite counts that are not powers of two, 6 and 12, in 2..12: caught on
+// every seed tried, and shrunk to 6 even when found at 12 (the counts between pass).
+TEST(CaseGenerator, ABackendBrokenOnlyAtCompositeRankCountsIsCaughtAndShrunkToTheSmallest) {
+  for (std::uint64_t seed : {1, 2, 3, 4, 5}) {
+    const CheckReport report = check_broken([](int n) { return n % 6 == 0; }, 2, 12, seed);
+    ASSERT_EQ(report.failures.size(), 1u) << "seed " << seed;
+    EXPECT_EQ(report.failures[0].shrunk.nranks, 6) << "seed " << seed << ": " << to_string(report.failures[0].shrunk);
+  }
+  const CheckReport ten = check_broken([](int n) { return n == 10; }, 2, 12, 1);
+  ASSERT_EQ(ten.failures.size(), 1u);
+  EXPECT_EQ(ten.failures[0].shrunk.nranks, 10);
+}
+
+// A bug at every rank count from 2 on, first seen on a large world (the backend breaks from its
+// 60th run on, when cases are full-sized), shrinks to 2 ranks; in 100..140, to 100.
+TEST(CaseGenerator, ABugAtEveryRankCountShrinksToTheFewestRanks) {
+  for (std::uint64_t seed : {1, 2, 3}) {
+    int runs = 0;
+    const CheckReport report = check_broken([&runs](int n) { return ++runs > 60 && n >= 2; }, 2, 64, seed);
+    ASSERT_EQ(report.failures.size(), 1u) << "seed " << seed;
+    EXPECT_GT(report.failures[0].original.nranks, 2) << "seed " << seed;
+    EXPECT_EQ(report.failures[0].shrunk.nranks, 2) << "seed " << seed << ": " << to_string(report.failures[0].shrunk);
+  }
+  int runs = 0;
+  const CheckReport large = check_broken([&runs](int n) { return ++runs > 60 && n >= 100; }, 100, 140, 1);
+  ASSERT_EQ(large.failures.size(), 1u);
+  EXPECT_GT(large.failures[0].original.nranks, 100);
+  EXPECT_EQ(large.failures[0].shrunk.nranks, 100) << to_string(large.failures[0].shrunk);
+}
+
+// Two bugs behind one property — a crash at 3 ranks and a hang at 5 — are two groups, each
+// shrunk once and counted; the 3-rank crashes seen after the first are counted, not shrunk
+// again; --max-failures 1 reports the first and counts the rest.
+TEST(Check, TwoBugsBehindOnePropertyAreBothReportedWithTheirCounts) {
+  auto two_bugs = [] {
+    auto crashing = std::make_unique<BrokenAtRankCounts>(backend_of("ring@sim"), [](int n) { return n == 3; });
+    std::vector<std::unique_ptr<Backend>> list;
+    list.push_back(std::make_unique<BrokenAtRankCounts>(std::move(crashing), [](int n) { return n == 5; }));
+    static_cast<BrokenAtRankCounts&>(*list.back()).outcome_ = Outcome::Hang;
+    return list;
+  };
+  CheckOptions options = broken_options(2, 8, 1);
+  options.stop_at_first_failure = false;
+  auto list = two_bugs();
+  const CheckReport report = run_check(options, list, nullptr);
+  ASSERT_EQ(report.failures.size(), 2u);
+  std::set<std::pair<int, std::string>> found;
+  for (const Failure& f : report.failures) {
+    found.insert({f.shrunk.nranks, f.detail.substr(0, 4)});
+    EXPECT_GT(f.count, 1u) << f.detail;
+    EXPECT_LE(f.shrink_runs, 40u) << f.detail;
+  }
+  EXPECT_EQ(found, (std::set<std::pair<int, std::string>>{{3, "cras"}, {5, "hang"}}));
+  EXPECT_EQ(report.unreported_failures, 0u);
+
+  options.max_failures = 1;
+  list = two_bugs();
+  const CheckReport bounded = run_check(options, list, nullptr);
+  ASSERT_EQ(bounded.failures.size(), 1u);
+  EXPECT_GT(bounded.unreported_failures, 0u);
+}
+
+// A backend wrong only when its spec carries one knob setting (as drawn knobs make it).
+class BrokenWithSetting final : public Backend {
+ public:
+  BrokenWithSetting(std::unique_ptr<Backend> inner, std::string setting)
+      : inner_(std::move(inner)), setting_(std::move(setting)) {}
+  std::string name() const override { return inner_->name(); }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  RepeatedRun run(const Case& c, const RunOptions& options) override {
+    const std::string spec = inner_->name();
+    const std::size_t colon = spec.find(':');
+    const std::string settings = "," + (colon == std::string::npos ? "" : spec.substr(colon + 1)) + ",";
+    if (settings.find("," + setting_ + ",") != std::string::npos)
+      return RepeatedRun::ended(Outcome::Crash, "broken at " + setting_);
+    return inner_->run(c, options);
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  std::string setting_;
+};
+
+CheckReport check_knob_broken(const std::string& spec, const std::string& setting, std::uint64_t seed) {
+  std::vector<std::unique_ptr<Backend>> list;
+  list.push_back(std::make_unique<BrokenWithSetting>(backend_of(spec), setting));
+  CheckOptions options = broken_options(1, 16, seed);
+  options.make_backend = [setting](const std::string& knobbed) -> Result<std::unique_ptr<Backend>> {
+    return std::unique_ptr<Backend>(std::make_unique<BrokenWithSetting>(backend_of(knobbed), setting));
+  };
+  return run_check(options, list, nullptr);
+}
+
+// Wrong only with 3 channels: found by drawing the knob, shrunk to that knob alone (the chunk
+// drawn with it goes back to its default), and replayed with it in the spec.
+TEST(Knobs, ABackendBrokenOnlyAtOneKnobValueIsCaughtAndShrunkToIt) {
+  for (std::uint64_t seed : {1, 2, 3}) {
+    const CheckReport report = check_knob_broken("ring@sim", "channels=3", seed);
+    ASSERT_EQ(report.failures.size(), 1u) << "seed " << seed;
+    const Failure& failure = report.failures[0];
+    EXPECT_EQ(failure.knobs, "channels=3") << "seed " << seed;
+    EXPECT_EQ(failure.backend, "ring@sim:channels=3");
+    EXPECT_NE(failure.replay.find("--backend 'ring@sim:channels=3'"), std::string::npos) << failure.replay;
+    EXPECT_EQ(failure.shrunk.nranks, 1) << to_string(failure.shrunk);
+  }
+}
+
+// A knob the user fixes in the spec is never drawn: the same bug is not reached.
+TEST(Knobs, AKnobFixedInTheSpecIsNeverDrawn) {
+  const CheckReport report = check_knob_broken("ring@sim:channels=1", "channels=3", 1);
+  EXPECT_TRUE(report.failures.empty());
+  EXPECT_GT(report.total().cases, 100u);
+}
+
+TEST(Knobs, SettingsAndSpecs) {
+  const std::vector<KnobSpace> spaces = backend_of("innet@sim:fan-in=3")->capabilities().knobs;
+  ASSERT_EQ(spaces.size(), 2u);  // chunk and channels; fan-in is fixed
+  EXPECT_EQ(spaces[0].name, "chunk");
+  EXPECT_EQ(spaces[1].name, "channels");
+  Case c;
+  c.count = 6400;
+  c.nranks = 4;
+  EXPECT_EQ(knob_settings(spaces, {std::uint64_t{8}, std::uint64_t{1}}, c),
+            "chunk=100");  // fitted; channels=1 is the default
+  EXPECT_EQ(knob_settings(spaces, {std::nullopt, std::uint64_t{64}}, c), "channels=32");  // at most 128 / 4
+  EXPECT_EQ(spec_with_knobs("ring@sim", "chunk=8"), "ring@sim:chunk=8");
+  EXPECT_EQ(spec_with_knobs("ring@sim:reliable=on", "chunk=8"), "ring@sim:reliable=on,chunk=8");
+  EXPECT_EQ(spec_with_knobs("mutant:drop-remainder@sim", "chunk=8"), "mutant:drop-remainder@sim:chunk=8");
+  EXPECT_EQ(spec_with_knobs("ring@sim", ""), "ring@sim");
+}
+
+// Every value of a knob's range is reachable: over many draws, every channel count 1..64 comes.
+TEST(Knobs, EveryValueOfAKnobIsReachable) {
+  const std::vector<KnobSpace> spaces = backend_of("ring@sim:chunk=4")->capabilities().knobs;
+  ASSERT_EQ(spaces.size(), 1u);
+  const rc::Gen<KnobValues> knobs = knob_generator(spaces);
+  rc::Random random(3);
+  std::set<std::uint64_t> seen;
+  for (int i = 0; i < 4000; ++i) seen.insert(knobs(random.split(), 100).value()[0].value_or(1));
+  EXPECT_EQ(seen.size(), 64u);
+}
+
+}  // namespace
+}  // namespace collcheck
