@@ -11,8 +11,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <thread>
 
+#include "harness/case_runs.h"
 #include "harness/draws.h"
+#include "harness/failure_groups.h"
 #include "properties/property.h"
 #include "reference/numbers.h"
 #include "reference/random.h"
@@ -20,48 +23,12 @@
 namespace collcheck {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr std::size_t kMaxShrinkRuns = 400;
 // Groups of one backend, property, outcome and collective shrunk at most: details that keep
 // changing shape past this are counted, not shrunk again.
 constexpr std::size_t kMaxShrinksPerKind = 4;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-// The shape of what a property saw: its first line (the rest lists elements or ranks), every
-// number in it (digits, with a sign, point or exponent) '#', so that one bug seen at other ranks,
-// elements or values reads the same.
-std::string detail_shape(std::string_view detail) {
-  detail = detail.substr(0, detail.find('\n'));
-  std::string shape;
-  for (std::size_t at = 0; at < detail.size() && shape.size() < 240; ++at) {
-    if (std::isdigit(static_cast<unsigned char>(detail[at])) == 0) {
-      shape += detail[at];
-      continue;
-    }
-    if (!shape.empty() && shape.back() == '-') shape.pop_back();
-    shape += '#';
-    while (at + 1 < detail.size() && (std::isdigit(static_cast<unsigned char>(detail[at + 1])) != 0 ||
-                                      ((detail[at + 1] == '.' || detail[at + 1] == 'e') && at + 2 < detail.size() &&
-                                       std::isdigit(static_cast<unsigned char>(detail[at + 2])) != 0)))
-      ++at;
-  }
-  return shape;
-}
-
-// What a failure is, for shrinking: the base run's outcome and the head of its detail's shape
-// (up to the first ':'), so that a shrink step never slips from one bug to another.
-struct FailureKind {
-  Outcome outcome = Outcome::Ok;
-  std::string head;
-  bool operator==(const FailureKind&) const = default;
-};
-
-FailureKind kind_of(Outcome outcome, std::string_view detail) {
-  const std::string shape = detail_shape(detail);
-  return FailureKind{outcome, shape.substr(0, shape.find(':'))};
-}
 
 std::vector<const Property*> selected_properties(const CheckOptions& options) {
   std::vector<const Property*> selected;
@@ -80,17 +47,6 @@ bool past(const CheckOptions& options, Clock::time_point deadline) {
   return options.agree ? options.agree(passed) != 0 : passed;
 }
 
-// What every run of one case is under: its schedule seed, the deadline, and its fault plan.
-PropertyContext context_for(const CheckOptions& options, std::uint64_t schedule_seed, const FaultPlan& plan) {
-  PropertyContext context{schedule_seed};
-  context.deadline = options.deadline;
-  if (!plan.empty()) {
-    context.fault_plan = to_string(plan);
-    context.transient = transient(plan);
-  }
-  return context;
-}
-
 // Lockstep: every rank saw the same runs, so it must reach the same verdicts as rank 0.
 void agree_on_verdict(const CheckOptions& options, const Case& c, bool failed, const std::string& detail) {
   if (!options.agree) return;
@@ -104,7 +60,7 @@ void agree_on_verdict(const CheckOptions& options, const Case& c, bool failed, c
 // The property on one case, and the kind of its failure (when it fails).
 std::pair<PropertyResult, FailureKind> run_property(const Property& property, const DrawnCase& drawn, Backend& backend,
                                                     std::uint64_t schedule_seed, const CheckOptions& options) {
-  const PropertyContext context = context_for(options, schedule_seed, drawn.plan);
+  const PropertyContext context = context_for(options.deadline, schedule_seed, drawn.plan);
   const RepeatedRun base = backend.run(drawn.c, context.run_options(schedule_seed));
   PropertyResult result = property.check(drawn.c, backend, base, context);
   const FailureKind kind = kind_of(base.outcome, result.detail);
@@ -182,15 +138,6 @@ struct Loop {
   Clock::time_point deadline;
 };
 
-// The groups found so far: signatures (the first case's and the shrunk case's) → index in the
-// report's failures; per kind (backend, property, outcome, collective), how many of its failures
-// were shrunk and the groups they ended in.
-struct FailureGroups {
-  std::map<std::string, std::size_t> by_signature;
-  std::map<std::string, std::size_t> shrinks_per_kind;
-  std::map<std::string, std::set<std::size_t>> groups_of_kind;
-};
-
 // One backend's part of the loop: its name (the user's spec), the backends its drawn knobs run on,
 // its failure groups, and when its first case started.
 struct BackendLoop {
@@ -209,12 +156,6 @@ struct FailureSeen {
   std::uint64_t schedule_seed;
   double seconds_until;
 };
-
-std::string failure_kind(const std::string& backend, std::string_view property, Outcome outcome,
-                         Collective collective) {
-  return backend + "\n" + std::string(property) + "\n" + std::string(name(outcome)) + "\n" +
-         std::string(name(collective));
-}
 
 // Counts the failure into the group its signature names; a new signature is shrunk, and joins the
 // group of its shrunk signature or starts a new one (while there are fewer than --max-failures).
@@ -269,26 +210,20 @@ void record_failure(const Loop& loop, BackendLoop& backend, const Drawn& drawn, 
   report.failures.push_back(std::move(failure));
 }
 
-CaseVerdict check_case(const Loop& loop, BackendLoop& user, const Drawn& drawn, std::size_t i, CheckReport& report) {
+// Counts one case's run: its outcome under faults, every property's verdict, and each failure
+// into its group.
+CaseVerdict count_case(const Loop& loop, BackendLoop& user, const Drawn& drawn, std::size_t i, const CaseRun& run,
+                       CheckReport& report) {
   const CheckOptions& options = loop.options;
   const Case& c = drawn.value().c;
-  const FaultPlan& plan = drawn.value().plan;
-  Backend& backend = user.runners.at(drawn.value().knobs);
-  const std::uint64_t schedule_seed = mix64(options.seed + i);
-  PropertyContext context = context_for(options, schedule_seed, plan);
-  const RepeatedRun base = backend.run(c, context.run_options(schedule_seed));
-  if (!backend.cannot_run_here().empty()) return CaseVerdict{.cannot_run_here = true};
-  if (loop.faults.any()) {
-    context.outcome = classify(c, base);
-    count_outcome(report, user.name, plan, *context.outcome);
-  }
+  if (!run.cannot_run_here.empty()) return CaseVerdict{.cannot_run_here = true};
+  if (run.classified) count_outcome(report, user.name, drawn.value().plan, *run.classified);
   CaseVerdict verdict;
-  for (const Property* property : loop.properties) {
-    const std::string property_name(property->name);
-    const PropertyResult result = property->check(c, backend, base, context);
-    if (!backend.cannot_run_here().empty()) return CaseVerdict{.cannot_run_here = true};
+  for (std::size_t k = 0; k < run.results.size(); ++k) {
+    const Property& property = *loop.properties[k];
+    const PropertyResult& result = run.results[k];
     agree_on_verdict(options, c, !result.ok, result.detail);
-    Tally& per = report.per_property[{user.name, c.collective, property_name}];
+    Tally& per = report.per_property[{user.name, c.collective, std::string(property.name)}];
     ++per.cases;
     if (result.skipped) {
       ++per.skipped;
@@ -301,10 +236,77 @@ CaseVerdict check_case(const Loop& loop, BackendLoop& user, const Drawn& drawn, 
     }
     ++per.failed;
     verdict.failed = true;
-    const FailureSeen seen{*property, result.detail, base.outcome, i, schedule_seed, since(user.start)};
+    const FailureSeen seen{property, result.detail, run.base_outcome, i, mix64(options.seed + i), run.finished};
     record_failure(loop, user, drawn, seen, report);
   }
   return verdict;
+}
+
+// The next cases of one backend and their runs: one at a time on the user's backend, or a batch
+// on every core.
+std::pair<std::vector<Drawn>, std::vector<CaseRun>> next_runs(const Loop& loop, BackendLoop& user, Draws& draws,
+                                                              CaseWorkers& workers, std::size_t first,
+                                                              Clock::time_point deadline) {
+  const CheckOptions& options = loop.options;
+  const CaseSetting setting{loop.properties, loop.faults.any(), options.deadline, user.start};
+  std::size_t batch = workers.any() ? 4 * workers.size() : 1;
+  if (options.cases > 0) batch = std::min(batch, options.cases - first);
+  std::vector<Drawn> cases;
+  std::vector<std::uint64_t> seeds;
+  for (std::size_t k = 0; k < batch; ++k) {
+    cases.push_back(draws.next(first + k));
+    seeds.push_back(mix64(options.seed + first + k));
+  }
+  if (workers.any()) {
+    std::vector<CaseRun> runs = workers.run(setting, cases, seeds, deadline);
+    return {std::move(cases), std::move(runs)};
+  }
+  std::vector<CaseRun> runs;
+  runs.push_back(run_case(setting, user.runners.at(cases.front().value().knobs), cases.front().value(), seeds.front()));
+  return {std::move(cases), std::move(runs)};
+}
+
+// Every case of one backend until its deadline (or --cases), counted in case order.
+void check_backend(const Loop& loop, Backend& backend, Clock::time_point backend_deadline, CheckReport& report,
+                   std::size_t& all_cases, std::ostream* progress) {
+  const CheckOptions& options = loop.options;
+  Draws draws(options.limits, options.seed, loop.faults, backend, static_cast<bool>(options.make_backend));
+  BackendLoop user{backend.name(), Runners(backend, options.make_backend), {}};
+  const unsigned threads = options.jobs > 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  CaseWorkers workers(backend, options.make_backend, threads);
+  bool done = false;
+  for (std::size_t i = 0; !done && (options.cases == 0 || i < options.cases);) {
+    if (past(options, backend_deadline)) break;
+    const auto [cases, runs] = next_runs(loop, user, draws, workers, i, backend_deadline);
+    for (std::size_t k = 0; k < cases.size() && !done; ++k, ++i) {
+      if (!runs[k].ran) {
+        done = true;
+        break;
+      }
+      Tally& cell = report.table[{backend.name(), cases[k].value().c.collective}];
+      const CaseVerdict verdict = count_case(loop, user, cases[k], i, runs[k], report);
+      if (verdict.cannot_run_here) {
+        if (cell.cases == 0) report.table.erase({backend.name(), cases[k].value().c.collective});
+        report.cannot_run_here[backend.name()] = runs[k].cannot_run_here;
+        done = true;
+        break;
+      }
+      ++cell.cases;
+      ++all_cases;
+      if (verdict.failed) ++cell.failed;
+      else if (verdict.all_skipped) ++cell.skipped;
+      else ++cell.passed;
+      done = verdict.failed && options.stop_at_first_failure;
+      if (progress != nullptr && all_cases % 8 == 0) {
+        print_progress(*progress, all_cases, report.failures.size(),
+                       std::chrono::duration<double>(loop.deadline - Clock::now()).count());
+      }
+    }
+  }
+  // Done with this backend: let it release what it holds (launched worlds of processes).
+  workers.release();
+  user.runners.release();
+  backend.abort();
 }
 
 }  // namespace
@@ -352,33 +354,7 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     const Clock::time_point backend_deadline =
         clock_after(Clock::now(), std::max(left, 0.0) / static_cast<double>(backends.size() - b));
-    Draws draws(options.limits, options.seed, loop.faults, backend, static_cast<bool>(options.make_backend));
-    BackendLoop user{backend.name(), Runners(backend, options.make_backend), {}};
-    for (std::size_t i = 0; options.cases == 0 || i < options.cases; ++i) {
-      if (past(options, backend_deadline)) break;
-      const Drawn drawn = draws.next(i);
-      Tally& cell = report.table[{backend.name(), drawn.value().c.collective}];
-      ++cell.cases;
-      ++all_cases;
-      const CaseVerdict verdict = check_case(loop, user, drawn, i, report);
-      if (verdict.cannot_run_here) {
-        --all_cases;
-        if (--cell.cases == 0) report.table.erase({backend.name(), drawn.value().c.collective});
-        report.cannot_run_here[backend.name()] = user.runners.at(drawn.value().knobs).cannot_run_here();
-        break;
-      }
-      if (verdict.failed) ++cell.failed;
-      else if (verdict.all_skipped) ++cell.skipped;
-      else ++cell.passed;
-      if (verdict.failed && options.stop_at_first_failure) break;
-      if (progress != nullptr && all_cases % 8 == 0) {
-        print_progress(*progress, all_cases, report.failures.size(),
-                       std::chrono::duration<double>(deadline - Clock::now()).count());
-      }
-    }
-    // Done with this backend: let it release what it holds (launched worlds of processes).
-    user.runners.release();
-    backend.abort();
+    check_backend(loop, backend, backend_deadline, report, all_cases, progress);
   }
   if (progress != nullptr) *progress << "\r" << std::string(48, ' ') << "\r" << std::flush;
   report.seconds = since(start);

@@ -43,6 +43,9 @@ constexpr Option kCheckOptions[] = {
      "24 ...) drawn more often"},
     {"count", "A..B", "0..64K", "elements (NCCL's count)"},
     {"cases", "N", "0", "cases per backend (0: as many as the budget allows)"},
+    {"jobs", "N", "",
+     "threads running cases at once, 1..256; default: one per core (@sim; backends across processes run one case at a "
+     "time)"},
     {"max-failures", "N", "10", "distinct failures (groups) shrunk and reported, 1..1000; further ones are counted"},
     {"seed", "S", "", "the same seed and options give the same cases; default: drawn at random, always printed"},
     {"time-budget", "T", "60s", "for all backends together: 30s, 2m, 90 (seconds), up to 24h"},
@@ -158,6 +161,11 @@ Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockst
   Result<std::uint64_t> max_failures = parse_count("--max-failures", args.get("max-failures"), 1, 1000);
   if (!max_failures) return max_failures.error();
   options.max_failures = *max_failures;
+  if (args.has("jobs")) {
+    Result<std::uint64_t> jobs = parse_count("--jobs", args.get("jobs"), 1, 256);
+    if (!jobs) return jobs.error();
+    options.jobs = static_cast<unsigned>(*jobs);
+  }
   const std::string seed = args.get("seed");
   if (seed.empty()) {
     options.seed = std::random_device{}() ^

@@ -59,6 +59,9 @@ struct Capabilities {
   // A documented limit beyond the lists above (Gloo's bcube: ranks divisible by its base);
   // cases it refuses are never drawn. Unset: none.
   std::function<bool(const Case&)> precondition;
+  // Instances of the backend (made from its spec) may run cases at once, each in a thread of
+  // its own, in one process: check then runs cases on every core. Launched worlds may not.
+  bool independent_instances = false;
   // The knobs the spec left free, which check may draw per case (empty: none).
   std::vector<KnobSpace> knobs;
 

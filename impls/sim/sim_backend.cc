@@ -32,6 +32,7 @@ class SimBackend final : public Backend {
     c.hook = true;
     c.reliable = knobs_.protocol.reliable;
     c.knobs = free_schedule_knobs(spec_, variant_.name, 0);
+    c.independent_instances = true;
     return c;
   }
 

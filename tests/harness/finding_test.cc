@@ -232,5 +232,39 @@ TEST(Knobs, EveryValueOfAKnobIsReachable) {
   EXPECT_EQ(seen.size(), 64u);
 }
 
+// Cases on several threads (each on its own instances of the backends) give the same report as on
+// one: the same cases, verdicts, groups, counts and shrunk cases, whatever thread ran which case.
+TEST(Check, ThreadsGiveTheSameReportAsOne) {
+  auto report_with = [](unsigned jobs) {
+    std::vector<std::unique_ptr<Backend>> list;
+    list.push_back(backend_of("ring@sim"));
+    list.push_back(backend_of("mutant:chunk-off-by-one@sim"));
+    CheckOptions options;
+    options.seed = 11;
+    options.cases = 90;
+    options.time_budget = 600;
+    options.limits.max_ranks = 12;
+    options.limits.max_count = 512;
+    options.jobs = jobs;
+    options.make_backend = [](const std::string& spec) -> Result<std::unique_ptr<Backend>> { return backend_of(spec); };
+    return run_check(options, list, nullptr);
+  };
+  const CheckReport one = report_with(1);
+  const CheckReport three = report_with(3);
+  ASSERT_EQ(one.table.size(), three.table.size());
+  for (const auto& [key, tally] : one.table) {
+    EXPECT_EQ(tally.cases, three.table.at(key).cases);
+    EXPECT_EQ(tally.failed, three.table.at(key).failed);
+  }
+  ASSERT_FALSE(one.failures.empty());
+  ASSERT_EQ(one.failures.size(), three.failures.size());
+  for (std::size_t k = 0; k < one.failures.size(); ++k) {
+    EXPECT_EQ(one.failures[k].backend, three.failures[k].backend);
+    EXPECT_EQ(to_string(one.failures[k].shrunk), to_string(three.failures[k].shrunk));
+    EXPECT_EQ(one.failures[k].count, three.failures[k].count);
+    EXPECT_EQ(one.failures[k].cases_until, three.failures[k].cases_until);
+  }
+}
+
 }  // namespace
 }  // namespace collcheck

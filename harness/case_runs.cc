@@ -1,0 +1,81 @@
+// One case's runs and properties, and batches of cases on threads of their own: each thread
+// takes the next case not yet taken, on its own backends, and writes its run into the case's slot.
+#include "harness/case_runs.h"
+
+#include <atomic>
+#include <thread>
+
+namespace collcheck {
+
+PropertyContext context_for(double deadline, std::uint64_t schedule_seed, const FaultPlan& plan) {
+  PropertyContext context{schedule_seed};
+  context.deadline = deadline;
+  if (!plan.empty()) {
+    context.fault_plan = to_string(plan);
+    context.transient = transient(plan);
+  }
+  return context;
+}
+
+CaseRun run_case(const CaseSetting& setting, Backend& backend, const DrawnCase& drawn, std::uint64_t schedule_seed) {
+  CaseRun run;
+  run.ran = true;
+  PropertyContext context = context_for(setting.deadline, schedule_seed, drawn.plan);
+  const RepeatedRun base = backend.run(drawn.c, context.run_options(schedule_seed));
+  run.base_outcome = base.outcome;
+  run.cannot_run_here = backend.cannot_run_here();
+  if (!run.cannot_run_here.empty()) return run;
+  if (setting.faults) {
+    context.outcome = classify(drawn.c, base);
+    run.classified = context.outcome;
+  }
+  for (const Property* property : setting.properties) {
+    run.results.push_back(property->check(drawn.c, backend, base, context));
+    run.cannot_run_here = backend.cannot_run_here();
+    if (!run.cannot_run_here.empty()) break;
+  }
+  run.finished = std::chrono::duration<double>(Clock::now() - setting.start).count();
+  return run;
+}
+
+CaseWorkers::CaseWorkers(const Backend& backend, const BackendMaker& make, unsigned threads) {
+  if (!make || threads < 2 || !backend.capabilities().independent_instances) return;
+  for (unsigned k = 0; k < threads; ++k) {
+    Result<std::unique_ptr<Backend>> made = make(backend.name());
+    if (!made) {
+      release();
+      return;
+    }
+    Worker worker{std::move(made).value(), nullptr};
+    worker.runners = std::make_unique<Runners>(*worker.backend, make);
+    workers_.push_back(std::move(worker));
+  }
+}
+
+std::vector<CaseRun> CaseWorkers::run(const CaseSetting& setting, const std::vector<Drawn>& cases,
+                                      const std::vector<std::uint64_t>& seeds, Clock::time_point deadline) {
+  std::vector<CaseRun> runs(cases.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&](Worker& worker) {
+    for (std::size_t k = next++; k < cases.size(); k = next++) {
+      if (Clock::now() >= deadline) return;
+      const DrawnCase& drawn = cases[k].value();
+      runs[k] = run_case(setting, worker.runners->at(drawn.knobs), drawn, seeds[k]);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t w = 1; w < workers_.size(); ++w) threads.emplace_back(work, std::ref(workers_[w]));
+  work(workers_.front());
+  for (std::thread& thread : threads) thread.join();
+  return runs;
+}
+
+void CaseWorkers::release() {
+  for (Worker& worker : workers_) {
+    worker.runners->release();
+    worker.backend->abort();
+  }
+  workers_.clear();
+}
+
+}  // namespace collcheck

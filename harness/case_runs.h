@@ -1,0 +1,68 @@
+// Running drawn cases without counting them: one case's base run and every property on it, and
+// a batch of cases on every core (a backend instance per thread), handed back in case order so
+// that the loop counts them, shrinks and reports exactly as if one thread had run them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/draws.h"
+#include "properties/property.h"
+
+namespace collcheck {
+
+using Clock = std::chrono::steady_clock;
+
+// What every run of one case is under: its schedule seed, the deadline per run (0: the
+// backend's default) and its fault plan.
+PropertyContext context_for(double deadline, std::uint64_t schedule_seed, const FaultPlan& plan);
+
+// One case as it ran, nothing counted yet.
+struct CaseRun {
+  bool ran = false;             // false: not run (the deadline came first)
+  std::string cannot_run_here;  // the backend found it cannot run on this machine (Backend::cannot_run_here)
+  Outcome base_outcome = Outcome::Ok;
+  std::optional<Outcome> classified;    // under faults: the base run's outcome class
+  std::vector<PropertyResult> results;  // per property, in order
+  double finished = 0;                  // seconds from `start` until it was done
+};
+
+// What the loop runs every case under.
+struct CaseSetting {
+  std::vector<const Property*> properties;
+  bool faults = false;  // classify the base run's outcome
+  double deadline = 0;  // per run
+  Clock::time_point start;
+};
+
+CaseRun run_case(const CaseSetting& setting, Backend& backend, const DrawnCase& drawn, std::uint64_t schedule_seed);
+
+// The threads' own backends: an instance of the user's backend per thread, made as the user's
+// was (`make`), with the backends of its drawn knobs.
+class CaseWorkers {
+ public:
+  // `threads` workers when the backend's instances may run at once (Capabilities::
+  // independent_instances) and `make` makes them; none otherwise (the caller runs cases itself).
+  CaseWorkers(const Backend& backend, const BackendMaker& make, unsigned threads);
+  bool any() const { return !workers_.empty(); }
+  std::size_t size() const { return workers_.size(); }
+
+  // Runs every case (its schedule seed `seeds[k]`) on the workers, each case once, until all
+  // ran or `deadline` passed; the runs come back in the order of `cases`.
+  std::vector<CaseRun> run(const CaseSetting& setting, const std::vector<Drawn>& cases,
+                           const std::vector<std::uint64_t>& seeds, Clock::time_point deadline);
+  void release();
+
+ private:
+  struct Worker {
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<Runners> runners;
+  };
+  std::vector<Worker> workers_;
+};
+
+}  // namespace collcheck
