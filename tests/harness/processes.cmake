@@ -39,12 +39,20 @@ collcheck_add_cli_test(check_crash_mutant check --backend mutant:crash@proc --se
 set_tests_properties(cli.check_crash_mutant PROPERTIES LABELS "cli;proc" TIMEOUT 120)
 
 # Open MPI under test. The default decisions on every dtype and op MPI can express, within what
-# holds on this machine's Open MPI 4.1.4; then the two findings (docs/vendors.md), each asserted
-# so that a fix or a regression shows: 8-bit sums saturate (op/avx: without it they wrap), and
-# MPI_MIN/MPI_MAX drop NaNs depending on the order of the reduction.
+# holds on this machine's Open MPI 4.1.4 (each dtype in every predefined spelling of its width);
+# then the findings (docs/vendors.md), each asserted so that a fix or a regression shows: 8-bit
+# sums saturate (op/avx: without it they wrap), MPI_MIN/MPI_MAX drop NaNs depending on the order
+# of the reduction, and MPI_MIN/MPI_MAX compare MPI_UNSIGNED_LONG as signed.
 collcheck_add_cli_test(check_mpi check --backend mpi --seed 1 --ranks 2..4 --cases 400
-  --dtype i32 --dtype u32 --dtype i64 --dtype u64 --dtype f32 --dtype f64 --values exact --values real
+  --dtype i32 --dtype u32 --dtype i64 --dtype f32 --dtype f64 --values exact --values real
   STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
+collcheck_add_cli_test(check_mpi_u64_sums check --backend mpi --seed 1 --ranks 2..4 --cases 100
+  --dtype u64 --op sum --op prod --values exact STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
+collcheck_add_cli_test(check_mpi_finds_unsigned_long_min_max check --backend mpi --seed 1 --ranks 2..3
+  --collective allreduce --dtype u64 --op min --op max --values exact --cases 40 --property oracle STATUS 1
+  STDOUT "FAILED oracle on mpi" "allreduce/u64/m(in|ax)/n=1/ranks=2/" "expected [0-9]+, got [0-9]+")
+set_tests_properties(cli.check_mpi_u64_sums cli.check_mpi_finds_unsigned_long_min_max
+  PROPERTIES LABELS "cli;mpi" TIMEOUT 240)
 collcheck_add_cli_test(check_mpi_all_algorithms check --backend mpi:all-algorithms --seed 1
   --ranks 2..4 --time-budget 60s --dtype i32 --dtype f32 --dtype f64 --values exact --values real
   STATUS 0 STDOUT " 0 failed, " EMPTY stderr)

@@ -13,22 +13,71 @@
 #include "impls/link/guarded_buffer.h"
 #include "impls/vendors/mpi/mpi_backend.h"
 #include "reference/inputs.h"
+#include "reference/random.h"
 
 namespace collcheck {
 namespace {
 
-std::optional<MPI_Datatype> mpi_type(DType dtype) {
+// One predefined MPI datatype that stands for one of our dtypes. MPI implementations reach
+// their reductions through a table per predefined type, so each spelling is a code path of its own.
+struct TypeSpelling {
+  MPI_Datatype type;
+  std::string_view name;
+  bool characters = false;  // MPI_CHAR: characters, which MPI's reduction ops do not take
+};
+
+// Every spelling of `dtype` on this platform, its fixed-width type first, then the C types of the
+// same width and signedness; empty: MPI has none (mpi_dtype_note()).
+std::vector<TypeSpelling> spellings(DType dtype) {
+  constexpr bool char_signed = std::numeric_limits<char>::is_signed;
+  std::vector<TypeSpelling> all;
+  const auto add_if = [&all](bool fits, TypeSpelling spelling) {
+    if (fits) all.push_back(spelling);
+  };
   switch (dtype) {
-    case DType::Int8: return MPI_INT8_T;
-    case DType::UInt8: return MPI_UINT8_T;
-    case DType::Int32: return MPI_INT32_T;
-    case DType::UInt32: return MPI_UINT32_T;
-    case DType::Int64: return MPI_INT64_T;
-    case DType::UInt64: return MPI_UINT64_T;
-    case DType::Float32: return MPI_FLOAT;
-    case DType::Float64: return MPI_DOUBLE;
-    default: return std::nullopt;  // see mpi_dtype_note()
+    case DType::Int8:
+      all = {{MPI_INT8_T, "MPI_INT8_T"}, {MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR"}};
+      add_if(char_signed, {MPI_CHAR, "MPI_CHAR", true});
+      break;
+    case DType::UInt8:
+      all = {{MPI_UINT8_T, "MPI_UINT8_T"}, {MPI_UNSIGNED_CHAR, "MPI_UNSIGNED_CHAR"}};
+      add_if(!char_signed, {MPI_CHAR, "MPI_CHAR", true});
+      break;
+    case DType::Int32:
+      all = {{MPI_INT32_T, "MPI_INT32_T"}};
+      add_if(sizeof(int) == 4, {MPI_INT, "MPI_INT"});
+      add_if(sizeof(long) == 4, {MPI_LONG, "MPI_LONG"});
+      break;
+    case DType::UInt32:
+      all = {{MPI_UINT32_T, "MPI_UINT32_T"}};
+      add_if(sizeof(unsigned) == 4, {MPI_UNSIGNED, "MPI_UNSIGNED"});
+      add_if(sizeof(unsigned long) == 4, {MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG"});
+      break;
+    case DType::Int64:
+      all = {{MPI_INT64_T, "MPI_INT64_T"}};
+      add_if(sizeof(long) == 8, {MPI_LONG, "MPI_LONG"});
+      add_if(sizeof(long long) == 8, {MPI_LONG_LONG, "MPI_LONG_LONG"});
+      break;
+    case DType::UInt64:
+      all = {{MPI_UINT64_T, "MPI_UINT64_T"}};
+      add_if(sizeof(unsigned long) == 8, {MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG"});
+      add_if(sizeof(unsigned long long) == 8, {MPI_UNSIGNED_LONG_LONG, "MPI_UNSIGNED_LONG_LONG"});
+      break;
+    case DType::Float32: all = {{MPI_FLOAT, "MPI_FLOAT"}}; break;
+    case DType::Float64: all = {{MPI_DOUBLE, "MPI_DOUBLE"}}; break;
+    default: break;  // see mpi_dtype_note()
   }
+  return all;
+}
+
+// The spelling a case runs with: drawn from its seed, so that a replay of the case runs the same
+// and shrinking (the seed toward 0) ends at the fixed-width type when the spelling does not
+// matter; a reducing collective never draws MPI_CHAR.
+std::optional<TypeSpelling> mpi_type(const Case& c) {
+  std::vector<TypeSpelling> all = spellings(c.dtype);
+  if (reduces(c.collective)) std::erase_if(all, [](const TypeSpelling& spelling) { return spelling.characters; });
+  if (all.empty()) return std::nullopt;
+  return all[c.seed == 0 ? 0 : below(mix64(c.seed ^ 0x6d70692d74797065), all.size())];
 }
 
 std::optional<MPI_Op> mpi_op(RedOp op) {
@@ -176,7 +225,7 @@ RankRun detected(std::string error) {
 std::string refusal(const Case& c, int size) {
   if (c.nranks != size)
     return "the case has " + std::to_string(c.nranks) + " ranks and the MPI world " + std::to_string(size);
-  if (!mpi_type(c.dtype)) return "dtype " + std::string(name(c.dtype)) + ": " + std::string(mpi_dtype_note());
+  if (!mpi_type(c)) return "dtype " + std::string(name(c.dtype)) + ": " + std::string(mpi_dtype_note());
   if (reduces(c.collective) && !mpi_op(c.op))
     return "op " + std::string(name(c.op)) + ": MPI has no averaging op (sum, prod, min, max only)";
   const auto largest = std::max(input_elements(c), output_elements(c));
@@ -190,7 +239,8 @@ std::string refusal(const Case& c, int size) {
 
 RankRun MpiBackend::run(const Case& c, const RankRunOptions& options) {
   if (std::string why = refusal(c, world_.size()); !why.empty()) return detected(name_ + ": " + why);
-  const MPI_Datatype type = *mpi_type(c.dtype);
+  const TypeSpelling spelling = *mpi_type(c);
+  const MPI_Datatype type = spelling.type;
   const MPI_Op op = mpi_op(c.op).value_or(MPI_SUM);  // ignored where the collective does not reduce
   Buffers buffers = make_buffers(c, rank_);
   if (options.timed) return timed(c, options, type, op, buffers);
@@ -200,7 +250,8 @@ RankRun MpiBackend::run(const Case& c, const RankRunOptions& options) {
   for (int k = 0; k < calls; ++k) {
     fill_input(c, rank_, static_cast<std::uint64_t>(k), k == 0 ? options.input : nullptr, buffers);
     if (std::string error = call(c, type, op, buffers); !error.empty()) {
-      return detected(error + " (call " + std::to_string(k + 1) + " of " + std::to_string(calls) + ")");
+      return detected(error + " (" + std::string(spelling.name) + ", call " + std::to_string(k + 1) + " of " +
+                      std::to_string(calls) + ")");
     }
     run.calls.push_back(result(c, buffers));
   }
