@@ -196,6 +196,8 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
     c.root = rooted(c.collective) ? *rc::gen::inRange(0, c.nranks) : 0;
     c.in_place = in_place && *kind({3, 1}) == 1;
     c.offset = *kind({3, 1}) == 1 ? *rc::gen::inRange<std::size_t>(1, 16) : 0;
+    // Empty buffers as null pointers or valid ones, where a buffer is empty.
+    c.empty_as_null = c.count == 0 && *kind({1, 1}) == 1;
     c.values = values[*kind(weights)];
     c.seed = *rc::gen::inRange<std::uint64_t>(0, 1000000);
     // Keep every buffer reasonable: all-gather, reduce-scatter and all-to-all hold nranks blocks.

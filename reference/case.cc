@@ -12,7 +12,7 @@ namespace collcheck {
 namespace {
 
 constexpr std::array<std::string_view, 3> kValueKindNames{"exact", "real", "special"};
-constexpr std::string_view kKeys = "n, ranks, root, offset, values, seed, inplace, outofplace";
+constexpr std::string_view kKeys = "n, ranks, root, offset, values, seed, inplace, outofplace, emptynull";
 
 Result<std::uint64_t> parse_unsigned(std::string_view field, std::string_view text) {
   return parse_integer(field, text, CountRange{});
@@ -27,6 +27,7 @@ struct Seen {
   std::optional<std::uint64_t> count, ranks, root, offset, seed;
   std::optional<ValueKind> values;
   std::optional<bool> in_place;
+  bool empty_as_null = false;
 };
 
 // Where a numeric field's value goes; nullptr for a key that is not one.
@@ -48,6 +49,11 @@ Status parse_values_field(std::string_view text, Seen& seen) {
 }
 
 Status parse_field(std::string_view part, Seen& seen) {
+  if (part == "emptynull") {
+    if (seen.empty_as_null) return Error{"emptynull", "given twice"};
+    seen.empty_as_null = true;
+    return Ok{};
+  }
   if (part == "inplace" || part == "outofplace") {
     if (seen.in_place) return Error{"inplace", "given twice"};
     seen.in_place = part == "inplace";
@@ -113,6 +119,7 @@ std::string to_string(const Case& c) {
   out += "/root=" + std::to_string(c.root);
   out += c.in_place ? "/inplace" : "/outofplace";
   out += "/offset=" + std::to_string(c.offset);
+  if (c.empty_as_null) out += "/emptynull";
   out += "/values=";
   out += name(c.values);
   out += "/seed=" + std::to_string(c.seed);
@@ -124,7 +131,7 @@ Result<Case> parse_case(std::string_view text) {
   if (parts.size() < 3) {
     return Error{"case", quoted_input(text) +
                              ": must be COLLECTIVE/DTYPE/OP/n=COUNT/ranks=N[/root=R][/inplace]"
-                             "[/offset=K][/values=exact|real|special][/seed=S]"};
+                             "[/offset=K][/emptynull][/values=exact|real|special][/seed=S]"};
   }
   Case c;
   Result<Collective> collective = parse_collective(parts[0]);
@@ -156,6 +163,7 @@ Result<Case> parse_case(std::string_view text) {
   c.root = static_cast<int>(seen.root.value_or(0));
   c.in_place = seen.in_place.value_or(false);
   c.offset = static_cast<std::size_t>(seen.offset.value_or(0));
+  c.empty_as_null = seen.empty_as_null;
   c.values = seen.values.value_or(ValueKind::Exact);
   c.seed = seen.seed.value_or(0);
   Status valid = validate(c);

@@ -37,6 +37,10 @@ struct Case {
   int root = 0;  // broadcast and reduce; must still be a valid rank elsewhere
   bool in_place = false;
   std::size_t offset = 0;  // elements by which every buffer is moved off its alignment
+  // Every buffer of no elements is passed as a null pointer, as NCCL allows and as
+  // `std::vector<T>().data()` gives (backends that take pointers: the vendors'); else a valid
+  // pointer to no elements.
+  bool empty_as_null = false;
   ValueKind values = ValueKind::Exact;
   std::uint64_t seed = 0;
 
@@ -48,11 +52,12 @@ struct Case {
 Status validate(const Case&);
 
 // `allreduce/f32/sum/n=1000/ranks=7/root=0/inplace/offset=3/values=exact/seed=42`: every
-// field, always in this order; `outofplace` where the call is not in place.
+// field, always in this order; `outofplace` where the call is not in place; `/emptynull` after
+// the offset only where empty buffers are null pointers.
 std::string to_string(const Case&);
 
 // Parses the text form back. The collective, dtype and op come first, in that order; the
-// rest are `key=value` or the flags `inplace` / `outofplace`, in any order. `n` and `ranks`
+// rest are `key=value` or the flags `inplace` / `outofplace` / `emptynull`, in any order. `n` and `ranks`
 // are required; the others default to root=0, outofplace, offset=0, values=exact, seed=0.
 // The result is validated.
 Result<Case> parse_case(std::string_view text);

@@ -54,21 +54,21 @@ TEST(CaseGenerator, OnlyAdmittedRankCountsAreDrawnAndEachOfThem) {
 }
 
 // A backend wrong only where `broken` says, on every case there: the run ends `crash`.
-class BrokenAtRankCounts final : public Backend {
+class BrokenWhere final : public Backend {
  public:
-  BrokenAtRankCounts(std::unique_ptr<Backend> inner, std::function<bool(int)> broken)
+  BrokenWhere(std::unique_ptr<Backend> inner, std::function<bool(const Case&)> broken)
       : inner_(std::move(inner)), broken_(std::move(broken)) {}
   std::string name() const override { return inner_->name(); }
   Capabilities capabilities() const override { return inner_->capabilities(); }
   RepeatedRun run(const Case& c, const RunOptions& options) override {
-    if (broken_(c.nranks)) return RepeatedRun::ended(outcome_, "broken at " + std::to_string(c.nranks) + " ranks");
+    if (broken_(c)) return RepeatedRun::ended(outcome_, "broken at " + std::to_string(c.nranks) + " ranks");
     return inner_->run(c, options);
   }
   Outcome outcome_ = Outcome::Crash;
 
  private:
   std::unique_ptr<Backend> inner_;
-  std::function<bool(int)> broken_;
+  std::function<bool(const Case&)> broken_;
 };
 
 CheckOptions broken_options(int low, int high, std::uint64_t seed) {
@@ -86,7 +86,8 @@ CheckOptions broken_options(int low, int high, std::uint64_t seed) {
 
 CheckReport check_broken(std::function<bool(int)> broken, int low, int high, std::uint64_t seed) {
   std::vector<std::unique_ptr<Backend>> list;
-  list.push_back(std::make_unique<BrokenAtRankCounts>(backend_of("ring@sim"), std::move(broken)));
+  list.push_back(std::make_unique<BrokenWhere>(
+      backend_of("ring@sim"), [broken = std::move(broken)](const Case& c) { return broken(c.nranks); }));
   return run_check(broken_options(low, high, seed), list, nullptr);
 }
 
@@ -125,10 +126,10 @@ TEST(CaseGenerator, ABugAtEveryRankCountShrinksToTheFewestRanks) {
 // again; --max-failures 1 reports the first and counts the rest.
 TEST(Check, TwoBugsBehindOnePropertyAreBothReportedWithTheirCounts) {
   auto two_bugs = [] {
-    auto crashing = std::make_unique<BrokenAtRankCounts>(backend_of("ring@sim"), [](int n) { return n == 3; });
+    auto crashing = std::make_unique<BrokenWhere>(backend_of("ring@sim"), [](const Case& c) { return c.nranks == 3; });
     std::vector<std::unique_ptr<Backend>> list;
-    list.push_back(std::make_unique<BrokenAtRankCounts>(std::move(crashing), [](int n) { return n == 5; }));
-    static_cast<BrokenAtRankCounts&>(*list.back()).outcome_ = Outcome::Hang;
+    list.push_back(std::make_unique<BrokenWhere>(std::move(crashing), [](const Case& c) { return c.nranks == 5; }));
+    static_cast<BrokenWhere&>(*list.back()).outcome_ = Outcome::Hang;
     return list;
   };
   CheckOptions options = broken_options(2, 8, 1);
@@ -264,6 +265,18 @@ TEST(Check, ThreadsGiveTheSameReportAsOne) {
     EXPECT_EQ(one.failures[k].count, three.failures[k].count);
     EXPECT_EQ(one.failures[k].cases_until, three.failures[k].cases_until);
   }
+}
+
+// Wrong only when empty buffers come as null pointers: caught, and shrunk to a case that says so.
+TEST(CaseGenerator, ABackendBrokenOnlyOnNullEmptyBuffersIsCaught) {
+  std::vector<std::unique_ptr<Backend>> list;
+  list.push_back(std::make_unique<BrokenWhere>(backend_of("ring@sim"), [](const Case& c) { return c.empty_as_null; }));
+  const CheckReport report = run_check(broken_options(1, 8, 1), list, nullptr);
+  ASSERT_EQ(report.failures.size(), 1u);
+  EXPECT_TRUE(report.failures[0].shrunk.empty_as_null);
+  EXPECT_NE(to_string(report.failures[0].shrunk).find("/n=0/ranks=1/root=0/outofplace/offset=0/emptynull/"),
+            std::string::npos)
+      << to_string(report.failures[0].shrunk);
 }
 
 }  // namespace

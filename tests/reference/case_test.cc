@@ -40,6 +40,19 @@ void expect_error(const Result<T>& result, std::string_view field, std::initiali
   }
 }
 
+// Empty buffers as null pointers: a flag after the offset, written only when set, read back
+// anywhere among the fields, once.
+TEST(CaseText, EmptyNullIsAFlagWrittenWhenSet) {
+  Case c = example();
+  c.count = 0;
+  c.empty_as_null = true;
+  EXPECT_EQ(to_string(c), "allreduce/f32/sum/n=0/ranks=7/root=0/inplace/offset=3/emptynull/values=exact/seed=42");
+  EXPECT_EQ(parse_case(to_string(c)).value(), c);
+  EXPECT_TRUE(parse_case("allreduce/f32/sum/emptynull/n=0/ranks=2").value().empty_as_null);
+  EXPECT_FALSE(parse_case("allreduce/f32/sum/n=0/ranks=2").value().empty_as_null);
+  expect_error(parse_case("allreduce/f32/sum/n=0/ranks=2/emptynull/emptynull"), "emptynull", {"given twice"});
+}
+
 TEST(CaseValidate, ExampleIsValid) {
   const Status status = validate(example());
   EXPECT_TRUE(status.ok()) << status.error().text();

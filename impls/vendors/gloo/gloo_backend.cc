@@ -204,6 +204,11 @@ class GlooRankBackend final : public RankBackend {
       }
     }
     if (p->output_count == 0 && c.collective == Collective::Reduce) p->buffers.output = nullptr;
+    if (c.empty_as_null) {  // empty buffers as callers often pass them: null
+      if (p->input_count == 0) p->buffers.input = nullptr;
+      if (p->output_count == 0) p->buffers.output = nullptr;
+      if (algorithm_.scratch(c) == 0) p->buffers.scratch = nullptr;
+    }
     p->call = algorithm_.make(context_, c, knobs_, p->buffers);
     prepared_ = std::move(p);
     world_.barrier();
@@ -213,7 +218,7 @@ class GlooRankBackend final : public RankBackend {
     Prepared& p = *prepared_;
     const std::size_t bytes = p.input_count * size_of(c.dtype);
     if (options.input != nullptr) {
-      std::memcpy(p.buffers.input, options.input->data(), std::min(bytes, options.input->size()));
+      if (bytes > 0) std::memcpy(p.buffers.input, options.input->data(), std::min(bytes, options.input->size()));
       return;
     }
     Case this_call = c;
@@ -226,7 +231,7 @@ class GlooRankBackend final : public RankBackend {
     const std::size_t element = size_of(dtype);
     RankResult r;
     if (p.output_count > 0) r.output.assign(p.buffers.output, p.buffers.output + p.output_count * element);
-    r.input.assign(p.buffers.input, p.buffers.input + p.input_count * element);
+    if (p.input_count > 0) r.input.assign(p.buffers.input, p.buffers.input + p.input_count * element);
     r.guards_intact = p.input_storage.intact() && p.output_storage.intact() && p.scratch_storage.intact();
     return r;
   }

@@ -121,6 +121,14 @@ Buffers make_buffers(const Case& c, int rank) {
   return b;
 }
 
+// Empty buffers as callers often pass them (Case::empty_as_null): null.
+Buffers with_empty_as_null(const Case& c, Buffers b) {
+  if (!c.empty_as_null) return b;
+  if (b.in_bytes == 0) b.in = nullptr;
+  if (b.out_bytes == 0) b.out = nullptr;
+  return b;
+}
+
 void fill_input(const Case& c, int rank, std::uint64_t call, const std::vector<std::byte>* given, Buffers& b) {
   if (given != nullptr) {
     std::copy_n(given->begin(), std::min(given->size(), b.in_bytes), b.in);
@@ -186,7 +194,7 @@ std::string MpiBackend::call(const Case& c, MPI_Datatype type, MPI_Op op, Buffer
       // moved there after the call.
       std::string error = said("MPI_Reduce_scatter_block",
                                MPI_Reduce_scatter_block(in, c.in_place ? b.in : b.out, count, type, op, comm_));
-      if (error.empty() && c.in_place && b.out != b.in) std::memmove(b.out, b.in, b.out_bytes);
+      if (error.empty() && c.in_place && b.out != b.in && b.out_bytes > 0) std::memmove(b.out, b.in, b.out_bytes);
       return error;
     }
     case Collective::AllToAll:
@@ -194,7 +202,7 @@ std::string MpiBackend::call(const Case& c, MPI_Datatype type, MPI_Op op, Buffer
     case Collective::Broadcast:
       // MPI's broadcast has one buffer: out of place the root first copies its input to its
       // output, which MPI then broadcasts (NCCL's root sends from its input instead).
-      if (!c.in_place && rank_ == c.root) std::memcpy(b.out, b.in, b.out_bytes);
+      if (!c.in_place && rank_ == c.root && b.out_bytes > 0) std::memcpy(b.out, b.in, b.out_bytes);
       return said("MPI_Bcast", MPI_Bcast(b.out, count, type, c.root, comm_));
     case Collective::Reduce: {
       // In place only the root passes MPI_IN_PLACE; the others send from their one buffer.
@@ -242,7 +250,7 @@ RankRun MpiBackend::run(const Case& c, const RankRunOptions& options) {
   const TypeSpelling spelling = *mpi_type(c);
   const MPI_Datatype type = spelling.type;
   const MPI_Op op = mpi_op(c.op).value_or(MPI_SUM);  // ignored where the collective does not reduce
-  Buffers buffers = make_buffers(c, rank_);
+  Buffers buffers = with_empty_as_null(c, make_buffers(c, rank_));
   if (options.timed) return timed(c, options, type, op, buffers);
   RankRun run;
   const auto start = std::chrono::steady_clock::now();
