@@ -12,6 +12,14 @@ bool digit(char ch) { return std::isdigit(static_cast<unsigned char>(ch)) != 0; 
 
 std::string detail_shape(std::string_view detail) {
   detail = detail.substr(0, detail.find('\n'));
+  // The fault plan a detail names (`... under PLAN: ...`) is the failure's own (Failure::plan).
+  std::string without_plan;
+  if (const std::size_t under = detail.find(" under "); under != std::string_view::npos) {
+    const std::size_t end = detail.find(": ", under);
+    without_plan = std::string(detail.substr(0, under + 7)) + "PLAN" +
+                   std::string(end == std::string_view::npos ? "" : detail.substr(end));
+    detail = without_plan;
+  }
   std::string shape;
   for (std::size_t at = 0; at < detail.size() && shape.size() < 240; ++at) {
     if (!digit(detail[at])) {

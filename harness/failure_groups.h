@@ -14,8 +14,9 @@
 namespace collcheck {
 
 // The shape of what a property saw: its first line (the rest lists elements or ranks), every
-// number in it (digits, with a sign, point or exponent) '#', so that one bug seen at other
-// ranks, elements or values reads the same: `# of # elements wrong`.
+// number in it (digits, with a sign, point or exponent) '#' and the fault plan it names
+// (`under PLAN`) left out, so that one bug seen at other ranks, elements, values or plans reads
+// the same: `# of # elements wrong`.
 std::string detail_shape(std::string_view detail);
 
 // What a failure is, for shrinking: the base run's outcome and the head of its detail's shape

@@ -8,6 +8,7 @@
 
 #include "harness/case_generator.h"
 #include "harness/check.h"
+#include "harness/failure_groups.h"
 #include "harness/knob_generator.h"
 #include "impls/registry.h"
 
@@ -277,6 +278,20 @@ TEST(CaseGenerator, ABackendBrokenOnlyOnNullEmptyBuffersIsCaught) {
   EXPECT_NE(to_string(report.failures[0].shrunk).find("/n=0/ranks=1/root=0/outofplace/offset=0/emptynull/"),
             std::string::npos)
       << to_string(report.failures[0].shrunk);
+}
+
+// One bug reads the same at other ranks, elements, values and fault plans; another does not.
+TEST(Check, DetailShapesLeaveOutNumbersAndPlans) {
+  EXPECT_EQ(detail_shape("3 of 17 elements wrong\n  rank 2 element 5: expected -4, got 1.5e+3"),
+            "# of # elements wrong");
+  EXPECT_EQ(detail_shape("1 of 1 elements wrong"), detail_shape("12 of 4096 elements wrong"));
+  EXPECT_EQ(detail_shape("corrupt: the run reported success with a wrong result under corrupt:rank=3:p=0.5: 1 of 1 "
+                         "elements wrong"),
+            detail_shape("corrupt: the run reported success with a wrong result under drop:link=0->1;stop:rank=1: 2 "
+                         "of 9 elements wrong"));
+  EXPECT_NE(detail_shape("ranks disagree: rank 1 element 0"), detail_shape("in place and out of place differ: rank 1"));
+  EXPECT_EQ(kind_of(Outcome::Crash, "crash: rank 1 died: signal 6"), kind_of(Outcome::Crash, "crash: rank 0 died"));
+  EXPECT_NE(kind_of(Outcome::Crash, "crash: rank 1 died"), kind_of(Outcome::Hang, "crash: rank 1 died"));
 }
 
 }  // namespace
