@@ -52,14 +52,14 @@ CaseWorkers::CaseWorkers(const Backend& backend, const BackendMaker& make, unsig
   }
 }
 
-std::vector<CaseRun> CaseWorkers::run(const CaseSetting& setting, const std::vector<Drawn>& cases,
+std::vector<CaseRun> CaseWorkers::run(const CaseSetting& setting, const std::vector<DrawnCase>& cases,
                                       const std::vector<std::uint64_t>& seeds, Clock::time_point deadline) {
   std::vector<CaseRun> runs(cases.size());
   std::atomic<std::size_t> next{0};
   auto work = [&](Worker& worker) {
     for (std::size_t k = next++; k < cases.size(); k = next++) {
       if (Clock::now() >= deadline) return;
-      const DrawnCase& drawn = cases[k].value();
+      const DrawnCase& drawn = cases[k];
       runs[k] = run_case(setting, worker.runners->at(drawn.knobs), drawn, seeds[k]);
     }
   };

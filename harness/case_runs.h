@@ -52,8 +52,10 @@ class CaseWorkers {
   std::size_t size() const { return workers_.size(); }
 
   // Runs every case (its schedule seed `seeds[k]`) on the workers, each case once, until all
-  // ran or `deadline` passed; the runs come back in the order of `cases`.
-  std::vector<CaseRun> run(const CaseSetting& setting, const std::vector<Drawn>& cases,
+  // ran or `deadline` passed; the runs come back in the order of `cases`. The cases are values,
+  // not RapidCheck's shrinkables: those are evaluated on the calling thread only (RapidCheck's
+  // generation state is not thread-safe).
+  std::vector<CaseRun> run(const CaseSetting& setting, const std::vector<DrawnCase>& cases,
                            const std::vector<std::uint64_t>& seeds, Clock::time_point deadline);
   void release();
 

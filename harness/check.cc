@@ -159,10 +159,10 @@ struct FailureSeen {
 
 // Counts the failure into the group its signature names; a new signature is shrunk, and joins the
 // group of its shrunk signature or starts a new one (while there are fewer than --max-failures).
-void record_failure(const Loop& loop, BackendLoop& backend, const Drawn& drawn, const FailureSeen& seen,
-                    CheckReport& report) {
+void record_failure(const Loop& loop, BackendLoop& backend, const Drawn& drawn, const DrawnCase& value,
+                    const FailureSeen& seen, CheckReport& report) {
   FailureGroups& groups = backend.groups;
-  const std::string kind = failure_kind(backend.name, seen.property.name, seen.outcome, drawn.value().c.collective);
+  const std::string kind = failure_kind(backend.name, seen.property.name, seen.outcome, value.c.collective);
   const std::string first_signature = kind + "\n" + detail_shape(seen.detail);
   if (const auto found = groups.by_signature.find(first_signature); found != groups.by_signature.end()) {
     ++report.failures[found->second].count;
@@ -203,7 +203,7 @@ void record_failure(const Loop& loop, BackendLoop& backend, const Drawn& drawn, 
     return;
   }
   failure.replay = replay_command(failure.backend, failure.shrunk, seen.schedule_seed, property_name, failure.plan);
-  report.first_failure.emplace(std::tuple{backend.name, drawn.value().c.collective, property_name}, failure.detail);
+  report.first_failure.emplace(std::tuple{backend.name, value.c.collective, property_name}, failure.detail);
   groups.by_signature.emplace(first_signature, report.failures.size());
   groups.by_signature.emplace(failure.signature, report.failures.size());
   groups.groups_of_kind[kind].insert(report.failures.size());
@@ -212,12 +212,12 @@ void record_failure(const Loop& loop, BackendLoop& backend, const Drawn& drawn, 
 
 // Counts one case's run: its outcome under faults, every property's verdict, and each failure
 // into its group.
-CaseVerdict count_case(const Loop& loop, BackendLoop& user, const Drawn& drawn, std::size_t i, const CaseRun& run,
-                       CheckReport& report) {
+CaseVerdict count_case(const Loop& loop, BackendLoop& user, const Drawn& drawn, const DrawnCase& value, std::size_t i,
+                       const CaseRun& run, CheckReport& report) {
   const CheckOptions& options = loop.options;
-  const Case& c = drawn.value().c;
+  const Case& c = value.c;
   if (!run.cannot_run_here.empty()) return CaseVerdict{.cannot_run_here = true};
-  if (run.classified) count_outcome(report, user.name, drawn.value().plan, *run.classified);
+  if (run.classified) count_outcome(report, user.name, value.plan, *run.classified);
   CaseVerdict verdict;
   for (std::size_t k = 0; k < run.results.size(); ++k) {
     const Property& property = *loop.properties[k];
@@ -237,33 +237,39 @@ CaseVerdict count_case(const Loop& loop, BackendLoop& user, const Drawn& drawn, 
     ++per.failed;
     verdict.failed = true;
     const FailureSeen seen{property, result.detail, run.base_outcome, i, mix64(options.seed + i), run.finished};
-    record_failure(loop, user, drawn, seen, report);
+    record_failure(loop, user, drawn, value, seen, report);
   }
   return verdict;
 }
 
-// The next cases of one backend and their runs: one at a time on the user's backend, or a batch
-// on every core.
-std::pair<std::vector<Drawn>, std::vector<CaseRun>> next_runs(const Loop& loop, BackendLoop& user, Draws& draws,
-                                                              CaseWorkers& workers, std::size_t first,
-                                                              Clock::time_point deadline) {
+// The next cases of one backend (as drawn, and their values, evaluated once here) and their
+// runs: one at a time on the user's backend, or a batch on every core.
+struct NextCases {
+  std::vector<Drawn> drawn;
+  std::vector<DrawnCase> values;
+  std::vector<CaseRun> runs;
+};
+
+NextCases next_runs(const Loop& loop, BackendLoop& user, Draws& draws, CaseWorkers& workers, std::size_t first,
+                    Clock::time_point deadline) {
   const CheckOptions& options = loop.options;
   const CaseSetting setting{loop.properties, loop.faults.any(), options.deadline, user.start};
   std::size_t batch = workers.any() ? 4 * workers.size() : 1;
   if (options.cases > 0) batch = std::min(batch, options.cases - first);
-  std::vector<Drawn> cases;
+  NextCases next;
   std::vector<std::uint64_t> seeds;
   for (std::size_t k = 0; k < batch; ++k) {
-    cases.push_back(draws.next(first + k));
+    next.drawn.push_back(draws.next(first + k));
+    next.values.push_back(next.drawn.back().value());
     seeds.push_back(mix64(options.seed + first + k));
   }
   if (workers.any()) {
-    std::vector<CaseRun> runs = workers.run(setting, cases, seeds, deadline);
-    return {std::move(cases), std::move(runs)};
+    next.runs = workers.run(setting, next.values, seeds, deadline);
+  } else {
+    const DrawnCase& only = next.values.front();
+    next.runs.push_back(run_case(setting, user.runners.at(only.knobs), only, seeds.front()));
   }
-  std::vector<CaseRun> runs;
-  runs.push_back(run_case(setting, user.runners.at(cases.front().value().knobs), cases.front().value(), seeds.front()));
-  return {std::move(cases), std::move(runs)};
+  return next;
 }
 
 // Every case of one backend until its deadline (or --cases), counted in case order.
@@ -277,17 +283,19 @@ void check_backend(const Loop& loop, Backend& backend, Clock::time_point backend
   bool done = false;
   for (std::size_t i = 0; !done && (options.cases == 0 || i < options.cases);) {
     if (past(options, backend_deadline)) break;
-    const auto [cases, runs] = next_runs(loop, user, draws, workers, i, backend_deadline);
-    for (std::size_t k = 0; k < cases.size() && !done; ++k, ++i) {
-      if (!runs[k].ran) {
+    const NextCases next = next_runs(loop, user, draws, workers, i, backend_deadline);
+    for (std::size_t k = 0; k < next.drawn.size() && !done; ++k, ++i) {
+      const CaseRun& run = next.runs[k];
+      if (!run.ran) {
         done = true;
         break;
       }
-      Tally& cell = report.table[{backend.name(), cases[k].value().c.collective}];
-      const CaseVerdict verdict = count_case(loop, user, cases[k], i, runs[k], report);
+      const Collective collective = next.values[k].c.collective;
+      Tally& cell = report.table[{backend.name(), collective}];
+      const CaseVerdict verdict = count_case(loop, user, next.drawn[k], next.values[k], i, run, report);
       if (verdict.cannot_run_here) {
-        if (cell.cases == 0) report.table.erase({backend.name(), cases[k].value().c.collective});
-        report.cannot_run_here[backend.name()] = runs[k].cannot_run_here;
+        if (cell.cases == 0) report.table.erase({backend.name(), collective});
+        report.cannot_run_here[backend.name()] = run.cannot_run_here;
         done = true;
         break;
       }
