@@ -106,6 +106,9 @@ TEST(Check, ReportsAreWellFormedAndCarryTheFailures) {
   o.stop_at_first_failure = true;
   const CheckReport report = run_check(o, list, nullptr);
   ASSERT_FALSE(report.failures.empty());
+  // The time to the failure, before shrinking: within the run, and not nothing.
+  EXPECT_GT(report.failures.front().seconds_until, 0);
+  EXPECT_LE(report.failures.front().seconds_until, report.seconds);
   std::ostringstream json, junit, text;
   write_json(report, json);
   write_junit(report, junit);
