@@ -10,7 +10,7 @@
 #include <limits>
 #include <memory>
 #include <set>
-#include <sstream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
