@@ -1,6 +1,6 @@
 // mutant_benchmark: how fast the check loop finds each built-in mutant. Every mutant of
 // all_mutants() runs on @sim (under its fault plan) with several seeds, each run stopped at its
-// first failure; per mutant it prints the property that caught it, the seconds and cases until
+// first failure; per mutant it prints the property that caught it, the time and cases until
 // that failure (before shrinking; median and max over the seeds) and how many seeds caught it.
 #include <algorithm>
 #include <cmath>
@@ -48,7 +48,7 @@ void print_help(std::ostream& out) {
   out << "usage: mutant_benchmark [--seeds N] [--first-seed S] [--time-budget T] [--mutant NAME ...]\n\n"
          "Runs the check loop (as `collcheck check --backend mutant:NAME@sim` with the mutant's fault plan and\n"
          "check's default limits) on each built-in mutant with each seed, stopped at the first failure, and\n"
-         "prints the seconds and cases until that failure (before shrinking).\n\noptions:\n";
+         "prints the time (ms) and cases until that failure (before shrinking).\n\noptions:\n";
   for (const cli::Option& option : kOptions) {
     char line[256];
     std::snprintf(line, sizeof line, "  --%-12s %-5s %s%s%s\n", std::string(option.name).c_str(),
