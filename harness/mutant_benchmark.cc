@@ -34,6 +34,7 @@ constexpr cli::Option kOptions[] = {
     {"seeds", "N", "5", "runs per mutant, with the seeds S..S+N-1"},
     {"first-seed", "S", "1", "the first seed"},
     {"time-budget", "T", "60s", "per run, as check's --time-budget: 30s, 2m, 90 (seconds)"},
+    {"jobs", "N", "", "threads running cases at once, as check's --jobs: 1..256; default: one per core"},
     {"mutant", "NAME", "", "only these mutants (NAME or mutant:NAME); default: every built-in one",
      cli::Use::Repeatable},
 };
@@ -41,11 +42,12 @@ constexpr cli::Option kOptions[] = {
 struct Settings {
   std::uint64_t seeds = 5, first_seed = 1;
   double time_budget = 60;
+  unsigned jobs = 0;  // 0: one per core
   std::vector<const Mutant*> mutants;
 };
 
 void print_help(std::ostream& out) {
-  out << "usage: mutant_benchmark [--seeds N] [--first-seed S] [--time-budget T] [--mutant NAME ...]\n\n"
+  out << "usage: mutant_benchmark [--seeds N] [--first-seed S] [--time-budget T] [--jobs N] [--mutant NAME ...]\n\n"
          "Runs the check loop (as `collcheck check --backend mutant:NAME@sim` with the mutant's fault plan and\n"
          "check's default limits) on each built-in mutant with each seed, stopped at the first failure, and\n"
          "prints the time (ms) and cases until that failure (before shrinking).\n\noptions:\n";
@@ -79,6 +81,11 @@ Result<Settings> parse_settings(std::span<const std::string_view> args) {
   Result<double> budget = parse_duration("--time-budget", parsed->get("time-budget"), DurationRange{0, true, 86400});
   if (!budget) return budget.error();
   settings.time_budget = *budget;
+  if (parsed->has("jobs")) {
+    Result<std::uint64_t> jobs = cli::parse_count("--jobs", parsed->get("jobs"), 1, 256);
+    if (!jobs) return jobs.error();
+    settings.jobs = static_cast<unsigned>(*jobs);
+  }
   for (const std::string& name : parsed->all("mutant")) {
     const Mutant* mutant = find_mutant(name);
     if (mutant == nullptr) return Error{"--mutant", quoted_input(name) + ": must be one of " + mutant_names()};
@@ -110,7 +117,7 @@ struct Found {
   double cases = kMissed;
 };
 
-Result<Found> first_failure(const Mutant& mutant, std::uint64_t seed, double time_budget) {
+Result<Found> first_failure(const Mutant& mutant, std::uint64_t seed, const Settings& settings) {
   Result<std::unique_ptr<Backend>> backend = backend_of(mutant.variant.name + "@sim", mutant.faults);
   if (!backend) return backend.error();
   std::vector<std::unique_ptr<Backend>> backends;
@@ -118,7 +125,8 @@ Result<Found> first_failure(const Mutant& mutant, std::uint64_t seed, double tim
   CheckOptions options;
   options.limits.max_count = std::size_t{64} * 1024;  // check's default --count 0..64K (ranks: 1..64, the same)
   options.seed = seed;
-  options.time_budget = time_budget;
+  options.time_budget = settings.time_budget;
+  options.jobs = settings.jobs;
   options.faults = mutant.faults;
   options.stop_at_first_failure = true;
   // As check does: each case also draws the knobs the spec leaves free (chunk, channels, fan-in).
@@ -163,7 +171,7 @@ struct Runs {
 Result<Runs> run_seeds(const Mutant& mutant, const Settings& settings) {
   Runs runs;
   for (std::uint64_t i = 0; i < settings.seeds; ++i) {
-    Result<Found> found = first_failure(mutant, settings.first_seed + i, settings.time_budget);
+    Result<Found> found = first_failure(mutant, settings.first_seed + i, settings);
     if (!found) return found.error();
     runs.seconds.push_back(found->seconds);
     runs.cases.push_back(found->cases);
@@ -186,8 +194,10 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
   }
   const double budget = settings->time_budget;
   out << "mutant_benchmark: " << mutants_text(settings->mutants.size()) << " on @sim, seeds " << settings->first_seed
-      << ".." << settings->first_seed + settings->seeds - 1 << ", time budget " << number_text(budget)
-      << " s a run, check's default limits, stopped at the first failure\n\n"
+      << ".." << settings->first_seed + settings->seeds - 1 << ", time budget " << number_text(budget) << " s a run, "
+      << (settings->jobs == 0 ? std::string("a thread per core")
+                              : std::to_string(settings->jobs) + (settings->jobs == 1 ? " thread" : " threads"))
+      << ", check's default limits, stopped at the first failure\n\n"
       << std::flush;
   cli::TextTable table;
   table.add_row({"mutant", "caught by", "ms median", "max", "cases median", "max", "seeds caught"});
