@@ -25,8 +25,8 @@ Draws::Draws(const CaseLimits& limits, std::uint64_t seed, const FaultChoice& fa
       plan_random_(mix64(seed ^ hash_text(backend.name()) ^ 0xfa17)) {}
 
 Drawn Draws::next(std::size_t case_index) {
-  // RapidCheck's sizes: small cases first, full-sized ones (100) from the 30th case on.
-  const int size = static_cast<int>(std::min<std::size_t>(10 + 3 * case_index, 100));
+  // RapidCheck's sizes: small cases first, full-sized ones (100) from the 45th case on.
+  const int size = static_cast<int>(std::min<std::size_t>(10 + 2 * case_index, 100));
   rc::Shrinkable<Case> c = cases_(case_random_.split(), size);
   rc::Shrinkable<KnobValues> knobs =
       knob_spaces_.empty() ? rc::shrinkable::just(KnobValues{}) : knobs_(knob_random_.split(), size);
