@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "reference/random.h"
 
@@ -11,7 +12,7 @@ namespace collcheck {
 namespace {
 
 // What each random draw is for, so that draws for one message stay independent.
-enum Purpose : std::uint64_t { Chance = 1, Jitter = 2, Bit = 3 };
+enum Purpose : std::uint64_t { Chance = 1, Jitter = 2, Bit = 3, Place = 4 };  // Bit + 8 * j for the j-th flip
 
 bool on_target(const Target& target, const Message& m) {
   switch (target.scope) {
@@ -22,11 +23,59 @@ bool on_target(const Target& target, const Message& m) {
   return false;
 }
 
+// Whether the message stands where `position` asks in its stream's call. Without a count per
+// call (sockets), the first is the stream's first message and no message is known to be last.
+bool at_position(StreamPosition position, const Message& m) {
+  if (position == StreamPosition::Any) return true;
+  if (m.per_call == 0) return position == StreamPosition::First && m.sequence == 0;
+  const std::uint64_t within = m.sequence % m.per_call;
+  return position == StreamPosition::First ? within == 0 : within + 1 == m.per_call;
+}
+
+// The bytes [first, end) of a payload of `size` bytes (size > 0) where `place` puts a corruption;
+// `random` chooses the power of two of a boundary.
+std::pair<std::uint64_t, std::uint64_t> place_bytes(BytePlace place, std::uint64_t size, std::uint64_t random) {
+  switch (place) {
+    case BytePlace::Any: break;
+    case BytePlace::First: return {0, 1};
+    case BytePlace::Last: return {size - 1, size};
+    case BytePlace::Tail: return {size - std::max<std::uint64_t>(size % 8, 1), size};
+    case BytePlace::Boundary: {
+      std::uint64_t powers = 0;  // powers of two from 8 below size
+      for (std::uint64_t power = 8; power < size; power *= 2) ++powers;
+      if (powers == 0) break;
+      const std::uint64_t power = std::uint64_t{8} << below(random, powers);
+      return {power - 1, power + 1};
+    }
+  }
+  return {0, size};
+}
+
 // A flapping link is down for the first half of each period from `at`, then up for the second.
 bool flap_down(const Fault& f, double time) {
   const double half = f.period / 2000;  // milliseconds to seconds, halved
   const double phase = std::floor((time - f.trigger.at) / half);
   return std::fmod(phase, 2) == 0;
+}
+
+// What each fault's random draws depend on: its kind, its target and how many faults of that
+// kind and target come before it, never its place in the plan or its triggers and parameters.
+// So the shrinker removing another fault, or making this one milder (a lower p hits a subset of
+// the messages it hit), leaves the rest of what happens as it was.
+std::vector<std::uint64_t> fault_keys(const FaultPlan& plan) {
+  std::vector<std::uint64_t> kinds_and_targets, keys;
+  for (const Fault& f : plan.faults) {
+    const auto scope = static_cast<std::uint64_t>(f.target.scope);
+    const auto from = static_cast<std::uint64_t>(f.target.scope == Target::Scope::Rank ? f.target.rank : f.target.from);
+    const auto to = static_cast<std::uint64_t>(f.target.scope == Target::Scope::Link ? f.target.to : 0);
+    std::uint64_t key = mix64(static_cast<std::uint64_t>(f.kind));
+    if (f.target.scope != Target::Scope::All) key = mix64(key ^ mix64(scope ^ mix64(from ^ mix64(to))));
+    const auto earlier =
+        static_cast<std::uint64_t>(std::count(kinds_and_targets.begin(), kinds_and_targets.end(), key));
+    kinds_and_targets.push_back(key);
+    keys.push_back(mix64(key + earlier));
+  }
+  return keys;
 }
 
 }  // namespace
@@ -35,7 +84,7 @@ bool injectable(FaultKind) { return true; }
 
 FaultInjector::FaultInjector(FaultPlan plan, std::uint64_t seed, double deadline, double link_bandwidth)
     : plan_(std::move(plan)), seed_(seed), deadline_(deadline), link_bandwidth_(link_bandwidth),
-      states_(plan_.faults.size()) {}
+      states_(plan_.faults.size()), keys_(fault_keys(plan_)) {}
 
 SendDecision FaultInjector::on_send(const Message& message, std::span<std::byte> payload) {
   const std::lock_guard<std::mutex> lock(mutex_);
@@ -59,6 +108,7 @@ bool FaultInjector::fires(std::size_t index, const Message& message) {
   const Trigger& t = f.trigger;
   if (message.time < t.at || number < t.after || (t.offset > 0 && offset + message.bytes <= t.offset)) return false;
   if (t.times != 0 && state.affected >= t.times) return false;
+  if (!at_position(t.message, message)) return false;
   if (f.kind == FaultKind::LinkFlap && !flap_down(f, message.time)) return false;
   return t.p >= 1 || unit_interval(draw(index, message, Chance)) < t.p;
 }
@@ -92,25 +142,28 @@ void FaultInjector::apply(std::size_t index, const Message& message, std::span<s
   ++state.affected;
 }
 
-// Flips `bits` distinct bits (as many as the payload has, at most) at drawn positions.
+// Flips `bits` distinct bits (as many as the bytes `where` names have, at most) at drawn positions
+// among those bytes.
 void FaultInjector::corrupt(std::size_t index, const Message& message, std::span<std::byte> payload) const {
-  const std::uint64_t size = payload.size() * 8;
-  const std::uint64_t flips = std::min<std::uint64_t>(static_cast<std::uint64_t>(plan_.faults[index].bits), size);
+  const Fault& f = plan_.faults[index];
+  const auto [first, end] = place_bytes(f.where, payload.size(), draw(index, message, Place));
+  const std::uint64_t size = (end - first) * 8;
+  const std::uint64_t flips = std::min<std::uint64_t>(static_cast<std::uint64_t>(f.bits), size);
   std::vector<std::uint64_t> flipped;
   for (std::uint64_t j = 0; j < flips; ++j) {
     std::uint64_t bit = below(draw(index, message, Bit + 8 * j), size);
     // A repeated position would undo a flip: take the next unflipped bit instead.
     while (std::find(flipped.begin(), flipped.end(), bit) != flipped.end()) bit = (bit + 1) % size;
     flipped.push_back(bit);
-    payload[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
+    payload[first + bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
   }
 }
 
-// 64 random bits from the seed, the fault, the message's identity (a retransmission is another
+// 64 random bits from the seed, the fault's key, the message's identity (a retransmission is another
 // attempt, drawn afresh) and the purpose: the same on every run and in every process, whatever
 // order messages are sent in.
 std::uint64_t FaultInjector::draw(std::size_t index, const Message& m, std::uint64_t purpose) const {
-  std::uint64_t x = mix64(seed_ ^ mix64(index));
+  std::uint64_t x = mix64(seed_ ^ keys_[index]);
   for (std::uint64_t part :
        {static_cast<std::uint64_t>(m.from), static_cast<std::uint64_t>(m.to), static_cast<std::uint64_t>(m.channel),
         m.sequence, static_cast<std::uint64_t>(m.attempt), purpose}) {

@@ -58,6 +58,7 @@ class FaultInjector : public LinkHook {
   double link_bandwidth_;
   mutable std::mutex mutex_;  // executors with progress threads may send concurrently
   std::vector<State> states_;
+  std::vector<std::uint64_t> keys_;  // per fault: what its draws depend on (fault_keys)
 };
 
 }  // namespace collcheck

@@ -15,12 +15,33 @@ namespace {
 
 constexpr std::array<std::string_view, fault_kind_count> kind_names = {
     "drop", "delay", "corrupt", "duplicate", "reorder", "link-down", "link-flap", "straggler", "stop", "kill"};
+constexpr std::array<std::string_view, 3> position_names = {"any", "first", "last"};
+constexpr std::array<std::string_view, 5> place_names = {"any", "first", "last", "tail", "boundary"};
+
+// The value of a named key (`message=last`) among `names`, in the enum's order; false if none.
+template <typename Enum, std::size_t N>
+bool read_name(std::string_view text, const std::array<std::string_view, N>& names, Enum& value) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == text) {
+      value = static_cast<Enum>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+template <std::size_t N>
+std::string joined(const std::array<std::string_view, N>& names) {
+  std::string text;
+  for (std::string_view name : names) text += (text.empty() ? "" : ", ") + std::string(name);
+  return text;
+}
 
 // What a kind accepts: message faults take every trigger; link and rank events happen at a
 // time only, on the one target they need.
 struct KindRules {
   Target::Scope needs = Target::Scope::All;  // All: any target
-  bool message_triggers = true;              // after, offset, p, times
+  bool message_triggers = true;              // after, offset, p, times, message
   std::string_view parameters;               // the parameter keys, space separated
 };
 
@@ -30,7 +51,7 @@ KindRules rules(FaultKind kind) {
     case FaultKind::Duplicate:
     case FaultKind::Reorder: return {Target::Scope::All, true, ""};
     case FaultKind::Delay: return {Target::Scope::All, true, "ms jitter"};
-    case FaultKind::Corrupt: return {Target::Scope::All, true, "bits"};
+    case FaultKind::Corrupt: return {Target::Scope::All, true, "bits where"};
     case FaultKind::LinkDown: return {Target::Scope::Link, false, ""};
     case FaultKind::LinkFlap: return {Target::Scope::Link, false, "period"};
     case FaultKind::Straggler: return {Target::Scope::Rank, false, "factor ms"};
@@ -59,7 +80,7 @@ std::string allowed_keys(FaultKind kind) {
   if (r.needs != Target::Scope::Link) add("rank");
   add("at");
   if (r.message_triggers) {
-    for (std::string_view key : {"after", "offset", "p", "times"}) add(key);
+    for (std::string_view key : {"after", "offset", "p", "times", "message"}) add(key);
   }
   std::string_view parameters = r.parameters;
   while (!parameters.empty()) {
@@ -75,7 +96,7 @@ bool key_allowed(FaultKind kind, std::string_view key) {
   if (key == "link") return r.needs != Target::Scope::Rank;
   if (key == "rank") return r.needs != Target::Scope::Link;
   if (key == "at") return true;
-  if (key == "after" || key == "offset" || key == "p" || key == "times") return r.message_triggers;
+  if (key == "after" || key == "offset" || key == "p" || key == "times" || key == "message") return r.message_triggers;
   return has_word(r.parameters, key);
 }
 
@@ -176,6 +197,10 @@ std::string read_key(Fault& f, std::string_view key, std::string_view value) {
   if (key == "offset") return read_integer(value, f.trigger.offset) ? "" : bad + "a byte offset (0, 1, ...)";
   if (key == "times") return read_integer(value, f.trigger.times) ? "" : bad + "a count (0: no limit)";
   if (key == "bits") return read_integer(value, f.bits, 64) && f.bits >= 1 ? "" : bad + "a count of bits 1..64";
+  if (key == "message") {
+    return read_name(value, position_names, f.trigger.message) ? "" : bad + "one of " + joined(position_names);
+  }
+  if (key == "where") return read_name(value, place_names, f.where) ? "" : bad + "one of " + joined(place_names);
   const RealKey& real = *find_real_key(key);
   Result<double> number = parse_decimal(key, value, 0, std::numeric_limits<double>::max());
   if (!number) return bad + "a number (" + std::string(real.allowed) + ")";
@@ -246,9 +271,12 @@ std::string to_string(const Fault& f) {
   if (f.trigger.offset != d.trigger.offset) add("offset", std::to_string(f.trigger.offset));
   if (f.trigger.p != d.trigger.p) add("p", number_text(f.trigger.p));
   if (f.trigger.times != d.trigger.times) add("times", std::to_string(f.trigger.times));
+  if (f.trigger.message != d.trigger.message)
+    add("message", std::string(position_names[static_cast<std::size_t>(f.trigger.message)]));
   if (f.ms != d.ms) add("ms", number_text(f.ms));
   if (f.jitter != d.jitter) add("jitter", number_text(f.jitter));
   if (f.bits != d.bits) add("bits", std::to_string(f.bits));
+  if (f.where != d.where) add("where", std::string(place_names[static_cast<std::size_t>(f.where)]));
   if (f.period != d.period) add("period", number_text(f.period));
   if (f.factor != d.factor) add("factor", number_text(f.factor));
   return text;
@@ -283,7 +311,9 @@ std::string stray_key(const Fault& f) {
   const std::pair<std::string_view, bool> integers[] = {{"after", f.trigger.after != d.trigger.after},
                                                         {"offset", f.trigger.offset != d.trigger.offset},
                                                         {"times", f.trigger.times != d.trigger.times},
-                                                        {"bits", f.bits != d.bits}};
+                                                        {"message", f.trigger.message != d.trigger.message},
+                                                        {"bits", f.bits != d.bits},
+                                                        {"where", f.where != d.where}};
   for (const auto& [key, set] : integers) {
     if (set && !key_allowed(f.kind, key)) return std::string(key);
   }
@@ -348,7 +378,9 @@ std::vector<FaultPlan> simpler(const FaultPlan& plan) {
     vary(message_triggers && f.trigger.p > 1e-6, [](Fault& g) { g.trigger.p /= 2; });
     vary(message_triggers && f.trigger.times != 1,
          [](Fault& g) { g.trigger.times = g.trigger.times == 0 ? 1 : g.trigger.times / 2; });
+    vary(f.trigger.message != StreamPosition::Any, [](Fault& g) { g.trigger.message = StreamPosition::Any; });
     vary(f.bits > 1, [](Fault& g) { g.bits /= 2; });
+    vary(f.where != BytePlace::Any, [](Fault& g) { g.where = BytePlace::Any; });
     vary(f.ms > 0, [](Fault& g) { g.ms = 0; });
     vary(f.ms > 1e-3, [](Fault& g) { g.ms /= 2; });
     vary(f.jitter > 0, [](Fault& g) { g.jitter = 0; });

@@ -28,11 +28,17 @@ namespace collcheck {
 //     offset=B    from the message that holds byte B of the target's traffic (in send order)
 //     p=P         each message independently with probability P, 0 < P <= 1
 //     times=N     to at most N messages (0: no limit)
+//     message=M   only the first or the last message of its stream (sender, receiver, channel) in
+//                 each call, first sent or sent again: first | last (default: any message)
 //   parameters:
 //     ms=M        delay: fixed milliseconds added; straggler: fixed milliseconds per message
 //     jitter=J    delay: plus a uniform draw from [0, J) milliseconds per message
 //                 (ms and jitter 0..86400000)
 //     bits=N      corrupt: bits flipped per message, 1..64
+//     where=W     corrupt: where in the message the bits flip: any (default) | first (its first
+//                 byte) | last (its last byte) | tail (the bytes after its last whole 8-byte word;
+//                 its last byte when there are none) | boundary (the two bytes either side of a
+//                 power of two from 8, drawn per message: chunk and piece edges)
 //     period=M    link-flap: milliseconds of one down-up cycle (down first, half each), 0 < M <= 86400000
 //     factor=F    straggler: the rank's messages take F times their transfer time, 1..1000000
 //   numbers: the grammar of reference/numbers.h (no sign, hex, nan or inf).
@@ -68,12 +74,19 @@ struct Target {
   }
 };
 
+// Which messages of a stream's call a trigger takes (`message=`).
+enum class StreamPosition { Any, First, Last };
+
+// Where in a message a corruption flips its bits (`where=`).
+enum class BytePlace { Any, First, Last, Tail, Boundary };
+
 struct Trigger {
   double at = 0;             // seconds from the start of the run
   std::uint64_t after = 0;   // the target's message number
   std::uint64_t offset = 0;  // byte offset into the target's traffic
   double p = 1;              // probability per message
   std::uint64_t times = 0;   // most messages affected; 0: no limit
+  StreamPosition message = StreamPosition::Any;
 
   bool operator==(const Trigger&) const = default;
 };
@@ -82,11 +95,12 @@ struct Fault {
   FaultKind kind = FaultKind::Drop;
   Target target;
   Trigger trigger;
-  double ms = 0;      // delay, straggler
-  double jitter = 0;  // delay, milliseconds
-  int bits = 1;       // corrupt
-  double period = 1;  // link-flap, milliseconds
-  double factor = 1;  // straggler
+  double ms = 0;                     // delay, straggler
+  double jitter = 0;                 // delay, milliseconds
+  int bits = 1;                      // corrupt
+  BytePlace where = BytePlace::Any;  // corrupt
+  double period = 1;                 // link-flap, milliseconds
+  double factor = 1;                 // straggler
 
   bool operator==(const Fault&) const = default;
 };
@@ -108,8 +122,9 @@ Result<FaultPlan> parse_fault_plan(std::string_view text);
 Status validate(const FaultPlan&, int nranks);
 
 // Candidates for the shrinker, each strictly simpler than `plan`: one fault removed, one
-// trigger later (at, after, offset), or one fault milder (lower p, fewer times, fewer bits,
-// shorter delay and jitter, smaller factor). Empty for the empty plan.
+// trigger later (at, after, offset) or on any message, or one fault milder (lower p, fewer
+// times, fewer bits, bits anywhere, shorter delay and jitter, smaller factor). Empty for the
+// empty plan.
 std::vector<FaultPlan> simpler(const FaultPlan& plan);
 
 }  // namespace collcheck

@@ -17,10 +17,11 @@ constexpr std::size_t kMaxRunners = 64;
 
 Draws::Draws(const CaseLimits& limits, std::uint64_t seed, const FaultChoice& faults, const Backend& backend,
              bool draw_knobs)
-    : faults_(faults), knob_spaces_(draw_knobs ? backend.capabilities().knobs : std::vector<KnobSpace>{}),
+    : faults_(faults), seed_(seed),
+      knob_spaces_(draw_knobs ? backend.capabilities().knobs : std::vector<KnobSpace>{}),
       cases_(case_generator(backend.capabilities(), limits)), knobs_(knob_generator(knob_spaces_)),
-      plans_(fault_plan_generator(std::max(2, std::min(limits.max_ranks, backend.capabilities().max_ranks)),
-                                  faults.swarm)),
+      plan_world_(std::max(2, std::min(limits.max_ranks, backend.capabilities().max_ranks))),
+      plans_(fault_plan_generator(plan_world_, swarm_for_case(faults, seed, 0))),
       case_random_(seed ^ hash_text(backend.name())), knob_random_(mix64(seed ^ hash_text(backend.name()) ^ 0x4b0b)),
       plan_random_(mix64(seed ^ hash_text(backend.name()) ^ 0xfa17)) {}
 
@@ -30,6 +31,10 @@ Drawn Draws::next(std::size_t case_index) {
   rc::Shrinkable<Case> c = cases_(case_random_.split(), size);
   rc::Shrinkable<KnobValues> knobs =
       knob_spaces_.empty() ? rc::shrinkable::just(KnobValues{}) : knobs_(knob_random_.split(), size);
+  if (faults_.random && case_index / kSwarmBatch != plan_batch_) {
+    plan_batch_ = case_index / kSwarmBatch;
+    plans_ = fault_plan_generator(plan_world_, swarm_for_case(faults_, seed_, case_index));
+  }
   rc::Shrinkable<FaultPlan> plan =
       faults_.random ? plans_(plan_random_.split(), size) : rc::shrinkable::just(faults_.plan);
   return rc::shrinkable::map(

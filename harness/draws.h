@@ -28,8 +28,10 @@ using Drawn = rc::Shrinkable<DrawnCase>;
 
 // Draws the cases of one backend. The cases come from the same Random whether or not knobs and
 // faults are drawn, so neither changes which cases a seed draws; knobs and plans come from
-// Randoms of their own. Plans are drawn for the largest world and fitted to each case; knobs are
-// fitted to the case too (KnobSpace::fit). `draw_knobs` false: the spec's knobs only.
+// Randoms of their own. Plans are drawn for the largest world and fitted to each case, from the
+// swarm of the case's batch (swarm_for_case: a new one every kSwarmBatch cases unless the user
+// named it); knobs are fitted to the case too (KnobSpace::fit). `draw_knobs` false: the spec's
+// knobs only. Cases are drawn in order of their index.
 class Draws {
  public:
   Draws(const CaseLimits& limits, std::uint64_t seed, const FaultChoice& faults, const Backend& backend,
@@ -38,10 +40,13 @@ class Draws {
 
  private:
   const FaultChoice& faults_;
+  std::uint64_t seed_;
   std::vector<KnobSpace> knob_spaces_;
   rc::Gen<Case> cases_;
   rc::Gen<KnobValues> knobs_;
+  int plan_world_;  // the ranks plans are drawn for
   rc::Gen<FaultPlan> plans_;
+  std::size_t plan_batch_ = 0;  // whose swarm plans_ draws from
   rc::Random case_random_, knob_random_, plan_random_;
 };
 

@@ -50,7 +50,10 @@ Target rank_target(Draw& draw, int nranks) {
 }
 
 // Drop, delay, corrupt, duplicate, reorder: a link mostly, a rank or every message sometimes;
-// a few messages from one of the first ones on, or a small probability, rarely unbounded.
+// a few messages from one of the first ones on, or a small probability, rarely unbounded; one
+// time in four only the first or the last message of each stream's call (sent or sent again),
+// and for a corruption, often at a place where bugs hide (first or last byte, the tail after the
+// last whole word, a chunk or piece boundary).
 void draw_message_fault(Draw& draw, Fault& f, int nranks) {
   const std::uint64_t where = draw.below(100);
   f.target = where < 60 ? link_target(draw, nranks) : where < 85 ? rank_target(draw, nranks) : Target{};
@@ -64,6 +67,14 @@ void draw_message_fault(Draw& draw, Fault& f, int nranks) {
     if (draw.chance(30)) f.jitter = draw.one_of(std::array<double, 3>{0.1, 1, 5});
   }
   if (f.kind == FaultKind::Corrupt) f.bits = 1 + static_cast<int>(draw.below(8));
+  if (draw.chance(25)) {
+    f.trigger.message = draw.chance(50) ? StreamPosition::First : StreamPosition::Last;
+    f.trigger.after = 0;  // the position says which message
+  }
+  if (f.kind == FaultKind::Corrupt && draw.chance(50)) {
+    f.where =
+        draw.one_of(std::array<BytePlace, 4>{BytePlace::First, BytePlace::Last, BytePlace::Tail, BytePlace::Boundary});
+  }
 }
 
 Fault draw_fault(Draw& draw, FaultKind kind, int nranks) {
@@ -150,11 +161,16 @@ std::vector<FaultKind> draw_swarm(std::uint64_t seed) {
   return swarm;
 }
 
-Result<FaultChoice> parse_fault_choice(std::string_view text, std::uint64_t seed) {
+std::vector<FaultKind> swarm_for_case(const FaultChoice& choice, std::uint64_t seed, std::size_t index) {
+  if (choice.swarm_given) return choice.swarm;
+  const std::uint64_t batch = index / kSwarmBatch;
+  return draw_swarm(batch == 0 ? seed : mix64(seed ^ mix64(batch ^ 0xba7c4ull)));
+}
+
+Result<FaultChoice> parse_fault_choice(std::string_view text, std::uint64_t /*seed*/) {
   FaultChoice choice;
   if (text == "random") {
     choice.random = true;
-    choice.swarm = draw_swarm(seed);
     return choice;
   }
   if (text.starts_with("random:")) {
@@ -177,9 +193,12 @@ Result<FaultChoice> parse_fault_choice(std::string_view text, std::uint64_t seed
 
 std::string describe(const FaultChoice& choice, std::uint64_t seed) {
   if (!choice.random) return to_string(choice.plan);
+  if (!choice.swarm_given) {
+    return "random, a swarm per " + std::to_string(kSwarmBatch) + " cases (from seed " + std::to_string(seed) + ")";
+  }
   std::string kinds;
   for (FaultKind kind : choice.swarm) kinds += (kinds.empty() ? "" : ", ") + std::string(to_string(kind));
-  return "random, swarm " + kinds + (choice.swarm_given ? " (given)" : " (from seed " + std::to_string(seed) + ")");
+  return "random, swarm " + kinds + " (given)";
 }
 
 }  // namespace collcheck

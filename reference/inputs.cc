@@ -17,6 +17,7 @@ namespace {
 constexpr std::uint64_t kRankSalt = 0x5eedc011c4ecull;
 constexpr std::uint64_t kWindowSalt = 0x77a1d0e5ull;
 constexpr std::uint64_t kScaleSalt = 0x5ca1eull;
+constexpr std::uint64_t kEdgeSalt = 0xed6e5ull;
 
 // Exact prod puts a factor of 2 or 1/2 on at most this many ranks per element.
 constexpr int kProdScaledRanks = 4;
@@ -50,7 +51,33 @@ std::vector<std::uint64_t> special_values(DType dtype) {
   return bits;
 }
 
+// The elements either side of a cut at `start` (none at 0 or past the end).
+void add_cut(std::vector<std::size_t>& edges, std::size_t elements, std::size_t start) {
+  if (start == 0 || start >= elements) return;
+  edges.push_back(start - 1);
+  edges.push_back(start);
+}
+
 }  // namespace
+
+std::vector<std::size_t> special_edges(const Case& c) {
+  const std::size_t elements = input_elements(c);
+  if (elements == 0) return {};
+  std::vector<std::size_t> edges{0, elements - 1};
+  const auto nranks = static_cast<std::size_t>(std::max(c.nranks, 1));
+  const std::size_t base = elements / nranks, larger = elements % nranks;
+  const std::size_t ceiling = (elements + nranks - 1) / nranks;
+  for (std::size_t b = 1; b < nranks; ++b) {
+    add_cut(edges, elements, b * base + std::min(b, larger));                                // larger first
+    add_cut(edges, elements, b * base + (b > nranks - larger ? b - (nranks - larger) : 0));  // larger last
+    add_cut(edges, elements, b * ceiling);
+    if (elements == nranks * c.count) add_cut(edges, elements, b * c.count);
+  }
+  for (std::size_t power = 8; power < elements; power *= 2) add_cut(edges, elements, power);
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  return edges;
+}
 
 void Inputs::values(int rank, std::size_t first, std::span<double> out) const {
   const DType dtype = which().dtype;
@@ -82,6 +109,8 @@ InputGenerator::InputGenerator(const Case& c) : case_(c) {
   const bool integer = !is_float(c.dtype);
   if (c.values == ValueKind::Special) {
     mode_ = Mode::Special;
+    edges_ = special_edges(c);
+    edge_key_ = mix64(c.seed ^ kEdgeSalt);
   } else if (integer) {
     mode_ = c.op == RedOp::Prod ? Mode::OddInteger : Mode::Integer;
   } else if (c.values == ValueKind::Real) {
@@ -136,13 +165,22 @@ std::uint64_t InputGenerator::bits(int rank, std::size_t index) const {
       return encode(case_.dtype, sign * std::ldexp(1.0, exponent));
     }
     case Mode::Real: return encode(case_.dtype, real_value(r));
-    case Mode::Special: {
-      // One element in eight is special; the others are real (or full-range integers).
-      if ((r >> 61) == 0) return specials_[below(mix64(r), specials_.size())];
-      return is_float(case_.dtype) ? encode(case_.dtype, real_value(r)) : r & mask_of(case_.dtype);
-    }
+    case Mode::Special: return special_bits(rank, index, r);
   }
   return 0;
+}
+
+// One element in eight is special, the others real (or full-range integers); at an edge, one
+// rank's element is special (NaN half the time) and every other rank's is not.
+std::uint64_t InputGenerator::special_bits(int rank, std::size_t index, std::uint64_t r) const {
+  bool special = (r >> 61) == 0;
+  if (std::binary_search(edges_.begin(), edges_.end(), index)) {
+    const std::uint64_t edge = mix64(edge_key_ + index);
+    special = below(edge, static_cast<std::uint64_t>(case_.nranks)) == static_cast<std::uint64_t>(rank);
+    if (special && is_float(case_.dtype) && (mix64(edge) & 1) != 0) return specials_.front();  // NaN
+  }
+  if (special) return specials_[below(mix64(r), specials_.size())];
+  return is_float(case_.dtype) ? encode(case_.dtype, real_value(r)) : r & mask_of(case_.dtype);
 }
 
 double InputGenerator::value(int rank, std::size_t index) const {

@@ -55,7 +55,9 @@ class InputTable final : public Inputs {
 // Real values: ±(0.5 .. 1) * 2^e with e uniform in -4..3, so ±[2^-5, 8) (for prod:
 // ±[0.5, 2)), rounded to the dtype. Special values: real values with one element in eight, per rank, replaced
 // by NaN, ±inf, -0, +0, the smallest and largest subnormal, the smallest normal or ±the
-// largest finite value (integers: 0, ±1, the smallest and largest value).
+// largest finite value (integers: 0, ±1, the smallest and largest value); and at every edge
+// (special_edges()) exactly one rank, drawn per element, holds a special value, NaN half the
+// time, the others real ones, so that a bug needing one NaN at a block's edge shows on a small case.
 class InputGenerator final : public Inputs {
  public:
   explicit InputGenerator(const Case&);
@@ -79,6 +81,7 @@ class InputGenerator final : public Inputs {
     return mix64(rank_keys_[static_cast<std::size_t>(rank)] + index * 0xd1b54a32d192ed03ull);
   }
   bool exact_contributor(int rank, std::size_t index) const;
+  std::uint64_t special_bits(int rank, std::size_t index, std::uint64_t random) const;
   double raw_real(std::uint64_t random) const;  // before rounding to the dtype
   double real_value(std::uint64_t random) const;
 
@@ -91,7 +94,16 @@ class InputGenerator final : public Inputs {
   std::int64_t magnitude_ = 1;           // exact floats: |k| <= magnitude
   int contributors_ = 1;                 // exact floats: nonzero ranks per element
   std::vector<std::uint64_t> specials_;  // special values of the dtype, as bits
+  std::vector<std::size_t> edges_;       // special values: special_edges(case_), sorted
+  std::uint64_t edge_key_ = 0;           // special values: which rank holds an edge's special
 };
+
+// Where implementations cut a rank's input of `c` (input_elements(c) elements): its first and
+// last elements; the last and first element on either side of every cut into nranks blocks
+// (sizes differing by at most one, the larger first or last, or all of ceil(n/nranks) but the
+// last; for reduce-scatter and all-to-all, blocks of `count`); and either side of every power of
+// two from 8 (chunk and piece sizes). Sorted, without repeats.
+std::vector<std::size_t> special_edges(const Case& c);
 
 // The same as InputGenerator(c).bits(rank, index): the pure function of design idea 1.
 std::uint64_t input(const Case& c, int rank, std::size_t index);

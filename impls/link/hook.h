@@ -15,8 +15,10 @@ struct Message {
   int channel = 0;
   std::uint64_t sequence = 0;  // per (from, to, channel), from 0
   std::size_t bytes = 0;
-  double time = 0;  // when it was sent (seconds; virtual on `sim`)
-  int attempt = 0;  // 0: first transmission; k: k-th retransmission (reliable mode)
+  double time = 0;             // when it was sent (seconds; virtual on `sim`)
+  int attempt = 0;             // 0: first transmission; k: k-th retransmission (reliable mode)
+  std::uint64_t per_call = 0;  // messages on this stream per call (sequence % per_call: which);
+                               // 0: not known (a socket's send calls)
 };
 
 // What happens to one transmission of a message on the wire. The executor computed the
@@ -49,14 +51,16 @@ class LinkHook {
 // faults end in `ok`; only what outlasts the retries (a dead rank, a link down for good) is
 // `detected`.
 struct LinkProtocol {
-  bool checksums = true;  // false: bytes are used unchecked (mutant:no-checksum)
-  bool reliable = false;  // retransmit lost and damaged messages
-  double timeout = 0;     // seconds a wait may see nothing new; 0: the executor's default;
-                          // negative: wait for ever (mutant:no-timeout); clamped below the
-                          // deadline and extended by the message's travel (protocol.h)
-  double retransmit = 0;  // reliable: seconds of silence before a missing message is asked
-                          // for again; 0: the executor's default (timeout / (retries + 1))
-  int retries = 7;        // reliable: retransmissions of one message before giving up
+  bool checksums = true;   // false: bytes are used unchecked (mutant:no-checksum)
+  bool check_last = true;  // false: the last message of a stream's call is used unchecked
+                           // (mutant:last-unchecked)
+  bool reliable = false;   // retransmit lost and damaged messages
+  double timeout = 0;      // seconds a wait may see nothing new; 0: the executor's default;
+                           // negative: wait for ever (mutant:no-timeout); clamped below the
+                           // deadline and extended by the message's travel (protocol.h)
+  double retransmit = 0;   // reliable: seconds of silence before a missing message is asked
+                           // for again; 0: the executor's default (timeout / (retries + 1))
+  int retries = 7;         // reliable: retransmissions of one message before giving up
 };
 
 // The checksum of a piece of a message: CRC-32C of four interleaved streams of its 8-byte words,

@@ -11,6 +11,7 @@ namespace collcheck {
 LinkSettings resolve(const LinkProtocol& protocol, const LinkClock& clock, double deadline) {
   LinkSettings settings;
   settings.checksums = protocol.checksums;
+  settings.check_last = protocol.check_last;
   settings.reliable = protocol.reliable;
   settings.retries = std::max(protocol.retries, 0);
   settings.forever = protocol.timeout < 0;

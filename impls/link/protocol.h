@@ -51,6 +51,7 @@ inline constexpr double kRetransmitJitter = 0.25;
 // LinkProtocol with the executor's defaults resolved.
 struct LinkSettings {
   bool checksums = true;
+  bool check_last = true;  // false: a stream's last message of each call is not checked
   bool reliable = false;
   bool forever = false;   // never give up waiting (a negative timeout: mutant:no-timeout)
   double timeout = 0;     // seconds a wait may see nothing new
@@ -63,6 +64,11 @@ struct LinkSettings {
   // reliable, the receiver's patience before asking again is likewise the retransmission interval
   // plus it): a large message on a slow link is never given up on while it is still on the wire.
   double timeout_for(double travel) const { return timeout + travel; }
+  // Whether message `sequence` of a stream with `per_call` messages per call has its checksums
+  // checked.
+  bool checks(std::uint64_t sequence, std::uint64_t per_call) const {
+    return checksums && (check_last || per_call == 0 || sequence % per_call + 1 < per_call);
+  }
 };
 LinkSettings resolve(const LinkProtocol& protocol, const LinkClock& clock, double deadline);
 

@@ -40,6 +40,8 @@ void reduce_through_float16(DType dtype, RedOp op, const std::byte* a, const std
                             std::size_t count);
 void reduce_dropping_nan(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
                          std::size_t count);
+void reduce_dropping_edge_nan(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
+                              std::size_t count);
 void divide_by_peers(DType dtype, std::byte* data, std::size_t count, int nranks);
 
 // ---- concurrency_mutants.cc: races between streams and ranks, and a cyclic wait.

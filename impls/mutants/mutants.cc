@@ -40,11 +40,15 @@ Mutant registered_once() {
 // outcome `corrupt`, caught by safety and the oracle under a corrupt fault).
 // 17. no-timeout. Ring whose waits never time out: a message lost for good leaves its receiver
 // waiting past any deadline (a hang, caught by liveness under a drop fault).
+// 18. last-unchecked. Ring whose receivers skip the checksum of each stream's last message in a
+// call (an off-by-one in the loop that checks): only a corruption of that message is used
+// (`corrupt`, caught by safety under corrupt:message=last).
 Mutant protocol_mutant(std::string_view name, std::string_view description, std::vector<std::string_view> caught_by,
                        std::string faults) {
   Mutant m = mutant(name, description, {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter},
                     ring_schedule, std::move(caught_by));
   m.variant.skip_checksums = name == "no-checksum";
+  m.variant.skip_last_checksum = name == "last-unchecked";
   m.variant.never_time_out = name == "no-timeout";
   m.faults = std::move(faults);
   return m;
@@ -52,9 +56,10 @@ Mutant protocol_mutant(std::string_view name, std::string_view description, std:
 
 std::vector<Mutant> make_mutants() {
   const std::vector<Collective> allreduce{Collective::AllReduce};
-  ReductionOverride float16_accumulator, nan_dropping, peer_divisor;
+  ReductionOverride float16_accumulator, nan_dropping, edge_nan_dropping, peer_divisor;
   float16_accumulator.reduce = reduce_through_float16;
   nan_dropping.reduce = reduce_dropping_nan;
+  edge_nan_dropping.reduce = reduce_dropping_edge_nan;
   peer_divisor.finish_average = divide_by_peers;
   return {
       mutant("drop-remainder", "ring all-reduce that never reduces the count % nranks tail (blocks of count/nranks)",
@@ -92,6 +97,11 @@ std::vector<Mutant> make_mutants() {
                       {"safety", "oracle"}, "corrupt"),
       protocol_mutant("no-timeout", "ring whose waits never time out (a lost message leaves its receiver waiting)",
                       {"liveness"}, "drop"),
+      protocol_mutant("last-unchecked", "ring whose receivers skip the checksum of each stream's last message per call",
+                      {"safety", "oracle"}, "corrupt:message=last"),
+      mutant("edge-nan-dropped",
+             "ring all-reduce whose kernel drops a NaN arriving at a chunk's last element (a scalar tail loop)",
+             allreduce, ring_schedule, {"oracle"}, edge_nan_dropping),
   };
 }
 

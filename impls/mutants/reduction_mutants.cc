@@ -1,6 +1,7 @@
 // The mutants of the reduction op: a float16 accumulator (narrow-accumulation), std::max-style
-// min and max that drop a NaN (nan-dropped, with direct_mutants.cc's per-rank order), and avg
-// divided by the peer count (avg-wrong-divisor).
+// min and max that drop a NaN (nan-dropped, with direct_mutants.cc's per-rank order), a NaN
+// dropped at a chunk's last element (edge-nan-dropped), and avg divided by the peer count
+// (avg-wrong-divisor).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -58,6 +59,20 @@ void reduce_dropping_nan(DType dtype, RedOp op, const std::byte* a, const std::b
                          std::size_t count) {
   if (!is_float(dtype) || (op != RedOp::Min && op != RedOp::Max)) return reduce_elements(dtype, op, a, b, out, count);
   reduce_decoded(dtype, a, b, out, count, [op](double x, double y) { return unordered_min_max(op, x, y); });
+}
+
+// 19. edge-nan-dropped. The kernel's last element of every reduced chunk (a vector kernel's
+// scalar tail) keeps the local value when the incoming one is NaN: wrong only where one NaN
+// arrives at a chunk's last element, which special values place at every block edge.
+void reduce_dropping_edge_nan(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
+                              std::size_t count) {
+  if (count == 0 || !is_float(dtype)) return reduce_elements(dtype, op, a, b, out, count);
+  const std::size_t size = size_of(dtype), last = (count - 1) * size;
+  std::uint64_t local = 0, incoming = 0;
+  std::memcpy(&local, a + last, size);  // before the reduction: `out` may be `a` or `b`
+  std::memcpy(&incoming, b + last, size);
+  reduce_elements(dtype, op, a, b, out, count);
+  if (std::isnan(decode(dtype, incoming))) std::memcpy(out + last, &local, size);
 }
 
 // 10. avg-wrong-divisor. Average divides the sum by the number of peers, nranks - 1, instead

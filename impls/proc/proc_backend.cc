@@ -104,6 +104,7 @@ class ProcBackend final : public RankBackend {
   LinkProtocol protocol() const {
     LinkProtocol p = knobs_.protocol;
     if (variant_.skip_checksums) p.checksums = false;
+    if (variant_.skip_last_checksum) p.check_last = false;
     if (variant_.never_time_out) p.timeout = -1;
     return p;
   }

@@ -52,7 +52,8 @@ void ProcTransport::State::decide(Outbound& out, Outgoing& message) {
   }
   const double time = now();
   const auto attempt = static_cast<int>(out.sender.attempt(message.sequence));
-  const Message on_wire{out.key.from, out.key.to, out.key.channel, message.sequence, message.bytes, time, attempt};
+  const Message on_wire{out.key.from,  out.key.to, out.key.channel, message.sequence,
+                        message.bytes, time,       attempt,         out.per_call};
   const SendDecision decision = options.hook->on_send(on_wire, message.wire);
   message.hooked = true;
   message.dropped = decision.drop;
@@ -135,10 +136,12 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
   Taken taken = Taken::Nothing;
   PieceHeader piece{};
   const std::byte* data = nullptr;
+  LinkSettings judged = settings;
+  judged.checksums = settings.checks(sequence, in.per_call);
   while (peek(in, piece, data)) {
     taken = Taken::Some;
     const PieceLabel label{piece.sequence, piece.offset, piece.bytes, piece.checksum, piece.attempt};
-    const Verdict verdict = receiver.judge(label, {data, piece.bytes}, bytes, settings);
+    const Verdict verdict = receiver.judge(label, {data, piece.bytes}, bytes, judged);
     if (verdict == Verdict::Duplicate) {
       pop(in);  // a duplicate, or a retransmission of what was taken already
       continue;

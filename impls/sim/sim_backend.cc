@@ -89,6 +89,7 @@ class SimBackend final : public Backend {
   LinkProtocol protocol() const {
     LinkProtocol protocol = knobs_.protocol;
     if (variant_.skip_checksums) protocol.checksums = false;
+    if (variant_.skip_last_checksum) protocol.check_last = false;
     if (variant_.never_time_out) protocol.timeout = -1;
     return protocol;
   }

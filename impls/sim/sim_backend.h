@@ -22,11 +22,12 @@ struct SimVariant {
   std::string description;              // one line
   std::vector<Collective> collectives;  // what it implements
   std::function<Result<Schedule>(const Case&, const Knobs&)> schedule;
-  ReductionOverride reduction;  // null members: the standard contract
-  bool deterministic = true;    // what it claims (the determinism property holds it to it)
-  bool stale_inputs = false;    // broken: every call of a run reads the first call's inputs
-  bool skip_checksums = false;  // broken: receivers use bytes without checking them
-  bool never_time_out = false;  // broken: a wait for a message that never comes never ends
+  ReductionOverride reduction;      // null members: the standard contract
+  bool deterministic = true;        // what it claims (the determinism property holds it to it)
+  bool stale_inputs = false;        // broken: every call of a run reads the first call's inputs
+  bool skip_checksums = false;      // broken: receivers use bytes without checking them
+  bool skip_last_checksum = false;  // broken: a stream's last message of each call is used unchecked
+  bool never_time_out = false;      // broken: a wait for a message that never comes never ends
 };
 
 // The variant of a registered algorithm name (every collective it implements).

@@ -47,7 +47,9 @@ void Simulation::arrive(std::size_t index) {
   receiver.heard(now_);
   const PieceLabel piece{message.sequence, 0, message.payload.size(), message.sum,
                          static_cast<std::uint32_t>(message.attempt)};
-  const Verdict verdict = receiver.judge(piece, message.payload, message.payload.size(), protocol_);
+  LinkSettings settings = protocol_;
+  settings.checksums = protocol_.checks(message.sequence, outbox_[message.key].per_call);
+  const Verdict verdict = receiver.judge(piece, message.payload, message.payload.size(), settings);
   if (verdict == Verdict::Take) {
     receiver.take(message.payload.size(), message.payload.size(), now_);
     inbox.waiting.push_back(std::move(message.payload));
@@ -184,7 +186,7 @@ void Simulation::transmit_message(const StreamKey& key, std::uint64_t sequence, 
                                   std::uint64_t sum, std::vector<std::byte> payload) {
   const auto [from, to, channel] = key;
   Outbox& outbox = outbox_[key];
-  const Message message{from, to, channel, sequence, bytes, now_, attempt};
+  const Message message{from, to, channel, sequence, bytes, now_, attempt, outbox.per_call};
   const SendDecision decision = hook_.on_send(message, payload);
   ++result_.messages;
   InFlight flight{key, sequence, attempt, sum, std::move(payload)};

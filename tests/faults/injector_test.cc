@@ -3,7 +3,9 @@
 // corruption reaches the output), the seed alone decides the trace, the empty plan changes nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "faults/injector.h"
 #include "impls/algorithms/algorithms.h"
@@ -186,6 +188,76 @@ TEST(FaultInjector, DuplicatesAreDroppedAndReordersDetected) {
   EXPECT_NE(swapped.error.find("one is missing"), std::string::npos) << swapped.error;
   FaultInjector injector(plan_of("drop:rank=0:at=0.5;duplicate;reorder:link=0->1"), 1, deadline);
   EXPECT_TRUE(injector.not_injected().empty());
+}
+
+// The bytes `plan` (one corrupt fault) changes in a zeroed payload of `size` bytes, over a few
+// messages (each draws its bits, and a boundary, afresh).
+std::vector<std::size_t> corrupted_bytes(const std::string& plan, std::size_t size) {
+  FaultInjector injector(plan_of(plan), 3, deadline);
+  std::vector<std::size_t> changed;
+  for (std::uint64_t sequence = 0; sequence < 16; ++sequence) {
+    std::vector<std::byte> payload(size);
+    injector.on_send(Message{0, 1, 0, sequence, size, 0, 0, 0}, payload);
+    for (std::size_t i = 0; i < size; ++i) {
+      if (payload[i] != std::byte{0} && std::find(changed.begin(), changed.end(), i) == changed.end())
+        changed.push_back(i);
+    }
+  }
+  std::sort(changed.begin(), changed.end());
+  return changed;
+}
+
+// where= puts the flips at the first or last byte, in the tail after the last whole word (the
+// last byte when there is none), or either side of a power of two: never elsewhere.
+TEST(FaultInjector, CorruptionFlipsBitsWhereThePlanPutsThem) {
+  using Bytes = std::vector<std::size_t>;
+  EXPECT_EQ(corrupted_bytes("corrupt:where=first:bits=8", 21), Bytes{0});
+  EXPECT_EQ(corrupted_bytes("corrupt:where=last:bits=3", 21), Bytes{20});
+  EXPECT_EQ(corrupted_bytes("corrupt:where=tail:bits=40", 21), (Bytes{16, 17, 18, 19, 20}));
+  EXPECT_EQ(corrupted_bytes("corrupt:where=tail:bits=64", 24), Bytes{23});
+  EXPECT_EQ(corrupted_bytes("corrupt:where=boundary:bits=16", 100), (Bytes{7, 8, 15, 16, 31, 32, 63, 64}));
+  EXPECT_EQ(corrupted_bytes("corrupt:where=boundary:bits=64", 3), (Bytes{0, 1, 2})) << "no boundary: anywhere";
+  EXPECT_GT(corrupted_bytes("corrupt:bits=4", 100).size(), 20u) << "any byte";
+}
+
+// message= takes only the first or the last message of each call of a stream (4 messages a
+// call here), sent or sent again; a stream that does not know its calls (sockets) has a first.
+TEST(FaultInjector, PositionsTakeTheFirstOrLastMessageOfEachCall) {
+  const auto fired = [](const std::string& plan, std::uint64_t per_call) {
+    FaultInjector injector(plan_of(plan), 1, deadline);
+    std::vector<std::uint64_t> dropped;
+    for (std::uint64_t sequence = 0; sequence < 8; ++sequence) {
+      for (int attempt = 0; attempt < 2; ++attempt) {
+        std::vector<std::byte> payload(8);
+        if (injector.on_send(Message{0, 1, 0, sequence, 8, 0, attempt, per_call}, payload).drop) {
+          dropped.push_back(sequence);
+        }
+      }
+    }
+    return dropped;
+  };
+  using Sequences = std::vector<std::uint64_t>;
+  EXPECT_EQ(fired("drop:message=first", 4), (Sequences{0, 0, 4, 4}));
+  EXPECT_EQ(fired("drop:message=last", 4), (Sequences{3, 3, 7, 7}));
+  EXPECT_EQ(fired("drop:message=last:times=1", 4), Sequences{3});
+  EXPECT_EQ(fired("drop:message=first", 0), (Sequences{0, 0}));
+  EXPECT_EQ(fired("drop:message=last", 0), Sequences{});
+}
+
+// On the simulator, a corruption of each stream's last message is detected by our ring, and
+// used unchecked by a receiver that skips that message's checksum (mutant:last-unchecked).
+TEST(FaultInjector, TheLastMessageOfAStreamIsReached) {
+  FaultInjector injector(plan_of("corrupt:link=1->2:message=last"), 11, deadline);
+  const SimulatedRun checked = run(&injector);
+  EXPECT_TRUE(checked.detected) << checked.error;
+  EXPECT_EQ(injector.affected_per_fault().at(0), 1u);
+  LinkProtocol last_unchecked;
+  last_unchecked.check_last = false;
+  const SimulatedRun result = run("corrupt:link=1->2:message=last", 11, last_unchecked);
+  ASSERT_TRUE(result.completed) << result.error;
+  EXPECT_GT(wrong_ranks(result), 0);
+  const SimulatedRun earlier = run("corrupt:link=1->2:times=1", 11, last_unchecked);
+  EXPECT_TRUE(earlier.detected) << "only the last message goes unchecked";
 }
 
 }  // namespace

@@ -37,10 +37,12 @@ rc::Gen<Fault> valid_fault() {
       f.trigger.offset = *rc::gen::inRange<std::uint64_t>(0, 1 << 20);
       f.trigger.p = 1 - *amount(0.999);
       f.trigger.times = *rc::gen::inRange<std::uint64_t>(0, 10);
+      f.trigger.message = static_cast<StreamPosition>(*rc::gen::inRange(0, 3));
     }
     if (f.kind == FaultKind::Delay || f.kind == FaultKind::Straggler) f.ms = *amount(100);
     if (f.kind == FaultKind::Delay) f.jitter = *amount(10);
     if (f.kind == FaultKind::Corrupt) f.bits = *rc::gen::inRange(1, 65);
+    if (f.kind == FaultKind::Corrupt) f.where = static_cast<BytePlace>(*rc::gen::inRange(0, 5));
     if (f.kind == FaultKind::LinkFlap) f.period = 0.001 + *amount(10);
     if (f.kind == FaultKind::Straggler) f.factor = 1 + *amount(16);
     return f;

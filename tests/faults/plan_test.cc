@@ -26,6 +26,10 @@ TEST(FaultPlan, CanonicalTextsRoundTrip) {
       "corrupt:link=0->1:after=3:bits=1",  // bits=1 is the default and drops out when printed
       "corrupt:link=0->1:after=3:bits=7:times=2",
       "drop:offset=4096:p=0.5",
+      "drop:link=0->1:times=1:message=last",
+      "delay:message=first:ms=2",
+      "corrupt:rank=2:message=last:bits=3:where=tail",
+      "corrupt:where=boundary;corrupt:where=first;corrupt:where=last",
       "duplicate:rank=1;reorder:link=1->0:p=0.125",
       "link-down:link=1->2:at=0.002",
       "link-flap:link=3->0:at=0.0001:period=0.3",
@@ -43,6 +47,7 @@ TEST(FaultPlan, CanonicalTextsRoundTrip) {
   }
   EXPECT_EQ(to_string(parsed("corrupt:link=0->1:after=3:bits=1")), "corrupt:link=0->1:after=3");
   EXPECT_EQ(to_string(parsed("delay:ms=50:rank=5")), "delay:rank=5:ms=50");  // canonical key order
+  EXPECT_EQ(to_string(parsed("corrupt:where=any:message=any")), "corrupt");  // defaults drop out
   EXPECT_TRUE(parsed("").empty());
 }
 
@@ -92,7 +97,11 @@ TEST(FaultPlan, ErrorsNameTheItemAndTheKey) {
       {"delay:jitter=inf", {"jitter"}},
       {"straggler:rank=1:factor=0.5", {"factor", "1..1000000"}},
       {"link-flap:link=0->1:period=0", {"period", "0 < period"}},
-      {"drop:bits=3", {"unknown key 'bits'", "drop", "allowed", "link, rank, at, after, offset, p, times"}},
+      {"drop:bits=3", {"unknown key 'bits'", "drop", "allowed", "link, rank, at, after, offset, p, times, message"}},
+      {"drop:message=middle", {"message", "'middle'", "one of any, first, last"}},
+      {"corrupt:where=edge", {"where", "'edge'", "one of any, first, last, tail, boundary"}},
+      {"drop:where=first", {"unknown key 'where'", "drop"}},
+      {"kill:rank=1:message=last", {"unknown key 'message'", "kill", "rank, at"}},
       {"link-down:link=0->1:p=0.5", {"unknown key 'p'", "link-down", "link, at"}},
       {"kill:link=0->1", {"unknown key 'link'", "rank, at"}},
       {"kill:at=1", {"rank", "needs one", "rank=R"}},
@@ -171,15 +180,17 @@ bool no_harder(const Fault& a, const Fault& b) {
   const Trigger& s = a.trigger;
   const Trigger& t = b.trigger;
   const bool times_fewer = s.times == 0 || (t.times != 0 && t.times <= s.times);
+  const bool placed_no_narrower =
+      (t.message == s.message || t.message == StreamPosition::Any) && (b.where == a.where || b.where == BytePlace::Any);
   return a.kind == b.kind && a.target == b.target && t.at >= s.at && t.after >= s.after && t.offset >= s.offset &&
          t.p <= s.p && times_fewer && b.ms <= a.ms && b.jitter <= a.jitter && b.bits <= a.bits &&
-         b.factor <= a.factor && b.period == a.period;
+         b.factor <= a.factor && b.period == a.period && placed_no_narrower;
 }
 
 TEST(FaultPlan, SimplerPlansAreStrictlySimplerAndValid) {
   const FaultPlan plan = parsed(
-      "drop:link=2->3:p=0.01;delay:rank=1:ms=50:jitter=3;corrupt:link=0->1:after=3:bits=8:times=4;"
-      "link-down:link=1->2:at=0.002;straggler:rank=3:factor=4:ms=1;kill:rank=2:at=0.001");
+      "drop:link=2->3:p=0.01:message=last;delay:rank=1:ms=50:jitter=3;corrupt:link=0->1:after=3:bits=8:times=4:"
+      "where=tail;link-down:link=1->2:at=0.002;straggler:rank=3:factor=4:ms=1;kill:rank=2:at=0.001");
   const std::vector<FaultPlan> candidates = simpler(plan);
   EXPECT_GT(candidates.size(), plan.faults.size());
   std::size_t fewer = 0;

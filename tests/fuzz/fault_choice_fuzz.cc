@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fuzz::require_message(choice.error(), "parse_fault_choice");
     return 0;
   }
-  fuzz::require(!choice->random || !choice->swarm.empty(), "a random choice has a swarm", text);
+  fuzz::require(!choice->random || !swarm_for_case(*choice, seed, 0).empty(), "a random choice has a swarm", text);
   fuzz::require(!describe(*choice, seed).empty(), "a choice describes itself", text);
   return 0;
 }

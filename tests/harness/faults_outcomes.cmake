@@ -6,17 +6,22 @@ if(COLLCHECK_HAVE_GTEST)
     LABELS harness faults
     SOURCES faults_outcomes_test.cc
     LIBRARIES collcheck_harness collcheck_impls rapidcheck nlohmann_json::nlohmann_json)
+  # Swarms per batch, faults on a stream's last message, special values at block edges.
+  collcheck_add_gtest(placement_tests
+    LABELS harness faults
+    SOURCES placement_test.cc
+    LIBRARIES collcheck_harness collcheck_impls)
 endif()
 
-# `check --faults random` from the command line: the swarm drawn from the seed is printed first
-# (seed 1113 draws delay and straggler, which never fail a good backend), every case runs under
-# its own plan, and the matrix backend × fault kind follows the table. A bad swarm names the
-# kind; replay takes one concrete plan, never `random`.
+# `check --faults random` from the command line: how the swarms are drawn is printed first (seed
+# 1113's first swarm is delay and straggler; the later batches draw others), every case runs
+# under its own plan, and the matrix backend × fault kind follows the table. A bad swarm names
+# the kind; replay takes one concrete plan, never `random`.
 collcheck_add_cli_test(check_random_faults check --backend ring@sim --faults random --cases 40 --seed 1113
   STATUS 0
-  STDOUT "\nfaults: random, swarm delay, straggler \\(from seed 1113\\)\n"
+  STDOUT "\nfaults: random, a swarm per 16 cases \\(from seed 1113\\)\n"
          "\n40 cases in [0-9.]+ s: 40 passed, 0 failed, 0 skipped"
-         "outcomes under faults random, swarm delay, straggler \\(from seed 1113\\)"
+         "outcomes under faults random, a swarm per 16 cases \\(from seed 1113\\)"
          "\n +backend +fault +runs +ok +detected +hang +corrupt +crash\n"
          "\n +ring@sim +delay +[1-9][0-9]* +[0-9]+ +[0-9]+ +0 +0 +0\n"
          "\n +ring@sim +straggler +[1-9][0-9]* +[0-9]+ +[0-9]+ +0 +0 +0\n"

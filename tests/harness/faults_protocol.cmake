@@ -45,13 +45,13 @@ collcheck_add_cli_test(check_proc_no_timeout_is_a_hang check --backend mutant:no
 set_tests_properties(cli.check_proc_no_timeout_is_a_hang PROPERTIES LABELS "cli;proc;faults" TIMEOUT 60)
 
 # Random plans: our executor on launched worlds never ends corrupt or hung and recovers after
-# every detected run (safety, liveness and recovery hold, so nothing fails) — under the swarm the
+# every detected run (safety, liveness and recovery hold, so nothing fails) — under the swarms the
 # seed draws, and under all ten kinds named; with reliable=on and transient kinds only, every run
 # ends ok (reliability).
 collcheck_add_cli_test(check_proc_random_faults check --backend ring@proc --faults random
   --ranks 2..3 --count 0..4K --seed 5 --cases 25 --time-budget 40s
   --property safety --property liveness --property recovery --property reliability STATUS 0
-  STDOUT "faults: random, swarm " " 0 failed, " "\n +ring@proc +[a-z-]+ +[0-9]+ +[0-9]+ +[0-9]+ +0 +0 +0\n")
+  STDOUT "faults: random, a swarm per 16 cases " " 0 failed, " "\n +ring@proc +[a-z-]+ +[0-9]+ +[0-9]+ +[0-9]+ +0 +0 +0\n")
 collcheck_add_cli_test(check_proc_random_faults_every_kind check --backend tree@proc
   --faults random:drop,delay,corrupt,duplicate,reorder,link-down,link-flap,straggler,stop,kill
   --ranks 2..3 --count 0..4K --seed 6 --cases 20 --time-budget 30s
