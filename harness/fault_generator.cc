@@ -50,11 +50,11 @@ Target rank_target(Draw& draw, int nranks) {
 }
 
 // Drop, delay, corrupt, duplicate, reorder: a link mostly, a rank or every message sometimes;
-// a few messages from one of the first ones on, or a small probability, rarely unbounded; one
-// time in four only the first or the last message of each stream's call (sent or sent again),
-// and for a corruption, often at a place where bugs hide (first or last byte, the tail after the
-// last whole word, a chunk or piece boundary).
-void draw_message_fault(Draw& draw, Fault& f, int nranks) {
+// a few messages from one of the first ones on, or a small probability, rarely unbounded; or,
+// where the plan is placed (`position`), only the first or the last message of each stream's
+// call (sent or sent again). A corruption, half the time, flips bits where bugs hide: the first
+// or last byte, the tail after the last whole word, a chunk or piece boundary.
+void draw_message_fault(Draw& draw, Fault& f, int nranks, StreamPosition position) {
   const std::uint64_t where = draw.below(100);
   f.target = where < 60 ? link_target(draw, nranks) : where < 85 ? rank_target(draw, nranks) : Target{};
   if (draw.chance(50)) f.trigger.after = draw.below(8);
@@ -67,8 +67,8 @@ void draw_message_fault(Draw& draw, Fault& f, int nranks) {
     if (draw.chance(30)) f.jitter = draw.one_of(std::array<double, 3>{0.1, 1, 5});
   }
   if (f.kind == FaultKind::Corrupt) f.bits = 1 + static_cast<int>(draw.below(8));
-  if (draw.chance(25)) {
-    f.trigger.message = draw.chance(50) ? StreamPosition::First : StreamPosition::Last;
+  if (position != StreamPosition::Any) {
+    f.trigger.message = position;
     f.trigger.after = 0;  // the position says which message
   }
   if (f.kind == FaultKind::Corrupt && draw.chance(50)) {
@@ -77,11 +77,11 @@ void draw_message_fault(Draw& draw, Fault& f, int nranks) {
   }
 }
 
-Fault draw_fault(Draw& draw, FaultKind kind, int nranks) {
+Fault draw_fault(Draw& draw, FaultKind kind, int nranks, StreamPosition position) {
   Fault f;
   f.kind = kind;
   if (message_kind(kind)) {
-    draw_message_fault(draw, f, nranks);
+    draw_message_fault(draw, f, nranks, position);
     return f;
   }
   f.trigger.at = draw.one_of(kStarts);
@@ -143,8 +143,14 @@ rc::Gen<FaultPlan> fault_plan_generator(int nranks, std::vector<FaultKind> swarm
     const int world = std::max(nranks, 2);
     FaultPlan plan;
     const std::uint64_t count = 1 + draw.below(3);
+    // One plan in four is placed: all its message faults on the first, or all on the last,
+    // message of each stream's call, so that no fault of it hits an earlier message first.
+    const std::uint64_t placed = draw.below(8);
+    const StreamPosition position = placed == 0   ? StreamPosition::First
+                                    : placed == 1 ? StreamPosition::Last
+                                                  : StreamPosition::Any;
     for (std::uint64_t i = 0; i < count; ++i) {
-      plan.faults.push_back(draw_fault(draw, swarm[draw.below(swarm.size())], world));
+      plan.faults.push_back(draw_fault(draw, swarm[draw.below(swarm.size())], world, position));
     }
     return rc::shrinkable::shrinkRecur(fit(plan, nranks),
                                        [](const FaultPlan& p) { return rc::seq::fromContainer(simpler(p)); });

@@ -20,10 +20,10 @@ bool transient(const Fault&);
 bool transient(const FaultPlan&);
 
 // 1..3 faults of the kinds in `swarm` (every kind when empty) for a world of `nranks` ranks, each
-// valid for it, with mild parameters: triggers in the first few messages or milliseconds or on
-// the first or last message of each stream's call, a few messages or a probability, delays up to
-// 20 ms, 1..8 bits (half the time at a first or last byte, a tail or a boundary), slowdowns up to
-// 8x, flaps of a few ms. Shrinks along simpler(): fewer faults first, then later and milder ones.
+// valid for it, with mild parameters: triggers in the first few messages or milliseconds (or, in
+// one plan in four, all on the first or all on the last message of each stream's call), a few messages or a
+// probability, delays up to 20 ms, 1..8 bits (half the time at a first or last byte, a tail or a boundary), slowdowns
+// up to 8x, flaps of a few ms. Shrinks along simpler(): fewer faults first, then later and milder ones.
 rc::Gen<FaultPlan> fault_plan_generator(int nranks, std::vector<FaultKind> swarm);
 
 // The plan moved onto a world of `nranks` (a plan drawn for a larger world, its case shrunk):
