@@ -12,7 +12,8 @@ namespace collcheck {
 namespace {
 
 // What each random draw is for, so that draws for one message stay independent.
-enum Purpose : std::uint64_t { Chance = 1, Jitter = 2, Bit = 3, Place = 4 };  // Bit + 8 * j for the j-th flip
+// The j-th flipped bit draws with Bit + 8 * j, so Place never meets one of them.
+enum Purpose : std::uint64_t { Chance = 1, Jitter = 2, Bit = 3, Place = 4 };
 
 bool on_target(const Target& target, const Message& m) {
   switch (target.scope) {

@@ -101,7 +101,7 @@ std::vector<Mutant> make_mutants() {
                       {"safety", "oracle"}, "corrupt:message=last"),
       mutant("edge-nan-dropped",
              "ring all-reduce whose kernel drops a NaN arriving at a chunk's last element (a scalar tail loop)",
-             allreduce, ring_schedule, {"oracle"}, edge_nan_dropping),
+             allreduce, ring_schedule, {"oracle", "repeat"}, edge_nan_dropping),
   };
 }
 
