@@ -3,6 +3,7 @@
 #include "faults/plan.h"
 
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -173,6 +174,21 @@ Error item_error(std::size_t item, std::string_view text, const std::string& wha
   return Error{"--faults", "item " + std::to_string(item) + " " + quoted_input(text) + ": " + what};
 }
 
+// The keys whose values are counts or names (after, offset, times, bits, message, where) into
+// `f`: what is wrong, or ""; nothing for any other key. `bad` begins the error.
+std::optional<std::string> read_count_or_name(Fault& f, std::string_view key, std::string_view value,
+                                              const std::string& bad) {
+  if (key == "after") return read_integer(value, f.trigger.after) ? "" : bad + "a message number (0, 1, ...)";
+  if (key == "offset") return read_integer(value, f.trigger.offset) ? "" : bad + "a byte offset (0, 1, ...)";
+  if (key == "times") return read_integer(value, f.trigger.times) ? "" : bad + "a count (0: no limit)";
+  if (key == "bits") return read_integer(value, f.bits, 64) && f.bits >= 1 ? "" : bad + "a count of bits 1..64";
+  if (key == "message") {
+    return read_name(value, position_names, f.trigger.message) ? "" : bad + "one of " + joined(position_names);
+  }
+  if (key == "where") return read_name(value, place_names, f.where) ? "" : bad + "one of " + joined(place_names);
+  return std::nullopt;
+}
+
 // One `key=value` into `f`; returns what is wrong, or "".
 std::string read_key(Fault& f, std::string_view key, std::string_view value) {
   if (!key_allowed(f.kind, key)) {
@@ -193,14 +209,7 @@ std::string read_key(Fault& f, std::string_view key, std::string_view value) {
     f.target.scope = Target::Scope::Rank;
     return read_integer(value, f.target.rank) ? "" : bad + "a rank number (0, 1, ...)";
   }
-  if (key == "after") return read_integer(value, f.trigger.after) ? "" : bad + "a message number (0, 1, ...)";
-  if (key == "offset") return read_integer(value, f.trigger.offset) ? "" : bad + "a byte offset (0, 1, ...)";
-  if (key == "times") return read_integer(value, f.trigger.times) ? "" : bad + "a count (0: no limit)";
-  if (key == "bits") return read_integer(value, f.bits, 64) && f.bits >= 1 ? "" : bad + "a count of bits 1..64";
-  if (key == "message") {
-    return read_name(value, position_names, f.trigger.message) ? "" : bad + "one of " + joined(position_names);
-  }
-  if (key == "where") return read_name(value, place_names, f.where) ? "" : bad + "one of " + joined(place_names);
+  if (std::optional<std::string> what = read_count_or_name(f, key, value, bad)) return *what;
   const RealKey& real = *find_real_key(key);
   Result<double> number = parse_decimal(key, value, 0, std::numeric_limits<double>::max());
   if (!number) return bad + "a number (" + std::string(real.allowed) + ")";
