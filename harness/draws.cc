@@ -17,8 +17,7 @@ constexpr std::size_t kMaxRunners = 64;
 
 Draws::Draws(const CaseLimits& limits, std::uint64_t seed, const FaultChoice& faults, const Backend& backend,
              bool draw_knobs)
-    : faults_(faults), seed_(seed),
-      knob_spaces_(draw_knobs ? backend.capabilities().knobs : std::vector<KnobSpace>{}),
+    : faults_(faults), seed_(seed), knob_spaces_(draw_knobs ? backend.capabilities().knobs : std::vector<KnobSpace>{}),
       cases_(case_generator(backend.capabilities(), limits)), knobs_(knob_generator(knob_spaces_)),
       plan_world_(std::max(2, std::min(limits.max_ranks, backend.capabilities().max_ranks))),
       plans_(fault_plan_generator(plan_world_, swarm_for_case(faults, seed, 0))),
