@@ -71,7 +71,7 @@ TEST(Swarm, ARunOfOneSeedReachesAKindItsFirstSwarmLacks) {
 // mutant:last-unchecked is wrong only when the last message of a stream's call is corrupted: on
 // 8..16 ranks a ring's stream carries 14..30 messages per call, all holding data at these
 // counts, past the first few that plans otherwise start at. Without placed plans, these seeds
-// need 76 to 166 cases or more than 300; with them, 9 to 33.
+// need 76 to 166 cases or more than 300; with them, 1 to 32 (collcheck check, knobs drawn).
 TEST(Placement, AFaultOnTheLastMessageOfAStreamIsDrawn) {
   for (std::uint64_t seed : {1, 2, 3, 4, 5}) {
     auto list = faulty_backends("mutant:last-unchecked@sim");
@@ -89,7 +89,7 @@ TEST(Placement, AFaultOnTheLastMessageOfAStreamIsDrawn) {
 
 // mutant:edge-nan-dropped is wrong only where one NaN arrives at a chunk's last element: special
 // values put one at block edges, so a few small cases show it. With NaNs only at random places,
-// these seeds need 27 to 41 cases; at edges, 1 to 19.
+// these seeds need 27 to 41 cases; at edges, 1 to 12 (collcheck check, knobs drawn).
 TEST(Placement, ANanAtABlockEdgeShowsOnSmallCases) {
   for (std::uint64_t seed : {1, 2, 3, 4, 5}) {
     auto list = faulty_backends("mutant:edge-nan-dropped@sim");
