@@ -272,6 +272,28 @@ NextCases next_runs(const Loop& loop, BackendLoop& user, Draws& draws, CaseWorke
   return next;
 }
 
+// Counts the k-th of the next cases (case number `i`) into the table; false when the backend's
+// cases stop there: the case did not run (deadline), the backend cannot run here (the case not
+// counted), or it failed under --stop-at-first-failure (counted).
+bool count_into_table(const Loop& loop, BackendLoop& user, const NextCases& next, std::size_t k, std::size_t i,
+                      CheckReport& report) {
+  const CaseRun& run = next.runs[k];
+  if (!run.ran) return false;
+  const Collective collective = next.values[k].c.collective;
+  Tally& cell = report.table[{user.name, collective}];
+  const CaseVerdict verdict = count_case(loop, user, next.drawn[k], next.values[k], i, run, report);
+  if (verdict.cannot_run_here) {
+    if (cell.cases == 0) report.table.erase({user.name, collective});
+    report.cannot_run_here[user.name] = run.cannot_run_here;
+    return false;
+  }
+  ++cell.cases;
+  if (verdict.failed) ++cell.failed;
+  else if (verdict.all_skipped) ++cell.skipped;
+  else ++cell.passed;
+  return !(verdict.failed && loop.options.stop_at_first_failure);
+}
+
 // Every case of one backend until its deadline (or --cases), counted in case order.
 void check_backend(const Loop& loop, Backend& backend, Clock::time_point backend_deadline, CheckReport& report,
                    std::size_t& all_cases, std::ostream* progress) {
@@ -285,26 +307,8 @@ void check_backend(const Loop& loop, Backend& backend, Clock::time_point backend
     if (past(options, backend_deadline)) break;
     const NextCases next = next_runs(loop, user, draws, workers, i, backend_deadline);
     for (std::size_t k = 0; k < next.drawn.size() && !done; ++k, ++i) {
-      const CaseRun& run = next.runs[k];
-      if (!run.ran) {
-        done = true;
-        break;
-      }
-      const Collective collective = next.values[k].c.collective;
-      Tally& cell = report.table[{backend.name(), collective}];
-      const CaseVerdict verdict = count_case(loop, user, next.drawn[k], next.values[k], i, run, report);
-      if (verdict.cannot_run_here) {
-        if (cell.cases == 0) report.table.erase({backend.name(), collective});
-        report.cannot_run_here[backend.name()] = run.cannot_run_here;
-        done = true;
-        break;
-      }
-      ++cell.cases;
-      ++all_cases;
-      if (verdict.failed) ++cell.failed;
-      else if (verdict.all_skipped) ++cell.skipped;
-      else ++cell.passed;
-      done = verdict.failed && options.stop_at_first_failure;
+      done = !count_into_table(loop, user, next, k, i, report);
+      if (!done) ++all_cases;
       if (progress != nullptr && all_cases % 8 == 0) {
         print_progress(*progress, all_cases, report.failures.size(),
                        std::chrono::duration<double>(loop.deadline - Clock::now()).count());

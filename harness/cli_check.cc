@@ -347,6 +347,27 @@ const CommandHelp& replay_help() {
   return help;
 }
 
+// The report printed (and written to --json and --junit on rank 0), and check's exit status:
+// 0 held, 1 a property failed, 2 a report could not be written, 77 nothing or not every backend
+// could run here.
+int report_status(const CheckReport& report, const Arguments& args, Lockstep& lockstep, std::ostream& speak,
+                  std::ostream& err) {
+  std::ostream& complain = lockstep.quiet ? lockstep.discard : err;
+  print_report(report, speak);
+  if (!lockstep.quiet) {
+    if (args.has("json") && !write_file(args.get("json"), &write_json, report, err)) return kUsageError;
+    if (args.has("junit") && !write_file(args.get("junit"), &write_junit, report, err)) return kUsageError;
+  }
+  for (const auto& [backend, why] : report.cannot_run_here)
+    complain << "collcheck check: " << backend << " cannot run here: " << why << '\n';
+  if (report.total().cases == 0) {
+    complain << "collcheck check: no backend could run a case with these options\n";
+    return kUnavailable;
+  }
+  if (!report.failures.empty()) return 1;
+  return report.cannot_run_here.empty() ? 0 : kUnavailable;
+}
+
 int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
   Result<Arguments> args = Arguments::parse(raw, kCheckOptions);
   if (!args) {
@@ -381,7 +402,6 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   }
   // In lockstep every rank runs the loop; rank 0 alone speaks and writes files.
   std::ostream& speak = lockstep.quiet ? lockstep.discard : out;
-  std::ostream& complain = lockstep.quiet ? lockstep.discard : err;
   speak << "collcheck check: seed " << options->seed << ", " << backends->size() << " backend"
         << (backends->size() == 1 ? "" : "s") << ", budget " << options->time_budget << " s"
         << (lockstep.world ? ", in lockstep on " + std::to_string(lockstep.world->size()) + " ranks" : "")
@@ -389,19 +409,7 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
         << (faults->random ? "faults: " + describe(*faults, options->seed) + "\n" : "") << std::flush;
   const bool terminal = isatty(STDERR_FILENO) != 0 && !lockstep.quiet;
   const CheckReport report = collcheck::run_check(*options, backends.value(), terminal ? &err : nullptr);
-  print_report(report, speak);
-  if (!lockstep.quiet) {
-    if (args->has("json") && !write_file(args->get("json"), &write_json, report, err)) return kUsageError;
-    if (args->has("junit") && !write_file(args->get("junit"), &write_junit, report, err)) return kUsageError;
-  }
-  for (const auto& [backend, why] : report.cannot_run_here)
-    complain << "collcheck check: " << backend << " cannot run here: " << why << '\n';
-  if (report.total().cases == 0) {
-    complain << "collcheck check: no backend could run a case with these options\n";
-    return kUnavailable;
-  }
-  if (!report.failures.empty()) return 1;
-  return report.cannot_run_here.empty() ? 0 : kUnavailable;
+  return report_status(report, *args, lockstep, speak, err);
 }
 
 int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {

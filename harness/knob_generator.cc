@@ -44,6 +44,7 @@ std::optional<std::uint64_t> drawn_value(const KnobSpace& space) {
 // would hand a knob's draws to the next one when the first needs fewer).
 rc::Gen<KnobValues> knob_generator(std::vector<KnobSpace> spaces) {
   std::vector<rc::Gen<std::optional<std::uint64_t>>> knobs;
+  knobs.reserve(spaces.size());
   for (KnobSpace& space : spaces)
     knobs.push_back(rc::gen::exec([space = std::move(space)] { return drawn_value(space); }));
   return rc::Gen<KnobValues>([knobs = std::move(knobs)](const rc::Random& random, int size) {

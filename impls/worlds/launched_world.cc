@@ -170,6 +170,7 @@ Status LaunchedWorld::start(const std::vector<std::string>& argv, const Teardown
       ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     }
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     ::execvp(args[0], args.data());
