@@ -97,6 +97,26 @@ Json failure_json(const Failure& f) {
   return json;
 }
 
+// The groups of one backend and property as text, those whose shrunk case kept the collective
+// (else all of them): count, shrunk case, detail and replay line each.
+std::string groups_text(const CheckReport& report, const std::string& backend, Collective collective,
+                        const std::string& property) {
+  std::string text;
+  for (const bool same_collective : {true, false}) {
+    for (const Failure& f : report.failures) {
+      // A group's backend carries the knobs drawn for it: `ring@sim` + `:chunk=8` or `,chunk=8`.
+      const bool of_backend =
+          f.backend.starts_with(backend) &&
+          (f.backend.size() == backend.size() || f.backend[backend.size()] == ':' || f.backend[backend.size()] == ',');
+      if (!of_backend || f.property != property || (same_collective && f.collective != collective)) continue;
+      text += "\n" + std::to_string(f.count) + " failing case" + (f.count == 1 ? "" : "s") + ": " +
+              to_string(f.shrunk) + "\n" + f.detail + "\nreplay: " + f.replay + "\n";
+    }
+    if (!text.empty()) return text;
+  }
+  return text;
+}
+
 }  // namespace
 
 void print_report(const CheckReport& report, std::ostream& out) {
@@ -166,16 +186,7 @@ void write_junit(const CheckReport& report, std::ostream& out) {
         << xml_text(property) << "\">";
     auto failure = report.first_failure.find(key);
     if (tally.failed > 0) {
-      // The groups of this backend and property, those whose shrunk case kept the collective first.
-      std::string groups;
-      for (int same_collective = 1; same_collective >= 0 && groups.empty(); --same_collective) {
-        for (const Failure& f : report.failures) {
-          if (f.backend != backend || f.property != property || (same_collective == 1 && f.collective != collective))
-            continue;
-          groups += "\n" + std::to_string(f.count) + " failing case" + (f.count == 1 ? "" : "s") + ": " +
-                    to_string(f.shrunk) + "\n" + f.detail + "\nreplay: " + f.replay + "\n";
-        }
-      }
+      const std::string groups = groups_text(report, backend, collective, property);
       out << "\n      <failure message=\""
           << xml_text(property + " failed in " + std::to_string(tally.failed) + " of " + std::to_string(tally.cases) +
                       " cases")
