@@ -75,7 +75,7 @@ class BrokenWhere final : public Backend {
 CheckOptions broken_options(int low, int high, std::uint64_t seed) {
   CheckOptions options;
   options.seed = seed;
-  options.time_budget = 20;
+  options.time_budget = 600;  // never the limit: --cases is (the sanitizer builds run ten times slower)
   options.cases = 300;
   options.limits.min_ranks = low;
   options.limits.max_ranks = high;
@@ -106,7 +106,8 @@ TEST(CaseGenerator, ABackendBrokenOnlyAtCompositeRankCountsIsCaughtAndShrunkToTh
 }
 
 // A bug at every rank count from 2 on, first seen on a large world (the backend breaks from its
-// 60th run on, when cases are full-sized), shrinks to 2 ranks; in 100..140, to 100.
+// 60th run on, when cases are full-sized), shrinks to 2 ranks; in 100..140 (every world large,
+// broken from the third run on), to 100.
 TEST(CaseGenerator, ABugAtEveryRankCountShrinksToTheFewestRanks) {
   for (std::uint64_t seed : {1, 2, 3}) {
     int runs = 0;
@@ -116,9 +117,8 @@ TEST(CaseGenerator, ABugAtEveryRankCountShrinksToTheFewestRanks) {
     EXPECT_EQ(report.failures[0].shrunk.nranks, 2) << "seed " << seed << ": " << to_string(report.failures[0].shrunk);
   }
   int runs = 0;
-  const CheckReport large = check_broken([&runs](int n) { return ++runs > 60 && n >= 100; }, 100, 140, 1);
+  const CheckReport large = check_broken([&runs](int n) { return ++runs > 2 && n >= 100; }, 100, 140, 1);
   ASSERT_EQ(large.failures.size(), 1u);
-  EXPECT_GT(large.failures[0].original.nranks, 100);
   EXPECT_EQ(large.failures[0].shrunk.nranks, 100) << to_string(large.failures[0].shrunk);
 }
 
