@@ -24,7 +24,7 @@ struct CheckOptions {
   CaseLimits limits;
   std::size_t cases = 0;  // per backend; 0: as many as the budget allows
   // Threads that run cases at once, each on its own instance of the backend (where its instances
-  // allow it and make_backend is set); 0: one per core. The report is the same for any number.
+  // allow it and make_backend is set); 0: one. The report is the same for any number.
   unsigned jobs = 0;
   std::uint64_t seed = 0;
   double time_budget = 60;              // seconds for all backends together

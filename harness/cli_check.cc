@@ -44,7 +44,8 @@ constexpr Option kCheckOptions[] = {
     {"count", "A..B", "0..64K", "elements (NCCL's count)"},
     {"cases", "N", "0", "cases per backend (0: as many as the budget allows)"},
     {"jobs", "N", "",
-     "threads running cases at once, 1..256; default: one per core (@sim; backends across processes run one case at a "
+     "threads running cases at once, 1..256 (experimental); default: 1 (@sim; backends across processes run one case "
+     "at a "
      "time)"},
     {"max-failures", "N", "10", "distinct failures (groups) shrunk and reported, 1..1000; further ones are counted"},
     {"seed", "S", "", "the same seed and options give the same cases; default: drawn at random, always printed"},

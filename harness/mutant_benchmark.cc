@@ -34,7 +34,7 @@ constexpr cli::Option kOptions[] = {
     {"seeds", "N", "5", "runs per mutant, with the seeds S..S+N-1"},
     {"first-seed", "S", "1", "the first seed"},
     {"time-budget", "T", "60s", "per run, as check's --time-budget: 30s, 2m, 90 (seconds)"},
-    {"jobs", "N", "", "threads running cases at once, as check's --jobs: 1..256; default: one per core"},
+    {"jobs", "N", "", "threads running cases at once, as check's --jobs: 1..256; default: 1"},
     {"mutant", "NAME", "", "only these mutants (NAME or mutant:NAME); default: every built-in one",
      cli::Use::Repeatable},
 };
@@ -42,7 +42,7 @@ constexpr cli::Option kOptions[] = {
 struct Settings {
   std::uint64_t seeds = 5, first_seed = 1;
   double time_budget = 60;
-  unsigned jobs = 0;  // 0: one per core
+  unsigned jobs = 0;  // 0: check's default, one thread
   std::vector<const Mutant*> mutants;
 };
 
@@ -195,7 +195,7 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
   const double budget = settings->time_budget;
   out << "mutant_benchmark: " << mutants_text(settings->mutants.size()) << " on @sim, seeds " << settings->first_seed
       << ".." << settings->first_seed + settings->seeds - 1 << ", time budget " << number_text(budget) << " s a run, "
-      << (settings->jobs == 0 ? std::string("a thread per core")
+      << (settings->jobs == 0 ? std::string("1 thread")
                               : std::to_string(settings->jobs) + (settings->jobs == 1 ? " thread" : " threads"))
       << ", check's default limits, stopped at the first failure\n\n"
       << std::flush;
