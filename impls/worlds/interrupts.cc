@@ -126,7 +126,7 @@ int take_down_everything(const TeardownLock&) {
   for (const auto& [key, world] : list.worlds) {
     const std::chrono::duration<double> left = deadline - std::chrono::steady_clock::now();
     finish_off_launcher(world.mpirun, std::max(left.count(), 0.0));
-    const std::vector<long> stragglers = end_world_session(world.mpirun, 2);
+    const std::vector<long> stragglers = end_world_session(world.mpirun, world.directory, 2);
     killed[key].insert(killed[key].end(), stragglers.begin(), stragglers.end());
     std::error_code ignored;
     std::filesystem::remove_all(world.directory, ignored);

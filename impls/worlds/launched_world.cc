@@ -125,7 +125,7 @@ void LaunchedWorld::stop(bool healthy) {
     finish_off_launcher(mpirun_, 0);
     wait_for_exit(seconds_from_now(5));
   }
-  const std::vector<long> stragglers = end_world_session(launcher, 2);
+  const std::vector<long> stragglers = end_world_session(launcher, directory_, 2);
   killed_.insert(killed_.end(), stragglers.begin(), stragglers.end());
   finish();
 }

@@ -110,6 +110,29 @@ std::vector<long> world_processes_of(long pid) {
   return found;
 }
 
+// Every live process (but this one) whose environment names the world's job — COLLCHECK_JOB=mpi-ID
+// for the world directory collcheck-world-ID — whatever parent or session it has by now.
+std::vector<long> processes_of_job(const std::string& directory) {
+  const std::string base = std::filesystem::path(directory).filename().string();
+  const std::string prefix = "collcheck-world-";
+  if (!base.starts_with(prefix)) return {};
+  const std::string marker = std::string("COLLCHECK_JOB=mpi-") + base.substr(prefix.size());
+  std::vector<long> found;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (!all_digits(name) || number(name) == ::getpid()) continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    for (std::string variable; std::getline(in, variable, '\0');) {
+      if (variable == marker) {
+        found.push_back(number(name));
+        break;
+      }
+    }
+  }
+  return found;
+}
+
 void kill_with_groups(const std::vector<long>& pids) {
   for (long pid : pids) {
     if (pid <= 1) continue;
@@ -190,13 +213,16 @@ bool finish_off_launcher(long mpirun, double seconds) {
   return wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(1));
 }
 
-std::vector<long> end_world_session(long mpirun, double seconds) {
+std::vector<long> end_world_session(long mpirun, const std::string& directory, double seconds) {
   std::vector<long> killed;
   const auto deadline =
       std::chrono::steady_clock::now() +
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
   for (;;) {
-    const std::vector<long> left = world_processes_of(mpirun);
+    std::vector<long> left = world_processes_of(mpirun);
+    for (long pid : processes_of_job(directory)) {
+      if (std::find(left.begin(), left.end(), pid) == left.end()) left.push_back(pid);
+    }
     if (left.empty() || std::chrono::steady_clock::now() >= deadline) return killed;
     kill_with_groups(left);
     killed.insert(killed.end(), left.begin(), left.end());

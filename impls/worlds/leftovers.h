@@ -44,6 +44,8 @@ bool finish_off_launcher(long mpirun, double seconds);
 // as a session leader; a rank it forked after kill_world_processes() looked, orphaned when
 // mpirun died, is one) until none is left or `seconds` have passed, so that nothing writes into
 // the world's directory once it is removed. Returns every process killed.
-std::vector<long> end_world_session(long mpirun, double seconds);
+// Processes that left the session but carry the world's job in their environment (every rank
+// does: COLLCHECK_JOB, from `directory`'s name) go the same way.
+std::vector<long> end_world_session(long mpirun, const std::string& directory, double seconds);
 
 }  // namespace collcheck
