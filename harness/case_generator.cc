@@ -143,8 +143,8 @@ std::size_t count_for(int nranks, std::size_t chunk, std::size_t low, std::size_
       // Anything in the range, within a reach that grows with the square of RapidCheck's size:
       // a hundredth of the range at size 10, all of it at 100.
       const int size = std::clamp(*rc::gen::withSize([](int given) { return rc::gen::just(given); }), 1, 100);
-      const std::size_t reach = std::max<std::size_t>(
-          1, static_cast<std::size_t>(static_cast<double>(high - low) * size * size / 10000.0));
+      const std::size_t reach =
+          std::max<std::size_t>(1, static_cast<std::size_t>(static_cast<double>(high - low) * size * size / 10000.0));
       count = *rc::gen::inRange<std::size_t>(low, std::min(high, low + reach) + 1);
       break;
     }
