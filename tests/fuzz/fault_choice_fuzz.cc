@@ -15,5 +15,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   fuzz::require(!choice->random || !swarm_for_case(*choice, seed, 0).empty(), "a random choice has a swarm", text);
   fuzz::require(!describe(*choice, seed).empty(), "a choice describes itself", text);
+  // A fixed plan reads back from its own text as the same plan (replay lines carry that text).
+  if (!choice->random && !choice->plan.empty()) {
+    const Result<FaultChoice> again = parse_fault_choice(to_string(choice->plan), seed);
+    fuzz::require(again.ok() && !again->random && to_string(again->plan) == to_string(choice->plan),
+                  "a fixed plan reads back from its text", text);
+  }
   return 0;
 }
