@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
-#include <mutex>
 
 #include "impls/link/guarded_buffer.h"
 #include "reference/key_values.h"
@@ -172,10 +171,10 @@ Topology build_sim_fabric(int nranks) {
 
 }  // namespace
 
+// One set of fabrics per thread: a Topology fills its route cache as it is asked, which is not
+// thread-safe, and `check --jobs N` runs simulations on several threads at once.
 const Topology& sim_fabric(int nranks) {
-  static std::mutex lock;
-  static std::map<int, Topology> fabrics;
-  std::lock_guard<std::mutex> guard(lock);
+  thread_local std::map<int, Topology> fabrics;
   auto found = fabrics.find(nranks);
   if (found == fabrics.end()) found = fabrics.emplace(nranks, build_sim_fabric(nranks)).first;
   return found->second;

@@ -52,7 +52,8 @@ std::vector<KnobSpace> free_schedule_knobs(std::string_view spec, std::string_vi
                                            std::uint64_t default_chunk);
 
 // The fabric every sim backend runs on: nranks GPUs on one aggregating switch, 1 us and
-// 25 GB/s per link, local copies free.
+// 25 GB/s per link, local copies free. The reference is the calling thread's own (a Topology
+// fills its route cache as it is used, which is not thread-safe).
 const Topology& sim_fabric(int nranks);
 
 }  // namespace collcheck
