@@ -26,7 +26,18 @@ void Simulation::set_up_protocol() {
       if (step.sends()) ++outbox_[{p, step.peer, step.channel}].per_call;
     }
   }
-  timer_.assign(static_cast<std::size_t>(schedule_.nparticipants()), {});
+  // Every receive step's inbox, looked up once: the event loop asks for it on every event.
+  step_inbox_.resize(static_cast<std::size_t>(schedule_.nparticipants()));
+  timer_.resize(step_inbox_.size());
+  for (int p = 0; p < schedule_.nparticipants(); ++p) {
+    const auto q = static_cast<std::size_t>(p);
+    const auto& steps = schedule_.participants[q].steps;
+    step_inbox_[q].assign(steps.size(), nullptr);
+    timer_[q].assign(steps.size(), kNoTimer);
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      if (steps[k].receives()) step_inbox_[q][k] = &inbox_[{steps[k].peer, p, steps[k].channel}];
+    }
+  }
 }
 
 std::string Simulation::stream_name(const StreamKey& key) const {
@@ -79,22 +90,21 @@ void Simulation::ask_again(const StreamKey& key) {
 // again); otherwise the timer runs on from the last arrival.
 void Simulation::expire(int p, int k, std::size_t call) {
   const auto q = static_cast<std::size_t>(p);
-  auto& timer = timer_[q];
-  const auto found = timer.find(k);
-  if (found == timer.end()) return;
+  double& armed_at = timer_[q][static_cast<std::size_t>(k)];
+  if (armed_at == kNoTimer) return;
   if (static_cast<std::size_t>(call_[q]) != call || done_[q][static_cast<std::size_t>(k)]) {
-    timer.erase(found);
+    armed_at = kNoTimer;
     return;
   }
   const Step& step = schedule_.participants[q].steps[static_cast<std::size_t>(k)];
   const StreamKey key{step.peer, p, step.channel};
   if (!waits_for_message(p, k)) {
-    timer.erase(found);
+    armed_at = kNoTimer;
     return;
   }
   const double interval = wait_interval(p, k);
-  Inbox& inbox = inbox_[key];
-  const double quiet_since = std::max(found->second, inbox.receiver.quiet_since());
+  Inbox& inbox = *step_inbox_[q][static_cast<std::size_t>(k)];
+  const double quiet_since = std::max(armed_at, inbox.receiver.quiet_since());
   if (now_ < quiet_since + interval * (1 - 1e-9)) {
     push(quiet_since + interval, EventKind::Timeout, p, k, call);
     return;
@@ -104,7 +114,7 @@ void Simulation::expire(int p, int k, std::size_t call) {
     return detect(key, describe(schedule_, p, k) + ": no message for " + seconds(protocol_.timeout) + " s (timeout)" +
                            (travel > 0 ? " beyond the " + seconds(travel) + " s it needs on its route" : ""));
   }
-  found->second = now_;
+  armed_at = now_;
   inbox.receiver.ask_anyway(now_, protocol_, nullptr);  // a timer asks whenever it runs out
   ask_again(key);
   push(now_ + interval, EventKind::Timeout, p, k, call);
@@ -132,8 +142,7 @@ bool Simulation::waits_for_message(int p, int k) const {
   for (int earlier : step.after) {
     if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
   }
-  const auto found = inbox_.find({step.peer, p, step.channel});
-  return found == inbox_.end() || found->second.waiting.empty();
+  return step_inbox_[q][static_cast<std::size_t>(k)]->waiting.empty();
 }
 
 // Arms a timer for every receive step of p that is waiting for its message.
@@ -144,8 +153,9 @@ void Simulation::arm_timers(int p) {
     if (stream.busy || stream.next == stream.steps.size()) continue;
     const int k = stream.steps[stream.next];
     const Step& step = schedule_.participants[q].steps[static_cast<std::size_t>(k)];
-    if (!step.receives() || timer_[q].count(k) > 0 || !waits_for_message(p, k)) continue;
-    timer_[q][k] = now_;
+    double& armed_at = timer_[q][static_cast<std::size_t>(k)];
+    if (!step.receives() || armed_at != kNoTimer || !waits_for_message(p, k)) continue;
+    armed_at = now_;
     push(now_ + wait_interval(p, k), EventKind::Timeout, p, k, static_cast<std::size_t>(call_[q]));
   }
 }

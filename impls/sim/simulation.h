@@ -11,6 +11,7 @@
 #include <queue>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "impls/link/guarded_buffer.h"
@@ -62,6 +63,16 @@ struct Stream {
 };
 
 using StreamKey = std::tuple<int, int, int>;  // from, to, channel
+
+// Streams are looked up on every send, arrival and timer, never walked in order: hashed.
+struct StreamKeyHash {
+  std::size_t operator()(const StreamKey& key) const noexcept {
+    const auto [from, to, channel] = key;
+    std::uint64_t mixed = (std::uint64_t{static_cast<std::uint32_t>(from)} << 32) ^ static_cast<std::uint32_t>(to);
+    mixed ^= std::uint64_t{static_cast<std::uint32_t>(channel)} * 0x9E3779B97F4A7C15ULL;
+    return static_cast<std::size_t>(mixed * 0xBF58476D1CE4E5B9ULL >> 17);
+  }
+};
 
 // One transmission of a message on the wire.
 struct InFlight {
@@ -172,10 +183,12 @@ class Simulation {
   std::vector<InFlight> in_flight_;
   LinkSettings protocol_;
   RetransmitJitter timer_jitter_;
-  std::map<StreamKey, Inbox> inbox_;
-  std::map<StreamKey, Outbox> outbox_;
+  std::unordered_map<StreamKey, Inbox, StreamKeyHash> inbox_;
+  std::unordered_map<StreamKey, Outbox, StreamKeyHash> outbox_;
   std::vector<GoBack> go_back_;
-  std::vector<std::map<int, double>> timer_;  // per participant: waiting receive step -> armed at
+  std::vector<std::vector<Inbox*>> step_inbox_;  // per participant and step: a receive's inbox (else null)
+  static constexpr double kNoTimer = -1;         // (virtual times are never negative)
+  std::vector<std::vector<double>> timer_;       // per participant and step: when its wait timer was armed
 };
 
 }  // namespace collcheck::sim

@@ -192,8 +192,7 @@ bool Simulation::ready(int p, int k) {
     if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
   }
   if (!step.receives()) return true;
-  const auto found = inbox_.find({step.peer, p, step.channel});
-  return found != inbox_.end() && !found->second.waiting.empty();
+  return !step_inbox_[q][static_cast<std::size_t>(k)]->waiting.empty();
 }
 
 // Starts step k of p now; returns how long it takes.
