@@ -162,41 +162,47 @@ class Interpreter {
     }
   }
 
-  // The stored element behind (buffer, i) of participant p, after in-place aliasing.
-  Element& at(int p, BufferKind buffer, std::size_t i) {
+  // The stored elements behind `buffer` of participant p, after in-place aliasing: element i of
+  // the buffer is storage(p, buffer)[i] (worked out once per range, not per element).
+  Element* storage(int p, BufferKind buffer) {
     const auto q = static_cast<std::size_t>(p);
-    if (buffer == BufferKind::Scratch) return scratch_[q][i];
+    if (buffer == BufferKind::Scratch) return scratch_[q].data();
     if (s_.shape.in_place && !s_.participants[q].is_switch) {
       const Alias alias = in_place_alias(s_.shape, p);
-      if (alias.inside == BufferKind::Input && buffer == BufferKind::Input) return output_[q][alias.offset + i];
-      if (alias.inside == BufferKind::Output && buffer == BufferKind::Output) return input_[q][alias.offset + i];
-      if (buffer == BufferKind::Input) return input_[q][i];
+      if (alias.inside == BufferKind::Input && buffer == BufferKind::Input) return output_[q].data() + alias.offset;
+      if (alias.inside == BufferKind::Output && buffer == BufferKind::Output) return input_[q].data() + alias.offset;
+      if (buffer == BufferKind::Input) return input_[q].data();
     }
-    return output_[q][i];
+    return output_[q].data();
   }
 
   // Reads a range; out of place the input is implicit. Sets `error` on an undefined element.
   std::vector<Element> read(int p, int step, const Range& range, Proof& proof) {
-    std::vector<Element> values(range.count);
-    const bool implicit_input = range.buffer == BufferKind::Input && !s_.shape.in_place;
+    std::vector<Element> values;
+    values.reserve(range.count);
     const auto rank = static_cast<std::uint32_t>(p);
+    if (range.buffer == BufferKind::Input && !s_.shape.in_place) {
+      for (std::size_t i = 0; i < range.count; ++i) values.emplace_back(range.offset + i, rank);
+      return values;
+    }
+    const Element* stored = storage(p, range.buffer) + range.offset;
     for (std::size_t i = 0; i < range.count; ++i) {
-      const std::size_t element = range.offset + i;
-      values[i] = implicit_input ? Element(element, rank) : at(p, range.buffer, element);
-      if (!values[i].defined()) {
+      if (!stored[i].defined()) {
         fail(proof, p, step,
-             "reads " + std::string(name(range.buffer)) + " element " + std::to_string(element) +
+             "reads " + std::string(name(range.buffer)) + " element " + std::to_string(range.offset + i) +
                  ", which nothing has written");
         return {};
       }
+      values.push_back(stored[i]);
     }
     return values;
   }
 
   void write(int p, int step, const Range& range, std::vector<Element> values) {
+    Element* stored = storage(p, range.buffer) + range.offset;
     for (std::size_t i = 0; i < range.count; ++i) {
       values[i].set_writer(step);
-      at(p, range.buffer, range.offset + i) = std::move(values[i]);
+      stored[i] = std::move(values[i]);
     }
   }
 
@@ -347,8 +353,9 @@ class Interpreter {
   void check_outputs(Proof& proof) {
     for (int rank = 0; rank < s_.nranks() && proof.ok; ++rank) {
       const std::size_t size = s_.buffer_size(rank, BufferKind::Output);
+      const Element* output = storage(rank, BufferKind::Output);
       for (std::size_t i = 0; i < size; ++i) {
-        const Element& element = at(rank, BufferKind::Output, i);
+        const Element& element = output[i];
         const Run want = wanted(rank, i);
         if (element.defined() && element.runs().size() == 1 && element.runs()[0] == want) continue;
         const std::string holds = element.defined() ? show(element.runs()) : "nothing (never written)";

@@ -28,12 +28,12 @@ set_tests_properties(cli.bench_deadline_infinity PROPERTIES LABELS "cli;proc;num
 # A rank that stops forever is a hang, a rank that aborts is a crash: both are findings with a
 # shrunk case and a replay line, reported within the deadline, and the run completes.
 collcheck_add_cli_test(check_hang_mutant check --backend mutant:hang@proc --seed 3 --ranks 2..4
-  --count 0..64 --deadline 3s --time-budget 30s STATUS 1
+  --count 0..64 --deadline 3s --time-budget 14s STATUS 1
   STDOUT "FAILED liveness on mutant:hang@proc" "hang: rank\\(s\\) [0-9, ]+ did not return within the deadline of 3\\.0 s"
   "replay: collcheck replay --backend 'mutant:hang@proc'")
 set_tests_properties(cli.check_hang_mutant PROPERTIES LABELS "cli;proc" TIMEOUT 120)
 collcheck_add_cli_test(check_crash_mutant check --backend mutant:crash@proc --seed 3 --ranks 2..4
-  --count 0..64 --deadline 10s --time-budget 30s STATUS 1
+  --count 0..64 --deadline 10s --time-budget 10s STATUS 1
   STDOUT "FAILED liveness on mutant:crash@proc" "crash: rank [0-9]+ died: signal 6 \\(SIGABRT\\)"
   "replay: collcheck replay --backend 'mutant:crash@proc'")
 set_tests_properties(cli.check_crash_mutant PROPERTIES LABELS "cli;proc" TIMEOUT 120)
