@@ -12,6 +12,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "faults/plan.h"
 #include "harness/arguments.h"
@@ -44,9 +45,8 @@ constexpr Option kCheckOptions[] = {
     {"count", "A..B", "0..64K", "elements (NCCL's count)"},
     {"cases", "N", "0", "cases per backend (0: as many as the budget allows)"},
     {"jobs", "N", "",
-     "threads running cases at once, 1..256 (experimental); default: 1 (@sim; backends across processes run one case "
-     "at a "
-     "time)"},
+     "threads running cases at once, 1..256; default: one per core (@sim; backends across processes run one case at "
+     "a time)"},
     {"max-failures", "N", "10", "distinct failures (groups) shrunk and reported, 1..1000; further ones are counted"},
     {"seed", "S", "", "the same seed and options give the same cases; default: drawn at random, always printed"},
     {"time-budget", "T", "60s", "for all backends together: 30s, 2m, 90 (seconds), up to 24h"},
@@ -166,6 +166,8 @@ Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockst
     Result<std::uint64_t> jobs = parse_count("--jobs", args.get("jobs"), 1, 256);
     if (!jobs) return jobs.error();
     options.jobs = static_cast<unsigned>(*jobs);
+  } else {
+    options.jobs = std::clamp(std::thread::hardware_concurrency(), 1U, 256U);  // 0 where it is not known
   }
   const std::string seed = args.get("seed");
   if (seed.empty()) {
