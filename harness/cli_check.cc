@@ -267,7 +267,7 @@ Status largest_case_fits(const Arguments& args, const CaseLimits& limits,
 Status case_fits(const Arguments& args, const Backend& backend, const Case& c) {
   Result<MemoryBudget> budget = memory_budget(args);
   if (!budget) return budget.error();
-  return fits(checked_case_memory(backend, c), *budget, to_string(c), "lower n of the case");
+  return fits(checked_case_memory(backend, c), *budget, to_string(c), "lower n or ranks of the case");
 }
 
 // The run's outcome (a wrong result reported as success is `corrupt`) and each rank's verdict.

@@ -40,7 +40,7 @@ Result<MemoryBudget> memory_budget(const Arguments& args);
 
 // Ok when `estimate` fits the budget; otherwise an error on `what` (a case, a request) that gives
 // the estimate part by part, the budget and where it comes from, and `knobs`, what to change
-// ("lower n of the case"): "needs about 72.0 GiB (buffers ...; schedule ...), more than the
+// ("lower n or ranks of the case"): "needs about 72.0 GiB (buffers ...; schedule ...), more than the
 // 23.1 GiB available (MemAvailable); lower n of the case, or raise --memory-limit".
 Status fits(const MemoryEstimate& estimate, const MemoryBudget& budget, std::string_view what, std::string_view knobs);
 

@@ -58,6 +58,13 @@ std::string_view family_options(std::string_view spec, std::string_view family) 
   return spec.size() > family.size() ? spec.substr(family.size() + 1) : std::string_view{};
 }
 
+MemoryEstimate library_temporaries(const Case& c) {
+  const MemoryEstimate buffers = case_buffers(c, 0);
+  MemoryEstimate estimate;
+  estimate.add("library", buffers.total(), "temporaries as large as every rank's input and output");
+  return estimate;
+}
+
 bool runs_across_processes(std::string_view spec) {
   if (names_family(spec, "mpi") || names_family(spec, "gloo")) return true;
   const std::size_t at = spec.rfind('@');

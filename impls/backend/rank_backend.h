@@ -63,7 +63,17 @@ struct RankBackendSpec {
   Capabilities capabilities;
   std::vector<std::pair<std::string, std::string>> environment;
   std::function<Result<std::unique_ptr<RankBackend>>(World&)> make;
+  // What the world's processes hold on one host besides every rank's buffers and the results
+  // handed back (Backend::estimate_memory): a transport's shared memory, a schedule in every
+  // process, a library's temporaries. Empty: nothing more.
+  std::function<MemoryEstimate(const Case&)> world_memory;
 };
+
+// What a vendor library may allocate for one call on every rank, as the world_memory of mpi and
+// gloo specs: a temporary as large as the rank's input and one as large as its output (Open
+// MPI's reduce-scatter and ring all-reduce, Gloo's ring algorithms keep buffers of the message's
+// size), an estimate from above, not a measurement.
+MemoryEstimate library_temporaries(const Case&);
 
 // True when the spec names a backend that runs across processes: `ALGORITHM@proc[...]`,
 // `mutant:NAME@proc`, `mpi[...]`, `gloo[...]`.

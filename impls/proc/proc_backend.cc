@@ -8,15 +8,18 @@
 
 #include <unistd.h>
 
+#include "impls/algorithms/algorithms.h"
 #include "impls/backend/rank_backend.h"
 #include "impls/link/guarded_buffer.h"
 #include "impls/link/reduce_op.h"
 #include "impls/mutants/mutants.h"
+#include "impls/proc/links.h"
 #include "impls/proc/proc_backend.h"
 #include "impls/proc/transport.h"
 #include "impls/sim/sim_backend.h"
 #include "reference/inputs.h"
 #include "reference/key_values.h"
+#include "reference/memory.h"
 #include "reference/numbers.h"
 
 namespace collcheck {
@@ -209,6 +212,27 @@ Error spec_error(std::string_view spec, const std::string& message) {
   return Error{"--backend", quoted_input(spec) + ": " + message};
 }
 
+// What a proc world's processes hold on one host besides the ranks' buffers: a shared-memory
+// segment per rank (unless every link is TCP), and in every worker the whole schedule, which each
+// builds, and its participants' scratch. A variant that is no registered algorithm (a mutant)
+// counts its segments alone.
+MemoryEstimate proc_world_memory(std::string_view algorithm, const Case& c, const Knobs& knobs, ProcLinks links) {
+  MemoryEstimate estimate;
+  const auto ranks = static_cast<std::uint64_t>(c.nranks);
+  if (links != ProcLinks::Tcp) {
+    estimate.add("segments", saturating_product(ranks, proc::kSegmentBytes),
+                 std::to_string(c.nranks) + " ranks x " + format_bytes(proc::kSegmentBytes) + " of shared memory");
+  }
+  Result<ScheduleSize> size = estimate_schedule(algorithm, c, knobs);
+  if (!size) return estimate;
+  estimate.add("schedules", saturating_product(ranks, schedule_memory(*size).total()),
+               "the whole schedule in each of " + std::to_string(c.nranks) + " workers");
+  if (size->scratch_elements > 0) {
+    estimate.add("scratch", saturating_product(size->scratch_elements, size_of(c.dtype)), "the participants' scratch");
+  }
+  return estimate;
+}
+
 RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, ProcessSabotage sabotage,
                           const std::string& name) {
   RankBackendSpec spec;
@@ -220,6 +244,9 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Proc
   spec.capabilities.chunk = knobs.chunk;
   spec.capabilities.hook = true;  // every send passes RankRunOptions::hook
   spec.capabilities.reliable = knobs.protocol.reliable;
+  spec.world_memory = [algorithm = variant.name, knobs, links](const Case& c) {
+    return proc_world_memory(algorithm, c, knobs, links);
+  };
   spec.make = [variant = std::move(variant), knobs, links, sabotage,
                name](World& world) -> Result<std::unique_ptr<RankBackend>> {
     return std::unique_ptr<RankBackend>(std::make_unique<ProcBackend>(world, variant, knobs, links, sabotage, name));

@@ -5,7 +5,7 @@ collcheck_add_cli_test(memory_replay_huge_case replay --backend ring@sim --memor
   "allreduce/i8/sum/n=68719476736/ranks=2" STATUS 2
   STDERR "^collcheck replay: allreduce/i8/sum/n=68719476736/ranks=2/[^ ]* needs about [0-9.]+ [GT]iB \\(buffers 256\\.0 GiB: 2 ranks x \\(64\\.0 GiB in \\+ 64\\.0 GiB out\\). "
   "schedule [0-9.]+ [KMG]?i?B: [0-9]+ steps x [0-9]+ B" "oracle 64\\.0 GiB"
-  "\\), more than the --memory-limit of 16\\.0 GiB. lower n of the case, or raise --memory-limit\n$" EMPTY stdout)
+  "\\), more than the --memory-limit of 16\\.0 GiB. lower n or ranks of the case, or raise --memory-limit\n$" EMPTY stdout)
 collcheck_add_cli_test(memory_simulate_many_chunks simulate --algorithm ring --ranks 64 --counts 1M --chunk 1
   --memory-limit 8G STATUS 2
   STDERR "^collcheck simulate: --counts 1048576 needs about [0-9.]+ GiB \\(schedule [0-9.]+ GiB: 264241152 steps x "
@@ -21,6 +21,21 @@ collcheck_add_cli_test(memory_prove_many_ranks prove --algorithm ring --collecti
   "lower --ranks or --counts, or raise --memory-limit\n$" EMPTY stdout)
 collcheck_add_cli_test(memory_bench_large_size bench -e 1G --memory-limit 1G STATUS 2
   STDERR "^collcheck bench: -e 1\\.0 GiB on ring@sim needs about [0-9.]+ GiB" "lower -e or --ranks" EMPTY stdout)
+# A world of processes on this host holds more than its ranks' buffers: the processes, proc's
+# shared-memory segments and schedules, a vendor library's temporaries.
+if(COLLCHECK_HAVE_MPI)
+  collcheck_add_cli_test(memory_replay_proc_world replay --backend ring@proc --memory-limit 64M
+    "allreduce/f32/sum/n=1024/ranks=4" STATUS 2
+    STDERR "^collcheck replay: allreduce/f32/sum/n=1024/ranks=4/[^ ]* needs about [0-9.]+ MiB \\(buffers "
+    "processes 120\\.0 MiB: 4 workers and mpirun, 24\\.0 MiB each" "segments 64\\.0 MiB: 4 ranks x 16\\.0 MiB of shared memory"
+    "schedules [0-9.]+ KiB: the whole schedule in each of 4 workers" "lower n or ranks of the case, or raise --memory-limit\n$"
+    EMPTY stdout)
+  collcheck_add_cli_test(memory_replay_mpi_world replay --backend mpi --memory-limit 64M
+    "allreduce/f32/sum/n=1024/ranks=4" STATUS 2
+    STDERR "processes 120\\.0 MiB: 4 workers and mpirun" "library 32\\.0 KiB: temporaries as large as every rank's input and output"
+    EMPTY stdout)
+  set_tests_properties(cli.memory_replay_proc_world cli.memory_replay_mpi_world PROPERTIES LABELS "cli;memory;proc")
+endif()
 # What fits runs as before; 0 is no limit; a bad size names the option.
 collcheck_add_cli_test(memory_replay_fits replay --backend ring@sim --memory-limit 64M
   "allreduce/f32/sum/n=1000/ranks=3" STATUS 0 STDOUT "held +oracle" EMPTY stderr)

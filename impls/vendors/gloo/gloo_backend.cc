@@ -286,6 +286,7 @@ RankBackendSpec spec_of(const GlooAlgorithm& a, const GlooKnobs& knobs, const st
   if (std::string_view(a.name) == "allreduce_bcube") {
     spec.capabilities.precondition = [base = knobs.base](const Case& c) { return c.nranks % base == 0; };
   }
+  spec.world_memory = library_temporaries;
   spec.make = [&a, knobs, name](World& world) -> Result<std::unique_ptr<RankBackend>> {
     const double seconds = knobs.timeout > 0 ? knobs.timeout : kClassTimeout;
     try {

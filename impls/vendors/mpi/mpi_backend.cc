@@ -75,6 +75,7 @@ RankBackendSpec spec_of(const Selection& s, std::string name) {
   // MPI_COMM_WORLD and on the control channel, where a broken choice (two_proc on 3 ranks)
   // takes the whole world down instead of failing one case.
   if (s.any()) spec.environment = {{"OMPI_MCA_coll_tuned_use_dynamic_rules", "1"}};
+  spec.world_memory = library_temporaries;
   spec.make = [s, spec_name = spec.name](World& world) { return make_backend(s, spec_name, world); };
   return spec;
 }
