@@ -263,6 +263,30 @@ Status largest_case_fits(const Arguments& args, const CaseLimits& limits,
   return Ok{};
 }
 
+// --collective names only collectives none of the backends implements (`mpi:allreduce=ring` runs
+// allreduce alone): a usage error naming what they implement, rather than a check of no case.
+Status some_collective_implemented(const CaseLimits& limits, const std::vector<std::unique_ptr<Backend>>& backends) {
+  if (limits.collectives.empty()) return Ok{};
+  std::vector<bool> implemented(all_collectives().size(), false);
+  for (const auto& backend : backends) {
+    for (Collective collective : backend->capabilities().collectives) {
+      if (std::find(limits.collectives.begin(), limits.collectives.end(), collective) != limits.collectives.end()) {
+        return Ok{};
+      }
+      implemented[static_cast<std::size_t>(collective)] = true;
+    }
+  }
+  std::string asked, offered;
+  for (Collective collective : limits.collectives) asked += (asked.empty() ? "" : ", ") + std::string(name(collective));
+  for (Collective collective : all_collectives()) {
+    if (implemented[static_cast<std::size_t>(collective)]) {
+      offered += (offered.empty() ? "" : ", ") + std::string(name(collective));
+    }
+  }
+  const std::string who = backends.size() == 1 ? backends.front()->name() + " implements " : "the backends implement ";
+  return Error{"--collective", asked + ": " + who + (offered.empty() ? "no collective" : offered)};
+}
+
 // Refuses a case the backend's run could not hold in memory, before it runs.
 Status case_fits(const Arguments& args, const Backend& backend, const Case& c) {
   Result<MemoryBudget> budget = memory_budget(args);
@@ -387,6 +411,10 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
       faults ? backends_of(specs, *args, *faults) : Result<std::vector<std::unique_ptr<Backend>>>(faults.error());
   if (!backends) {
     err << "collcheck check: " << backends.error().text() << '\n';
+    return kUsageError;
+  }
+  if (Status some = some_collective_implemented(options->limits, backends.value()); !some) {
+    err << "collcheck check: " << some.error().text() << '\n';
     return kUsageError;
   }
   if (Status fit = largest_case_fits(*args, options->limits, backends.value()); !fit) {

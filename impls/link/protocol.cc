@@ -92,4 +92,35 @@ void LinkSender::acknowledged(std::uint64_t sequence) {
   if (records_.empty()) first_ = std::max(first_, sequence);
 }
 
+std::string link_stream_text(const std::string& to, const std::string& from, int channel, std::uint64_t call) {
+  return to + ": from " + from + " on channel " + std::to_string(channel) + " (call " + std::to_string(call) + ")";
+}
+
+std::string link_fault_text(Verdict verdict, const PieceLabel& piece, const LinkReceiver& receiver,
+                            std::size_t message_bytes) {
+  const std::string due = std::to_string(receiver.due_message());
+  const std::string at = std::to_string(receiver.due_byte());
+  const std::string sequence = std::to_string(piece.sequence);
+  if (verdict == Verdict::OutOfOrder) {
+    const bool whole = piece.offset == 0 && receiver.due_byte() == 0;
+    const std::string arrived = whole ? "message " + sequence + " arrived where message " + due
+                                      : "byte " + std::to_string(piece.offset) + " of message " + sequence +
+                                            " arrived where byte " + at + " of message " + due;
+    return arrived + " was due (a message lost or out of order)";
+  }
+  if (verdict == Verdict::Overlong) {
+    return "a piece of " + std::to_string(piece.bytes) + " bytes at byte " + at + " of message " + due +
+           ", which has " + std::to_string(message_bytes);
+  }
+  const std::string damaged =
+      "message " + sequence + " (attempt " + std::to_string(piece.attempt) + ") failed its checksum";
+  if (piece.bytes == message_bytes) return damaged;
+  return damaged + " in the piece at byte " + at + " (" + std::to_string(piece.bytes) + " bytes)";
+}
+
+std::string link_gave_up_text(std::uint64_t sequence, const LinkSettings& settings) {
+  return "message " + std::to_string(sequence) + " not taken after " + std::to_string(settings.retries) +
+         " retransmissions";
+}
+
 }  // namespace collcheck

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <span>
+#include <string>
 
 #include "impls/link/hook.h"
 
@@ -164,5 +165,16 @@ class LinkSender {
   std::uint64_t first_ = 0;  // the sequence number of records_.front()
   std::deque<Record> records_;
 };
+
+// The words a link's fault ends a run with, the same on every executor: the stream as its
+// receiver sees it ("rank 1: from rank 0 on channel 2 (call 3)", participants named as the
+// schedule names them), then what went wrong with it.
+std::string link_stream_text(const std::string& to, const std::string& from, int channel, std::uint64_t call);
+// A piece the receiver neither took nor dropped (`verdict`), against the position due in a
+// message of `message_bytes`.
+std::string link_fault_text(Verdict verdict, const PieceLabel& piece, const LinkReceiver& receiver,
+                            std::size_t message_bytes);
+// Reliable: the sender gave up on message `sequence`.
+std::string link_gave_up_text(std::uint64_t sequence, const LinkSettings& settings);
 
 }  // namespace collcheck

@@ -12,6 +12,20 @@
 #include "reference/float_format.h"
 
 namespace collcheck {
+
+double reduce_values(RedOp op, double x, double y) {
+  switch (op) {
+    case RedOp::Prod: return x * y;
+    case RedOp::Min:
+      if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
+      return y < x ? y : x;
+    case RedOp::Max:
+      if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
+      return y > x ? y : x;
+    default: return x + y;
+  }
+}
+
 namespace {
 
 template <typename T>
@@ -48,26 +62,13 @@ void reduce_integers(RedOp op, const std::byte* a, const std::byte* b, std::byte
   }
 }
 
-double apply(RedOp op, double x, double y) {
-  switch (op) {
-    case RedOp::Prod: return x * y;
-    case RedOp::Min:
-      if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
-      return y < x ? y : x;
-    case RedOp::Max:
-      if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
-      return y > x ? y : x;
-    default: return x + y;
-  }
-}
-
 void reduce_floats(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
   const std::size_t size = size_of(dtype);
   for (std::size_t i = 0; i < count; ++i) {
     std::uint64_t x = 0, y = 0;
     std::memcpy(&x, a + i * size, size);
     std::memcpy(&y, b + i * size, size);
-    const std::uint64_t result = encode(dtype, apply(op, decode(dtype, x), decode(dtype, y)));
+    const std::uint64_t result = encode(dtype, reduce_values(op, decode(dtype, x), decode(dtype, y)));
     std::memcpy(out + i * size, &result, size);
   }
 }

@@ -17,6 +17,10 @@ namespace collcheck {
 //   avg reduces as sum: finish_average() divides at the end.
 void reduce_elements(DType, RedOp, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count);
 
+// a ⊕ b for two float elements decoded to double, before the one rounding to the dtype: the step
+// reduce_elements takes for every float format (min and max propagate NaN; avg adds).
+double reduce_values(RedOp, double a, double b);
+
 // The same contract, faster: out = a ⊕ b with identical bits to reduce_elements for every dtype,
 // op and input (NaN payloads included), computed natively for float32 and float64 and through
 // reduce_elements for the rest. `out` may be `a` or `b`.

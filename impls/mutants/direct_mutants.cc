@@ -31,6 +31,7 @@ struct DirectPlan {
 
 std::vector<int> fold_order(int rank, int n, bool own_first) {
   std::vector<int> order;
+  order.reserve(static_cast<std::size_t>(n));
   for (int k = 0; k < n; ++k) order.push_back(own_first ? (rank + k) % n : k);
   return order;
 }

@@ -27,16 +27,6 @@ void reduce_decoded(DType dtype, const std::byte* a, const std::byte* b, std::by
   }
 }
 
-// a ⊕ b on decoded values, as the reduction contract computes it before rounding.
-double combine(RedOp op, double x, double y) {
-  switch (op) {
-    case RedOp::Prod: return x * y;
-    case RedOp::Min: return std::isnan(x) || std::isnan(y) ? std::nan("") : std::min(x, y);
-    case RedOp::Max: return std::isnan(x) || std::isnan(y) ? std::nan("") : std::max(x, y);
-    default: return x + y;
-  }
-}
-
 // std::max / std::min on the decoded values: a NaN survives only as the first operand.
 double unordered_min_max(RedOp op, double a, double b) { return op == RedOp::Max ? (a < b ? b : a) : (b < a ? b : a); }
 
@@ -50,7 +40,7 @@ void reduce_through_float16(DType dtype, RedOp op, const std::byte* a, const std
                             std::size_t count) {
   if (!is_float(dtype)) return reduce_elements(dtype, op, a, b, out, count);
   reduce_decoded(dtype, a, b, out, count,
-                 [op](double x, double y) { return float16_to_double(float16_from_double(combine(op, x, y))); });
+                 [op](double x, double y) { return float16_to_double(float16_from_double(reduce_values(op, x, y))); });
 }
 
 // 9. nan-dropped (its reduction; the schedule is direct_mutants.cc's): min and max compare like

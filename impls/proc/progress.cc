@@ -104,24 +104,39 @@ void ProcTransport::State::pop(Inbound& in) {
   }
 }
 
-// What is wrong with a piece the stream's receiver did not take (nor drop as a duplicate), where
-// the receiver's due position lies in a message of `bytes` bytes.
-std::string ProcTransport::State::problem(Verdict verdict, const PieceHeader& piece, const Inbound& in,
-                                          std::size_t bytes) const {
-  const std::uint64_t sequence = in.receiver.due_message();
-  const std::size_t received = in.receiver.due_byte();
-  if (verdict == Verdict::OutOfOrder) {
-    return "byte " + std::to_string(piece.offset) + " of message " + std::to_string(piece.sequence) +
-           " arrived where byte " + std::to_string(received) + " of message " + std::to_string(sequence) +
-           " was due (a message lost or out of order)";
+// Lands a piece taken at byte `at` of a receive into `to`: copied, or reduced with `from`.
+void ProcTransport::State::land(std::byte* to, const std::byte* from, const std::byte* data, std::size_t at,
+                                std::size_t bytes) const {
+  if (bytes == 0) return;
+  if (from == nullptr) std::memcpy(to + at, data, bytes);
+  else reduce(from + at, data, to + at, bytes);
+}
+
+// A piece the stream's receiver did not take: a duplicate (or a retransmission of what was taken)
+// is dropped; a fault ends the run (unreliable: false) or is dropped and the sender asked to go
+// back (reliable).
+bool ProcTransport::State::discard(const Hosted& local, Inbound& in, Verdict verdict, const PieceLabel& piece,
+                                   std::size_t bytes) {
+  const bool fault = verdict != Verdict::Duplicate;
+  if (fault && !settings.reliable) {
+    fail(link_stream_text(participant_name(local.participant), participant_name(in.key.from), in.key.channel, call) +
+         ": " + link_fault_text(verdict, piece, in.receiver, bytes));
+    return false;
   }
-  if (verdict == Verdict::Overlong) {
-    return "a piece of " + std::to_string(piece.bytes) + " bytes at byte " + std::to_string(received) + " of message " +
-           std::to_string(sequence) + ", which has " + std::to_string(bytes);
+  pop(in);
+  if (fault) ask(in);
+  return true;
+}
+
+// Reliable: a receive that found nothing more to take starts waiting on its stream, or, waiting
+// too long already, asks the sender again.
+void ProcTransport::State::keep_waiting(Inbound& in) {
+  if (!in.waiting) {
+    in.waiting = true;
+    in.receiver.heard(now());
+  } else if (in.receiver.impatient(now(), settings)) {
+    ask(in);
   }
-  return "message " + std::to_string(sequence) + " damaged: the piece at byte " + std::to_string(received) + " (" +
-         std::to_string(piece.bytes) + " bytes, transmission " + std::to_string(piece.attempt) +
-         ") does not match its checksum";
 }
 
 Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepLink& link, Stream& stream) {
@@ -142,26 +157,11 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
     taken = Taken::Some;
     const PieceLabel label{piece.sequence, piece.offset, piece.bytes, piece.checksum, piece.attempt};
     const Verdict verdict = receiver.judge(label, {data, piece.bytes}, bytes, judged);
-    if (verdict == Verdict::Duplicate) {
-      pop(in);  // a duplicate, or a retransmission of what was taken already
-      continue;
-    }
     if (verdict != Verdict::Take) {
-      if (!settings.reliable) {
-        fail(participant_name(local.participant) + ": from " + participant_name(in.key.from) + " on channel " +
-             std::to_string(in.key.channel) + " (call " + std::to_string(call) +
-             "): " + problem(verdict, piece, in, bytes));
-        return taken;
-      }
-      pop(in);
-      ask(in);
+      if (!discard(local, in, verdict, label, bytes)) return taken;
       continue;
     }
-    const std::size_t received = receiver.due_byte();
-    if (piece.bytes > 0) {
-      if (from == nullptr) std::memcpy(to + received, data, piece.bytes);
-      else reduce(from + received, data, to + received, piece.bytes);
-    }
+    land(to, from, data, receiver.due_byte(), piece.bytes);
     stream.started = true;
     pop(in);
     if (receiver.take(piece.bytes, bytes, settings.reliable ? now() : 0)) {
@@ -170,14 +170,7 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
       return Taken::All;
     }
   }
-  if (settings.reliable) {
-    if (!in.waiting) {
-      in.waiting = true;
-      receiver.heard(now());
-    } else if (receiver.impatient(now(), settings)) {
-      ask(in);
-    }
-  }
+  if (settings.reliable) keep_waiting(in);
   return taken;
 }
 
@@ -231,6 +224,43 @@ Outgoing* ProcTransport::State::choose(Outbound& out, double time) {
   return nullptr;
 }
 
+// The checksum of the piece of `message` at its `pushed` offset, `n` bytes at `bytes` (0 without
+// checksums): the hook's, taken over the pristine bytes, or one taken now.
+std::uint64_t ProcTransport::State::piece_sum(const Outbound& out, const Outgoing& message, const std::byte* bytes,
+                                              std::size_t n) const {
+  if (!settings.checksums) return 0;
+  return message.hooked ? message.sums[message.pushed / out.piece_bytes] : checksum({bytes, n});
+}
+
+// The message's next `n` bytes as one frame on the TCP connection; false when its window is full.
+bool ProcTransport::State::push_frame(Outbound& out, const Outgoing& message, std::size_t n) {
+  Connection& connection = *out.connection;
+  if (connection.out.size() - connection.out_sent >= kTcpWindow) return false;
+  const std::byte* data = message.payload(message.pushed);
+  const PieceHeader header{message.sequence, message.pushed, n, piece_sum(out, message, data, n),
+                           out.sender.attempt(message.sequence)};
+  append_frame(connection, FrameHeader{epoch, FrameKind::Piece, out.key.from, out.key.to, out.key.channel, 0, header},
+               data);
+  return true;
+}
+
+// The message's next `n` bytes as one piece in the receiver's FIFO; false when it is full.
+bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std::size_t n) {
+  // Room first: a full FIFO is polled again and again, the checksum taken once.
+  if (out.tail - out.head_seen >= out.fifo.shape.slots) {
+    out.head_seen = out.fifo.control->head.load(std::memory_order_acquire);
+    if (out.tail - out.head_seen >= out.fifo.shape.slots) return false;
+  }
+  std::byte* slot = out.fifo.slot(out.tail);
+  if (n > 0) std::memcpy(slot + kSlotHeader, message.payload(message.pushed), n);
+  // Taken over the slot, just written and still in cache (the user's bytes may be in memory).
+  const PieceHeader header{message.sequence, message.pushed, n, piece_sum(out, message, slot + kSlotHeader, n),
+                           out.sender.attempt(message.sequence)};
+  std::memcpy(slot, &header, sizeof header);
+  out.fifo.control->tail.store(++out.tail, std::memory_order_release);
+  return true;
+}
+
 // Pushes the message's pieces while there is room; true when all of it is out.
 bool ProcTransport::State::push(Outbound& out, Outgoing& message, bool& moved) {
   if (message.dropped) {  // this transmission never arrives
@@ -242,31 +272,8 @@ bool ProcTransport::State::push(Outbound& out, Outgoing& message, bool& moved) {
   }
   while (!message.done()) {
     const std::size_t n = std::min(out.piece_bytes, message.bytes - message.pushed);
-    const std::byte* data = message.payload(message.pushed);
-    // Room first: a full FIFO or window is polled again and again, the checksum taken once.
-    std::uint64_t sum = 0;
-    if (out.connection != nullptr) {
-      Connection& connection = *out.connection;
-      if (connection.out.size() - connection.out_sent >= kTcpWindow) return false;
-      if (settings.checksums)
-        sum = message.hooked ? message.sums[message.pushed / out.piece_bytes] : checksum({data, n});
-      const PieceHeader header{message.sequence, message.pushed, n, sum, out.sender.attempt(message.sequence)};
-      append_frame(connection,
-                   FrameHeader{epoch, FrameKind::Piece, out.key.from, out.key.to, out.key.channel, 0, header}, data);
-    } else {
-      if (out.tail - out.head_seen >= out.fifo.shape.slots) {
-        out.head_seen = out.fifo.control->head.load(std::memory_order_acquire);
-        if (out.tail - out.head_seen >= out.fifo.shape.slots) return false;
-      }
-      std::byte* slot = out.fifo.slot(out.tail);
-      if (n > 0) std::memcpy(slot + kSlotHeader, data, n);
-      // Taken over the slot, just written and still in cache (the user's bytes may be in memory).
-      if (settings.checksums)
-        sum = message.hooked ? message.sums[message.pushed / out.piece_bytes] : checksum({slot + kSlotHeader, n});
-      const PieceHeader header{message.sequence, message.pushed, n, sum, out.sender.attempt(message.sequence)};
-      std::memcpy(slot, &header, sizeof header);
-      out.fifo.control->tail.store(++out.tail, std::memory_order_release);
-    }
+    const bool room = out.connection != nullptr ? push_frame(out, message, n) : push_slot(out, message, n);
+    if (!room) return false;
     message.pushed += n;
     message.started = true;
     moved = true;
@@ -336,9 +343,8 @@ void ProcTransport::State::rewind(Outbound& out, std::uint64_t to) {
     out.sender.retransmit(message.sequence);
     // Only the message asked for counts against its retries; the later ones are resent along.
     if (message.sequence == to && !out.sender.asked_again(to, settings)) {
-      fail(participant_name(out.key.from) + ": message " + std::to_string(message.sequence) + " to " +
-           participant_name(out.key.to) + " on channel " + std::to_string(out.key.channel) + " (call " +
-           std::to_string(call) + ") not taken after " + std::to_string(settings.retries) + " retransmissions");
+      fail(link_stream_text(participant_name(out.key.to), participant_name(out.key.from), out.key.channel, call) +
+           ": " + link_gave_up_text(message.sequence, settings));
       return;
     }
     message.pushed = 0;

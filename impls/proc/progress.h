@@ -234,9 +234,7 @@ struct ProcTransport::State {
                           peers.hosts[static_cast<std::size_t>(from)] == peers.hosts[static_cast<std::size_t>(to)]);
   }
   double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - options.start).count(); }
-  std::string participant_name(int p) const {
-    return p < schedule->nranks() ? "rank " + std::to_string(p) : "switch " + std::to_string(p - schedule->nranks());
-  }
+  std::string participant_name(int p) const { return collcheck::participant_name(*schedule, p); }
 
   Status plan(const Schedule&);
   void plan_hosted();
@@ -260,14 +258,16 @@ struct ProcTransport::State {
   void settle();
   void post(const proc::Hosted& local, const Step& step, const proc::StepLink& link);
   proc::Taken receive(proc::Hosted& local, const Step& step, const proc::StepLink& link, proc::Stream& stream);
+  void land(std::byte* to, const std::byte* from, const std::byte* data, std::size_t at, std::size_t bytes) const;
+  bool discard(const proc::Hosted& local, proc::Inbound& in, Verdict verdict, const PieceLabel& piece,
+               std::size_t bytes);
+  void keep_waiting(proc::Inbound& in);
   bool advance(proc::Hosted& local, proc::Stream& stream);
   std::string stuck(const std::string& how) const;
 
-  // Receiving: the next piece of a stream without taking it, taking it, and what is wrong with it.
+  // Receiving: the next piece of a stream without taking it, and taking it.
   bool peek(proc::Inbound& in, proc::PieceHeader& header, const std::byte*& data);
   void pop(proc::Inbound& in);
-  std::string problem(Verdict verdict, const proc::PieceHeader& piece, const proc::Inbound& in,
-                      std::size_t bytes) const;
   bool sweep(proc::Inbound& in);
   void ask(proc::Inbound& in);
   void acknowledge(proc::Inbound& in);
@@ -276,6 +276,10 @@ struct ProcTransport::State {
   void decide(proc::Outbound& out, proc::Outgoing& message);
   proc::Outgoing* choose(proc::Outbound& out, double time);
   bool push(proc::Outbound& out, proc::Outgoing& message, bool& moved);
+  std::uint64_t piece_sum(const proc::Outbound& out, const proc::Outgoing& message, const std::byte* bytes,
+                          std::size_t n) const;
+  bool push_frame(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
+  bool push_slot(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
   void finished(proc::Outbound& out, proc::Outgoing& message);
   bool heed_receiver(proc::Outbound& out);
   void rewind(proc::Outbound& out, std::uint64_t to);

@@ -5,12 +5,13 @@
 #include <tuple>
 
 namespace collcheck {
-namespace {
 
 std::string participant_name(const Schedule& s, int p) {
   if (p >= 0 && p < s.nranks()) return "rank " + std::to_string(p);
   return "switch " + std::to_string(p - s.nranks());
 }
+
+namespace {
 
 Error step_error(const Schedule& s, int p, int index, const std::string& message) {
   return Error{"schedule", describe(s, p, index) + ": " + message};

@@ -97,6 +97,7 @@ Alias in_place_alias(const Case& shape, int rank);
 Status validate(const Schedule&, std::size_t slack = 0);
 
 std::string describe(const Schedule&, int participant, int step);  // "rank 3 step 7 (send to 4)"
+std::string participant_name(const Schedule&, int participant);    // "rank 3", or "switch 0" past the ranks
 
 // How big a schedule will be, estimated from its shape before it is built (impls/algorithms:
 // estimate_schedule): an upper bound within a small factor, to refuse what memory cannot hold.

@@ -40,13 +40,13 @@ void Simulation::set_up_protocol() {
   }
 }
 
-std::string Simulation::stream_name(const StreamKey& key) const {
+// A stream as a link fault names it, at message `sequence` (of call sequence / per_call).
+std::string Simulation::stream_name(const StreamKey& key, std::uint64_t sequence) const {
   const auto [from, to, channel] = key;
-  return participant_name(to) + ": message from " + participant_name(from) + " on channel " + std::to_string(channel);
-}
-
-std::string Simulation::participant_name(int p) const {
-  return p < schedule_.nranks() ? "rank " + std::to_string(p) : "switch " + std::to_string(p - schedule_.nranks());
+  const auto found = outbox_.find(key);
+  const std::uint64_t per_call = found == outbox_.end() ? 0 : found->second.per_call;
+  return link_stream_text(participant_name(schedule_, to), participant_name(schedule_, from), channel,
+                          per_call == 0 ? 0 : sequence / per_call);
 }
 
 // An arrival, judged by the stream's receiver: taken in sequence, a duplicate dropped; a damaged
@@ -68,12 +68,10 @@ void Simulation::arrive(std::size_t index) {
   }
   ++result_.discarded;
   if (verdict == Verdict::Duplicate) return;
-  const std::string what = verdict == Verdict::Damaged
-                               ? "message " + std::to_string(message.sequence) + " (attempt " +
-                                     std::to_string(message.attempt) + ") failed its checksum"
-                               : "message " + std::to_string(message.sequence) + " arrived where message " +
-                                     std::to_string(receiver.due_message()) + " was due (one is missing)";
-  if (!protocol_.reliable) return detect(message.key, stream_name(message.key) + ": " + what);
+  if (!protocol_.reliable) {
+    return detect(message.key, stream_name(message.key, receiver.due_message()) + ": " +
+                                   link_fault_text(verdict, piece, receiver, message.payload.size()));
+  }
   if (receiver.ask(now_, protocol_, nullptr)) ask_again(message.key);
 }
 
@@ -248,8 +246,8 @@ void Simulation::resend(const GoBack& request) {
   Outbox& outbox = outbox_[request.key];
   const std::uint64_t sent = outbox.sent;
   if (request.from < sent && !outbox.sender.asked_again(request.from, protocol_)) {
-    return detect(request.key, stream_name(request.key) + ": message " + std::to_string(request.from) + " lost after " +
-                                   std::to_string(protocol_.retries) + " retransmissions");
+    return detect(request.key,
+                  stream_name(request.key, request.from) + ": " + link_gave_up_text(request.from, protocol_));
   }
   for (std::uint64_t sequence = request.from; sequence < sent && !result_.detected; ++sequence) {
     const auto index = static_cast<std::size_t>(sequence);

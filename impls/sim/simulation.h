@@ -144,8 +144,7 @@ class Simulation {
 
   // The link protocol on virtual time (sim_link.cc).
   void set_up_protocol();
-  std::string stream_name(const StreamKey& key) const;
-  std::string participant_name(int p) const;
+  std::string stream_name(const StreamKey& key, std::uint64_t sequence) const;
   void arrive(std::size_t index);
   void ask_again(const StreamKey& key);
   void expire(int p, int k, std::size_t call);

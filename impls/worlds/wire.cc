@@ -51,16 +51,34 @@ std::string Reader::text() {
   return {reinterpret_cast<const char*>(raw.data()), raw.size()};
 }
 
+namespace {
+
+// The RankRunOptions fields a request carries, in wire order: the one list that both writing and
+// reading follow (the request's own input follows them; a hook does not travel).
+template <class Options, class Visit>
+void each_option(Options& options, Visit&& visit) {
+  visit(options.calls);
+  visit(options.deadline);
+  visit(options.timed);
+  visit(options.warmup);
+  visit(options.iterations);
+  visit(options.checked);
+}
+
+// One field on the wire: integers and flags as u64, seconds as f64.
+void put(Writer& writer, int value) { writer.u64(static_cast<std::uint64_t>(value)); }
+void put(Writer& writer, bool value) { writer.u64(value); }
+void put(Writer& writer, double value) { writer.f64(value); }
+void get(Reader& reader, int& value) { value = static_cast<int>(reader.u64()); }
+void get(Reader& reader, bool& value) { value = reader.u64() != 0; }
+void get(Reader& reader, double& value) { value = reader.f64(); }
+
+}  // namespace
+
 std::vector<std::byte> encode(const RunRequest& request) {
   Writer w;
   w.text(to_string(request.c));
-  const RankRunOptions& o = request.options;
-  w.u64(static_cast<std::uint64_t>(o.calls));
-  w.f64(o.deadline);
-  w.u64(o.timed);
-  w.u64(static_cast<std::uint64_t>(o.warmup));
-  w.u64(static_cast<std::uint64_t>(o.iterations));
-  w.u64(o.checked);
+  each_option(request.options, [&w](auto field) { put(w, field); });
   w.u64(request.input.has_value());
   if (request.input) w.bytes(*request.input);
   w.text(request.fault_plan);
@@ -72,13 +90,7 @@ Result<RunRequest> decode_request(std::span<const std::byte> data) {
   Reader r(data);
   RunRequest request;
   const std::string text = r.text();
-  RankRunOptions& o = request.options;
-  o.calls = static_cast<int>(r.u64());
-  o.deadline = r.f64();
-  o.timed = r.u64() != 0;
-  o.warmup = static_cast<int>(r.u64());
-  o.iterations = static_cast<int>(r.u64());
-  o.checked = r.u64() != 0;
+  each_option(request.options, [&r](auto& field) { get(r, field); });
   if (r.u64() != 0) request.input = r.bytes();
   request.fault_plan = r.text();
   request.fault_seed = r.u64();

@@ -21,6 +21,7 @@ namespace {
 // Runs `body(rank)` on one thread per rank and waits for all.
 void on_every_rank(int nranks, const std::function<void(int)>& body) {
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(nranks));
   for (int rank = 0; rank < nranks; ++rank) threads.emplace_back(body, rank);
   for (std::thread& thread : threads) thread.join();
 }
@@ -93,9 +94,11 @@ std::vector<std::string> expand(std::string_view spec) {
   if (runs_across_processes(spec)) {
     Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
     if (specs) {
+      names.reserve(specs->size());
       for (const RankBackendSpec& one : *specs) names.push_back(one.name);
     }
   } else if (Result<std::vector<std::unique_ptr<Backend>>> backends = make_backends(spec)) {
+    names.reserve(backends->size());
     for (const std::unique_ptr<Backend>& backend : *backends) names.push_back(backend->name());
   }
   if (names.empty()) names.emplace_back(spec);
@@ -107,6 +110,7 @@ Result<std::unique_ptr<Backend>> make_backend(std::string_view spec) {
   if (runs_across_processes(spec) && !launched_by_launcher()) {
     Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
     if (!specs) return specs.error();
+    backends.reserve(specs->size());
     for (RankBackendSpec& one : *specs) backends.push_back(std::make_unique<ThreadWorldBackend>(std::move(one)));
   } else {
     Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec);

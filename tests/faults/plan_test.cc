@@ -36,8 +36,9 @@ TEST(FaultPlan, CanonicalTextsRoundTrip) {
       "straggler:rank=3:factor=4",
       "straggler:rank=3:at=1e-05:ms=2:factor=1.5",
       "stop:rank=0:at=0.5;kill:rank=2:at=0.001",
-      "drop:link=2->3:p=0.01;delay:rank=5:ms=50;corrupt:link=0->1:after=3:bits=1;"
-      "link-down:link=1->2:at=0.002;straggler:rank=3:factor=4;kill:rank=2:at=0.001",
+      // Six faults in one plan, split over two lines: the parentheses mark one literal on purpose.
+      ("drop:link=2->3:p=0.01;delay:rank=5:ms=50;corrupt:link=0->1:after=3:bits=1;"
+       "link-down:link=1->2:at=0.002;straggler:rank=3:factor=4;kill:rank=2:at=0.001"),
   };
   for (const std::string& text : texts) {
     const FaultPlan plan = parsed(text);

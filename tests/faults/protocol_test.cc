@@ -31,14 +31,18 @@ std::string random_plan(std::uint64_t seed, int nranks, bool transient_only) {
   std::string plan;
   const int faults = 1 + static_cast<int>(below(mix64(seed), 3));
   for (int i = 0; i < faults; ++i) {
-    auto draw = [&](std::uint64_t purpose, std::uint64_t n) { return below(mix64(seed ^ mix64(i * 16 + purpose)), n); };
+    auto draw = [&](std::uint64_t purpose, std::uint64_t n) {
+      return below(mix64(seed ^ mix64(static_cast<std::uint64_t>(i) * 16 + purpose)), n);
+    };
     const std::string kind = kinds[draw(1, transient_only ? 7 : 10)];
     const int a = static_cast<int>(draw(2, static_cast<std::uint64_t>(nranks)));
     const int b = (a + 1 + static_cast<int>(draw(3, static_cast<std::uint64_t>(nranks - 1)))) % nranks;
     std::string fault = kind;
-    if (kind == "link-down" || kind == "link-flap") fault += ":link=" + std::to_string(a) + "->" + std::to_string(b);
-    else if (kind == "stop" || kind == "kill" || kind == "straggler") fault += ":rank=" + std::to_string(a);
-    else if (draw(4, 2) == 0) fault += ":link=" + std::to_string(a) + "->" + std::to_string(b);
+    // Link faults on a link, rank faults on a rank, the rest on a link half the time.
+    const bool on_rank = kind == "stop" || kind == "kill" || kind == "straggler";
+    const bool on_link = kind == "link-down" || kind == "link-flap" || (!on_rank && draw(4, 2) == 0);
+    if (on_link) fault += ":link=" + std::to_string(a) + "->" + std::to_string(b);
+    else if (on_rank) fault += ":rank=" + std::to_string(a);
     if (kind == "drop" || kind == "corrupt" || kind == "duplicate" || kind == "reorder") {
       fault += ":p=0." + std::to_string(1 + draw(5, 5)) + ":times=" + std::to_string(1 + draw(6, 4));
     }

@@ -42,6 +42,7 @@ std::vector<std::string> on_world(const RankBackendSpec& spec, int nranks, const
   std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(nranks);
   std::vector<std::vector<std::string>> failures(static_cast<std::size_t>(nranks));
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(nranks));
   for (int rank = 0; rank < nranks; ++rank) {
     threads.emplace_back([&, rank] {
       auto& mine = failures[static_cast<std::size_t>(rank)];
@@ -96,40 +97,63 @@ RankBody run_cases(const std::vector<Case>& cases, const RankRunOptions& options
 
 // The sweep: every dtype with sum, every op on a few dtypes, counts 0, 1, 7 and 1001 (divisible
 // by none of 2..5) and 1000, in and out of place where allowed, roots first and last.
-std::vector<Case> sweep(const Capabilities& caps, int nranks, bool narrow = false, bool with_zero = true) {
-  const Collective collective = caps.collectives.front();
+
+// The (dtype, op) pairs: every dtype with sum, and for a reduction the other ops on a few dtypes;
+// `narrow`: Int32 and Float16 with sum, Float64 with the other ops.
+std::vector<std::pair<DType, RedOp>> sweep_kinds(const Capabilities& caps, bool narrow) {
   std::vector<std::pair<DType, RedOp>> kinds;
   for (DType dtype : caps.dtypes) {
-    if (!narrow || dtype == DType::Int32 || dtype == DType::Float16) kinds.push_back({dtype, RedOp::Sum});
+    if (!narrow || dtype == DType::Int32 || dtype == DType::Float16) kinds.emplace_back(dtype, RedOp::Sum);
   }
-  if (reduces(collective)) {
+  if (reduces(caps.collectives.front())) {
     for (DType dtype : {DType::Int8, DType::UInt32, DType::Float16, DType::Float32, DType::Float64}) {
       if (narrow && dtype != DType::Float64) continue;
-      for (RedOp op : {RedOp::Prod, RedOp::Min, RedOp::Max}) kinds.push_back({dtype, op});
+      for (RedOp op : {RedOp::Prod, RedOp::Min, RedOp::Max}) kinds.emplace_back(dtype, op);
     }
   }
-  std::vector<Case> cases;
-  std::uint64_t seed = 1;
-  for (auto [dtype, op] : kinds) {
-    for (std::size_t count : {0, 1, 7, 1000, 1001}) {
-      if (count == 0 && !with_zero) continue;
-      for (bool in_place : {false, true}) {
-        if (in_place && !caps.in_place) continue;
-        for (int root : {0, nranks - 1}) {
-          if (root != 0 && !rooted(collective)) continue;
-          Case c = make_case(collective, dtype, op, count, nranks);
-          c.in_place = in_place;
-          c.root = root;
-          c.seed = seed++;
-          cases.push_back(c);
-        }
+  return kinds;
+}
+
+struct Placement {
+  std::size_t count = 0;
+  bool in_place = false;
+  int root = 0;
+};
+
+// The counts, in and out of place where allowed, and, rooted, the first and last roots.
+std::vector<Placement> sweep_placements(const Capabilities& caps, int nranks, bool with_zero) {
+  std::vector<Placement> placements;
+  for (std::size_t count : {0, 1, 7, 1000, 1001}) {
+    if (count == 0 && !with_zero) continue;
+    for (bool in_place : {false, true}) {
+      if (in_place && !caps.in_place) continue;
+      for (int root : {0, nranks - 1}) {
+        if (root != 0 && !rooted(caps.collectives.front())) continue;
+        placements.push_back(Placement{count, in_place, root});
       }
+    }
+  }
+  return placements;
+}
+
+std::vector<Case> sweep(const Capabilities& caps, int nranks, bool narrow = false, bool with_zero = true) {
+  const std::vector<std::pair<DType, RedOp>> kinds = sweep_kinds(caps, narrow);
+  const std::vector<Placement> placements = sweep_placements(caps, nranks, with_zero);
+  std::vector<Case> cases;
+  cases.reserve(kinds.size() * placements.size());
+  for (auto [dtype, op] : kinds) {
+    for (const Placement& placement : placements) {
+      Case c = make_case(caps.collectives.front(), dtype, op, placement.count, nranks);
+      c.in_place = placement.in_place;
+      c.root = placement.root;
+      c.seed = cases.size() + 1;
+      cases.push_back(c);
     }
   }
   return cases;
 }
 
-void sweep_spec(const std::string& text, std::vector<int> world_sizes, bool narrow = false) {
+void sweep_spec(const std::string& text, const std::vector<int>& world_sizes, bool narrow = false) {
   const RankBackendSpec spec = one_spec(text);
   // Count 0 kills gloo:allgather (finding 3, its own test below); in ReduceScatterHalvingDoubling
   // it is undefined behaviour that UndefinedBehaviorSanitizer stops on (docs/vendors.md, finding 8).

@@ -74,15 +74,19 @@ LinkSettings settings_of(bool reliable, bool checksums = true) {
 // LinkReceiver over `wire`, one round per second: the sender transmits what it owes, the receiver
 // judges every arrival, and, reliable, asks to go back on a gap, damage, or silence beyond its
 // patience; the sender goes back (go-back-N) unless the message has been asked for too often.
-Outcome run_link(const Wire& wire, const LinkSettings& settings, std::uint64_t messages, const Judge& judge = honest) {
+using Arrivals = std::deque<std::pair<PieceLabel, std::vector<std::byte>>>;
+
+// The two sides of the toy link and what has happened on it.
+struct ToyLink {
   LinkSender sender;
   LinkReceiver receiver;
-  RetransmitJitter jitter(1);
+  RetransmitJitter jitter{1};
   Outcome outcome;
   std::uint64_t next = 0;  // the sender's next message to transmit
-  for (int round = 0; round < 100 && receiver.due_message() < messages; ++round) {
-    const double now = round;
-    std::deque<std::pair<PieceLabel, std::vector<std::byte>>> arrivals;
+
+  // The sender transmits every message it owes; what the wire lets through arrives.
+  Arrivals transmit(const Wire& wire, std::uint64_t messages) {
+    Arrivals arrivals;
     for (; next < messages; ++next) {
       std::vector<std::byte> payload(8, static_cast<std::byte>(next));
       const Transmission transmission{next, sender.attempt(next)};
@@ -92,8 +96,14 @@ Outcome run_link(const Wire& wire, const LinkSettings& settings, std::uint64_t m
       arrivals.emplace_back(label, payload);
       if (wire.duplicate.count(transmission) > 0) arrivals.emplace_back(label, payload);
     }
+    return arrivals;
+  }
+
+  // The receiver judges every arrival; true when it asked the sender to go back. Unreliable, the
+  // first fault ends the run (outcome.detected).
+  bool receive(const Arrivals& arrivals, const Judge& judge, const LinkSettings& settings, double now) {
     bool asked = false;
-    for (auto& [label, payload] : arrivals) {
+    for (const auto& [label, payload] : arrivals) {
       const Verdict verdict = judge(receiver, label, payload, payload.size(), settings);
       if (verdict == Verdict::Duplicate) continue;
       if (verdict == Verdict::Take) {
@@ -103,27 +113,45 @@ Outcome run_link(const Wire& wire, const LinkSettings& settings, std::uint64_t m
       }
       if (!settings.reliable) {
         outcome.detected = true;
-        return outcome;
+        return false;
       }
       asked = receiver.ask(now, settings, &jitter) || asked;
     }
-    if (!settings.reliable) continue;
-    if (!asked && receiver.due_message() < messages && arrivals.empty() && receiver.impatient(now, settings)) {
-      asked = receiver.ask(now, settings, &jitter);
-    }
-    if (!asked) continue;
+    return asked;
+  }
+
+  // Go-back-N to the message the receiver asked for; false when that one has been asked for too
+  // often (outcome.gave_up).
+  bool go_back(const LinkSettings& settings) {
     const std::uint64_t from = receiver.due_message();
     if (!sender.asked_again(from, settings)) {
       outcome.gave_up = true;
-      return outcome;
+      return false;
     }
     for (std::uint64_t sequence = from; sequence < next; ++sequence) {
       sender.retransmit(sequence);
       ++outcome.retransmissions;
     }
     next = from;
+    return true;
   }
-  return outcome;
+};
+
+Outcome run_link(const Wire& wire, const LinkSettings& settings, std::uint64_t messages, const Judge& judge = honest) {
+  ToyLink link;
+  for (int round = 0; round < 100 && link.receiver.due_message() < messages; ++round) {
+    const double now = round;
+    const Arrivals arrivals = link.transmit(wire, messages);
+    bool asked = link.receive(arrivals, judge, settings, now);
+    if (link.outcome.detected) return link.outcome;
+    if (!settings.reliable) continue;
+    if (!asked && link.receiver.due_message() < messages && arrivals.empty() &&
+        link.receiver.impatient(now, settings)) {
+      asked = link.receiver.ask(now, settings, &link.jitter);
+    }
+    if (asked && !link.go_back(settings)) return link.outcome;
+  }
+  return link.outcome;
 }
 
 TEST(LinkProtocol, TakesMessagesInOrder) {

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <set>
 #include <string>
@@ -306,9 +308,10 @@ TEST(MpiSelection, MakeSwitchesTheAlgorithmOfNewCommunicators) {
 }  // namespace
 }  // namespace collcheck
 
-// Its own main: MPI starts through launched_world() before the tests, and the ranks agree on
-// the exit status, so that a failure on any rank fails the program.
-int main(int argc, char** argv) {
+namespace {
+
+// The tests on this rank, then the ranks' agreement on the exit status.
+int run_tests(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (collcheck::launched_by_launcher()) {
     collcheck::Result<collcheck::World*> world = collcheck::launched_world();
@@ -324,4 +327,20 @@ int main(int argc, char** argv) {
   const auto all = collcheck::g_world->allgather({&mine, 1});
   const bool any_failed = std::any_of(all.begin(), all.end(), [](const auto& b) { return b.at(0) != std::byte{0}; });
   return any_failed ? 1 : 0;
+}
+
+}  // namespace
+
+// Its own main: MPI starts through launched_world() before the tests, and the ranks agree on
+// the exit status, so that a failure on any rank fails the program. What escapes (the world's
+// deadline, a failed allocation) is reported and fails it too.
+int main(int argc, char** argv) {
+  try {
+    return run_tests(argc, argv);
+  } catch (const collcheck::WorldTimeout& timeout) {
+    std::fprintf(stderr, "%s\n", timeout.what.c_str());
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+  }
+  return 1;
 }

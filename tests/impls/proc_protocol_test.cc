@@ -137,7 +137,7 @@ TEST(ProcProtocol, ACorruptedMessageIsDetectedOnEveryRank) {
     const Case c = ring_case();
     const Runs runs = run(group, c, &hook);
     EXPECT_EQ(hook.hits(), 1);
-    EXPECT_EQ(detected_failure(c, runs, "damaged"), "") << links;
+    EXPECT_EQ(detected_failure(c, runs, "failed its checksum"), "") << links;
     EXPECT_NE(runs.ranks[2].error.find("stopped the run"), std::string::npos) << runs.ranks[2].error;
     EXPECT_LT(runs.seconds, 2.0);
     EXPECT_EQ(oracle_failure(c, run(group, c, nullptr)), "") << links << ": the next case";

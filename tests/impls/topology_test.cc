@@ -31,6 +31,7 @@ int vertex(const Topology& t, std::string_view label) {
 // The labels of the vertices a route visits, from its start.
 std::vector<std::string> visits(const Topology& t, const std::vector<int>& route, int from) {
   std::vector<std::string> labels{t.vertices[static_cast<std::size_t>(from)].label};
+  labels.reserve(route.size() + 1);
   for (int link : route)
     labels.push_back(t.vertices[static_cast<std::size_t>(t.links[static_cast<std::size_t>(link)].to)].label);
   return labels;
@@ -38,6 +39,7 @@ std::vector<std::string> visits(const Topology& t, const std::vector<int>& route
 
 std::vector<LinkKind> kinds(const Topology& t, const std::vector<int>& route) {
   std::vector<LinkKind> out;
+  out.reserve(route.size());
   for (int link : route) out.push_back(t.links[static_cast<std::size_t>(link)].kind);
   return out;
 }

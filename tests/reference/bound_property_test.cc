@@ -38,6 +38,7 @@ RC_GTEST_PROP(FloatBound, HoldsForRandomReductionOrders, ()) {
   std::vector<std::byte> got(c.count * size_of(c.dtype));
   for (std::size_t i = 0; i < c.count; ++i) {
     std::vector<double> values;
+    values.reserve(static_cast<std::size_t>(c.nranks));
     for (int r = 0; r < c.nranks; ++r) values.push_back(inputs.value(r, base + i));
     store_bits(c.dtype, got, i, encode(c.dtype, testing::random_order_reduce(values, combine, stream)));
   }

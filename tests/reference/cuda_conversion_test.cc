@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -93,7 +94,12 @@ std::uint32_t cuda_narrow_from_float(DType, float) { return 0; }
 #endif
 
 int width(DType dtype) { return static_cast<int>(size_of(dtype)) * 8; }
-std::uint32_t patterns(DType dtype) { return std::uint32_t{1} << width(dtype); }
+// How many bit patterns a narrow format has (8 or 16 bits: the formats swept here).
+std::uint32_t patterns(DType dtype) {
+  const int bits = width(dtype);
+  if (bits > 16) throw std::invalid_argument("patterns: a " + std::to_string(bits) + "-bit format is not swept");
+  return std::uint32_t{1} << bits;
+}
 
 bool same_value(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);

@@ -26,6 +26,7 @@ inline Group make_group(std::string_view spec, int n) {
   EXPECT_TRUE(specs.ok()) << (specs ? "" : specs.error().text());
   Group group;
   group.worlds = make_thread_worlds(n);
+  group.backends.reserve(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r)
     group.backends.push_back(specs->at(0).make(*group.worlds[static_cast<std::size_t>(r)]).value());
   return group;
@@ -34,6 +35,7 @@ inline Group make_group(std::string_view spec, int n) {
 // Runs `fn(rank)` on one thread per member and waits for all.
 inline void on_every_rank(int n, const std::function<void(int)>& fn) {
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) threads.emplace_back(fn, r);
   for (std::thread& t : threads) t.join();
 }

@@ -242,6 +242,42 @@ MakeCall class_allreduce() {
       []<class T>(const Setup<T>& setup) { return allreduce_in_output<Algorithm>(setup); });
 }
 
+// ---- The table's builders and setters that decide something; the rest are written in place.
+
+// gloo::AllreduceBcube: Gloo documents that the number of processes must be divisible by the
+// base; refuse the rest rather than run Gloo outside its contract.
+constexpr auto build_allreduce_bcube = []<class T>(const Setup<T>& setup) {
+  const int nranks = setup.shape.nranks;
+  if (nranks > 1 && nranks % setup.knobs.base != 0) {
+    throw gloo::Exception("gloo::AllreduceBcube needs ranks divisible by base " + std::to_string(setup.knobs.base) +
+                          " (Gloo's documented precondition), got " + std::to_string(nranks) + " ranks");
+  }
+  setup.context->base = setup.knobs.base;
+  return allreduce_in_output<gloo::AllreduceBcube>(setup);
+};
+
+// gloo::allreduce: the knobs pick Gloo's algorithm and its segment size.
+constexpr auto set_allreduce = []<class T>(auto& options, const Setup<T>& setup) {
+  options.setAlgorithm(setup.knobs.algorithm == "bcube" ? gloo::AllreduceOptions::Algorithm::BCUBE
+                                                        : gloo::AllreduceOptions::Algorithm::RING);
+  if (!setup.shape.in_place) options.setInput(setup.input, setup.shape.count);
+  options.setOutput(setup.output, setup.shape.count);
+  options.setReduceFunction(reduction_func<T>(setup.shape.op));
+  if (setup.knobs.segment > 0) options.setMaxSegmentSize(setup.knobs.segment);
+};
+
+// gloo::reduce.
+constexpr auto set_reduce = []<class T>(auto& options, const Setup<T>& setup) {
+  // Gloo's reduce writes partial results into its output on every rank: a non-root rank
+  // out of place gives it scratch, in place its one buffer.
+  T* output = setup.is_root() ? setup.output : (setup.shape.in_place ? setup.input : setup.scratch);
+  if (!setup.shape.in_place) options.setInput(setup.input, setup.shape.count);
+  options.setOutput(output, setup.shape.count);
+  options.setRoot(setup.shape.root);
+  options.setReduceFunction(reduction_func<T>(setup.shape.op));
+  if (setup.knobs.segment > 0) options.setMaxSegmentSize(setup.knobs.segment);
+};
+
 // ---- The table.
 
 const std::vector<GlooAlgorithm>& table() {
@@ -279,18 +315,7 @@ const std::vector<GlooAlgorithm>& table() {
        {"base"},
        "as allreduce_ring; ranks must be divisible by base",
        no_scratch,
-       class_style<Arithmetic>([]<class T>(const Setup<T>& setup) {
-         // Gloo documents that the number of processes must be divisible by the base; refuse the
-         // rest rather than run Gloo outside its contract.
-         const int nranks = setup.shape.nranks;
-         if (nranks > 1 && nranks % setup.knobs.base != 0) {
-           throw gloo::Exception("gloo::AllreduceBcube needs ranks divisible by base " +
-                                 std::to_string(setup.knobs.base) + " (Gloo's documented precondition), got " +
-                                 std::to_string(nranks) + " ranks");
-         }
-         setup.context->base = setup.knobs.base;
-         return allreduce_in_output<gloo::AllreduceBcube>(setup);
-       })},
+       class_style<Arithmetic>(build_allreduce_bcube)},
       {"allreduce",
        "gloo::allreduce",
        C::AllReduce,
@@ -298,14 +323,7 @@ const std::vector<GlooAlgorithm>& table() {
        {"algorithm", "segment"},
        "native in and out of place",
        no_scratch,
-       function_style<Arithmetic, gloo::allreduce>([]<class T>(auto& options, const Setup<T>& setup) {
-         options.setAlgorithm(setup.knobs.algorithm == "bcube" ? gloo::AllreduceOptions::Algorithm::BCUBE
-                                                               : gloo::AllreduceOptions::Algorithm::RING);
-         if (!setup.shape.in_place) options.setInput(setup.input, setup.shape.count);
-         options.setOutput(setup.output, setup.shape.count);
-         options.setReduceFunction(reduction_func<T>(setup.shape.op));
-         if (setup.knobs.segment > 0) options.setMaxSegmentSize(setup.knobs.segment);
-       })},
+       function_style<Arithmetic, gloo::allreduce>(set_allreduce)},
       {"reduce",
        "gloo::reduce",
        C::Reduce,
@@ -313,16 +331,7 @@ const std::vector<GlooAlgorithm>& table() {
        {"segment"},
        "non-root ranks give Gloo a scratch output out of place",
        [](const Case& shape) { return shape.count; },
-       function_style<Arithmetic, gloo::reduce>([]<class T>(auto& options, const Setup<T>& setup) {
-         // Gloo's reduce writes partial results into its output on every rank: a non-root rank
-         // out of place gives it scratch, in place its one buffer.
-         T* output = setup.is_root() ? setup.output : (setup.shape.in_place ? setup.input : setup.scratch);
-         if (!setup.shape.in_place) options.setInput(setup.input, setup.shape.count);
-         options.setOutput(output, setup.shape.count);
-         options.setRoot(setup.shape.root);
-         options.setReduceFunction(reduction_func<T>(setup.shape.op));
-         if (setup.knobs.segment > 0) options.setMaxSegmentSize(setup.knobs.segment);
-       })},
+       function_style<Arithmetic, gloo::reduce>(set_reduce)},
       // Gloo reduces in place on one buffer of all ranks' blocks and leaves this rank's block at
       // its start (not at rank * count, NCCL's in-place place), so the adapter runs it on a
       // scratch copy of the input and copies the block out.
