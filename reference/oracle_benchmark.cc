@@ -28,7 +28,7 @@ Case all_reduce(std::size_t count, DType dtype, ValueKind values) {
 void check_all_reduce(benchmark::State& state, DType dtype, ValueKind values) {
   const Case c = all_reduce(static_cast<std::size_t>(state.range(0)), dtype, values);
   const std::vector<std::byte> output = expected(c, 0).data;
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     Oracle oracle(c);
     for (int rank = 0; rank < kRanks; ++rank) {
       const Verdict verdict = compare(oracle.expected(rank), rank, output);
@@ -42,7 +42,7 @@ void check_all_reduce(benchmark::State& state, DType dtype, ValueKind values) {
 void compare_only(benchmark::State& state, DType dtype, ValueKind values) {
   const Case c = all_reduce(static_cast<std::size_t>(state.range(0)), dtype, values);
   const Expected e = expected(c, 0);
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     for (int rank = 0; rank < kRanks; ++rank) benchmark::DoNotOptimize(compare(e, rank, e.data).ok);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * kRanks *

@@ -112,10 +112,10 @@ std::string link_fault_text(Verdict verdict, const PieceLabel& piece, const Link
     return "a piece of " + std::to_string(piece.bytes) + " bytes at byte " + at + " of message " + due +
            ", which has " + std::to_string(message_bytes);
   }
-  const std::string damaged =
-      "message " + sequence + " (attempt " + std::to_string(piece.attempt) + ") failed its checksum";
-  if (piece.bytes == message_bytes) return damaged;
-  return damaged + " in the piece at byte " + at + " (" + std::to_string(piece.bytes) + " bytes)";
+  const std::string where = piece.bytes == message_bytes
+                                ? ""
+                                : " in the piece at byte " + at + " (" + std::to_string(piece.bytes) + " bytes)";
+  return "message " + sequence + " (attempt " + std::to_string(piece.attempt) + ") failed its checksum" + where;
 }
 
 std::string link_gave_up_text(std::uint64_t sequence, const LinkSettings& settings) {
