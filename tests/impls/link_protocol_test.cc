@@ -299,5 +299,24 @@ TEST(LinkProtocol, SettingsAndTimers) {
   EXPECT_FALSE(LinkSender::may_hold(0, 1));
 }
 
+// The words a link fault ends a run with, which sim and proc share: whole messages read as
+// messages, pieces of a longer message name their bytes.
+TEST(LinkProtocol, FaultsReadTheSameOnEveryExecutor) {
+  LinkReceiver receiver;
+  EXPECT_EQ(link_stream_text("rank 1", "switch 0", 2, 3), "rank 1: from switch 0 on channel 2 (call 3)");
+  EXPECT_EQ(link_fault_text(Verdict::OutOfOrder, PieceLabel{1, 0, 16, 0, 0}, receiver, 16),
+            "message 1 arrived where message 0 was due (a message lost or out of order)");
+  EXPECT_EQ(link_fault_text(Verdict::Damaged, PieceLabel{0, 0, 16, 0, 2}, receiver, 16),
+            "message 0 (attempt 2) failed its checksum");
+  receiver.take(8, 16, 0);  // the first half of message 0 taken
+  EXPECT_EQ(link_fault_text(Verdict::OutOfOrder, PieceLabel{1, 0, 8, 0, 0}, receiver, 16),
+            "byte 0 of message 1 arrived where byte 8 of message 0 was due (a message lost or out of order)");
+  EXPECT_EQ(link_fault_text(Verdict::Damaged, PieceLabel{0, 8, 8, 0, 1}, receiver, 16),
+            "message 0 (attempt 1) failed its checksum in the piece at byte 8 (8 bytes)");
+  EXPECT_EQ(link_fault_text(Verdict::Overlong, PieceLabel{0, 8, 12, 0, 0}, receiver, 16),
+            "a piece of 12 bytes at byte 8 of message 0, which has 16");
+  EXPECT_EQ(link_gave_up_text(3, settings_of(true)), "message 3 not taken after 3 retransmissions");
+}
+
 }  // namespace
 }  // namespace collcheck
