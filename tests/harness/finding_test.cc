@@ -11,6 +11,7 @@
 #include "harness/failure_groups.h"
 #include "harness/knob_generator.h"
 #include "impls/registry.h"
+#include "tests/support/broken_backend.h"
 
 namespace collcheck {
 namespace {
@@ -55,22 +56,7 @@ TEST(CaseGenerator, OnlyAdmittedRankCountsAreDrawnAndEachOfThem) {
 }
 
 // A backend wrong only where `broken` says, on every case there: the run ends `crash`.
-class BrokenWhere final : public Backend {
- public:
-  BrokenWhere(std::unique_ptr<Backend> inner, std::function<bool(const Case&)> broken)
-      : inner_(std::move(inner)), broken_(std::move(broken)) {}
-  std::string name() const override { return inner_->name(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
-  RepeatedRun run(const Case& c, const RunOptions& options) override {
-    if (broken_(c)) return RepeatedRun::ended(outcome_, "broken at " + std::to_string(c.nranks) + " ranks");
-    return inner_->run(c, options);
-  }
-  Outcome outcome_ = Outcome::Crash;
-
- private:
-  std::unique_ptr<Backend> inner_;
-  std::function<bool(const Case&)> broken_;
-};
+using testing::BrokenWhere;
 
 CheckOptions broken_options(int low, int high, std::uint64_t seed) {
   CheckOptions options;

@@ -80,6 +80,15 @@ std::optional<TypeSpelling> mpi_type(const Case& c) {
   return all[c.seed == 0 ? 0 : below(mix64(c.seed ^ 0x6d70692d74797065), all.size())];
 }
 
+}  // namespace
+
+std::string_view mpi_type_name(const Case& c) {
+  const std::optional<TypeSpelling> spelling = mpi_type(c);
+  return spelling ? spelling->name : std::string_view{};
+}
+
+namespace {
+
 std::optional<MPI_Op> mpi_op(RedOp op) {
   switch (op) {
     case RedOp::Sum: return MPI_SUM;

@@ -16,6 +16,10 @@ namespace collcheck {
 // `function: what MPI says of code`.
 std::string mpi_error(std::string_view function, int code);
 
+// The predefined MPI datatype the case runs with (`MPI_LONG_LONG`), drawn from its seed among
+// the spellings of its dtype's width on this platform; empty where MPI has none for the dtype.
+std::string_view mpi_type_name(const Case&);
+
 // The backend of this rank on `comm` (which it frees), named `name`; `world` is the control
 // channel its timed runs start together on.
 std::unique_ptr<RankBackend> make_mpi_rank_backend(std::string name, MPI_Comm comm, World& world);
