@@ -123,13 +123,30 @@ rc::Gen<std::size_t> kind(const std::vector<std::size_t>& weights) {
   });
 }
 
+// A count drawn next to one of the backend's byte edges: `bytes` (a multiple of the edge) and
+// `step` (-1, 0, +1 elements), made a count once the dtype is drawn (bytes_at_edge).
+struct ByteEdge {
+  std::size_t bytes = 0;
+  int step = 0;
+};
+
+std::size_t bytes_at_edge(const ByteEdge& edge, DType dtype, std::size_t low, std::size_t high) {
+  const std::size_t elements = edge.bytes / size_of(dtype);
+  const std::size_t count =
+      edge.step < 0 ? (elements > 0 ? elements - 1 : 0) : elements + static_cast<std::size_t>(edge.step);
+  return std::clamp(count, low, high);
+}
+
 // Counts relative to n, simplest kinds first: 0, 1, below n, n-1..n+1, k*n + k%n (a remainder
 // unless k is a multiple of n), anything in the range, and — for a backend with a pipeline
-// chunk — one off either side of a multiple of the chunk.
-std::size_t count_for(int nranks, std::size_t chunk, std::size_t low, std::size_t high) {
+// chunk or byte edges — one off either side of a multiple of the chunk, or of an edge's bytes
+// (then `edge` is set, and the count is made once the dtype is known).
+std::size_t count_for(int nranks, std::size_t chunk, const std::vector<std::size_t>& edge_bytes, std::size_t low,
+                      std::size_t high, ByteEdge& edge) {
   const auto n = static_cast<std::size_t>(nranks);
   std::size_t count = 0;
-  switch (*kind({2, 2, 3, 3, 4, 2, chunk > 0 ? std::size_t{4} : std::size_t{0}})) {
+  const bool edges = chunk > 0 || !edge_bytes.empty();
+  switch (*kind({2, 2, 3, 3, 4, 2, edges ? std::size_t{4} : std::size_t{0}})) {
     case 0: count = 0; break;
     case 1: count = 1; break;
     case 2: count = *rc::gen::inRange<std::size_t>(0, std::max<std::size_t>(n, 1)); break;
@@ -148,9 +165,18 @@ std::size_t count_for(int nranks, std::size_t chunk, std::size_t low, std::size_
       count = *rc::gen::inRange<std::size_t>(low, std::min(high, low + reach) + 1);
       break;
     }
-    default:
-      count = *rc::gen::inRange<std::size_t>(1, 4 * n + 1) * chunk + *rc::gen::inRange<std::size_t>(0, 3) - 1;
-      break;
+    default: {
+      // Which edge: the chunk, or one of the byte edges (no draw where the chunk is the only one).
+      const std::size_t which =
+          edge_bytes.empty() ? 0 : *rc::gen::inRange<std::size_t>(chunk > 0 ? 0 : 1, edge_bytes.size() + 1);
+      if (which == 0) {
+        count = *rc::gen::inRange<std::size_t>(1, 4 * n + 1) * chunk + *rc::gen::inRange<std::size_t>(0, 3) - 1;
+        break;
+      }
+      edge.bytes = *rc::gen::inRange<std::size_t>(1, 5) * edge_bytes[which - 1];
+      edge.step = *rc::gen::inRange(-1, 2);
+      return low;
+    }
   }
   return std::clamp(count, low, high);
 }
@@ -193,13 +219,16 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
   }
   const bool in_place = capabilities.in_place;
   const std::size_t chunk = capabilities.chunk;
+  const std::vector<std::size_t> edge_bytes = capabilities.edge_bytes;
   const std::size_t min_count = limits.min_count, max_count = limits.max_count;
   rc::Gen<Case> drawn = rc::gen::exec([=] {
     Case c;
     c.collective = *pick(collectives);
     c.nranks = *ranks;
-    c.count = count_for(c.nranks, chunk, min_count, max_count);
+    ByteEdge edge;
+    c.count = count_for(c.nranks, chunk, edge_bytes, min_count, max_count, edge);
     c.dtype = *pick(dtypes);
+    if (edge.bytes > 0) c.count = bytes_at_edge(edge, c.dtype, min_count, max_count);
     c.op = reduces(c.collective) ? *pick(ops) : RedOp::Sum;
     c.root = rooted(c.collective) ? *rc::gen::inRange(0, c.nranks) : 0;
     c.in_place = in_place && *kind({3, 1}) == 1;

@@ -23,7 +23,8 @@ struct CaseLimits {
 
 // Every rank count in the range the backend admits, weighted toward 1, 2, 3, primes, powers of two
 // and 2^k±1, products of small primes (6, 10, 12, 24 …) and the range's ends; counts 0, 1, below nranks, around
-// multiples of nranks (not divisible), around multiples of the backend's chunk, and large; every dtype, op and root the
+// multiples of nranks (not divisible), around multiples of the backend's chunk and of its byte edges (elements one off
+// either side), and large; every dtype, op and root the
 // backend takes; in place or not; buffer offsets 1..15; exact, real and special values. Shrinks toward fewer ranks
 // (through every smaller count), fewer elements, root 0, out of place, offset 0, exact values and simpler dtypes.
 // Returns cases the backend supports; `possible` is false when none exist.

@@ -52,7 +52,10 @@ struct Capabilities {
   bool deterministic = true;    // the same case twice gives the same bits
   bool rank_identical = true;   // all-reduce, all-gather, broadcast give every rank the same bits
   std::size_t chunk = 0;        // its pipeline chunk in elements, if it has one (0: none known)
-  bool hook = false;            // honours RunOptions::hook or fault_plan (fault injection)
+  // Message sizes in bytes where the backend changes how it moves data (a FIFO slot, a library's
+  // eager limit or fragment): check draws counts whose bytes lie within one element of a multiple.
+  std::vector<std::size_t> edge_bytes;
+  bool hook = false;  // honours RunOptions::hook or fault_plan (fault injection)
   // Retransmits lost and damaged messages (LinkProtocol::reliable): transient faults must end
   // `ok` (the reliability property).
   bool reliable = false;

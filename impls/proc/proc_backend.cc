@@ -242,6 +242,9 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Proc
   spec.capabilities.ops.assign(all_ops().begin(), all_ops().end());
   spec.capabilities.deterministic = variant.deterministic;
   spec.capabilities.chunk = knobs.chunk;
+  // A piece is at most one FIFO slot, and a FIFO's slots make a ring (on segments shared by few
+  // streams; more streams get smaller FIFOs).
+  spec.capabilities.edge_bytes = {kProcSlotBytes, kProcSlots * kProcSlotBytes};
   spec.capabilities.hook = true;  // every send passes RankRunOptions::hook
   spec.capabilities.reliable = knobs.protocol.reliable;
   spec.world_memory = [algorithm = variant.name, knobs, links](const Case& c) {

@@ -266,6 +266,33 @@ TEST(CaseGenerator, ABackendBrokenOnlyOnNullEmptyBuffersIsCaught) {
       << to_string(report.failures[0].shrunk);
 }
 
+// A backend that says it changes protocol at 32 KiB, wrong only where a message's bytes lie
+// within one element of a multiple of that: caught on every seed tried (random counts of
+// 0..60000 elements almost never land there: without the declared edge it is missed on all three).
+bool at_byte_edge(const Case& c, std::size_t edge) {
+  const std::size_t bytes = c.count * size_of(c.dtype), element = size_of(c.dtype);
+  const std::size_t past = bytes % edge;
+  return bytes + element >= edge && (past == 0 || past == element || past == edge - element);
+}
+
+TEST(CaseGenerator, ABackendBrokenOnlyAtItsByteEdgesIsCaught) {
+  for (std::uint64_t seed : {1, 2, 3}) {
+    std::vector<std::unique_ptr<Backend>> list;
+    auto broken =
+        std::make_unique<BrokenWhere>(backend_of("ring@sim"), [](const Case& c) { return at_byte_edge(c, 32768); });
+    broken->adjust_ = [](Capabilities& capabilities) {
+      capabilities.chunk = 0;  // (its multiples would land near the edge too)
+      capabilities.edge_bytes = {32768};
+    };
+    list.push_back(std::move(broken));
+    CheckOptions options = broken_options(2, 8, seed);
+    options.limits.max_count = 60000;  // (not a power of two: the cap on block collectives would land on edges)
+    const CheckReport report = run_check(options, list, nullptr);
+    ASSERT_EQ(report.failures.size(), 1u) << "seed " << seed;
+    EXPECT_TRUE(at_byte_edge(report.failures[0].shrunk, 32768)) << to_string(report.failures[0].shrunk);
+  }
+}
+
 // One bug reads the same at other ranks, elements, values and fault plans; another does not.
 TEST(Check, DetailShapesLeaveOutNumbersAndPlans) {
   EXPECT_EQ(detail_shape("3 of 17 elements wrong\n  rank 2 element 5: expected -4, got 1.5e+3"),
