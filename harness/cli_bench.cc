@@ -155,6 +155,12 @@ Status parse_loop(const Arguments& args, const Spelled& spelled, bench::Settings
 Status parse_case_fields(const Arguments& args, const Spelled& spelled, bench::Settings& s) {
   Result<Collective> collective = parse_collective(args.get("collective"));
   if (!collective) return Error{spelled.field("collective"), collective.error().message};
+  if (per_rank_counts(*collective)) {
+    return Error{spelled.field("collective"),
+                 std::string(name(*collective)) +
+                     ": bench times the collectives of one count (nccl-tests' sizes); the v-collectives take a "
+                     "count per rank: check them with collcheck check"};
+  }
   Result<std::uint64_t> ranks = number(args, spelled, "ranks", 1, kMaxRanks);
   if (!ranks) return ranks.error();
   s.collective = *collective;
@@ -203,7 +209,9 @@ Result<std::unique_ptr<Backend>> one_backend(std::string_view field, const std::
   if (std::find(capabilities.collectives.begin(), capabilities.collectives.end(), s.collective) ==
       capabilities.collectives.end()) {
     std::string names;
-    for (Collective c : capabilities.collectives) names += (names.empty() ? "" : ", ") + std::string(name(c));
+    for (Collective c : capabilities.collectives) {
+      if (!per_rank_counts(c)) names += (names.empty() ? "" : ", ") + std::string(name(c));  // bench refuses those
+    }
     return Error{"--collective", std::string(name(s.collective)) + ": " + spec + " implements " + names};
   }
   return std::move(backends[0]);

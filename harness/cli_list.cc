@@ -42,15 +42,38 @@ std::string count_meaning(const std::string& input, const std::string& output) {
   return "elements each rank sends to each rank";
 }
 
+// A v-collective's buffers follow its counts (docs/oracle.md).
+void vector_sizes(Collective c, std::string& input, std::string& output, std::string& meaning) {
+  switch (c) {
+    case Collective::AllGatherV:
+      input = "counts[r]";
+      output = "sum(counts)";
+      meaning = "n: sum of counts, one per rank";
+      break;
+    case Collective::ReduceScatterV:
+      input = "sum(counts)";
+      output = "counts[r]";
+      meaning = "n: sum of counts, one per rank";
+      break;
+    default:
+      input = "row r of counts";
+      output = "column r of counts";
+      meaning = "n: sum of counts, ranks*ranks";
+      break;
+  }
+}
+
 void print_collectives(std::ostream& out) {
   out << "collectives (input and output: elements in one rank's buffers):\n";
   TextTable table;
   table.add_row({"name", "reduces", "same on all ranks", "rooted", "input", "output", "count is"});
   for (Collective c : all_collectives()) {
-    const std::string input = elements_formula(&input_elements, c);
-    const std::string output = elements_formula(&output_elements, c);
+    std::string input = elements_formula(&input_elements, c);
+    std::string output = elements_formula(&output_elements, c);
+    std::string meaning = count_meaning(input, output);
+    if (per_rank_counts(c)) vector_sizes(c, input, output, meaning);
     table.add_row({std::string(name(c)), yes_no(reduces(c)), yes_no(rank_identical(c)), yes_no(rooted(c)), input,
-                   output, count_meaning(input, output)});
+                   output, meaning});
   }
   table.print(out);
 }

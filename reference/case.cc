@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "reference/counts.h"
 #include "reference/key_values.h"
 #include "reference/numbers.h"
 
@@ -12,7 +13,7 @@ namespace collcheck {
 namespace {
 
 constexpr std::array<std::string_view, 3> kValueKindNames{"exact", "real", "special"};
-constexpr std::string_view kKeys = "n, ranks, root, offset, values, seed, inplace, outofplace, emptynull";
+constexpr std::string_view kKeys = "n, counts, ranks, root, offset, values, seed, inplace, outofplace, emptynull";
 
 Result<std::uint64_t> parse_unsigned(std::string_view field, std::string_view text) {
   return parse_integer(field, text, CountRange{});
@@ -26,6 +27,7 @@ Error range_error(std::string_view field, std::uint64_t value, std::string allow
 struct Seen {
   std::optional<std::uint64_t> count, ranks, root, offset, seed;
   std::optional<ValueKind> values;
+  std::optional<std::vector<std::size_t>> counts;
   std::optional<bool> in_place;
   bool empty_as_null = false;
 };
@@ -48,6 +50,14 @@ Status parse_values_field(std::string_view text, Seen& seen) {
   return Ok{};
 }
 
+Status parse_counts_field(std::string_view text, Seen& seen) {
+  if (seen.counts) return Error{"counts", "given twice"};
+  Result<std::vector<std::size_t>> counts = parse_counts(text);
+  if (!counts) return counts.error();
+  seen.counts = std::move(*counts);
+  return Ok{};
+}
+
 Status parse_field(std::string_view part, Seen& seen) {
   if (part == "emptynull") {
     if (seen.empty_as_null) return Error{"emptynull", "given twice"};
@@ -65,6 +75,7 @@ Status parse_field(std::string_view part, Seen& seen) {
     return Error{escaped_input(key), "is not a field: allowed are " + std::string(kKeys)};
   }
   if (key == "values") return parse_values_field(field.value, seen);
+  if (key == "counts") return parse_counts_field(field.value, seen);
   std::optional<std::uint64_t>* slot = number_slot(key, seen);
   if (slot == nullptr) {
     return Error{escaped_input(key), "is not a field: allowed are " + std::string(kKeys)};
@@ -95,6 +106,12 @@ Status validate(const Case& c) {
     return Error{"root", std::to_string(c.root) + ": must be 0.." + std::to_string(c.nranks - 1) +
                              " (ranks=" + std::to_string(c.nranks) + ")"};
   }
+  if (per_rank_counts(c.collective) || !c.counts.empty()) {
+    Status counts = validate_counts(c);
+    if (!counts) return counts;
+    if (c.offset > kMaxOffset) return range_error("offset", c.offset, "0.." + std::to_string(kMaxOffset));
+    return Ok{};
+  }
   if (c.count > kMaxCount) return range_error("n", c.count, "0.." + std::to_string(kMaxCount));
   const std::size_t largest = std::max(input_elements(c), output_elements(c));
   if (largest > kMaxBufferElements) {
@@ -115,6 +132,7 @@ std::string to_string(const Case& c) {
   out += '/';
   out += name(c.op);
   out += "/n=" + std::to_string(c.count);
+  if (per_rank_counts(c.collective)) out += "/counts=" + format_counts(c.counts);
   out += "/ranks=" + std::to_string(c.nranks);
   out += "/root=" + std::to_string(c.root);
   out += c.in_place ? "/inplace" : "/outofplace";
@@ -149,7 +167,11 @@ Result<Case> parse_case(std::string_view text) {
     Status status = parse_field(parts[i], seen);
     if (!status) return status.error();
   }
-  if (!seen.count) return Error{"n", "is missing: the case must say n=COUNT"};
+  const bool vector = per_rank_counts(c.collective);
+  if (vector && !seen.counts) {
+    return Error{"counts", "is missing: " + std::string(name(c.collective)) + " must say counts=C0,C1,..."};
+  }
+  if (!seen.count && !vector) return Error{"n", "is missing: the case must say n=COUNT"};
   if (!seen.ranks) return Error{"ranks", "is missing: the case must say ranks=N"};
   // Values too large for the Case's int fields are refused here; validate() does the rest.
   if (*seen.ranks > static_cast<std::uint64_t>(kMaxRanks)) {
@@ -158,7 +180,8 @@ Result<Case> parse_case(std::string_view text) {
   if (seen.root && *seen.root > static_cast<std::uint64_t>(kMaxRanks)) {
     return range_error("root", *seen.root, "0.." + std::to_string(std::max<std::uint64_t>(*seen.ranks, 1) - 1));
   }
-  c.count = static_cast<std::size_t>(*seen.count);
+  if (seen.counts) c.counts = std::move(*seen.counts);
+  c.count = seen.count ? static_cast<std::size_t>(*seen.count) : counts_total(c.counts);
   c.nranks = static_cast<int>(*seen.ranks);
   c.root = static_cast<int>(seen.root.value_or(0));
   c.in_place = seen.in_place.value_or(false);
@@ -171,7 +194,18 @@ Result<Case> parse_case(std::string_view text) {
   return c;
 }
 
-std::size_t input_elements(const Case& c) { return input_elements(c.collective, c.count, c.nranks); }
-std::size_t output_elements(const Case& c) { return output_elements(c.collective, c.count, c.nranks); }
+std::size_t input_elements(const Case& c) {
+  if (!per_rank_counts(c.collective)) return input_elements(c.collective, c.count, c.nranks);
+  std::size_t largest = 0;
+  for (int rank = 0; rank < c.nranks; ++rank) largest = std::max(largest, input_elements(c, rank));
+  return largest;
+}
+
+std::size_t output_elements(const Case& c) {
+  if (!per_rank_counts(c.collective)) return output_elements(c.collective, c.count, c.nranks);
+  std::size_t largest = 0;
+  for (int rank = 0; rank < c.nranks; ++rank) largest = std::max(largest, output_elements(c, rank));
+  return largest;
+}
 
 }  // namespace collcheck

@@ -9,13 +9,15 @@
 namespace collcheck {
 namespace {
 
-constexpr std::array<Collective, 6> kCollectives{Collective::AllReduce,     Collective::AllGather,
-                                                 Collective::ReduceScatter, Collective::AllToAll,
-                                                 Collective::Broadcast,     Collective::Reduce};
+constexpr std::array<Collective, 9> kCollectives{
+    Collective::AllReduce,  Collective::AllGather,      Collective::ReduceScatter,
+    Collective::AllToAll,   Collective::Broadcast,      Collective::Reduce,
+    Collective::AllGatherV, Collective::ReduceScatterV, Collective::AllToAllV};
 constexpr std::array<RedOp, 5> kOps{RedOp::Sum, RedOp::Prod, RedOp::Min, RedOp::Max, RedOp::Avg};
 
-constexpr std::array<std::string_view, 6> kCollectiveNames{"allreduce", "allgather", "reducescatter",
-                                                           "alltoall",  "broadcast", "reduce"};
+constexpr std::array<std::string_view, 9> kCollectiveNames{"allreduce",  "allgather",      "reducescatter",
+                                                           "alltoall",   "broadcast",      "reduce",
+                                                           "allgatherv", "reducescatterv", "alltoallv"};
 constexpr std::array<std::string_view, 5> kOpNames{"sum", "prod", "min", "max", "avg"};
 
 // Lower case, without '-', '_' and a trailing "_perf" (nccl-tests' binary names).
@@ -34,13 +36,15 @@ struct CollectiveAlias {
   std::string_view text;
   Collective collective;
 };
-constexpr std::array<CollectiveAlias, 9> kCollectiveAliases{{
+constexpr std::array<CollectiveAlias, 11> kCollectiveAliases{{
     {"ar", Collective::AllReduce},
     {"ag", Collective::AllGather},
     {"rs", Collective::ReduceScatter},
     {"reducescatterblock", Collective::ReduceScatter},
     {"a2a", Collective::AllToAll},
-    {"alltoallv", Collective::AllToAll},
+    {"agv", Collective::AllGatherV},
+    {"rsv", Collective::ReduceScatterV},
+    {"a2av", Collective::AllToAllV},
     {"bcast", Collective::Broadcast},
     {"bc", Collective::Broadcast},
     {"red", Collective::Reduce},
@@ -98,20 +102,33 @@ std::string op_choices() {
 }
 
 bool reduces(Collective collective) {
+  collective = uniform_form(collective);
   return collective == Collective::AllReduce || collective == Collective::ReduceScatter ||
          collective == Collective::Reduce;
 }
 
 bool rank_identical(Collective collective) {
+  collective = uniform_form(collective);
   return collective == Collective::AllReduce || collective == Collective::AllGather ||
          collective == Collective::Broadcast;
 }
 
 bool rooted(Collective collective) { return collective == Collective::Broadcast || collective == Collective::Reduce; }
 
+bool per_rank_counts(Collective collective) { return uniform_form(collective) != collective; }
+
+Collective uniform_form(Collective collective) {
+  switch (collective) {
+    case Collective::AllGatherV: return Collective::AllGather;
+    case Collective::ReduceScatterV: return Collective::ReduceScatter;
+    case Collective::AllToAllV: return Collective::AllToAll;
+    default: return collective;
+  }
+}
+
 std::size_t input_elements(Collective collective, std::size_t count, int nranks) {
   const auto ranks = static_cast<std::size_t>(nranks);
-  switch (collective) {
+  switch (uniform_form(collective)) {
     case Collective::ReduceScatter:
     case Collective::AllToAll: return ranks * count;
     default: return count;
@@ -120,7 +137,7 @@ std::size_t input_elements(Collective collective, std::size_t count, int nranks)
 
 std::size_t output_elements(Collective collective, std::size_t count, int nranks) {
   const auto ranks = static_cast<std::size_t>(nranks);
-  switch (collective) {
+  switch (uniform_form(collective)) {
     case Collective::AllGather:
     case Collective::AllToAll: return ranks * count;
     default: return count;

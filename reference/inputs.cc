@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "reference/counts.h"
 #include "reference/float_format.h"
 
 namespace collcheck {
@@ -72,6 +73,20 @@ std::vector<std::size_t> special_edges(const Case& c) {
     add_cut(edges, elements, b * base + (b > nranks - larger ? b - (nranks - larger) : 0));  // larger last
     add_cut(edges, elements, b * ceiling);
     if (elements == nranks * c.count) add_cut(edges, elements, b * c.count);
+  }
+  // v-collectives: every rank's own block boundaries (reducescatterv: where each rank's block
+  // starts; alltoallv: where the blocks for each destination start, on every sender).
+  if (c.collective == Collective::ReduceScatterV) {
+    for (int rank = 1; rank < c.nranks; ++rank) add_cut(edges, elements, block_start(c, rank));
+  }
+  if (c.collective == Collective::AllToAllV) {
+    for (int source = 0; source < c.nranks; ++source) {
+      std::size_t start = 0;
+      for (int destination = 0; destination + 1 < c.nranks; ++destination) {
+        start += pair_count(c, source, destination);
+        add_cut(edges, elements, start);
+      }
+    }
   }
   for (std::size_t power = 8; power < elements; power *= 2) add_cut(edges, elements, power);
   std::sort(edges.begin(), edges.end());

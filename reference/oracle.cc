@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "reference/counts.h"
 #include "reference/float_format.h"
 
 namespace collcheck {
@@ -26,10 +27,30 @@ void store(Expected& out, std::size_t element, std::uint64_t bits) { store_bits(
 
 // Where reduction output element j of `rank` reads its inputs.
 std::size_t input_base(const Case& c, int rank) {
+  if (c.collective == Collective::ReduceScatterV) return block_start(c, rank);
   return c.collective == Collective::ReduceScatter ? static_cast<std::size_t>(rank) * c.count : 0;
 }
 
+// The v-collectives: blocks packed in rank order, of the sizes the counts say.
+void expect_vector_movement(const Case& c, const Inputs& inputs, int rank, Expected& out) {
+  std::size_t at = 0;
+  for (int source = 0; source < c.nranks; ++source) {
+    if (c.collective == Collective::AllGatherV) {  // block s is rank s's input
+      const std::size_t count = c.counts[static_cast<std::size_t>(source)];
+      for (std::size_t i = 0; i < count; ++i) store(out, at++, inputs.bits(source, i));
+    } else {  // alltoallv: block s is what rank s sent to this rank, packed by destination
+      const std::size_t from = send_start(c, source, rank);
+      const std::size_t count = pair_count(c, source, rank);
+      for (std::size_t i = 0; i < count; ++i) store(out, at++, inputs.bits(source, from + i));
+    }
+  }
+}
+
 void expect_movement(const Case& c, const Inputs& inputs, int rank, Expected& out) {
+  if (per_rank_counts(c.collective)) {
+    expect_vector_movement(c, inputs, rank, out);
+    return;
+  }
   const std::size_t count = c.count;
   switch (c.collective) {
     case Collective::AllGather:  // block r is rank r's input
@@ -331,8 +352,7 @@ Expected expected(const Inputs& inputs, int rank) {
   const Case& c = inputs.which();
   Expected out;
   out.dtype = c.dtype;
-  const bool has_output = c.collective != Collective::Reduce || rank == c.root;
-  out.count = has_output ? output_elements(c) : 0;
+  out.count = output_elements(c, rank);
   out.data.resize(out.count * size_of(c.dtype));
   if (reduces(c.collective)) {
     expect_reduction(c, inputs, rank, out);

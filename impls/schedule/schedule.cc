@@ -126,10 +126,9 @@ std::size_t Schedule::buffer_size(int p, BufferKind kind) const {
   const Participant& participant = participants.at(static_cast<std::size_t>(p));
   if (kind == BufferKind::Scratch) return participant.scratch;
   if (participant.is_switch) return 0;
-  if (kind == BufferKind::Input) return input_elements(shape);
-  // Only the root of a reduce has an output.
-  if (shape.collective == Collective::Reduce && p != shape.root) return 0;
-  return output_elements(shape);
+  // Per rank: only the root of a reduce has an output; a v-collective's sizes follow its counts.
+  if (kind == BufferKind::Input) return input_elements(shape, p);
+  return output_elements(shape, p);
 }
 
 Step& Schedule::add(int p, Step step) {

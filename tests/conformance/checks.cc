@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "reference/counts.h"
 #include "reference/inputs.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
@@ -30,10 +31,23 @@ DType dtype_among(const Capabilities& capabilities, std::initializer_list<DType>
 Case make(Collective collective, DType dtype, RedOp op, std::size_t count, int nranks, std::uint64_t seed) {
   Case c = testing::make_case(collective, dtype, op, count, nranks);
   c.seed = seed;
-  return c;
+  c.counts.clear();
+  return fitted(c);
 }
 
 }  // namespace
+
+Case fitted(Case c) {
+  if (!per_rank_counts(c.collective)) {
+    if (!c.counts.empty()) c.count = c.counts.front();
+    c.counts.clear();
+    return c;
+  }
+  if (c.counts.size() == counts_needed(c.collective, c.nranks)) return c;
+  c.in_place = false;
+  set_counts(c, spread_counts(c.collective, c.nranks, c.counts.empty() ? c.count : c.counts.front()));
+  return c;
+}
 
 std::string check_run(const Case& c, const RepeatedRun& run, std::size_t calls, std::uint64_t seed_step) {
   const std::string what = to_string(c);
@@ -55,7 +69,7 @@ std::string check_run(const Case& c, const RepeatedRun& run, std::size_t calls, 
       if (!verdict.ok) return where + ": " + verdict.error + "\n" + verdict.describe(c.dtype);
       if (!result.guards_intact) return where + ": a guard zone around a buffer was written";
       if (c.in_place || (k + 1 < calls && result.input.empty())) continue;
-      std::vector<std::byte> input(input_elements(call) * size_of(call.dtype));
+      std::vector<std::byte> input(input_elements(call, rank) * size_of(call.dtype));
       if (!input.empty()) oracle.inputs().fill(rank, 0, input);
       if (input != result.input) return where + ": the input changed out of place";
     }
@@ -118,6 +132,7 @@ std::vector<Case> every_dtype_and_op_cases(const Capabilities& capabilities, Col
 }
 
 std::vector<Case> in_place_cases(const Capabilities& capabilities, Collective collective, int nranks) {
+  if (per_rank_counts(collective)) return {};  // the v-collectives run out of place only
   const std::vector<RedOp> ops = ops_for(capabilities, collective);
   const DType dtypes[] = {dtype_among(capabilities, {DType::Float32}), dtype_among(capabilities, {DType::Int32}),
                           dtype_among(capabilities, {DType::BFloat16, DType::Float16}),
@@ -148,7 +163,7 @@ std::vector<Case> misaligned_cases(const Capabilities& capabilities, Collective 
     for (std::size_t i = 0; i < 4; ++i) {
       Case c = make(collective, dtypes[i], ops[(offset + i) % ops.size()], counts[(offset + i) % 3], nranks, seed++);
       c.offset = offset;
-      c.in_place = capabilities.in_place && (offset + i) % 2 == 1;
+      c.in_place = capabilities.in_place && (offset + i) % 2 == 1 && !per_rank_counts(collective);
       c.root = static_cast<int>((offset + i) % static_cast<std::size_t>(nranks));
       cases.push_back(c);
     }
@@ -177,19 +192,21 @@ std::vector<Case> refused_cases(const Capabilities& capabilities) {
       return;
     }
   };
-  refuse(all_collectives(), capabilities.collectives,
-         [](Case& c, Collective collective) { c.collective = collective; });
+  refuse(all_collectives(), capabilities.collectives, [](Case& c, Collective collective) {
+    c.collective = collective;
+    c = fitted(c);
+  });
   refuse(all_dtypes(), capabilities.dtypes, [](Case& c, DType dtype) { c.dtype = dtype; });
   if (reduces(base.collective)) refuse(all_ops(), capabilities.ops, [](Case& c, RedOp op) { c.op = op; });
   if (capabilities.max_ranks < 64) {
     Case c = base;
     c.nranks = capabilities.max_ranks + 1;
-    cases.push_back(c);
+    cases.push_back(fitted(c));
   }
   if (capabilities.min_ranks > 1) {
     Case c = base;
     c.nranks = capabilities.min_ranks - 1;
-    cases.push_back(c);
+    cases.push_back(fitted(c));
   }
   return cases;
 }

@@ -39,6 +39,11 @@ std::vector<Case> misaligned_cases(const Capabilities&, Collective, int nranks);
 // call of anything: the first collective and dtype it lists, on `nranks`.
 Case plain_case(const Capabilities&, int nranks, std::size_t count);
 
+// `c` made whole again after its collective or rank count changed: a v-collective gets counts
+// spread around its count (its first entry, once it has counts; counts.h's spread_counts) and
+// runs out of place; another collective loses its counts.
+Case fitted(Case c);
+
 // Cases the capabilities exclude (a collective, dtype or op not listed, too many or too few
 // ranks): each must be refused, not run. Empty when the backend runs everything.
 std::vector<Case> refused_cases(const Capabilities&);

@@ -38,7 +38,8 @@ class Conformance : public ::testing::TestWithParam<std::string> {
 
   // Runs the case unless the capabilities exclude it or a known vendor finding stands in the
   // way (counted, and said at the end); then holds the run to check_run's verdict.
-  void run_case(const Case& c, const RunOptions& options, std::size_t calls, std::uint64_t seed_step = 1) {
+  void run_case(const Case& given, const RunOptions& options, std::size_t calls, std::uint64_t seed_step = 1) {
+    const Case c = fitted(given);
     if (!capabilities_.supports(c)) return;
     const std::string_view finding = known_finding(GetParam(), c, options);
     if (!finding.empty()) {
@@ -56,6 +57,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {
     for (int nranks : rank_counts(capabilities_, std::move(wanted))) {
       c.nranks = nranks;
       c.root = std::min(c.root, nranks - 1);
+      c = fitted(c);
       if (!capabilities_.supports(c)) continue;
       const std::string_view finding = known_finding(GetParam(), c, options);
       if (finding.empty()) return c;
@@ -183,7 +185,7 @@ TEST_P(Conformance, GivenInputsReplaceTheGeneratedOnes) {
     std::vector<std::vector<std::byte>> buffers(static_cast<std::size_t>(given.nranks));
     for (int rank = 0; rank < given.nranks; ++rank) {
       auto& buffer = buffers[static_cast<std::size_t>(rank)];
-      buffer.resize(input_elements(given) * size_of(given.dtype));
+      buffer.resize(input_elements(given, rank) * size_of(given.dtype));
       inputs.fill(rank, 0, buffer);
     }
     RunOptions options;

@@ -72,6 +72,7 @@ TEST(BenchArguments, EachErrorNamesTheFlagAndWhatIsAllowed) {
       {{"--ranks", "0"}, "--ranks 0: must be 1..4096"},
       {{"--collective", "gather"}, "--collective 'gather'"},
       {{"--collective", "alltoall"}, "--collective alltoall: ring@sim implements allreduce, allgather, reducescatter"},
+      {{"--collective", "allgatherv"}, "--collective allgatherv: bench times the collectives of one count"},
       {{"--backend", "ring@moon"}, "--backend 'ring@moon': transport 'moon'"},
       {{"--backend", "all@sim"}, "--backend 'all@sim' names "},
       {{"--vs", "wheel@sim"}, "--vs 'wheel@sim': "},

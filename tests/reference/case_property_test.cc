@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "reference/case.h"
+#include "reference/counts.h"
 
 namespace collcheck {
 
@@ -35,6 +36,13 @@ rc::Gen<Case> valid_case() {
     c.empty_as_null = *rc::gen::arbitrary<bool>();
     c.values = *rc::gen::element(ValueKind::Exact, ValueKind::Real, ValueKind::Special);
     c.seed = *rc::gen::arbitrary<std::uint64_t>();
+    if (per_rank_counts(c.collective)) {  // a count per rank (or pair of ranks), out of place
+      c.nranks = *rc::gen::inRange(1, 9);
+      c.root = *rc::gen::inRange(0, c.nranks);
+      c.in_place = false;
+      set_counts(c, *rc::gen::container<std::vector<std::size_t>>(counts_needed(c.collective, c.nranks),
+                                                                  rc::gen::inRange<std::size_t>(0, 1001)));
+    }
     return c;
   });
 }
@@ -43,11 +51,11 @@ rc::Gen<Case> valid_case() {
 // on the first character.
 rc::Gen<std::string> junk_piece() {
   return rc::gen::oneOf(
-      rc::gen::element<std::string>("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "f32",
-                                    "bf16", "f8e4m3", "u64", "sum", "avg", "n", "ranks", "root", "offset", "values",
-                                    "seed", "inplace", "outofplace", "emptynull", "exact", "special", "=", "/", "-",
-                                    "0", "1", "4096", "4097", "18446744073709551616", "", " ", "\t", "\xff",
-                                    std::string(1, '\0')),
+      rc::gen::element<std::string>("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce",
+                                    "allgatherv", "reducescatterv", "alltoallv", "counts", ",", "f32", "bf16", "f8e4m3",
+                                    "u64", "sum", "avg", "n", "ranks", "root", "offset", "values", "seed", "inplace",
+                                    "outofplace", "emptynull", "exact", "special", "=", "/", "-", "0", "1", "4096",
+                                    "4097", "18446744073709551616", "", " ", "\t", "\xff", std::string(1, '\0')),
       rc::gen::map(rc::gen::inRange<std::uint64_t>(0, UINT64_MAX), [](std::uint64_t n) { return std::to_string(n); }),
       rc::gen::arbitrary<std::string>());
 }

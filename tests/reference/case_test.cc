@@ -8,6 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include "reference/counts.h"
+#include "tests/support/errors.h"
+
 namespace collcheck {
 namespace {
 
@@ -29,16 +32,7 @@ Case example() {
 constexpr std::string_view kExampleText =
     "allreduce/f32/sum/n=1000/ranks=7/root=0/inplace/offset=3/values=exact/seed=42";
 
-// Expects `result` to be an error naming `field`, with every one of `words` in its message.
-template <typename T>
-void expect_error(const Result<T>& result, std::string_view field, std::initializer_list<std::string_view> words = {}) {
-  ASSERT_FALSE(result.ok()) << "expected an error on " << field;
-  EXPECT_EQ(result.error().field, field) << result.error().text();
-  for (std::string_view word : words) {
-    EXPECT_NE(result.error().message.find(word), std::string::npos)
-        << "'" << word << "' missing from: " << result.error().text();
-  }
-}
+using testing::expect_error;
 
 // Empty buffers as null pointers: a flag after the offset, written only when set, read back
 // anywhere among the fields, once.
@@ -78,6 +72,10 @@ TEST(CaseValidate, Root) {
     SCOPED_TRACE(std::string(name(collective)));
     Case c = example();
     c.collective = collective;
+    if (per_rank_counts(collective)) {  // the v-collectives need counts and run out of place
+      c.in_place = false;
+      set_counts(c, uniform_counts(collective, c.nranks, 3));
+    }
     c.root = 7;  // nranks is 7
     expect_error(validate(c), "root", {"7"});
     c.root = -1;

@@ -221,6 +221,10 @@ const CollectiveRow kCollectives[] = {
     {Collective::AllToAll, "alltoall", false, false, false, 15, 15},
     {Collective::Broadcast, "broadcast", false, true, true, 5, 5},
     {Collective::Reduce, "reduce", true, false, true, 5, 5},
+    // The v-collectives' sizes here are their uniform forms' (per-rank sizes: counts_test.cc).
+    {Collective::AllGatherV, "allgatherv", false, true, false, 5, 15},
+    {Collective::ReduceScatterV, "reducescatterv", true, false, false, 15, 5},
+    {Collective::AllToAllV, "alltoallv", false, false, false, 15, 15},
 };
 
 TEST(Collective, AllCollectivesInDeclarationOrder) {
@@ -291,6 +295,17 @@ const std::pair<std::string_view, Collective> kCollectiveSpellings[] = {
     {"reduce", Collective::Reduce},
     {"Reduce", Collective::Reduce},
     {"reduce_perf", Collective::Reduce},
+    {"allgatherv", Collective::AllGatherV},
+    {"all_gather_v", Collective::AllGatherV},
+    {"AllGatherV", Collective::AllGatherV},
+    {"agv", Collective::AllGatherV},
+    {"reducescatterv", Collective::ReduceScatterV},
+    {"reduce_scatter_v", Collective::ReduceScatterV},
+    {"rsv", Collective::ReduceScatterV},
+    {"alltoallv", Collective::AllToAllV},
+    {"all_to_all_v", Collective::AllToAllV},
+    {"AllToAllV", Collective::AllToAllV},
+    {"a2av", Collective::AllToAllV},
 };
 
 TEST(Collective, ParsesEveryDocumentedSpellingInAnyCase) {

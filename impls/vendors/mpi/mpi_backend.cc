@@ -25,6 +25,12 @@ Capabilities capabilities_of(const Selection& s) {
   for (std::size_t i = 0; i < kTuned.size(); ++i) {
     if (!s.any() || s.algorithm[i] != 0) c.collectives.push_back(kTuned[i].collective);
   }
+  // MPI_Allgatherv, MPI_Reduce_scatter and MPI_Alltoallv as Open MPI decides (no algorithm of
+  // theirs is selectable by name yet), out of place only.
+  if (!s.any()) {
+    c.collectives.insert(c.collectives.end(),
+                         {Collective::AllGatherV, Collective::ReduceScatterV, Collective::AllToAllV});
+  }
   c.dtypes = {DType::Int8,  DType::UInt8,  DType::Int32,   DType::UInt32,
               DType::Int64, DType::UInt64, DType::Float32, DType::Float64};
   c.ops = {RedOp::Sum, RedOp::Prod, RedOp::Min, RedOp::Max};

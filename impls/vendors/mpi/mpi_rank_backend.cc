@@ -12,6 +12,7 @@
 
 #include "impls/link/guarded_buffer.h"
 #include "impls/vendors/mpi/mpi_backend.h"
+#include "reference/counts.h"
 #include "reference/inputs.h"
 #include "reference/random.h"
 
@@ -112,12 +113,11 @@ struct Buffers {
 Buffers make_buffers(const Case& c, int rank) {
   Buffers b;
   const std::size_t element = size_of(c.dtype);
-  const bool has_output = c.collective != Collective::Reduce || rank == c.root;
-  b.in_bytes = input_elements(c) * element;
-  b.out_bytes = has_output ? output_elements(c) * element : 0;
+  b.in_bytes = input_elements(c, rank) * element;
+  b.out_bytes = output_elements(c, rank) * element;
   if (!c.in_place) {
-    b.input = GuardedBuffer(input_elements(c), element, c.offset);
-    b.output = GuardedBuffer(has_output ? output_elements(c) : 0, element, c.offset);
+    b.input = GuardedBuffer(input_elements(c, rank), element, c.offset);
+    b.output = GuardedBuffer(output_elements(c, rank), element, c.offset);
     b.in = b.input.data();
     b.out = b.output.data();
     return b;
@@ -163,6 +163,7 @@ class MpiBackend final : public RankBackend {
 
  private:
   std::string call(const Case& c, MPI_Datatype type, MPI_Op op, Buffers& b);
+  std::string call_vector(const Case& c, MPI_Datatype type, MPI_Op op, Buffers& b);
   RankResult result(const Case& c, Buffers& b) const;
   RankRun timed(const Case& c, const RankRunOptions& options, MPI_Datatype type, MPI_Op op, Buffers& b);
 
@@ -219,8 +220,43 @@ std::string MpiBackend::call(const Case& c, MPI_Datatype type, MPI_Op op, Buffer
       void* send = c.in_place && root ? MPI_IN_PLACE : b.in;
       return said("MPI_Reduce", MPI_Reduce(send, root ? b.out : nullptr, count, type, op, c.root, comm_));
     }
+    case Collective::AllGatherV:
+    case Collective::ReduceScatterV:
+    case Collective::AllToAllV: return call_vector(c, type, op, b);
   }
   return "unknown collective";
+}
+
+// The v-collectives, out of place (the case refuses in place): MPI's counts and displacements
+// are the case's counts and their prefix sums (blocks packed in rank order).
+std::string MpiBackend::call_vector(const Case& c, MPI_Datatype type, MPI_Op op, Buffers& b) {
+  const auto said = [](const char* function, int rc) {
+    return rc == MPI_SUCCESS ? std::string() : mpi_error(function, rc);
+  };
+  const auto n = static_cast<std::size_t>(c.nranks);
+  std::vector<int> send_counts(n), send_displacements(n), receive_counts(n), receive_displacements(n);
+  for (int peer = 0, sent = 0, received = 0; peer < c.nranks; ++peer) {
+    const auto p = static_cast<std::size_t>(peer);
+    // allgatherv and reducescatterv: receive_counts are the case's counts.
+    receive_counts[p] =
+        static_cast<int>(c.collective == Collective::AllToAllV ? pair_count(c, peer, rank_) : c.counts[p]);
+    send_counts[p] = static_cast<int>(c.collective == Collective::AllToAllV ? pair_count(c, rank_, peer) : 0);
+    send_displacements[p] = sent;
+    receive_displacements[p] = received;
+    sent += send_counts[p];
+    received += receive_counts[p];
+  }
+  const auto own = static_cast<std::size_t>(rank_);
+  switch (c.collective) {
+    case Collective::AllGatherV:
+      return said("MPI_Allgatherv", MPI_Allgatherv(b.in, receive_counts[own], type, b.out, receive_counts.data(),
+                                                   receive_displacements.data(), type, comm_));
+    case Collective::ReduceScatterV:
+      return said("MPI_Reduce_scatter", MPI_Reduce_scatter(b.in, b.out, receive_counts.data(), type, op, comm_));
+    default:
+      return said("MPI_Alltoallv", MPI_Alltoallv(b.in, send_counts.data(), send_displacements.data(), type, b.out,
+                                                 receive_counts.data(), receive_displacements.data(), type, comm_));
+  }
 }
 
 RankResult MpiBackend::result(const Case&, Buffers& b) const {
@@ -246,7 +282,8 @@ std::string refusal(const Case& c, int size) {
   if (reduces(c.collective) && !mpi_op(c.op))
     return "op " + std::string(name(c.op)) + ": MPI has no averaging op (sum, prod, min, max only)";
   const auto largest = std::max(input_elements(c), output_elements(c));
-  if (c.count > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+  // A v-collective's n is a sum that MPI never takes as one int; its buffers are.
+  if ((c.count > static_cast<std::size_t>(std::numeric_limits<int>::max()) && !per_rank_counts(c.collective)) ||
       largest > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
     return "n=" + std::to_string(c.count) + ": MPI counts are int, at most " +
            std::to_string(std::numeric_limits<int>::max());
