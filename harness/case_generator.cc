@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "reference/counts.h"
+
 namespace collcheck {
 namespace {
 
@@ -181,6 +183,36 @@ std::size_t count_for(int nranks, std::size_t chunk, const std::vector<std::size
   return std::clamp(count, low, high);
 }
 
+// The per-rank counts of a v-collective around `base` (counts_needed() of them), simplest kinds
+// first so that shrinking heads for them: uniform (every entry `base`), one entry nonzero, zeros
+// on some entries (the rest `base`), all zero, uneven (each 1..2*base+1). Entries shrink toward
+// the smallest allowed and the kinds toward uniform.
+std::vector<std::size_t> counts_for(Collective collective, int nranks, std::size_t base) {
+  const std::size_t entries = counts_needed(collective, nranks);
+  std::vector<std::size_t> counts(entries, base);
+  switch (*kind({2, 2, 3, 1, 4})) {
+    case 0: break;
+    case 1: {
+      const std::size_t nonzero = *rc::gen::inRange<std::size_t>(0, entries);
+      counts.assign(entries, 0);
+      counts[nonzero] = std::max<std::size_t>(base, 1);
+      break;
+    }
+    case 2: {
+      const std::vector<bool> zero = *rc::gen::container<std::vector<bool>>(entries, rc::gen::arbitrary<bool>());
+      for (std::size_t i = 0; i < entries; ++i) counts[i] = zero[i] ? 0 : base;
+      break;
+    }
+    case 3: counts.assign(entries, 0); break;
+    default:
+      // Nonzero where base allows (the kinds above have the zeros), so that sizes differ rank by rank.
+      counts = *rc::gen::container<std::vector<std::size_t>>(
+          entries, rc::gen::inRange<std::size_t>(base > 0 ? 1 : 0, 2 * base + 2));
+      break;
+  }
+  return counts;
+}
+
 // Whether the backend's precondition admits some rank count in the range (tried on an
 // otherwise plain case of its first collective).
 bool precondition_possible(const Capabilities& capabilities, const CaseLimits& limits) {
@@ -188,6 +220,14 @@ bool precondition_possible(const Capabilities& capabilities, const CaseLimits& l
   return !admissible_rank_counts(capabilities, std::max(limits.min_ranks, capabilities.min_ranks),
                                  std::min(limits.max_ranks, capabilities.max_ranks))
               .empty();
+}
+
+// Whether some rank's input or output holds no element.
+bool has_empty_buffer(const Case& c) {
+  for (int rank = 0; rank < c.nranks; ++rank) {
+    if (input_elements(c, rank) == 0 || output_elements(c, rank) == 0) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -241,6 +281,13 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
     const std::size_t blocks =
         input_elements(c.collective, 1, c.nranks) + output_elements(c.collective, 1, c.nranks) - 1;
     if (blocks > 1) c.count = std::min(c.count, std::max(min_count, max_count / blocks));
+    // v-collectives: c.count so far is the typical count of one rank (or pair of ranks), from
+    // which the counts are drawn; entries reach twice it, and they run out of place.
+    if (per_rank_counts(c.collective)) {
+      set_counts(c, counts_for(c.collective, c.nranks, (c.count + 1) / 2));
+      c.in_place = false;
+      c.empty_as_null = has_empty_buffer(c) && *kind({1, 1}) == 1;
+    }
     return c;
   });
   if (!capabilities.precondition) return drawn;

@@ -74,6 +74,7 @@ PropertyResult determinism(const Case& c, Backend& backend, const RepeatedRun& b
 
 PropertyResult in_place(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
   if (!backend.capabilities().in_place) return skip("the backend does not run in place");
+  if (per_rank_counts(c.collective)) return skip("the v-collectives run out of place only");
   if (!completed(base)) return skip("the run did not complete (see liveness)");
   Case other = c;
   other.in_place = !c.in_place;
@@ -119,11 +120,18 @@ PropertyResult compose_all_reduce(const Case& c, Backend& backend, const Repeate
   return difference.empty() ? pass() : fail("reduce-scatter then all-gather is not the all-reduce: " + difference);
 }
 
-// All-to-all of all-to-all's output gives every rank its input back.
+// All-to-all of all-to-all's output gives every rank its input back (all-to-all-v: with the
+// counts transposed, each rank sending back what it received).
 PropertyResult compose_all_to_all(const Case& c, Backend& backend, const RepeatedRun& base,
                                   const PropertyContext& context) {
   Case again = c;
   again.in_place = false;
+  if (c.collective == Collective::AllToAllV) {
+    const auto n = static_cast<std::size_t>(c.nranks);
+    for (std::size_t s = 0; s < n; ++s) {
+      for (std::size_t d = 0; d < n; ++d) again.counts[d * n + s] = c.counts[s * n + d];
+    }
+  }
   const std::vector<std::vector<std::byte>> first = outputs_of(base.calls[0]);
   RunOptions given = context.run_options(context.schedule_seed);
   given.inputs = &first;
@@ -132,7 +140,7 @@ PropertyResult compose_all_to_all(const Case& c, Backend& backend, const Repeate
   const InputGenerator inputs(c);
   std::vector<RankResult> original;
   for (int rank = 0; rank < c.nranks; ++rank) {
-    std::vector<std::byte> input(input_elements(c) * size_of(c.dtype));
+    std::vector<std::byte> input(input_elements(c, rank) * size_of(c.dtype));
     inputs.fill(rank, 0, input);
     original.push_back(RankResult{std::move(input), {}, true});
   }
@@ -141,8 +149,8 @@ PropertyResult compose_all_to_all(const Case& c, Backend& backend, const Repeate
 }
 
 PropertyResult composition(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context) {
-  if (c.collective != Collective::AllReduce && c.collective != Collective::AllToAll) {
-    return skip("composition is checked on all-reduce and all-to-all cases");
+  if (c.collective != Collective::AllReduce && uniform_form(c.collective) != Collective::AllToAll) {
+    return skip("composition is checked on all-reduce, all-to-all and all-to-all-v cases");
   }
   if (!completed(base)) return skip("the run did not complete (see liveness)");
   return c.collective == Collective::AllReduce ? compose_all_reduce(c, backend, base, context)

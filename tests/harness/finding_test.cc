@@ -16,11 +16,8 @@
 namespace collcheck {
 namespace {
 
-std::unique_ptr<Backend> backend_of(const std::string& spec) {
-  auto made = make_backends(spec);
-  EXPECT_TRUE(made.ok()) << made.error().text();
-  return made.ok() ? std::move(made.value().front()) : nullptr;
-}
+using testing::backend_of;
+using testing::BrokenWhere;
 
 // The rank counts of `draws` cases drawn as check draws them (sizes ramping up to 100).
 std::set<int> drawn_rank_counts(const Capabilities& capabilities, int low, int high, int draws) {
@@ -54,9 +51,6 @@ TEST(CaseGenerator, OnlyAdmittedRankCountsAreDrawnAndEachOfThem) {
   EXPECT_EQ(drawn_rank_counts(capabilities, 2, 40, 600),
             (std::set<int>{3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39}));
 }
-
-// A backend wrong only where `broken` says, on every case there: the run ends `crash`.
-using testing::BrokenWhere;
 
 CheckOptions broken_options(int low, int high, std::uint64_t seed) {
   CheckOptions options;

@@ -1,17 +1,26 @@
-// A backend wrong only where a test says: it wraps a working one and ends every run of a case
-// that `broken` picks with `outcome` (a crash unless told), so a test can prove that the check
-// loop draws, catches and shrinks toward exactly that kind of case.
+// Test helpers for finding-power tests: a backend made from its spec, and one wrapped to be wrong
+// only where a predicate says (its runs there end `outcome_`, a crash unless set otherwise), so a
+// test can prove that the check loop draws, catches and shrinks toward exactly that kind of case.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 
-#include "impls/backend/backend.h"
+#include "impls/registry.h"
 
 namespace collcheck::testing {
 
+inline std::unique_ptr<Backend> backend_of(const std::string& spec) {
+  auto made = make_backends(spec);
+  EXPECT_TRUE(made.ok()) << made.error().text();
+  return made.ok() ? std::move(made.value().front()) : nullptr;
+}
+
+// A backend wrong only where `broken` says, on every case there: the run ends `outcome_`.
 class BrokenWhere final : public Backend {
  public:
   BrokenWhere(std::unique_ptr<Backend> inner, std::function<bool(const Case&)> broken)
