@@ -13,6 +13,7 @@
 #include "harness/text_table.h"
 #include "impls/algorithms/algorithms.h"
 #include "impls/prove/proof.h"
+#include "reference/counts.h"
 #include "reference/numbers.h"
 
 namespace collcheck::cli {
@@ -64,6 +65,18 @@ std::vector<int> roots_for(Collective collective, int n, bool all) {
   return roots;
 }
 
+// One shape of the sweep; a v-collective's counts spread around `count` (reference/counts.h).
+Case sweep_shape(Collective collective, std::size_t count, int nranks, int root, bool in_place) {
+  Case shape;
+  shape.collective = collective;
+  shape.count = count;
+  shape.nranks = nranks;
+  shape.root = root;
+  shape.in_place = in_place;
+  if (per_rank_counts(collective)) set_counts(shape, spread_counts(collective, nranks, count));
+  return shape;
+}
+
 // Refuses, before any proof, a sweep one of whose shapes memory could not hold.
 Status sweep_fits(const Arguments& args, const Sweep& sweep) {
   Result<MemoryBudget> budget = memory_budget(args);
@@ -74,11 +87,8 @@ Status sweep_fits(const Arguments& args, const Sweep& sweep) {
                                                   ? awkward_counts(n, sweep.knobs.chunk)
                                                   : std::vector<std::size_t>(sweep.counts.begin(), sweep.counts.end());
       for (bool in_place : counts.empty() ? std::vector<bool>{} : sweep.layouts) {
-        Case shape;
-        shape.collective = algorithm->collective;
-        shape.count = counts.back();
-        shape.nranks = static_cast<int>(n);
-        shape.in_place = in_place;
+        if (in_place && per_rank_counts(algorithm->collective)) continue;
+        const Case shape = sweep_shape(algorithm->collective, counts.back(), static_cast<int>(n), 0, in_place);
         Result<MemoryEstimate> estimate = proved_shape_memory(algorithm->name, shape, sweep.knobs);
         if (!estimate) continue;
         Status fit = fits(*estimate, *budget,
@@ -170,9 +180,11 @@ void prove_one(const Algorithm& algorithm, Case shape, const Knobs& knobs, Band&
   band.steps += proof.steps;
   if (proof.ok) return;
   ++band.failed;
+  // A v-collective's sweep count is its first entry (spread_counts), its n their sum.
+  const std::size_t count = per_rank_counts(shape.collective) ? shape.counts.front() : shape.count;
   std::string replay = "collcheck prove --algorithm " + std::string(algorithm.name) + " --collective " +
                        std::string(name(shape.collective)) + " --ranks " + std::to_string(shape.nranks) + " --counts " +
-                       std::to_string(shape.count) + " --layout " + (shape.in_place ? "inplace" : "outofplace") +
+                       std::to_string(count) + " --layout " + (shape.in_place ? "inplace" : "outofplace") +
                        " --chunk " + std::to_string(knobs.chunk) + " --channels " + std::to_string(knobs.channels) +
                        " --fan-in " + std::to_string(knobs.fan_in);
   if (rooted(shape.collective)) replay += " --roots all  (root " + std::to_string(shape.root) + ")";
@@ -208,12 +220,8 @@ std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep
     for (std::size_t count : counts) {
       for (int root : roots_for(algorithm.collective, static_cast<int>(n), sweep.all_roots)) {
         for (bool in_place : sweep.layouts) {
-          Case shape;
-          shape.collective = algorithm.collective;
-          shape.count = count;
-          shape.nranks = static_cast<int>(n);
-          shape.root = root;
-          shape.in_place = in_place;
+          if (in_place && per_rank_counts(algorithm.collective)) continue;  // out of place only
+          const Case shape = sweep_shape(algorithm.collective, count, static_cast<int>(n), root, in_place);
           prove_one(algorithm, shape, sweep.knobs, bands.back(), failures);
         }
       }

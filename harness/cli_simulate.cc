@@ -16,6 +16,7 @@
 #include "impls/algorithms/algorithms.h"
 #include "impls/sim/simulator.h"
 #include "reference/bandwidth.h"
+#include "reference/counts.h"
 #include "reference/oracle.h"
 
 namespace collcheck::cli {
@@ -135,13 +136,19 @@ std::size_t wrong_elements(const Case& c, const SimulatedRun& run, std::string& 
   return wrong;
 }
 
+// The base case at one --counts value; a v-collective's counts spread around it (counts.h).
+Case with_count(Case c, std::size_t count) {
+  c.count = count;
+  if (per_rank_counts(c.collective)) set_counts(c, spread_counts(c.collective, c.nranks, count));
+  return c;
+}
+
 // Refuses, before anything runs, a count whose simulation memory could not hold.
 Status counts_fit(const Arguments& args, const Plan& plan) {
   Result<MemoryBudget> budget = memory_budget(args);
   if (!budget) return budget.error();
   for (std::uint64_t count : plan.counts) {
-    Case c = plan.base;
-    c.count = count;
+    const Case c = with_count(plan.base, count);
     Result<MemoryEstimate> estimate = simulated_case_memory(plan.algorithm, c, plan.knobs);
     if (!estimate) continue;  // make_schedule names what is wrong
     Status fit =
@@ -190,8 +197,7 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
   std::string first_wrong;
   std::vector<std::string> injected;
   for (std::uint64_t count : plan->counts) {
-    Case c = plan->base;
-    c.count = count;
+    const Case c = with_count(plan->base, count);
     Result<Schedule> schedule = make_schedule(plan->algorithm, c, plan->knobs);
     if (!schedule) {
       err << "collcheck simulate: " << schedule.error().text() << '\n';

@@ -4,6 +4,7 @@
 
 #include "impls/algorithms/algorithms.h"
 #include "impls/algorithms/generator_support.h"
+#include "reference/counts.h"
 
 namespace collcheck {
 namespace {
@@ -66,6 +67,25 @@ PerPiece per_piece(std::string_view algorithm, const Case& shape, const Knobs& k
   return {4 * n, count};  // chain, binomial: a send, a receive and copies per rank
 }
 
+// The v-collectives (ring allgatherv and reducescatterv, pairwise alltoallv) cut every block into
+// pieces of its own: with P the pieces of all blocks together, a rank of the ring sends and
+// receives at most every block once, and copies its own (2P + 2P steps per rank); pairwise
+// sends, receives or copies every pair's pieces once at each end (2P in all). Reduce-scatter-v
+// keeps a whole input of partials in scratch.
+ScheduleSize vector_estimate(const Case& shape, const Knobs& knobs) {
+  std::uint64_t pieces = 0;
+  for (std::size_t count : shape.counts) pieces = saturating_sum(pieces, piece_count(count, knobs));
+  const auto n = static_cast<std::uint64_t>(shape.nranks);
+  ScheduleSize size;
+  size.participants = n;
+  const bool ring = shape.collective != Collective::AllToAllV;
+  size.steps = saturating_sum(ring ? saturating_product(4 * n, pieces) : saturating_product(2, pieces), n);
+  if (shape.collective == Collective::ReduceScatterV) {
+    size.scratch_elements = saturating_product(n, counts_total(shape.counts));
+  }
+  return size;
+}
+
 }  // namespace
 
 Result<ScheduleSize> estimate_schedule(std::string_view algorithm, const Case& shape, const Knobs& knobs) {
@@ -74,6 +94,7 @@ Result<ScheduleSize> estimate_schedule(std::string_view algorithm, const Case& s
   });
   if (!known)
     return Error{"algorithm", "'" + std::string(algorithm) + "' has no " + std::string(name(shape.collective))};
+  if (per_rank_counts(shape.collective)) return vector_estimate(shape, knobs);
   ScheduleSize size;
   const PerPiece piece = per_piece(algorithm, shape, knobs);
   Knobs cut = knobs;

@@ -11,6 +11,8 @@ namespace collcheck {
 Schedule ring_allreduce(const Case& shape, const Knobs& knobs);
 Schedule ring_allgather(const Case& shape, const Knobs& knobs);
 Schedule ring_reducescatter(const Case& shape, const Knobs& knobs);
+Schedule ring_allgatherv(const Case& shape, const Knobs& knobs);
+Schedule ring_reducescatterv(const Case& shape, const Knobs& knobs);
 
 // chain.cc: a pipelined chain starting at (broadcast) or ending at (reduce) the root.
 Schedule chain_broadcast(const Case& shape, const Knobs& knobs);
@@ -29,6 +31,7 @@ Schedule rhd_reducescatter(const Case& shape, const Knobs& knobs);
 
 // pairwise.cc: n-1 pairwise exchanges.
 Schedule pairwise_alltoall(const Case& shape, const Knobs& knobs);
+Schedule pairwise_alltoallv(const Case& shape, const Knobs& knobs);
 
 // bruck.cc: Bruck's ceil(log2 n) rounds through scratch.
 Schedule bruck_alltoall(const Case& shape, const Knobs& knobs);

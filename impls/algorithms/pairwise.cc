@@ -1,8 +1,9 @@
-// All-to-all by pairwise exchange: n-1 steps, each rank sending one block and receiving one per
-// step, no two ranks sending to the same rank.
+// All-to-all (and all-to-all-v) by pairwise exchange: n-1 steps, each rank sending one block and
+// receiving one per step, no two ranks sending to the same rank.
 #include "impls/algorithms/generators.h"
 
 #include "impls/algorithms/generator_support.h"
+#include "reference/counts.h"
 
 namespace collcheck {
 
@@ -20,6 +21,10 @@ namespace collcheck {
 // The data is cut into pieces -- each channel owning a slice of every block, cut into chunks of
 // at most knobs.chunk elements -- and the exchange runs whole per piece, each channel on its own
 // stream.
+//
+// All-to-all-v exchanges the same way, block b of rank r's input holding counts[r*n+b] elements
+// and block b of its output counts[b*n+r], packed in rank order; each block is cut into pieces
+// of its own, and both ends of a message cut the same count. Out of place only.
 
 namespace {
 
@@ -58,6 +63,46 @@ Schedule pairwise_alltoall(const Case& shape, const Knobs& knobs) {
         const bool early = shape.in_place && s < n - s;
         recv(schedule, r, from, at(early ? BufferKind::Scratch : BufferKind::Output, block_of(from, count, piece)),
              channel);
+      }
+    }
+  }
+  return schedule;
+}
+
+Schedule pairwise_alltoallv(const Case& shape, const Knobs& knobs) {
+  Schedule schedule = generators::start(shape, "pairwise");
+  const int n = shape.nranks;
+  generators::check(shape.counts.size() == static_cast<std::size_t>(n) * static_cast<std::size_t>(n),
+                    "alltoallv has a count per pair of ranks");
+  for (int r = 0; r < n; ++r) {
+    // Where rank r's input block for rank b, and its output block from rank b, start.
+    std::vector<std::size_t> sent_at(static_cast<std::size_t>(n)), received_at(static_cast<std::size_t>(n));
+    std::size_t sent = 0, received = 0;
+    for (int b = 0; b < n; ++b) {
+      sent_at[static_cast<std::size_t>(b)] = sent;
+      received_at[static_cast<std::size_t>(b)] = received;
+      sent += pair_count(shape, r, b);
+      received += pair_count(shape, b, r);
+    }
+    auto block = [&](const std::vector<std::size_t>& starts, int b, std::size_t count) {
+      std::vector<Piece> pieces = generators::pieces(count, knobs);
+      for (Piece& piece : pieces) piece.offset += starts[static_cast<std::size_t>(b)];
+      return pieces;
+    };
+    for (const Piece& own : block(sent_at, r, pair_count(shape, r, r))) {
+      const std::size_t within = own.offset - sent_at[static_cast<std::size_t>(r)];
+      generators::copy(schedule, r, at(BufferKind::Input, own.offset, own.count),
+                       at(BufferKind::Output, received_at[static_cast<std::size_t>(r)] + within, own.count),
+                       own.channel);
+    }
+    for (int s = 1; s < n; ++s) {
+      const int to = modulo(r + s, n);
+      const int from = modulo(r - s, n);
+      for (const Piece& piece : block(sent_at, to, pair_count(shape, r, to))) {
+        send(schedule, r, to, at(BufferKind::Input, piece.offset, piece.count), piece.channel);
+      }
+      for (const Piece& piece : block(received_at, from, pair_count(shape, from, r))) {
+        recv(schedule, r, from, at(BufferKind::Output, piece.offset, piece.count), piece.channel);
       }
     }
   }

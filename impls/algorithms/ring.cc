@@ -1,8 +1,9 @@
-// The ring algorithms: all-reduce, all-gather and reduce-scatter passing chunks around the
-// ranks 0 -> 1 -> ... -> n-1 -> 0, each channel running its own ring over its own slice.
+// The ring algorithms: all-reduce, all-gather and reduce-scatter (and their v forms) passing
+// chunks around the ranks 0 -> 1 -> ... -> n-1 -> 0, each channel running its own ring over its own slice.
 #include "impls/algorithms/generators.h"
 
 #include "impls/algorithms/generator_support.h"
+#include "reference/counts.h"
 
 namespace collcheck {
 
@@ -31,6 +32,11 @@ namespace collcheck {
 // before its aliased output element is written: all-reduce writes block b with the reduction
 // that reads input block b, all-gather never receives block r, reduce-scatter writes its output
 // only with the final reduction that reads it.
+//
+// The v forms (allgatherv, reducescatterv) run the same steps with block b holding counts[b]
+// elements at block_start(b): blocks differ in size, so each is cut into pieces of its own, and
+// a rank's steps go step by step, every piece of the step's block in turn. Empty blocks send
+// nothing. They run out of place only (the case refuses in place).
 
 namespace {
 
@@ -42,6 +48,21 @@ using generators::modulo;
 using generators::recv;
 using generators::recv_reduce;
 using generators::send;
+
+// Where every block of a v-collective starts, and one past the last: n+1 offsets.
+std::vector<std::size_t> block_starts(const Case& shape) {
+  std::vector<std::size_t> starts{0};
+  for (std::size_t count : shape.counts) starts.push_back(starts.back() + count);
+  return starts;
+}
+
+// The pieces of block b of a v-collective, as offsets into the whole buffer.
+std::vector<generators::Piece> block_pieces(const std::vector<std::size_t>& starts, int b, const Knobs& knobs) {
+  const auto index = static_cast<std::size_t>(b);
+  std::vector<generators::Piece> pieces = generators::pieces(starts[index + 1] - starts[index], knobs);
+  for (generators::Piece& piece : pieces) piece.offset += starts[index];
+  return pieces;
+}
 
 // The k-th chunk of block b of a channel's `part`, as offsets into the whole buffer.
 Slice chunk_of_block(Slice part, int n, int b, std::size_t chunk, std::size_t k) {
@@ -185,6 +206,72 @@ Schedule ring_reducescatter(const Case& shape, const Knobs& knobs) {
                                 : at(BufferKind::Scratch, block_of(received, count, piece));
         recv_reduce(schedule, r, previous, at(BufferKind::Input, block_of(received, count, piece)), into,
                     piece.channel);
+      }
+    }
+  }
+  return schedule;
+}
+
+Schedule ring_allgatherv(const Case& shape, const Knobs& knobs) {
+  Schedule schedule = generators::start(shape, "ring");
+  const int n = shape.nranks;
+  const std::vector<std::size_t> starts = block_starts(shape);
+  check(starts.size() == static_cast<std::size_t>(n) + 1, "allgatherv has a count per rank");
+  for (int r = 0; r < n; ++r) {
+    const int next = modulo(r + 1, n);
+    const int previous = modulo(r - 1, n);
+    // Step 0 sends the rank's own input; its local copy goes to block r of the output.
+    for (const generators::Piece& own : block_pieces(starts, r, knobs)) {
+      const Range own_input = at(BufferKind::Input, own.offset - starts[static_cast<std::size_t>(r)], own.count);
+      if (n > 1) send(schedule, r, next, own_input, own.channel);
+      generators::copy(schedule, r, own_input, at(BufferKind::Output, own.offset, own.count), own.channel);
+    }
+    for (int s = 0; s < n - 1; ++s) {
+      // Later steps forward the block received in the step before.
+      if (s > 0) {
+        for (const generators::Piece& piece : block_pieces(starts, modulo(r - s, n), knobs)) {
+          send(schedule, r, next, at(BufferKind::Output, piece.offset, piece.count), piece.channel);
+        }
+      }
+      const int received = modulo(r - s - 1, n);
+      check(received != r, "all-gather never receives the rank's own block");
+      for (const generators::Piece& piece : block_pieces(starts, received, knobs)) {
+        recv(schedule, r, previous, at(BufferKind::Output, piece.offset, piece.count), piece.channel);
+      }
+    }
+  }
+  return schedule;
+}
+
+Schedule ring_reducescatterv(const Case& shape, const Knobs& knobs) {
+  Schedule schedule = generators::start(shape, "ring");
+  const int n = shape.nranks;
+  const std::vector<std::size_t> starts = block_starts(shape);
+  check(starts.size() == static_cast<std::size_t>(n) + 1, "reducescatterv has a count per rank");
+  if (n == 1) {
+    copy_alone(schedule, starts[1]);
+    return schedule;
+  }
+  // Partial reductions of the blocks a rank forwards live in scratch, at the block's place.
+  if (n > 2) {
+    for (Participant& participant : schedule.participants) participant.scratch = starts.back();
+  }
+  for (int r = 0; r < n; ++r) {
+    const int next = modulo(r + 1, n);
+    const int previous = modulo(r - 1, n);
+    const std::size_t own_start = starts[static_cast<std::size_t>(r)];
+    for (int s = 0; s < n - 1; ++s) {
+      for (const generators::Piece& piece : block_pieces(starts, modulo(r - s - 1, n), knobs)) {
+        send(schedule, r, next, at(s == 0 ? BufferKind::Input : BufferKind::Scratch, piece.offset, piece.count),
+             piece.channel);
+      }
+      const int received = modulo(r - s - 2, n);
+      const bool last = s == n - 2;
+      check(last == (received == r), "the last step completes the rank's own block, and only it");
+      for (const generators::Piece& piece : block_pieces(starts, received, knobs)) {
+        const Range into = last ? at(BufferKind::Output, piece.offset - own_start, piece.count)
+                                : at(BufferKind::Scratch, piece.offset, piece.count);
+        recv_reduce(schedule, r, previous, at(BufferKind::Input, piece.offset, piece.count), into, piece.channel);
       }
     }
   }

@@ -11,6 +11,8 @@
 #include <tuple>
 #include <vector>
 
+#include "reference/counts.h"
+
 namespace collcheck {
 namespace {
 
@@ -333,6 +335,22 @@ class Interpreter {
     const auto n = static_cast<std::uint32_t>(c.nranks);
     const auto r = static_cast<std::size_t>(rank);
     switch (c.collective) {
+      case Collective::AllGatherV: {  // block s of counts[s] elements is rank s's input
+        int source = 0;
+        std::size_t start = 0;
+        while (i >= start + c.counts[static_cast<std::size_t>(source)])
+          start += c.counts[static_cast<std::size_t>(source++)];
+        const auto from = static_cast<std::uint32_t>(source);
+        return Run{i - start, from, from + 1};
+      }
+      case Collective::AllToAllV: {  // block s is what rank s sent this rank
+        int source = 0;
+        std::size_t start = 0;
+        while (i >= start + pair_count(c, source, rank)) start += pair_count(c, source++, rank);
+        const auto from = static_cast<std::uint32_t>(source);
+        return Run{send_start(c, source, rank) + i - start, from, from + 1};
+      }
+      case Collective::ReduceScatterV: return Run{block_start(c, rank) + i, 0, n};
       case Collective::AllGather: {
         const auto source = static_cast<std::uint32_t>(i / std::max<std::size_t>(c.count, 1));
         return Run{i % std::max<std::size_t>(c.count, 1), source, source + 1};

@@ -8,6 +8,7 @@
 #include "impls/algorithms/algorithms.h"
 #include "impls/prove/proof.h"
 #include "impls/sim/simulator.h"
+#include "reference/counts.h"
 
 namespace collcheck {
 namespace {
@@ -39,6 +40,10 @@ TEST(ScheduleEstimate, BoundsEveryAlgorithmFromAboveWithinAFactor) {
             shape.count = count;
             shape.in_place = in_place;
             shape.root = nranks / 2;
+            if (per_rank_counts(shape.collective)) {  // counts spread around `count`, out of place
+              if (in_place) continue;
+              set_counts(shape, spread_counts(shape.collective, nranks, count));
+            }
             const std::string what = std::string(algorithm.name) + " " + to_string(shape) + " chunk " +
                                      std::to_string(knobs.chunk) + " channels " + std::to_string(knobs.channels);
             Result<Schedule> schedule = make_schedule(algorithm.name, shape, knobs);

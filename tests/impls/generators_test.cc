@@ -14,6 +14,7 @@
 #include "impls/algorithms/generator_support.h"
 #include "impls/algorithms/generators.h"
 #include "impls/prove/proof.h"
+#include "reference/counts.h"
 
 namespace collcheck {
 namespace {
@@ -279,7 +280,8 @@ TEST(Registry, ListsEveryAlgorithmOnceInOrder) {
   EXPECT_EQ(algorithm_names(), "ring, tree, rhd, innet, pairwise, bruck, chain, binomial, rd");
   for (const Algorithm& algorithm : all_algorithms()) {
     EXPECT_FALSE(algorithm.description.empty()) << algorithm.name;
-    const Case shape = shape_of(algorithm.collective, 5, 3, 1, false);
+    Case shape = shape_of(algorithm.collective, 5, 3, 1, false);
+    if (per_rank_counts(shape.collective)) set_counts(shape, spread_counts(shape.collective, 3, 5));
     const Result<Schedule> schedule = make_schedule(algorithm.name, shape);
     ASSERT_TRUE(schedule.ok()) << algorithm.name << ": " << schedule.error().text();
     EXPECT_EQ(schedule->algorithm, algorithm.name);
@@ -296,7 +298,8 @@ TEST(Registry, NamesTheUnknownAlgorithmAndTheMissingCollective) {
   const Result<Schedule> missing = make_schedule("ring", shape_of(Collective::Broadcast, 5, 3, 0, false));
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().text(),
-            "algorithm 'ring' has no broadcast; it implements allreduce, allgather, reducescatter");
+            "algorithm 'ring' has no broadcast; it implements allreduce, allgather, reducescatter, allgatherv, "
+            "reducescatterv");
 }
 
 TEST(Registry, ValidatesKnobsAndTheCase) {

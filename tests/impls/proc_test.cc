@@ -68,7 +68,8 @@ std::vector<Case> cases_for(Collective collective, int n) {
   std::vector<Case> cases;
   for (int i = 0; i < 10; ++i) {
     Case c = testing::make_case(collective, dtypes[i % 5], ops[(i + n) % 5], counts[i % 5], n);
-    c.in_place = i % 2 == 1;
+    c.in_place = i % 2 == 1 && !per_rank_counts(collective);  // the v-collectives: out of place, uneven
+    if (per_rank_counts(collective)) set_counts(c, spread_counts(collective, n, counts[i % 5]));
     c.root = i % n;
     c.values = i == 9 ? ValueKind::Real : ValueKind::Exact;
     c.offset = static_cast<std::size_t>(i % 3);

@@ -8,6 +8,7 @@
 
 #include "impls/algorithms/algorithms.h"
 #include "impls/prove/proof.h"
+#include "reference/counts.h"
 
 namespace collcheck {
 namespace {
@@ -19,6 +20,7 @@ Case shape_of(Collective collective, std::size_t count, int nranks, int root = 0
   c.nranks = nranks;
   c.root = root;
   c.in_place = in_place;
+  if (per_rank_counts(collective)) set_counts(c, spread_counts(collective, nranks, count));  // zeros, uneven
   return c;
 }
 
