@@ -77,6 +77,12 @@ Case sweep_shape(Collective collective, std::size_t count, int nranks, int root,
   return shape;
 }
 
+// The layouts of the sweep a collective runs: the v-collectives run out of place only.
+std::vector<bool> layouts_for(Collective collective, std::vector<bool> layouts) {
+  if (per_rank_counts(collective)) std::erase(layouts, true);
+  return layouts;
+}
+
 // Refuses, before any proof, a sweep one of whose shapes memory could not hold.
 Status sweep_fits(const Arguments& args, const Sweep& sweep) {
   Result<MemoryBudget> budget = memory_budget(args);
@@ -86,8 +92,7 @@ Status sweep_fits(const Arguments& args, const Sweep& sweep) {
       const std::vector<std::size_t> counts = sweep.counts.empty()
                                                   ? awkward_counts(n, sweep.knobs.chunk)
                                                   : std::vector<std::size_t>(sweep.counts.begin(), sweep.counts.end());
-      for (bool in_place : counts.empty() ? std::vector<bool>{} : sweep.layouts) {
-        if (in_place && per_rank_counts(algorithm->collective)) continue;
+      for (bool in_place : counts.empty() ? std::vector<bool>{} : layouts_for(algorithm->collective, sweep.layouts)) {
         const Case shape = sweep_shape(algorithm->collective, counts.back(), static_cast<int>(n), 0, in_place);
         Result<MemoryEstimate> estimate = proved_shape_memory(algorithm->name, shape, sweep.knobs);
         if (!estimate) continue;
@@ -219,8 +224,7 @@ std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep
                                                 : std::vector<std::size_t>(sweep.counts.begin(), sweep.counts.end());
     for (std::size_t count : counts) {
       for (int root : roots_for(algorithm.collective, static_cast<int>(n), sweep.all_roots)) {
-        for (bool in_place : sweep.layouts) {
-          if (in_place && per_rank_counts(algorithm.collective)) continue;  // out of place only
+        for (bool in_place : layouts_for(algorithm.collective, sweep.layouts)) {
           const Case shape = sweep_shape(algorithm.collective, count, static_cast<int>(n), root, in_place);
           prove_one(algorithm, shape, sweep.knobs, bands.back(), failures);
         }
