@@ -83,8 +83,11 @@ if(COLLCHECK_HAVE_GLOO)
   collcheck_add_cli_test(check_gloo_finds_rank_disagreement check --backend gloo:allreduce_ring --seed 1
     --ranks 3..5 --dtype f16 --op sum --values real --property rank-agreement --cases 60 STATUS 1
     STDOUT "FAILED rank-agreement on gloo:allreduce_ring" "ranks disagree: rank [0-9]+ element [0-9]+")
+  collcheck_add_cli_test(check_gloo_finds_bcube_wrong_on_six_ranks check --backend gloo:allreduce_bcube --seed 1
+    --ranks 6..6 --dtype i32 --op sum --values exact --property oracle --cases 5 STATUS 1
+    STDOUT "FAILED oracle on gloo:allreduce_bcube" "allreduce/i32/sum/n=1/ranks=6/" "1 of 1 elements wrong")
   set_tests_properties(cli.check_gloo cli.check_gloo_finds_allgather_crash cli.check_gloo_finds_rank_disagreement
-    PROPERTIES LABELS "cli;gloo" TIMEOUT 240)
+    cli.check_gloo_finds_bcube_wrong_on_six_ranks PROPERTIES LABELS "cli;gloo" TIMEOUT 240)
 endif()
 
 # Faults on launched @proc worlds: every worker builds the same injector from the plan and the
