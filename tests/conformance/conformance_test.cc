@@ -108,6 +108,10 @@ TEST_P(Conformance, MatchesTheOracleOnFixedCases) {
   if (in_process) wanted.insert(wanted.end(), {7, 8, 12});
   for (int nranks : rank_counts(capabilities_, wanted)) {
     for (Collective collective : capabilities_.collectives) {
+      // The v-collectives up to 5 ranks: a count per ordered pair makes the larger worlds cost
+      // minutes under the sanitizers with small chunks; random cases and the proofs (up to 33
+      // ranks) cover the rest.
+      if (per_rank_counts(collective) && nranks > 5) continue;
       std::vector<Case> cases = oracle_cases(capabilities_, collective, nranks);
       if (in_process && nranks == 3) {
         for (const Case& c : every_dtype_and_op_cases(capabilities_, collective, nranks)) cases.push_back(c);
