@@ -474,8 +474,8 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
     return kUsageError;
   }
   Backend& backend = *backends.value().front();
-  if (!backend.capabilities().supports(*c)) {
-    err << "collcheck replay: " << backend.name() << " cannot run " << to_string(*c) << '\n';
+  if (const std::string why = backend.capabilities().unsupported(*c); !why.empty()) {
+    err << "collcheck replay: " << backend.name() << " cannot run " << to_string(*c) << ": " << why << '\n';
     return kUnavailable;
   }
   if (Status fit = case_fits(*args, backend, *c); !fit) {

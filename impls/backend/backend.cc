@@ -27,11 +27,24 @@ KnobSpace numeric_knob(std::string name, std::uint64_t low, std::uint64_t high, 
   return space;
 }
 
-bool Capabilities::supports(const Case& c) const {
+bool Capabilities::supports(const Case& c) const { return unsupported(c).empty(); }
+
+std::string Capabilities::unsupported(const Case& c) const {
   auto has = [](const auto& list, auto value) { return std::find(list.begin(), list.end(), value) != list.end(); };
-  return has(collectives, c.collective) && has(dtypes, c.dtype) && (!reduces(c.collective) || has(ops, c.op)) &&
-         (in_place || !c.in_place) && c.nranks >= min_ranks && c.nranks <= max_ranks &&
-         (!precondition || precondition(c));
+  auto names = [](const auto& list) {
+    std::string text;
+    for (const auto& value : list) text += (text.empty() ? "" : ", ") + std::string(name(value));
+    return text;
+  };
+  if (!has(collectives, c.collective)) return "it runs the collectives " + names(collectives);
+  if (!has(dtypes, c.dtype)) return "it runs the dtypes " + names(dtypes);
+  if (reduces(c.collective) && !has(ops, c.op)) return "it runs the ops " + names(ops);
+  if (c.in_place && !in_place) return "it runs out of place only";
+  if (c.nranks < min_ranks || c.nranks > max_ranks) {
+    return "it runs on " + std::to_string(min_ranks) + ".." + std::to_string(max_ranks) + " ranks";
+  }
+  if (precondition && !precondition(c)) return "the case breaks a limit its library documents";
+  return "";
 }
 
 MemoryEstimate Backend::estimate_memory(const Case& c) const {

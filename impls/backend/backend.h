@@ -69,6 +69,9 @@ struct Capabilities {
   std::vector<KnobSpace> knobs;
 
   bool supports(const Case&) const;
+  // Why the backend does not run the case ("it runs the collectives allreduce, ..."); "" when it
+  // does.
+  std::string unsupported(const Case&) const;
 };
 
 // How a run ended, before the oracle looks at the data: `Ok` (every rank returned), `Detected`

@@ -266,6 +266,41 @@ TEST(Properties, AllToAllTwiceGivesTheInputBack) {
   EXPECT_TRUE(run_one("bruck@sim", "composition", c).ok);
 }
 
+// A backend right on the inputs it generates itself that ignores inputs given to it (a stale
+// registered buffer in an adapter): the oracle cannot see it, all-to-all twice can.
+class IgnoresGivenInputs final : public Backend {
+ public:
+  explicit IgnoresGivenInputs(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  RepeatedRun run(const Case& c, const RunOptions& options) override {
+    RunOptions generated = options;
+    generated.inputs = nullptr;
+    return inner_->run(c, generated);
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+};
+
+TEST(Properties, CompositionFailsWhenTheSecondAllToAllIgnoresItsInputs) {
+  // All-to-all-v's second run sends back with the count matrix transposed: 3 ranks whose counts
+  // differ in each direction, a zero among them, so a wrong transposition would fail the right
+  // backend too.
+  for (const char* text : {"alltoall/i32/sum/n=4/ranks=3", "alltoallv/i32/sum/counts=1,4,0,2,3,5,0,6,1/ranks=3"}) {
+    SCOPED_TRACE(text);
+    const Case c = parse_case(text).value();
+    EXPECT_TRUE(run_one("pairwise@sim", "composition", c).ok);
+    IgnoresGivenInputs broken(std::move(backends("pairwise@sim").front()));
+    const RepeatedRun base = broken.run(c, RunOptions{1, 1});
+    EXPECT_TRUE(find_property("oracle")->check(c, broken, base, PropertyContext{1}).ok) << "one run alone is right";
+    const PropertyResult composed = find_property("composition")->check(c, broken, base, PropertyContext{1});
+    EXPECT_FALSE(composed.ok);
+    EXPECT_NE(composed.detail.find("all-to-all twice does not give the input back"), std::string::npos)
+        << composed.detail;
+  }
+}
+
 TEST(Properties, RepeatFailsWhenLaterCallsReadStaleInputs) {
   const Case c = parse_case("allreduce/f32/sum/n=9/ranks=3").value();
   EXPECT_TRUE(run_one("ring@sim", "repeat", c).ok);
