@@ -63,14 +63,7 @@ void reduce_integers(RedOp op, const std::byte* a, const std::byte* b, std::byte
 }
 
 void reduce_floats(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
-  const std::size_t size = size_of(dtype);
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint64_t x = 0, y = 0;
-    std::memcpy(&x, a + i * size, size);
-    std::memcpy(&y, b + i * size, size);
-    const std::uint64_t result = encode(dtype, reduce_values(op, decode(dtype, x), decode(dtype, y)));
-    std::memcpy(out + i * size, &result, size);
-  }
+  combine_decoded(dtype, a, b, out, count, [op](double x, double y) { return reduce_values(op, x, y); });
 }
 
 template <typename T>

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #include "reference/collective.h"
 #include "reference/dtype.h"
+#include "reference/float_format.h"
 
 namespace collcheck {
 
@@ -20,6 +23,22 @@ void reduce_elements(DType, RedOp, const std::byte* a, const std::byte* b, std::
 // a ⊕ b for two float elements decoded to double, before the one rounding to the dtype: the step
 // reduce_elements takes for every float format (min and max propagate NaN; avg adds).
 double reduce_values(RedOp, double a, double b);
+
+// out[i] = combine(a[i], b[i]) for `count` packed float elements, each decoded to double and the
+// result rounded once to the dtype: reduce_elements' float loop with its step given (the
+// mutants' reductions give theirs). `out` may be `a` or `b`.
+template <typename Combine>
+void combine_decoded(DType dtype, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count,
+                     Combine combine) {
+  const std::size_t size = size_of(dtype);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t x = 0, y = 0;
+    std::memcpy(&x, a + i * size, size);
+    std::memcpy(&y, b + i * size, size);
+    const std::uint64_t result = encode(dtype, combine(decode(dtype, x), decode(dtype, y)));
+    std::memcpy(out + i * size, &result, size);
+  }
+}
 
 // The same contract, faster: out = a ⊕ b with identical bits to reduce_elements for every dtype,
 // op and input (NaN payloads included), computed natively for float32 and float64 and through

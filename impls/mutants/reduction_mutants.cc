@@ -13,20 +13,6 @@
 namespace collcheck::mutants {
 namespace {
 
-// out[i] = combine(a[i], b[i]) for packed float elements, computed on decoded doubles.
-template <typename Combine>
-void reduce_decoded(DType dtype, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count,
-                    Combine combine) {
-  const std::size_t size = size_of(dtype);
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint64_t x = 0, y = 0;
-    std::memcpy(&x, a + i * size, size);
-    std::memcpy(&y, b + i * size, size);
-    const std::uint64_t result = encode(dtype, combine(decode(dtype, x), decode(dtype, y)));
-    std::memcpy(out + i * size, &result, size);
-  }
-}
-
 // std::max / std::min on the decoded values: a NaN survives only as the first operand.
 double unordered_min_max(RedOp op, double a, double b) { return op == RedOp::Max ? (a < b ? b : a) : (b < a ? b : a); }
 
@@ -39,8 +25,8 @@ double unordered_min_max(RedOp op, double a, double b) { return op == RedOp::Max
 void reduce_through_float16(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
                             std::size_t count) {
   if (!is_float(dtype)) return reduce_elements(dtype, op, a, b, out, count);
-  reduce_decoded(dtype, a, b, out, count,
-                 [op](double x, double y) { return float16_to_double(float16_from_double(reduce_values(op, x, y))); });
+  combine_decoded(dtype, a, b, out, count,
+                  [op](double x, double y) { return float16_to_double(float16_from_double(reduce_values(op, x, y))); });
 }
 
 // 9. nan-dropped (its reduction; the schedule is direct_mutants.cc's): min and max compare like
@@ -48,7 +34,7 @@ void reduce_through_float16(DType dtype, RedOp op, const std::byte* a, const std
 void reduce_dropping_nan(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
                          std::size_t count) {
   if (!is_float(dtype) || (op != RedOp::Min && op != RedOp::Max)) return reduce_elements(dtype, op, a, b, out, count);
-  reduce_decoded(dtype, a, b, out, count, [op](double x, double y) { return unordered_min_max(op, x, y); });
+  combine_decoded(dtype, a, b, out, count, [op](double x, double y) { return unordered_min_max(op, x, y); });
 }
 
 // 19. edge-nan-dropped. The kernel's last element of every reduced chunk (a vector kernel's

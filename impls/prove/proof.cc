@@ -329,26 +329,41 @@ class Interpreter {
         "deadlock: " + std::to_string(shown) + " participant" + (shown > 1 ? "s" : "") + " wait forever, e.g." + stuck;
   }
 
-  // What output element i of `rank` must hold.
-  Run wanted(int rank, std::size_t i) const {
+  // A v-collective's output on one rank: where the block from each source starts in it (n+1
+  // offsets), and where that block starts in the source's input. Made once per rank, so that
+  // each element's source is a binary search, not a walk over the ranks.
+  struct VectorBlocks {
+    std::vector<std::size_t> starts;
+    std::vector<std::size_t> sent_from;
+  };
+
+  VectorBlocks vector_blocks(int rank) const {
+    const Case& c = s_.shape;
+    VectorBlocks blocks;
+    if (c.collective != Collective::AllGatherV && c.collective != Collective::AllToAllV) return blocks;
+    blocks.starts.push_back(0);
+    for (int source = 0; source < c.nranks; ++source) {
+      const bool gather = c.collective == Collective::AllGatherV;
+      blocks.starts.push_back(blocks.starts.back() +
+                              (gather ? c.counts[static_cast<std::size_t>(source)] : pair_count(c, source, rank)));
+      blocks.sent_from.push_back(gather ? 0 : send_start(c, source, rank));
+    }
+    return blocks;
+  }
+
+  // What output element i of `rank` must hold (`blocks`: vector_blocks(rank)).
+  Run wanted(int rank, std::size_t i, const VectorBlocks& blocks) const {
     const Case& c = s_.shape;
     const auto n = static_cast<std::uint32_t>(c.nranks);
     const auto r = static_cast<std::size_t>(rank);
     switch (c.collective) {
-      case Collective::AllGatherV: {  // block s of counts[s] elements is rank s's input
-        int source = 0;
-        std::size_t start = 0;
-        while (i >= start + c.counts[static_cast<std::size_t>(source)])
-          start += c.counts[static_cast<std::size_t>(source++)];
-        const auto from = static_cast<std::uint32_t>(source);
-        return Run{i - start, from, from + 1};
-      }
+      case Collective::AllGatherV:   // block s of counts[s] elements is rank s's input
       case Collective::AllToAllV: {  // block s is what rank s sent this rank
-        int source = 0;
-        std::size_t start = 0;
-        while (i >= start + pair_count(c, source, rank)) start += pair_count(c, source++, rank);
+        // The last block starting at or before i (empty blocks start where the next does).
+        const auto after = std::upper_bound(blocks.starts.begin(), blocks.starts.end(), i);
+        const auto source = static_cast<std::size_t>(after - blocks.starts.begin() - 1);
         const auto from = static_cast<std::uint32_t>(source);
-        return Run{send_start(c, source, rank) + i - start, from, from + 1};
+        return Run{blocks.sent_from[source] + i - blocks.starts[source], from, from + 1};
       }
       case Collective::ReduceScatterV: return Run{block_start(c, rank) + i, 0, n};
       case Collective::AllGather: {
@@ -372,9 +387,10 @@ class Interpreter {
     for (int rank = 0; rank < s_.nranks() && proof.ok; ++rank) {
       const std::size_t size = s_.buffer_size(rank, BufferKind::Output);
       const Element* output = storage(rank, BufferKind::Output);
+      const VectorBlocks blocks = vector_blocks(rank);
       for (std::size_t i = 0; i < size; ++i) {
         const Element& element = output[i];
-        const Run want = wanted(rank, i);
+        const Run want = wanted(rank, i, blocks);
         if (element.defined() && element.runs().size() == 1 && element.runs()[0] == want) continue;
         const std::string holds = element.defined() ? show(element.runs()) : "nothing (never written)";
         const std::string where =

@@ -109,7 +109,8 @@ void Simulation::expire(int p, int k, std::size_t call) {
   }
   if (!protocol_.reliable) {
     const double travel = message_travel(p, k);
-    return detect(key, describe(schedule_, p, k) + ": no message for " + seconds(protocol_.timeout) + " s (timeout)" +
+    return detect(key, describe(schedule_, p, k) + ": no message for " + seconds(protocol_.timeout) +
+                           " s (the link timeout)" +
                            (travel > 0 ? " beyond the " + seconds(travel) + " s it needs on its route" : ""));
   }
   armed_at = now_;

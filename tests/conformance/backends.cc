@@ -3,9 +3,7 @@
 // as a launcher would, so the suite sees one Backend whatever runs underneath.
 #include "tests/conformance/backends.h"
 
-#include <functional>
 #include <map>
-#include <thread>
 #include <utility>
 
 #include "impls/backend/rank_backend.h"
@@ -14,17 +12,12 @@
 #include "impls/worlds/launched_backend.h"
 #include "impls/worlds/mpi_world.h"
 #include "impls/worlds/wire.h"
+#include "tests/support/rank_group.h"
 
 namespace collcheck::conformance {
 namespace {
 
-// Runs `body(rank)` on one thread per rank and waits for all.
-void on_every_rank(int nranks, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<std::size_t>(nranks));
-  for (int rank = 0; rank < nranks; ++rank) threads.emplace_back(body, rank);
-  for (std::thread& thread : threads) thread.join();
-}
+using testing::on_every_rank;
 
 class ThreadWorldBackend final : public Backend {
  public:
@@ -42,7 +35,7 @@ class ThreadWorldBackend final : public Backend {
   Capabilities capabilities() const override { return spec_.capabilities; }
 
   RepeatedRun run(const Case& c, const RunOptions& options) override {
-    Result<Members*> members = world_of(c.nranks);
+    Result<testing::Group*> members = world_of(c.nranks);
     if (!members) return RepeatedRun::ended(Outcome::Crash, members.error().text());
     RankRunOptions rank_options = rank_run_options(options, run_deadline(c, options, {}));
     rank_options.hook = options.hook;
@@ -57,17 +50,12 @@ class ThreadWorldBackend final : public Backend {
   }
 
  private:
-  struct Members {
-    std::vector<std::unique_ptr<World>> worlds;
-    std::vector<std::unique_ptr<RankBackend>> backends;
-  };
-
   // The world of `nranks` threads with the backend made on every member (making it may be
   // collective, so every member makes its own at once).
-  Result<Members*> world_of(int nranks) {
+  Result<testing::Group*> world_of(int nranks) {
     auto found = worlds_.find(nranks);
     if (found != worlds_.end()) return &found->second;
-    Members members;
+    testing::Group members;
     members.worlds = make_thread_worlds(nranks);
     members.backends.resize(static_cast<std::size_t>(nranks));
     std::vector<std::string> errors(static_cast<std::size_t>(nranks));
@@ -84,7 +72,7 @@ class ThreadWorldBackend final : public Backend {
   }
 
   RankBackendSpec spec_;
-  std::map<int, Members> worlds_;
+  std::map<int, testing::Group> worlds_;
 };
 
 }  // namespace

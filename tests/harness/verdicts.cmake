@@ -9,7 +9,7 @@
 # link that went down is detected, not waited on until the run is a hang.
 collcheck_add_cli_test(replay_timeout_clamped_below_deadline replay --backend "ring@sim:timeout=61000"
   --property liveness --faults "link-down:link=1->0" "allreduce/i8/sum/n=1/ranks=2" STATUS 0
-  STDOUT "outcome: detected: [^\n]*no message for 30 s \\(timeout\\)" "held +liveness" EMPTY stderr)
+  STDOUT "outcome: detected: [^\n]*no message for 30 s \\(the link timeout\\)" "held +liveness" EMPTY stderr)
 
 # A 2 MB message on a 1 MB/s link needs 2 s, four times the 0.5 s link timeout: waited for.
 collcheck_add_cli_test(simulate_slow_link_waits_for_its_message simulate --ranks 2 --counts 1M

@@ -127,7 +127,7 @@ TEST(Simulator, AMissingMessageIsDetectedNotHung) {
   DropOne last(5);  // a ring all-reduce on 4 ranks sends 2 * 3 messages per stream
   const SimulatedRun silent = simulate(*schedule, fabric_for(4), SimulationOptions(0, &last, true));
   EXPECT_TRUE(silent.detected);
-  EXPECT_NE(silent.error.find("no message for 0.5 s (timeout)"), std::string::npos) << silent.error;
+  EXPECT_NE(silent.error.find("no message for 0.5 s (the link timeout)"), std::string::npos) << silent.error;
   EXPECT_NEAR(silent.time, 0.5, 0.01);  // sim's timeout: 0.5 s, or half the deadline when that is less
 }
 
