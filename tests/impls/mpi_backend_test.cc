@@ -13,11 +13,13 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "impls/backend/rank_backend.h"
 #include "impls/registry.h"
 #include "impls/vendors/mpi/mpi_backend.h"
+#include "impls/vendors/mpi/tuned_algorithms.h"
 #include "impls/worlds/mpi_world.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
@@ -95,12 +97,13 @@ TEST(MpiGrammar, SeveralCollectivesAndTheAlgorithmTable) {
 TEST(MpiGrammar, AllAlgorithmsIsOneSpecPerCollectiveAndAlgorithm) {
   Result<std::vector<RankBackendSpec>> specs = rank_backend_specs("mpi:all-algorithms");
   ASSERT_TRUE(specs.ok()) << specs.error().text();
-  EXPECT_EQ(specs->size(), 6u + 6u + 4u + 5u + 9u + 7u);
+  EXPECT_EQ(specs->size(), 6u + 6u + 4u + 5u + 9u + 7u + 5u + 4u + 2u);
   std::set<std::string> names;
   for (const RankBackendSpec& spec : *specs) {
     names.insert(spec.name);
     EXPECT_EQ(spec.capabilities.collectives.size(), 1u) << spec.name;
-    EXPECT_EQ(spec.environment.size(), 1u) << spec.name;
+    // Dynamic rules; and the algorithm itself where MPI_T may not write it (allgatherv).
+    EXPECT_EQ(spec.environment.size(), spec.name.starts_with("mpi:allgatherv=") ? 2u : 1u) << spec.name;
     // Each expansion's name parses back to the same environment.
     EXPECT_EQ(only_spec(spec.name).environment, spec.environment) << spec.name;
   }
@@ -108,6 +111,26 @@ TEST(MpiGrammar, AllAlgorithmsIsOneSpecPerCollectiveAndAlgorithm) {
   EXPECT_TRUE(names.count("mpi:allreduce=ring"));
   EXPECT_TRUE(names.count("mpi:bcast=scatter_allgather_ring"));
   EXPECT_TRUE(names.count("mpi:reduce_scatter_block=recursive_halving"));
+  EXPECT_TRUE(names.count("mpi:allgatherv=neighbor"));
+  EXPECT_TRUE(names.count("mpi:reducescatterv=butterfly"));
+  EXPECT_TRUE(names.count("mpi:alltoallv=pairwise"));
+}
+
+TEST(MpiGrammar, TheVCollectivesAreSelectedByTheirOwnNames) {
+  const RankBackendSpec v = only_spec("mpi:reducescatterv=ring");
+  EXPECT_EQ(v.capabilities.collectives, std::vector<Collective>{Collective::ReduceScatterV});
+  const auto forced = tuned::environment_of(tuned::parse_selection("reducescatterv=ring", "mpi").value());
+  ASSERT_EQ(forced.size(), 2u);
+  EXPECT_EQ(forced[1], (std::pair<std::string, std::string>{"OMPI_MCA_coll_tuned_reduce_scatter_algorithm", "3"}));
+  // reduce_scatter keeps meaning MPI_Reduce_scatter_block, as it did before the v forms.
+  const RankBackendSpec block = only_spec("mpi:reduce_scatter=recursive_halving");
+  EXPECT_EQ(block.capabilities.collectives, std::vector<Collective>{Collective::ReduceScatter});
+  EXPECT_EQ(only_spec("mpi:allgatherv=two_proc").capabilities.max_ranks, 2);
+  EXPECT_EQ(only_spec("mpi:alltoallv=basic_linear").capabilities.collectives,
+            std::vector<Collective>{Collective::AllToAllV});
+  const std::string e = error_of("mpi:alltoallv=pairwise,alltoallv_segsize=1024");
+  EXPECT_NE(e.find("alltoallv_segsize: Open MPI's alltoallv has no segment size"), std::string::npos) << e;
+  EXPECT_NE(only_spec("mpi").capabilities.collectives.size(), 0u);
 }
 
 TEST(MpiGrammar, BadNamesSayWhatIsAllowed) {
@@ -119,7 +142,10 @@ TEST(MpiGrammar, BadNamesSayWhatIsAllowed) {
   }
   e = error_of("mpi:gather=linear");
   EXPECT_NE(e.find("'gather' is not a collective"), std::string::npos) << e;
-  EXPECT_NE(e.find("allreduce, allgather, reduce_scatter_block, alltoall, bcast, reduce"), std::string::npos) << e;
+  EXPECT_NE(e.find("allreduce, allgather, reduce_scatter_block, alltoall, bcast, reduce, allgatherv, reducescatterv, "
+                   "alltoallv"),
+            std::string::npos)
+      << e;
   EXPECT_NE(error_of("mpi:allreduce").find("needs =ALGORITHM"), std::string::npos) << error_of("mpi:allreduce");
   EXPECT_NE(error_of("mpi:bcast_segsize=1024").find("bcast_segsize needs bcast=ALGORITHM"), std::string::npos);
   EXPECT_NE(error_of("mpi:bcast=chain,bcast_segsize=-1").find("bcast_segsize '-1'"), std::string::npos);

@@ -25,12 +25,6 @@ Capabilities capabilities_of(const Selection& s) {
   for (std::size_t i = 0; i < kTuned.size(); ++i) {
     if (!s.any() || s.algorithm[i] != 0) c.collectives.push_back(kTuned[i].collective);
   }
-  // MPI_Allgatherv, MPI_Reduce_scatter and MPI_Alltoallv as Open MPI decides (no algorithm of
-  // theirs is selectable by name yet), out of place only.
-  if (!s.any()) {
-    c.collectives.insert(c.collectives.end(),
-                         {Collective::AllGatherV, Collective::ReduceScatterV, Collective::AllToAllV});
-  }
   c.dtypes = {DType::Int8,  DType::UInt8,  DType::Int32,   DType::UInt32,
               DType::Int64, DType::UInt64, DType::Float32, DType::Float64};
   c.ops = {RedOp::Sum, RedOp::Prod, RedOp::Min, RedOp::Max};
@@ -85,6 +79,16 @@ RankBackendSpec spec_of(const Selection& s, std::string name) {
   // MPI_COMM_WORLD and on the control channel, where a broken choice (two_proc on 3 ranks)
   // takes the whole world down instead of failing one case.
   if (s.any()) spec.environment = {{"OMPI_MCA_coll_tuned_use_dynamic_rules", "1"}};
+  // Where MPI_T may not write the choice (kTuned's run_time), the environment makes it, for every
+  // communicator: allgatherv, which the control channel does not call (its MPI_Iallgatherv is
+  // libnbc's, not coll/tuned's).
+  Selection from_environment;
+  for (std::size_t i = 0; i < kTuned.size(); ++i) {
+    if (kTuned[i].run_time) continue;
+    from_environment.algorithm[i] = s.algorithm[i];
+    from_environment.segment_bytes[i] = s.segment_bytes[i];
+  }
+  if (from_environment.any()) spec.environment = tuned::environment_of(from_environment);
   spec.world_memory = library_temporaries;
   spec.make = [s, spec_name = spec.name](World& world) { return make_backend(s, spec_name, world); };
   return spec;
@@ -99,7 +103,7 @@ std::string_view mpi_dtype_note() {
 
 std::string mpi_algorithm_table() {
   std::string out;
-  for (const TunedCollective& t : kTuned) out += std::string(t.mca) + ": " + algorithm_choices(t) + "\n";
+  for (const TunedCollective& t : kTuned) out += std::string(t.spec_key()) + ": " + algorithm_choices(t) + "\n";
   return out;
 }
 
@@ -110,7 +114,7 @@ Result<std::vector<RankBackendSpec>> mpi_backend_specs(std::string_view options,
       for (int k = 1; k <= algorithm_count(kTuned[i]); ++k) {
         Selection s;
         s.algorithm[i] = k;
-        specs.push_back(spec_of(s, "mpi:" + std::string(kTuned[i].mca) + "=" +
+        specs.push_back(spec_of(s, "mpi:" + std::string(kTuned[i].spec_key()) + "=" +
                                        std::string(kTuned[i].algorithms[static_cast<std::size_t>(k - 1)])));
       }
     }

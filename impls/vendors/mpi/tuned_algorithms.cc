@@ -14,13 +14,21 @@ namespace {
 
 std::string collective_choices_text() {
   std::string out;
-  for (const TunedCollective& t : kTuned) out += (out.empty() ? "" : ", ") + std::string(t.mca);
-  return out + " (reduce_scatter means reduce_scatter_block)";
+  for (const TunedCollective& t : kTuned) out += (out.empty() ? "" : ", ") + std::string(t.spec_key());
+  return out + " (reduce_scatter means reduce_scatter_block; MPI_Reduce_scatter is reducescatterv)";
+}
+
+std::string segmented_choices_text() {
+  std::string out;
+  for (const TunedCollective& t : kTuned) {
+    if (t.segmented) out += (out.empty() ? "" : ", ") + std::string(t.spec_key());
+  }
+  return out;
 }
 
 const TunedCollective* find_collective(std::string_view text) {
   for (const TunedCollective& t : kTuned) {
-    if (text == t.mca || (!t.alias.empty() && text == t.alias)) return &t;
+    if (text == t.spec_key() || (!t.alias.empty() && text == t.alias)) return &t;
   }
   return nullptr;
 }
@@ -64,6 +72,10 @@ Status parse_item(const KeyValue& item, std::string_view spec, Selection& s) {
   }
   const auto i = static_cast<std::size_t>(t - kTuned.data());
   if (segment) {
+    if (!t->segmented) {
+      return Error{"--backend", prefix + std::string(key) + ": Open MPI's " + std::string(t->mca) +
+                                    " has no segment size; the collectives with one: " + segmented_choices_text()};
+    }
     const std::optional<int> bytes = parse_int(value);
     if (!bytes || *bytes < 0) {
       return Error{"--backend", prefix + std::string(key) + " " + quoted_input(value) + ": must be bytes, 0.." +
@@ -72,7 +84,7 @@ Status parse_item(const KeyValue& item, std::string_view spec, Selection& s) {
     s.segment_bytes[i] = *bytes;
     return Ok{};
   }
-  if (s.algorithm[i] != 0) return Error{"--backend", prefix + std::string(t->mca) + " is selected twice"};
+  if (s.algorithm[i] != 0) return Error{"--backend", prefix + std::string(t->spec_key()) + " is selected twice"};
   Result<int> algorithm = parse_algorithm(*t, value, spec);
   if (!algorithm) return algorithm.error();
   s.algorithm[i] = *algorithm;
@@ -117,8 +129,8 @@ Result<Selection> parse_selection(std::string_view options, std::string_view spe
   }
   for (std::size_t i = 0; i < kTuned.size(); ++i) {
     if (s.segment_bytes[i] != 0 && s.algorithm[i] == 0) {
-      return Error{"--backend", quoted_input(spec) + ": " + std::string(kTuned[i].mca) + "_segsize needs " +
-                                    std::string(kTuned[i].mca) +
+      return Error{"--backend", quoted_input(spec) + ": " + std::string(kTuned[i].spec_key()) + "_segsize needs " +
+                                    std::string(kTuned[i].spec_key()) +
                                     "=ALGORITHM too (Open MPI uses a segment size only with a forced algorithm)"};
     }
   }

@@ -22,9 +22,17 @@ struct TunedCollective {
   std::string_view mca;                        // the name in coll_tuned_<mca>_algorithm
   std::string_view alias;                      // another spelling users type ("" where none)
   std::array<std::string_view, 9> algorithms;  // algorithm k + 1; "" past the end
+  std::string_view key = {};                   // what specs say where it is not `mca`
+  bool segmented = true;                       // Open MPI has coll_tuned_<mca>_algorithm_segmentsize
+  bool run_time = true;                        // MPI_T may write the choice (4.1's allgatherv: no)
+
+  // The name in `mpi:KEY=ALG` and `KEY_segsize`.
+  std::string_view spec_key() const { return key.empty() ? mca : key; }
 };
 
-inline constexpr std::array<TunedCollective, 6> kTuned{{
+// MPI_Reduce_scatter (the v form) is Open MPI's `reduce_scatter`; the name has long meant the
+// uniform MPI_Reduce_scatter_block in specs, so the v form is `reducescatterv` there.
+inline constexpr std::array<TunedCollective, 9> kTuned{{
     {Collective::AllReduce,
      "allreduce",
      "",
@@ -44,6 +52,13 @@ inline constexpr std::array<TunedCollective, 6> kTuned{{
      "reduce",
      "",
      {"linear", "chain", "pipeline", "binary", "binomial", "in-order_binary", "rabenseifner"}},
+    {Collective::AllGatherV, "allgatherv", "", {"default", "bruck", "ring", "neighbor", "two_proc"}, {}, true, false},
+    {Collective::ReduceScatterV,
+     "reduce_scatter",
+     "",
+     {"non-overlapping", "recursive_halving", "ring", "butterfly"},
+     "reducescatterv"},
+    {Collective::AllToAllV, "alltoallv", "", {"basic_linear", "pairwise"}, {}, false},
 }};
 
 int algorithm_count(const TunedCollective& collective);

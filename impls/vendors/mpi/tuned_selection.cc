@@ -50,11 +50,15 @@ std::optional<std::int64_t> cvar(const std::string& wanted, std::optional<int> w
 bool select_by_mpi_t(const Selection& s) {
   int provided = 0;
   if (MPI_T_init_thread(MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) return false;
+  // A variable already holding its value is left alone: not every one can be written (MPI_T
+  // answers MPI_T_ERR_CVAR_SET_NEVER for some), and one that is 0 needs no write to stay 0.
+  const auto holds = [](const std::string& name, int value) {
+    return cvar(name) == value || cvar(name, value) == value;
+  };
   bool ok = cvar("coll_tuned_use_dynamic_rules").value_or(0) != 0;
   for (std::size_t i = 0; ok && i < kTuned.size(); ++i) {
     const std::string prefix = "coll_tuned_" + std::string(kTuned[i].mca) + "_algorithm";
-    ok = cvar(prefix, s.algorithm[i]) == s.algorithm[i] &&
-         cvar(prefix + "_segmentsize", s.segment_bytes[i]) == s.segment_bytes[i];
+    ok = holds(prefix, s.algorithm[i]) && (!kTuned[i].segmented || holds(prefix + "_segmentsize", s.segment_bytes[i]));
   }
   MPI_T_finalize();
   return ok;
