@@ -361,7 +361,9 @@ CheckReport run_check(const CheckOptions& options, std::vector<std::unique_ptr<B
   for (std::size_t b = 0; b < backends.size(); ++b) {
     Backend& backend = *backends[b];
     report.backends.push_back(backend.name());
-    if (!any_case_possible(backend.capabilities(), options.limits)) continue;
+    const Capabilities capabilities = backend.capabilities();
+    if (!any_case_possible(options.make_backend ? with_knob_precondition(capabilities) : capabilities, options.limits))
+      continue;
     // Each backend gets an equal share of what is left of the budget.
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
     const Clock::time_point backend_deadline =

@@ -13,12 +13,40 @@ namespace {
 // Backends made for drawn knobs kept at most; past it they are all released and made again.
 constexpr std::size_t kMaxRunners = 64;
 
+// The user's own backend with the drawn knobs added to every run's options, for a backend that
+// takes them per run (Capabilities::knobs_per_run). Aborting it aborts nothing: the user's
+// backend, and the worlds it holds, are the caller's.
+class WithRunKnobs final : public Backend {
+ public:
+  WithRunKnobs(Backend& backend, std::string knobs) : backend_(backend), knobs_(std::move(knobs)) {}
+  std::string name() const override { return spec_with_knobs(backend_.name(), knobs_); }
+  Capabilities capabilities() const override { return with_knob_precondition(backend_.capabilities()); }
+  MemoryEstimate estimate_memory(const Case& c) const override { return backend_.estimate_memory(c); }
+  std::string cannot_run_here() const override { return backend_.cannot_run_here(); }
+  RepeatedRun run(const Case& c, const RunOptions& options) override {
+    RunOptions with_knobs = options;
+    with_knobs.knobs = options.knobs.empty() ? knobs_ : options.knobs + "," + knobs_;
+    return backend_.run(c, with_knobs);
+  }
+
+ private:
+  Backend& backend_;
+  std::string knobs_;
+};
+
 }  // namespace
+
+Capabilities with_knob_precondition(Capabilities capabilities) {
+  if (capabilities.knob_precondition) capabilities.precondition = capabilities.knob_precondition;
+  return capabilities;
+}
 
 Draws::Draws(const CaseLimits& limits, std::uint64_t seed, const FaultChoice& faults, const Backend& backend,
              bool draw_knobs)
     : faults_(faults), seed_(seed), knob_spaces_(draw_knobs ? backend.capabilities().knobs : std::vector<KnobSpace>{}),
-      cases_(case_generator(backend.capabilities(), limits)), knobs_(knob_generator(knob_spaces_)),
+      cases_(
+          case_generator(draw_knobs ? with_knob_precondition(backend.capabilities()) : backend.capabilities(), limits)),
+      knobs_(knob_generator(knob_spaces_)),
       plan_world_(std::max(2, std::min(limits.max_ranks, backend.capabilities().max_ranks))),
       plans_(fault_plan_generator(plan_world_, swarm_for_case(faults, seed, 0))),
       case_random_(seed ^ hash_text(backend.name())), knob_random_(mix64(seed ^ hash_text(backend.name()) ^ 0x4b0b)),
@@ -47,9 +75,10 @@ Drawn Draws::next(std::size_t case_index) {
 }
 
 Backend& Runners::at(const std::string& knobs) {
-  if (knobs.empty() || !maker_) return backend_;
+  if (knobs.empty() || (!maker_ && !per_run_)) return backend_;
   if (const auto found = made_.find(knobs); found != made_.end()) return *found->second;
   if (made_.size() >= kMaxRunners) release();
+  if (per_run_) return *made_.emplace(knobs, std::make_unique<WithRunKnobs>(backend_, knobs)).first->second;
   Result<std::unique_ptr<Backend>> made = maker_(spec_with_knobs(backend_.name(), knobs));
   if (!made) return backend_;
   return *made_.emplace(knobs, std::move(made).value()).first->second;

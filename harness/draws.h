@@ -17,6 +17,10 @@
 
 namespace collcheck {
 
+// What a backend runs with the knobs drawn per case: its knob_precondition in place of its
+// precondition, where it has one (the cases drawn for it meet this one).
+Capabilities with_knob_precondition(Capabilities capabilities);
+
 // One drawn case: the case, the knobs it runs with (`chunk=64,channels=3`; empty: the backend
 // as the user gave it) and its fault plan (empty: none).
 struct DrawnCase {
@@ -55,10 +59,13 @@ class Draws {
 using BackendMaker = std::function<Result<std::unique_ptr<Backend>>(const std::string& spec)>;
 
 // The backend each case runs on: the user's own when its knobs are empty, else one made from
-// the spec with the knobs added, kept for the next case that draws the same knobs.
+// the spec with the knobs added, kept for the next case that draws the same knobs. A backend
+// that takes its knobs per run (Capabilities::knobs_per_run: launched worlds) is never made
+// again: each setting runs on the user's own, the knobs added to every run's options.
 class Runners {
  public:
-  Runners(Backend& backend, BackendMaker maker) : backend_(backend), maker_(std::move(maker)) {}
+  Runners(Backend& backend, BackendMaker maker)
+      : backend_(backend), maker_(std::move(maker)), per_run_(backend.capabilities().knobs_per_run) {}
   ~Runners() { release(); }
   Runners(const Runners&) = delete;
   Runners& operator=(const Runners&) = delete;
@@ -72,6 +79,7 @@ class Runners {
  private:
   Backend& backend_;
   BackendMaker maker_;
+  bool per_run_;
   std::map<std::string, std::unique_ptr<Backend>> made_;
 };
 

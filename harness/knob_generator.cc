@@ -64,9 +64,10 @@ rc::Gen<KnobValues> knob_generator(std::vector<KnobSpace> spaces) {
 std::string knob_settings(const std::vector<KnobSpace>& spaces, const KnobValues& values, const Case& c) {
   std::string settings;
   for (std::size_t k = 0; k < spaces.size() && k < values.size(); ++k) {
-    if (!values[k]) continue;
     const KnobSpace& space = spaces[k];
-    const std::uint64_t value = space.fit ? space.fit(*values[k], c) : *values[k];
+    if (!values[k] && !(space.fit && space.fit_default)) continue;
+    const std::uint64_t drawn = values[k].value_or(space.fallback);
+    const std::uint64_t value = space.fit ? space.fit(drawn, c) : drawn;
     if (value == space.fallback) continue;
     settings += (settings.empty() ? "" : ",") + space.setting(value);
   }
@@ -75,8 +76,12 @@ std::string knob_settings(const std::vector<KnobSpace>& spaces, const KnobValues
 
 std::string spec_with_knobs(std::string_view spec, std::string_view settings) {
   if (settings.empty()) return std::string(spec);
-  const std::size_t at = spec.find('@');  // a mutant's name before it has a ':' of its own
-  const bool has_options = spec.find(':', at == std::string_view::npos ? 0 : at) != std::string_view::npos;
+  // Options follow the transport (`ring@sim:`; a mutant's name before it has a ':' of its own),
+  // the family (`mpi:`), or Gloo's algorithm (`gloo:allreduce_bcube:`).
+  const std::size_t at = spec.find('@');
+  std::size_t from = at == std::string_view::npos ? 0 : at;
+  if (at == std::string_view::npos && spec.starts_with("gloo:")) from = std::string_view("gloo:").size();
+  const bool has_options = spec.find(':', from) != std::string_view::npos;
   return std::string(spec) + (has_options ? "," : ":") + std::string(settings);
 }
 

@@ -23,12 +23,13 @@ using KnobValues = std::vector<std::optional<std::uint64_t>>;
 // toward the simpler edges.
 rc::Gen<KnobValues> knob_generator(std::vector<KnobSpace> spaces);
 
-// `chunk=64,channels=3`: the values fitted to the case (KnobSpace::fit), those at their default
-// left out; empty when every knob is at its default.
+// `chunk=64,channels=3`: the values fitted to the case (KnobSpace::fit; a default too where
+// KnobSpace::fit_default), those at their default left out; empty when every knob is at its default.
 std::string knob_settings(const std::vector<KnobSpace>& spaces, const KnobValues& values, const Case& c);
 
 // The spec with the settings added to its options: `ring@sim` + `chunk=64` gives
-// `ring@sim:chunk=64`, `ring@sim:reliable=on` gives `ring@sim:reliable=on,chunk=64`.
+// `ring@sim:chunk=64`, `ring@sim:reliable=on` gives `ring@sim:reliable=on,chunk=64`,
+// `gloo:allreduce_bcube` + `base=3` gives `gloo:allreduce_bcube:base=3`.
 std::string spec_with_knobs(std::string_view spec, std::string_view settings);
 
 }  // namespace collcheck

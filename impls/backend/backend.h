@@ -32,6 +32,9 @@ struct KnobSpace {
   std::vector<std::uint64_t> edges;                              // drawn more often, simplest first
   std::vector<std::string> choices;                              // a named set: values index it; empty: numbers
   std::function<std::uint64_t(std::uint64_t, const Case&)> fit;  // unset: as drawn
+  // The default is fitted too: where a case may forbid it (Gloo's bcube base must divide the
+  // ranks), fit gives the allowed value, and otherwise the default itself.
+  bool fit_default = false;
 
   // `chunk=64`, `transport=tcp`.
   std::string setting(std::uint64_t value) const;
@@ -62,11 +65,18 @@ struct Capabilities {
   // A documented limit beyond the lists above (Gloo's bcube: ranks divisible by its base);
   // cases it refuses are never drawn. Unset: none.
   std::function<bool(const Case&)> precondition;
+  // Where the knobs drawn per case (fitted to it) lift a limit of the spec's own knobs: what a
+  // case must meet then, in place of `precondition` (Gloo's bcube: some base of 2..64 divides the
+  // ranks, and the drawn base is fitted to one). Unset: `precondition`.
+  std::function<bool(const Case&)> knob_precondition;
   // Instances of the backend (made from its spec) may run cases at once, each in a thread of
   // its own, in one process: check then runs cases on every core. Launched worlds may not.
   bool independent_instances = false;
   // The knobs the spec left free, which check may draw per case (empty: none).
   std::vector<KnobSpace> knobs;
+  // Takes drawn knobs per run (RunOptions::knobs) instead of from a backend made per setting:
+  // launched worlds, where a backend per setting would be a world of processes per setting.
+  bool knobs_per_run = false;
 
   bool supports(const Case&) const;
   // Why the backend does not run the case ("it runs the collectives allreduce, ..."); "" when it
@@ -108,6 +118,10 @@ struct CallOptions {
   int warmup = 0;
   int iterations = 0;
   bool checked = false;
+  // Knobs for this run only, on top of the spec's (`chunk=64,channels=2`, as the spec writes
+  // them), for backends that take them per run (Capabilities::knobs_per_run); empty: the spec's.
+  // The run behaves as the backend made from the spec with these knobs added would.
+  std::string knobs = {};
 };
 
 // A whole world's run: RunOptions{} or RunOptions{schedule_seed, calls}, then fields by name.

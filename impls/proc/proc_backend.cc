@@ -72,7 +72,9 @@ class ProcBackend final : public RankBackend {
     if (c.nranks != world_.size()) {
       return failed("the case has " + std::to_string(c.nranks) + " ranks, the world " + std::to_string(world_.size()));
     }
-    Result<Schedule> schedule = variant_.schedule(c, knobs_);
+    Knobs knobs = knobs_;  // the spec's, and the run's own on top (RunOptions::knobs)
+    if (Status parsed = parse_knobs(name_, options.knobs, knobs); !parsed) return failed(parsed.error().text());
+    Result<Schedule> schedule = variant_.schedule(c, knobs);
     if (!schedule) return failed(schedule.error().text());
     Status valid = validate(*schedule, kGuardElements);
     if (!valid) return failed(valid.error().text());
@@ -83,7 +85,7 @@ class ProcBackend final : public RankBackend {
     }
     RankMemory memory(*schedule, rank);
     Status begun = transport_->begin(
-        *schedule, ProcRunOptions{options.hook, variant_.reduction, start, options.deadline, protocol()});
+        *schedule, ProcRunOptions{options.hook, variant_.reduction, start, options.deadline, protocol(knobs)});
     if (!begun) return failed(begun.error().text());
     Calls calls{*schedule, memory, rank};
     RankRun result = options.timed ? timed(calls, options) : repeated(calls, options);
@@ -104,8 +106,8 @@ class ProcBackend final : public RankBackend {
   };
 
   // The knobs' link protocol, with what a mutant breaks in it.
-  LinkProtocol protocol() const {
-    LinkProtocol p = knobs_.protocol;
+  LinkProtocol protocol(const Knobs& knobs) const {
+    LinkProtocol p = knobs.protocol;
     if (variant_.skip_checksums) p.checksums = false;
     if (variant_.skip_last_checksum) p.check_last = false;
     if (variant_.never_time_out) p.timeout = -1;
@@ -233,6 +235,38 @@ MemoryEstimate proc_world_memory(std::string_view algorithm, const Case& c, cons
   return estimate;
 }
 
+// The knob settings a drawn case may run with for `c` (Capabilities::knobs): the spec's own
+// (empty), and each free knob at the low and the high end of its range as fitted to the case,
+// in every combination, so that the memory estimate covers the costliest schedule a draw makes.
+std::vector<std::string> extreme_settings(const std::vector<KnobSpace>& spaces, const Case& c) {
+  std::vector<std::string> settings = {""};
+  for (const KnobSpace& space : spaces) {
+    std::vector<std::string> more;
+    for (const std::string& setting : settings) {
+      more.push_back(setting);
+      for (const std::uint64_t end : {space.low, space.high}) {
+        const std::uint64_t value = space.fit ? space.fit(end, c) : end;
+        more.push_back(setting + (setting.empty() ? "" : ",") + space.setting(value));
+      }
+    }
+    settings = std::move(more);
+  }
+  return settings;
+}
+
+// The largest of proc_world_memory over the settings a drawn case may run with.
+MemoryEstimate drawn_world_memory(std::string_view algorithm, const Case& c, const Knobs& knobs, ProcLinks links,
+                                  const std::vector<KnobSpace>& spaces) {
+  MemoryEstimate largest = proc_world_memory(algorithm, c, knobs, links);
+  for (const std::string& setting : extreme_settings(spaces, c)) {
+    Knobs drawn = knobs;
+    if (!parse_knobs(algorithm, setting, drawn)) continue;
+    MemoryEstimate estimate = proc_world_memory(algorithm, c, drawn, links);
+    if (estimate.total() > largest.total()) largest = std::move(estimate);
+  }
+  return largest;
+}
+
 RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, ProcessSabotage sabotage,
                           const std::string& name) {
   RankBackendSpec spec;
@@ -247,8 +281,12 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Proc
   spec.capabilities.edge_bytes = {kProcSlotBytes, kProcSlots * kProcSlotBytes};
   spec.capabilities.hook = true;  // every send passes RankRunOptions::hook
   spec.capabilities.reliable = knobs.protocol.reliable;
-  spec.world_memory = [algorithm = variant.name, knobs, links](const Case& c) {
-    return proc_world_memory(algorithm, c, knobs, links);
+  // The schedule knobs the spec leaves free, drawn per case and sent with each run to the
+  // workers, which build the run's schedule with them.
+  spec.capabilities.knobs = free_schedule_knobs(name, variant.name, knobs.chunk);
+  spec.capabilities.knobs_per_run = true;
+  spec.world_memory = [algorithm = variant.name, knobs, links, spaces = spec.capabilities.knobs](const Case& c) {
+    return drawn_world_memory(algorithm, c, knobs, links, spaces);
   };
   spec.make = [variant = std::move(variant), knobs, links, sabotage,
                name](World& world) -> Result<std::unique_ptr<RankBackend>> {

@@ -63,22 +63,25 @@ void each_option(Options& options, Visit&& visit) {
   visit(options.warmup);
   visit(options.iterations);
   visit(options.checked);
+  visit(options.knobs);
 }
 
-// One field on the wire: integers and flags as u64, seconds as f64.
+// One field on the wire: integers and flags as u64, seconds as f64, settings as text.
 void put(Writer& writer, int value) { writer.u64(static_cast<std::uint64_t>(value)); }
 void put(Writer& writer, bool value) { writer.u64(value); }
 void put(Writer& writer, double value) { writer.f64(value); }
+void put(Writer& writer, const std::string& value) { writer.text(value); }
 void get(Reader& reader, int& value) { value = static_cast<int>(reader.u64()); }
 void get(Reader& reader, bool& value) { value = reader.u64() != 0; }
 void get(Reader& reader, double& value) { value = reader.f64(); }
+void get(Reader& reader, std::string& value) { value = reader.text(); }
 
 }  // namespace
 
 std::vector<std::byte> encode(const RunRequest& request) {
   Writer w;
   w.text(to_string(request.c));
-  each_option(request.options, [&w](auto field) { put(w, field); });
+  each_option(request.options, [&w](const auto& field) { put(w, field); });
   w.u64(request.input.has_value());
   if (request.input) w.bytes(*request.input);
   w.text(request.fault_plan);

@@ -17,6 +17,7 @@ namespace collcheck {
 namespace {
 
 using testing::backend_of;
+using testing::broken_options;
 using testing::BrokenWhere;
 
 // The rank counts of `draws` cases drawn as check draws them (sizes ramping up to 100).
@@ -50,19 +51,6 @@ TEST(CaseGenerator, OnlyAdmittedRankCountsAreDrawnAndEachOfThem) {
   capabilities.precondition = [](const Case& c) { return c.nranks % 3 == 0; };
   EXPECT_EQ(drawn_rank_counts(capabilities, 2, 40, 600),
             (std::set<int>{3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39}));
-}
-
-CheckOptions broken_options(int low, int high, std::uint64_t seed) {
-  CheckOptions options;
-  options.seed = seed;
-  options.time_budget = 600;  // never the limit: --cases is (the sanitizer builds run ten times slower)
-  options.cases = 300;
-  options.limits.min_ranks = low;
-  options.limits.max_ranks = high;
-  options.limits.max_count = 256;
-  options.properties = {"liveness"};
-  options.stop_at_first_failure = true;
-  return options;
 }
 
 CheckReport check_broken(std::function<bool(int)> broken, int low, int high, std::uint64_t seed) {

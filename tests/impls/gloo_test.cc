@@ -209,6 +209,25 @@ TEST(GlooOptions, BcubeRefusesRanksItsBaseDoesNotDivide) {
   for (const std::string& o : outcomes) EXPECT_NE(o.find("divisible by base 2"), std::string::npos) << o;
 }
 
+// Knobs drawn per case come with each run (RankRunOptions::knobs) and hold for that run only:
+// bcube's base 3 builds on 3 ranks where the spec's own base (2) is refused, and the next run
+// without knobs is refused again.
+TEST(GlooOptions, TheKnobsOfARunHoldForThatRunOnly) {
+  const RankBackendSpec spec = one_spec("gloo:allreduce_bcube");
+  const Case c = make_case(Collective::AllReduce, DType::Int32, RedOp::Sum, 10, 3);
+  const std::vector<std::string> outcomes =
+      on_world(spec, 3, [&](int rank, RankBackend& backend, std::vector<std::string>& out) {
+        RankRunOptions options;
+        options.knobs = "base=3";
+        const RankRun with_base = backend.run(c, options);
+        const Verdict verdict = with_base.calls.empty() ? Verdict{} : compare(c, rank, with_base.calls[0].output);
+        if (with_base.outcome != Outcome::Ok || !verdict.ok) out.push_back("base=3: " + with_base.error);
+        const RankRun without = backend.run(c, RankRunOptions{});
+        if (without.error.find("divisible by base 2") == std::string::npos) out.push_back("no knobs: " + without.error);
+      });
+  EXPECT_TRUE(outcomes.empty()) << outcomes.front();
+}
+
 // A rank that comes late (after one call together, which builds the algorithm on both): the
 // other's waits give up after the timeout and report it.
 void expect_timeout_detected(const std::string& text) {

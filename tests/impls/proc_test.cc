@@ -139,6 +139,27 @@ TEST(ProcBackend, HookDelaysKeepTheResultAndPayloadChangesShow) {
   EXPECT_NE(check("ring@proc", c, run(group, c, options)), "");
 }
 
+// Knobs drawn per case come with each run (RankRunOptions::knobs) and hold for that run only:
+// chunk-off-by-one loses an element at each interior chunk boundary, which blocks of 4 elements
+// have at chunk 1 and not at its default chunk (4); the world stays the same throughout.
+TEST(ProcBackend, KnobsOfARunHoldForThatRunOnly) {
+  const std::string spec = "mutant:chunk-off-by-one@proc";
+  Group group = make_group(spec, 2);
+  const Case c = testing::make_case(Collective::AllReduce, DType::Int32, RedOp::Sum, 8, 2);
+  RankRunOptions options;
+  EXPECT_EQ(check(spec, c, run(group, c, options)), "");
+  options.knobs = "chunk=1";
+  EXPECT_NE(check(spec, c, run(group, c, options)), "");
+  options.knobs = "chunk=1,channels=4";  // blocks of one element: no interior boundary
+  EXPECT_EQ(check(spec, c, run(group, c, options)), "");
+  options.knobs = "";
+  EXPECT_EQ(check(spec, c, run(group, c, options)), "");
+  options.knobs = "chunk=1,colour=red";  // never drawn: a clear error, not a run
+  const std::vector<RankRun> refused = run(group, c, options);
+  EXPECT_EQ(refused[0].outcome, Outcome::Detected);
+  EXPECT_NE(refused[0].error.find("unknown option 'colour'"), std::string::npos) << refused[0].error;
+}
+
 TEST(ProcBackend, SpecsNameOptionsAndMutants) {
   Result<std::vector<RankBackendSpec>> all = rank_backend_specs("all@proc");
   ASSERT_TRUE(all.ok());

@@ -10,9 +10,25 @@
 #include <string>
 #include <utility>
 
+#include "harness/check.h"
 #include "impls/registry.h"
 
 namespace collcheck::testing {
+
+// How finding-power tests check a broken backend: ranks low..high, 300 cases of at most 256
+// elements, liveness alone, stopping at the first failure.
+inline CheckOptions broken_options(int low, int high, std::uint64_t seed) {
+  CheckOptions options;
+  options.seed = seed;
+  options.time_budget = 600;  // never the limit: --cases is (the sanitizer builds run ten times slower)
+  options.cases = 300;
+  options.limits.min_ranks = low;
+  options.limits.max_ranks = high;
+  options.limits.max_count = 256;
+  options.properties = {"liveness"};
+  options.stop_at_first_failure = true;
+  return options;
+}
 
 inline std::unique_ptr<Backend> backend_of(const std::string& spec) {
   auto made = make_backends(spec);

@@ -119,11 +119,72 @@ Capabilities capabilities_of(const GlooAlgorithm& a) {
   return c;
 }
 
+// ---- knobs drawn per case -------------------------------------------------------------------
+
+// The keys the options of a spec (`gloo:NAME:key=value,...`) give.
+std::vector<std::string> given_keys(std::string_view spec) {
+  const std::size_t colon = spec.find(':', spec.find(':') + 1);
+  std::vector<std::string> keys;
+  if (colon == std::string_view::npos) return keys;
+  Result<std::vector<KeyValue>> items = split_key_values(spec.substr(colon + 1));
+  if (items) {
+    for (const KeyValue& item : *items) keys.emplace_back(item.key);
+  }
+  return keys;
+}
+
+// The base nearest `wanted` that divides the ranks, as Gloo's bcube requires (the largest at most
+// `wanted`, else the smallest above); 0 where no base of 2..64 does.
+std::uint64_t dividing_base(std::uint64_t wanted, int nranks) {
+  std::uint64_t above = 0;
+  for (std::uint64_t base = std::min<std::uint64_t>(wanted, 64); base >= 2; --base) {
+    if (static_cast<std::uint64_t>(nranks) % base == 0) return base;
+  }
+  for (std::uint64_t base = wanted + 1; base <= 64 && above == 0; ++base) {
+    if (static_cast<std::uint64_t>(nranks) % base == 0) above = base;
+  }
+  return above;
+}
+
+// The knobs of `a` its spec leaves free, which check draws per case and each run takes
+// (Capabilities::knobs_per_run): bcube's base, always fitted to one that divides the case's ranks
+// (Gloo's documented precondition, so never a forbidden value; a rank count no base divides is
+// not drawn), and the segment size of the algorithms that take one, at least a 64th of the
+// message so that no draw makes thousands of segments. Not timeout or iface: they are the
+// machine's, not the algorithm's.
+void add_free_knobs(const GlooAlgorithm& a, std::string_view spec, Capabilities& capabilities) {
+  const std::vector<std::string> given = given_keys(spec);
+  const auto free = [&](std::string_view key) {
+    return std::find(a.options.begin(), a.options.end(), key) != a.options.end() &&
+           std::find(given.begin(), given.end(), key) == given.end();
+  };
+  if (free("base")) {
+    KnobSpace base = numeric_knob("base", 2, 64, 2, {3, 4, 5, 8, 16, 64});
+    base.fit = [](std::uint64_t value, const Case& c) {
+      const std::uint64_t divides = dividing_base(value, c.nranks);
+      return divides == 0 ? value : divides;
+    };
+    base.fit_default = true;
+    capabilities.knobs.push_back(std::move(base));
+    capabilities.knob_precondition = [](const Case& c) { return dividing_base(2, c.nranks) != 0; };
+  }
+  if (free("segment")) {
+    KnobSpace segment = numeric_knob("segment", 8, 1 << 30, 0, {8, 9, 12, 16, 24, 63, 64, 1000, 4096, 65536});
+    segment.fit = [](std::uint64_t value, const Case& c) {
+      const std::uint64_t bytes = std::max(input_elements(c), output_elements(c)) * size_of(c.dtype);
+      return std::max<std::uint64_t>(value, (bytes + 63) / 64);
+    };
+    capabilities.knobs.push_back(std::move(segment));
+  }
+  capabilities.knobs_per_run = true;
+}
+
 // ---- one rank's part ---------------------------------------------------------------------
 
 // Everything one case shape needs, built once and reused by every call of that shape.
 struct Prepared {
-  Case shape;  // the case with seed 0: calls that differ only in their inputs share it
+  Case shape;            // the case with seed 0: calls that differ only in their inputs share it
+  std::string settings;  // the run's own knobs it was built with (RunOptions::knobs)
   GuardedBuffer input_storage, output_storage, scratch_storage;
   GlooBuffers buffers;
   std::size_t input_count = 0, output_count = 0;
@@ -154,9 +215,11 @@ class GlooRankBackend final : public RankBackend {
       return result;
     }
     const auto start = std::chrono::steady_clock::now();
+    Result<GlooKnobs> knobs = run_knobs(options.knobs);
+    if (!knobs) return RankRun::ended(Outcome::Detected, knobs.error().text());
     std::string where = "building " + to_string(c);
     try {
-      prepare(c);
+      prepare(c, *knobs, options.knobs);
       if (options.timed) {
         timed(c, options, result, where);
       } else {
@@ -173,15 +236,28 @@ class GlooRankBackend final : public RankBackend {
   }
 
  private:
-  // Builds the buffers and Gloo's algorithm for a new shape. The barriers keep every rank's
-  // old algorithm alive until all are done with it, and the new one registered before any
-  // rank sends to it (the class-style algorithms bind their buffers to slots).
-  void prepare(const Case& c) {
-    if (prepared_ && prepared_->shape == shape_of(c)) return;
+  // The spec's knobs with the run's own on top (RunOptions::knobs: `segment=64`).
+  Result<GlooKnobs> run_knobs(const std::string& settings) const {
+    GlooKnobs knobs = knobs_;
+    Result<std::vector<KeyValue>> items = split_key_values(settings);
+    if (!items) return option_error(name_, items.error().message);
+    for (const KeyValue& item : *items) {
+      if (Status applied = apply_option(name_, &algorithm_, item, knobs); !applied) return applied.error();
+    }
+    return knobs;
+  }
+
+  // Builds the buffers and Gloo's algorithm for a new shape or new knobs (`settings`, the run's
+  // own). The barriers keep every rank's old algorithm alive until all are done with it, and the
+  // new one registered before any rank sends to it (the class-style algorithms bind their
+  // buffers to slots).
+  void prepare(const Case& c, const GlooKnobs& knobs, const std::string& settings) {
+    if (prepared_ && prepared_->shape == shape_of(c) && prepared_->settings == settings) return;
     world_.barrier();
     prepared_.reset();
     auto p = std::make_unique<Prepared>();
     p->shape = shape_of(c);
+    p->settings = settings;
     const int rank = world_.rank();
     const std::size_t element = size_of(c.dtype);
     p->input_count = input_elements(c);
@@ -209,7 +285,7 @@ class GlooRankBackend final : public RankBackend {
       if (p->output_count == 0) p->buffers.output = nullptr;
       if (algorithm_.scratch(c) == 0) p->buffers.scratch = nullptr;
     }
-    p->call = algorithm_.make(context_, c, knobs_, p->buffers);
+    p->call = algorithm_.make(context_, c, knobs, p->buffers);
     prepared_ = std::move(p);
     world_.barrier();
   }
@@ -286,6 +362,7 @@ RankBackendSpec spec_of(const GlooAlgorithm& a, const GlooKnobs& knobs, const st
   if (std::string_view(a.name) == "allreduce_bcube") {
     spec.capabilities.precondition = [base = knobs.base](const Case& c) { return c.nranks % base == 0; };
   }
+  add_free_knobs(a, name, spec.capabilities);
   spec.world_memory = library_temporaries;
   spec.make = [&a, knobs, name](World& world) -> Result<std::unique_ptr<RankBackend>> {
     const double seconds = knobs.timeout > 0 ? knobs.timeout : kClassTimeout;

@@ -97,6 +97,14 @@ int algorithm_count(const TunedCollective& t) {
   return static_cast<int>(std::count_if(t.algorithms.begin(), t.algorithms.end(), [](auto a) { return !a.empty(); }));
 }
 
+bool uses_segments(const TunedCollective& t, int algorithm) {
+  if (algorithm < 1 || algorithm > algorithm_count(t)) return false;
+  const std::string_view name = t.algorithms[static_cast<std::size_t>(algorithm - 1)];
+  if (t.mca == "bcast") return name != "basic_linear";
+  if (t.mca == "reduce") return name != "linear" && name != "rabenseifner";
+  return t.mca == "allreduce" && name == "segmented_ring";
+}
+
 std::string algorithm_choices(const TunedCollective& t) {
   std::string out;
   for (int k = 0; k < algorithm_count(t); ++k) {

@@ -62,6 +62,11 @@ inline constexpr std::array<TunedCollective, 9> kTuned{{
 }};
 
 int algorithm_count(const TunedCollective& collective);
+// Whether Open MPI 4.1's algorithm (1-based, as kTuned numbers it) cuts its messages into
+// segments of coll_tuned_<mca>_algorithm_segmentsize bytes (its *_intra_do_this passes the
+// segment size on): every bcast but basic_linear, reduce's chain, pipeline and tree algorithms,
+// allreduce's segmented_ring.
+bool uses_segments(const TunedCollective& collective, int algorithm);
 // `1 basic_linear, 2 nonoverlapping, ...`
 std::string algorithm_choices(const TunedCollective& collective);
 
