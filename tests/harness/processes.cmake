@@ -89,8 +89,19 @@ if(COLLCHECK_HAVE_GLOO)
   collcheck_add_cli_test(check_gloo_finds_bcube_wrong_on_six_ranks check --backend gloo:allreduce_bcube --seed 1
     --ranks 6..6 --dtype i32 --op sum --values exact --property oracle --cases 5 STATUS 1
     STDOUT "FAILED oracle on gloo:allreduce_bcube" "allreduce/i32/sum/n=1/ranks=6/" "1 of 1 elements wrong")
+  # The v-collectives through Gloo's own per-rank counts (zeros included); reduce-scatter's
+  # recvElems wait for ever on an empty block inside a chunk (finding 14).
+  collcheck_add_cli_test(check_gloo_v_collectives check --backend gloo:allgatherv --backend gloo:alltoallv
+    --collective allgatherv --collective alltoallv --seed 1 --ranks 1..5 --count 0..2K --cases 25
+    STATUS 0 STDOUT "gloo:allgatherv +allgatherv +25 +25 +0" "gloo:alltoallv +alltoallv +25 +25 +0" " 0 failed, "
+    EMPTY stderr)
+  collcheck_add_cli_test(check_gloo_finds_reduce_scatter_v_hang check --backend gloo:reduce_scatter_halving_doubling
+    --collective reducescatterv --seed 1 --ranks 4..4 --count 8..32 --property liveness --cases 28 --deadline 1
+    STATUS 1 STDOUT "FAILED liveness on gloo:reduce_scatter_halving_doubling"
+    "reducescatterv/[a-z0-9]+/sum/n=[0-9]+/counts=[0-9,]*,0,[0-9,]+/ranks=4/" "hang: rank")
   set_tests_properties(cli.check_gloo cli.check_gloo_finds_allgather_crash cli.check_gloo_finds_rank_disagreement
-    cli.check_gloo_finds_bcube_wrong_on_six_ranks PROPERTIES LABELS "cli;gloo" TIMEOUT 240)
+    cli.check_gloo_finds_bcube_wrong_on_six_ranks cli.check_gloo_v_collectives
+    cli.check_gloo_finds_reduce_scatter_v_hang PROPERTIES LABELS "cli;gloo" TIMEOUT 240)
 endif()
 
 # Faults on launched @proc worlds: every worker builds the same injector from the plan and the

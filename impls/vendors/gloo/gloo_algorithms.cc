@@ -24,6 +24,8 @@
 #include <gloo/reduce.h>
 #include <gloo/reduce_scatter.h>
 
+#include "reference/counts.h"
+
 namespace collcheck {
 namespace {
 
@@ -129,6 +131,23 @@ struct Setup {
   bool is_root() const { return context->rank == shape.root; }
   // Elements of a buffer that holds a block of shape.count per rank.
   std::size_t every_block() const { return shape.count * static_cast<std::size_t>(shape.nranks); }
+  // All-gather and reduce-scatter: the elements of each rank's block, the case's counts for the
+  // v-collectives (reference/counts.h), shape.count each for the uniform forms.
+  std::vector<std::size_t> blocks() const {
+    if (per_rank_counts(shape.collective)) return shape.counts;
+    return std::vector<std::size_t>(static_cast<std::size_t>(shape.nranks), shape.count);
+  }
+  // All-to-all: the elements this rank sends to each rank (`sending`) or receives from each.
+  std::vector<std::int64_t> pairs(bool sending) const {
+    std::vector<std::int64_t> elements;
+    for (int peer = 0; peer < shape.nranks; ++peer) {
+      const std::size_t count = !per_rank_counts(shape.collective) ? shape.count
+                                : sending                          ? pair_count(shape, context->rank, peer)
+                                                                   : pair_count(shape, peer, context->rank);
+      elements.push_back(static_cast<std::int64_t>(count));
+    }
+    return elements;
+  }
 };
 
 using MakeCall = std::unique_ptr<GlooCall> (*)(const std::shared_ptr<gloo::Context>&, const Case&, const GlooKnobs&,
@@ -286,7 +305,7 @@ const std::vector<GlooAlgorithm>& table() {
   static const std::vector<GlooAlgorithm> algorithms = {
       {"allreduce_ring",
        "gloo::AllreduceRing<T>",
-       C::AllReduce,
+       {C::AllReduce},
        true,
        {},
        "in place on one buffer; out of place the adapter copies input to output first",
@@ -294,7 +313,7 @@ const std::vector<GlooAlgorithm>& table() {
        class_allreduce<gloo::AllreduceRing>()},
       {"allreduce_ring_chunked",
        "gloo::AllreduceRingChunked<T>",
-       C::AllReduce,
+       {C::AllReduce},
        true,
        {},
        "as allreduce_ring",
@@ -302,7 +321,7 @@ const std::vector<GlooAlgorithm>& table() {
        class_allreduce<gloo::AllreduceRingChunked>()},
       {"allreduce_halving_doubling",
        "gloo::AllreduceHalvingDoubling<T>",
-       C::AllReduce,
+       {C::AllReduce},
        true,
        {},
        "as allreduce_ring",
@@ -310,7 +329,7 @@ const std::vector<GlooAlgorithm>& table() {
        class_allreduce<gloo::AllreduceHalvingDoubling>()},
       {"allreduce_bcube",
        "gloo::AllreduceBcube<T>",
-       C::AllReduce,
+       {C::AllReduce},
        true,
        {"base"},
        "as allreduce_ring; ranks must be divisible by base",
@@ -318,7 +337,7 @@ const std::vector<GlooAlgorithm>& table() {
        class_style<Arithmetic>(build_allreduce_bcube)},
       {"allreduce",
        "gloo::allreduce",
-       C::AllReduce,
+       {C::AllReduce},
        true,
        {"algorithm", "segment"},
        "native in and out of place",
@@ -326,7 +345,7 @@ const std::vector<GlooAlgorithm>& table() {
        function_style<Arithmetic, gloo::allreduce>(set_allreduce)},
       {"reduce",
        "gloo::reduce",
-       C::Reduce,
+       {C::Reduce},
        true,
        {"segment"},
        "non-root ranks give Gloo a scratch output out of place",
@@ -334,28 +353,31 @@ const std::vector<GlooAlgorithm>& table() {
        function_style<Arithmetic, gloo::reduce>(set_reduce)},
       // Gloo reduces in place on one buffer of all ranks' blocks and leaves this rank's block at
       // its start (not at rank * count, NCCL's in-place place), so the adapter runs it on a
-      // scratch copy of the input and copies the block out.
+      // scratch copy of the input and copies the block out. Its recvElems are the blocks' sizes:
+      // the case's counts for reducescatterv.
       {"reduce_scatter_halving_doubling",
        "gloo::ReduceScatterHalvingDoubling<T>",
-       C::ReduceScatter,
+       {C::ReduceScatter, C::ReduceScatterV},
        true,
        {},
-       "runs on a scratch copy of the input; the block is copied out",
-       [](const Case& shape) { return shape.count * static_cast<std::size_t>(shape.nranks); },
+       "runs on a scratch copy of the input; the block is copied out; recvElems: the counts",
+       [](const Case& shape) { return input_elements(shape); },
        class_style<Arithmetic>([]<class T>(const Setup<T>& setup) {
-         const std::vector<int> blocks(static_cast<std::size_t>(setup.shape.nranks), int_count(setup.shape.count));
-         return std::make_unique<AlgorithmCall>(
-             std::make_unique<gloo::ReduceScatterHalvingDoubling<T>>(setup.context, std::vector<T*>{setup.scratch},
-                                                                     int_count(setup.every_block()), blocks,
-                                                                     reduction_function<T>(setup.shape.op)),
-             copy(setup.input, setup.scratch, setup.every_block()),
-             copy(setup.scratch, setup.output, setup.shape.count));
+         std::vector<int> blocks;
+         for (std::size_t block : setup.blocks()) blocks.push_back(int_count(block));
+         const std::size_t total = input_elements(setup.shape);
+         const auto own = static_cast<std::size_t>(blocks[static_cast<std::size_t>(setup.context->rank)]);
+         return std::make_unique<AlgorithmCall>(std::make_unique<gloo::ReduceScatterHalvingDoubling<T>>(
+                                                    setup.context, std::vector<T*>{setup.scratch}, int_count(total),
+                                                    blocks, reduction_function<T>(setup.shape.op)),
+                                                copy(setup.input, setup.scratch, total),
+                                                copy(setup.scratch, setup.output, own));
        })},
       // In place gloo::allgather and gloo::allgatherv take no input: it already lies at
       // output + rank * count.
       {"allgather",
        "gloo::allgather",
-       C::AllGather,
+       {C::AllGather},
        true,
        {},
        "native in and out of place",
@@ -366,20 +388,21 @@ const std::vector<GlooAlgorithm>& table() {
        })},
       {"allgatherv",
        "gloo::allgatherv",
-       C::AllGather,
+       {C::AllGather, C::AllGatherV},
        true,
        {},
-       "every rank's count equal",
+       "native in and out of place; allgatherv: the counts as Gloo's elements per rank",
        no_scratch,
        function_style<Bytes, gloo::allgatherv>([]<class T>(auto& options, const Setup<T>& setup) {
-         if (!setup.shape.in_place) options.setInput(setup.input, setup.shape.count);
-         options.setOutput(setup.output,
-                           std::vector<std::size_t>(static_cast<std::size_t>(setup.shape.nranks), setup.shape.count));
+         const std::vector<std::size_t> blocks = setup.blocks();
+         if (!setup.shape.in_place)
+           options.setInput(setup.input, blocks[static_cast<std::size_t>(setup.context->rank)]);
+         options.setOutput(setup.output, blocks);
        })},
       // In place Gloo copies the input onto itself.
       {"allgather_ring",
        "gloo::AllgatherRing<T>",
-       C::AllGather,
+       {C::AllGather},
        true,
        {},
        "native",
@@ -390,7 +413,7 @@ const std::vector<GlooAlgorithm>& table() {
        })},
       {"alltoall",
        "gloo::alltoall",
-       C::AllToAll,
+       {C::AllToAll},
        false,
        {},
        "out of place only (Gloo needs two buffers)",
@@ -401,21 +424,19 @@ const std::vector<GlooAlgorithm>& table() {
        })},
       {"alltoallv",
        "gloo::alltoallv",
-       C::AllToAll,
+       {C::AllToAll, C::AllToAllV},
        false,
        {},
-       "every count equal; out of place only",
+       "out of place only; alltoallv: the counts as Gloo's elements per rank",
        no_scratch,
        function_style<Bytes, gloo::alltoallv>([]<class T>(auto& options, const Setup<T>& setup) {
-         const std::vector<std::int64_t> per_rank(static_cast<std::size_t>(setup.shape.nranks),
-                                                  static_cast<std::int64_t>(setup.shape.count));
-         options.setInput(setup.input, per_rank);
-         options.setOutput(setup.output, per_rank);
+         options.setInput(setup.input, setup.pairs(true));
+         options.setOutput(setup.output, setup.pairs(false));
        })},
       // A binomial tree; the root's input is optional: in place it sends from its output.
       {"broadcast",
        "gloo::broadcast",
-       C::Broadcast,
+       {C::Broadcast},
        true,
        {},
        "native in and out of place",
@@ -429,7 +450,7 @@ const std::vector<GlooAlgorithm>& table() {
       // copies locally from the first to the second.
       {"broadcast_one_to_all",
        "gloo::BroadcastOneToAll<T>",
-       C::Broadcast,
+       {C::Broadcast},
        true,
        {},
        "out of place the root passes {input, output}",
@@ -453,9 +474,23 @@ std::vector<DType> gloo_dtypes(const GlooAlgorithm& algorithm) {
   std::vector<DType> dtypes;
   for (DType dtype : all_dtypes()) {
     const bool arithmetic = dtype != DType::BFloat16 && dtype != DType::Float8E4M3 && dtype != DType::Float8E5M2;
-    if (arithmetic || !reduces(algorithm.collective)) dtypes.push_back(dtype);
+    if (arithmetic || !reduces(algorithm.collectives.front())) dtypes.push_back(dtype);
   }
   return dtypes;
+}
+
+std::vector<std::size_t> gloo_edge_bytes(const GlooAlgorithm& algorithm, const GlooKnobs& knobs) {
+  const std::string_view name = algorithm.name;
+  // gloo::allreduce and gloo::reduce cut their data into segments of at most maxSegmentSize
+  // bytes, 1 MiB unless set (AllreduceOptions::kMaxSegmentSize in gloo/allreduce.h,
+  // ReduceOptions::kMaxSegmentSize in gloo/reduce.h), the `segment` knob.
+  if (name == "allreduce" || name == "reduce") return {knobs.segment > 0 ? knobs.segment : std::size_t{1} << 20};
+  // AllreduceRingChunked's chunks are no less than 256 elements ("chunks of no less than 1024
+  // bytes (256 * sizeof(float))", gloo/allreduce_ring_chunked.h): 256 elements of each size.
+  if (name == "allreduce_ring_chunked") return {256, 512, 1024, 2048};
+  // The TCP transport's one size, the 32 MiB cap on a pair's socket buffers (kMaxSendBufferSize
+  // in gloo/transport/tcp/pair.cc), lies beyond check's largest counts: not listed.
+  return {};
 }
 
 }  // namespace collcheck

@@ -50,7 +50,8 @@ class GlooCall {
 struct GlooAlgorithm {
   std::string_view name;       // `allreduce_ring`
   std::string_view gloo_name;  // what it is in Gloo: `gloo::AllreduceRing<T>`
-  Collective collective;
+  // Its own collective first, then the v-collective it also runs with per-rank counts, if any.
+  std::vector<Collective> collectives;
   bool in_place;                          // whether in-place cases are accepted
   std::vector<std::string_view> options;  // the keys it takes besides `timeout` and `iface`
   std::string_view note;                  // how the adapter uses it (copies it adds), for docs and list
@@ -67,5 +68,9 @@ std::span<const GlooAlgorithm> gloo_algorithms();
 // The dtypes an algorithm runs: every dtype where it only moves data (Gloo moves elements by
 // size), Gloo's arithmetic types (no bf16, no fp8) where it reduces.
 std::vector<DType> gloo_dtypes(const GlooAlgorithm&);
+
+// Message sizes in bytes where the algorithm changes how it cuts its data, as Gloo's sources set
+// them (Capabilities::edge_bytes); `knobs` where a knob moves one (segment). Empty: none known.
+std::vector<std::size_t> gloo_edge_bytes(const GlooAlgorithm&, const GlooKnobs&);
 
 }  // namespace collcheck

@@ -111,7 +111,7 @@ Result<GlooKnobs> usable_options(std::string_view spec, const GlooAlgorithm* a, 
 
 Capabilities capabilities_of(const GlooAlgorithm& a) {
   Capabilities c;
-  c.collectives = {a.collective};
+  c.collectives = a.collectives;
   c.dtypes = gloo_dtypes(a);
   // Gloo's ReductionFunction has sum, product, min and max; no average.
   c.ops = {RedOp::Sum, RedOp::Prod, RedOp::Min, RedOp::Max};
@@ -260,8 +260,8 @@ class GlooRankBackend final : public RankBackend {
     p->settings = settings;
     const int rank = world_.rank();
     const std::size_t element = size_of(c.dtype);
-    p->input_count = input_elements(c);
-    p->output_count = (c.collective == Collective::Reduce && rank != c.root) ? 0 : output_elements(c);
+    p->input_count = input_elements(c, rank);  // the v-collectives' differ from rank to rank
+    p->output_count = output_elements(c, rank);
     p->scratch_storage = GuardedBuffer(algorithm_.scratch(c), element, c.offset);
     p->buffers.scratch = p->scratch_storage.data();
     const InPlaceLayout alias = in_place_layout(c.collective, c.count, rank, c.root);
@@ -359,6 +359,7 @@ RankBackendSpec spec_of(const GlooAlgorithm& a, const GlooKnobs& knobs, const st
   RankBackendSpec spec;
   spec.name = name;
   spec.capabilities = capabilities_of(a);
+  spec.capabilities.edge_bytes = gloo_edge_bytes(a, knobs);
   if (std::string_view(a.name) == "allreduce_bcube") {
     spec.capabilities.precondition = [base = knobs.base](const Case& c) { return c.nranks % base == 0; };
   }
