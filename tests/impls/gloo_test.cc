@@ -97,6 +97,14 @@ RankBody run_cases(const std::vector<Case>& cases, const RankRunOptions& options
   };
 }
 
+// Every rank's outcome and error of one run of `c` on a fresh world, as "detected: ERROR".
+std::vector<std::string> outcomes_of(const std::string& text, const Case& c) {
+  return on_world(one_spec(text), c.nranks, [&](int, RankBackend& backend, std::vector<std::string>& out) {
+    const RankRun run = backend.run(c, RankRunOptions{});
+    out.push_back(std::string(name(run.outcome)) + ": " + run.error);
+  });
+}
+
 // The sweep: every dtype with sum, every op on a few dtypes, counts 0, 1, 7 and 1001 (divisible
 // by none of 2..5) and 1000, in and out of place where allowed, roots first and last.
 
@@ -243,11 +251,7 @@ TEST(GlooVCollectives, OnlyTheAlgorithmsWithPerRankCountsListThem) {
   EXPECT_EQ(collectives("gloo:alltoall"), std::vector<Collective>{Collective::AllToAll});
   // One that does not list it refuses it, saying so, on every rank.
   const Case c = uneven_cases(Collective::AllGatherV, 2).front();
-  const auto outcomes =
-      on_world(one_spec("gloo:allgather"), 2, [&](int, RankBackend& backend, std::vector<std::string>& out) {
-        const RankRun run = backend.run(c, RankRunOptions{});
-        out.push_back(std::string(name(run.outcome)) + ": " + run.error);
-      });
+  const auto outcomes = outcomes_of("gloo:allgather", c);
   ASSERT_EQ(outcomes.size(), 2u);
   for (const std::string& o : outcomes) EXPECT_NE(o.find("is not among its collectives"), std::string::npos) << o;
 }
@@ -276,12 +280,8 @@ TEST(GlooOptions, BcubeBaseThreeAndFour) {
 }
 
 TEST(GlooOptions, BcubeRefusesRanksItsBaseDoesNotDivide) {
-  const RankBackendSpec spec = one_spec("gloo:allreduce_bcube");
   const Case c = make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 10, 3);
-  std::vector<std::string> outcomes = on_world(spec, 3, [&](int, RankBackend& backend, std::vector<std::string>& out) {
-    const RankRun run = backend.run(c, RankRunOptions{});
-    out.push_back(std::string(name(run.outcome)) + ": " + run.error);
-  });
+  const std::vector<std::string> outcomes = outcomes_of("gloo:allreduce_bcube", c);
   ASSERT_EQ(outcomes.size(), 3u);
   for (const std::string& o : outcomes)
     EXPECT_NE(o.find("detected: gloo:allreduce_bcube rank"), std::string::npos) << o;
@@ -485,11 +485,7 @@ TEST(GlooFindings, AllgatherRingOutputIsOverwrittenByTheNextCall) {
 TEST(GlooFindings, ReduceScatterHalvingDoublingWaitsForEverOnAnEmptyBlockInsideAChunk) {
   Case c = make_case(Collective::ReduceScatterV, DType::Int32, RedOp::Sum, 0, 3);
   set_counts(c, {1, 0, 2});
-  const auto outcomes = on_world(one_spec("gloo:reduce_scatter_halving_doubling:timeout=0.5"), 3,
-                                 [&](int, RankBackend& backend, std::vector<std::string>& out) {
-                                   const RankRun run = backend.run(c, RankRunOptions{});
-                                   out.push_back(std::string(name(run.outcome)) + ": " + run.error);
-                                 });
+  const auto outcomes = outcomes_of("gloo:reduce_scatter_halving_doubling:timeout=0.5", c);
   ASSERT_EQ(outcomes.size(), 3u);
   EXPECT_NE(outcomes[0].find("Read timeout"), std::string::npos) << outcomes[0] << "\nhas Gloo fixed it?";
   // The same blocks with the empty one last run.
@@ -501,11 +497,7 @@ TEST(GlooFindings, ReduceScatterHalvingDoublingWaitsForEverOnAnEmptyBlockInsideA
 // gloo::AllgatherRing<T> on one rank looks for a pair to itself: "pair missing (index 0)".
 TEST(GlooFindings, AllgatherRingNeedsTwoRanks) {
   const Case c = make_case(Collective::AllGather, DType::Int32, RedOp::Sum, 4, 1);
-  const auto outcomes =
-      on_world(one_spec("gloo:allgather_ring"), 1, [&](int, RankBackend& backend, std::vector<std::string>& out) {
-        const RankRun run = backend.run(c, RankRunOptions{});
-        out.push_back(std::string(name(run.outcome)) + ": " + run.error);
-      });
+  const auto outcomes = outcomes_of("gloo:allgather_ring", c);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_NE(outcomes[0].find("pair missing"), std::string::npos) << outcomes[0] << "\nhas Gloo fixed it?";
 }
