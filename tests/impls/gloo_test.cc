@@ -1,109 +1,28 @@
-// Gloo's algorithms as rank backends (label gloo) on thread worlds: their options against the
-// oracle, the `gloo:` grammar, timeouts, and Gloo's findings. What every backend must do (every
-// algorithm against the oracle, repeated, timed and given-input calls) is in tests/conformance/.
+// Gloo's algorithms as rank backends (label gloo) on thread worlds: their options and
+// v-collectives against the oracle, the `gloo:` grammar, timeouts (Gloo's findings:
+// gloo_findings_test.cc). What every backend must do (every algorithm against the oracle,
+// repeated, timed and given-input calls) is in tests/conformance/.
 #include <gtest/gtest.h>
-
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
-#include <cstdlib>
-#include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "impls/backend/rank_backend.h"
-#include "impls/backend/world.h"
 #include "impls/registry.h"
 #include "reference/counts.h"
-#include "reference/inputs.h"
 #include "reference/oracle.h"
+#include "tests/impls/gloo_worlds.h"
 #include "tests/support/cases.h"
 
 namespace collcheck {
 namespace {
 
 using collcheck::testing::make_case;
-
-RankBackendSpec one_spec(const std::string& text) {
-  Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(text);
-  EXPECT_TRUE(specs.ok()) << (specs.ok() ? "" : specs.error().text());
-  EXPECT_EQ(specs.ok() ? specs->size() : 0u, 1u) << text;
-  return specs.ok() && !specs->empty() ? specs->front() : RankBackendSpec{};
-}
-
-using RankBody = std::function<void(int rank, RankBackend&, std::vector<std::string>& failures)>;
-
-// Makes the backend on every member of a fresh `nranks` thread world (each member on its own
-// thread, as the connection is collective) and runs `body` there; returns every rank's failures.
-std::vector<std::string> on_world(const RankBackendSpec& spec, int nranks, const RankBody& body) {
-  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(nranks);
-  std::vector<std::vector<std::string>> failures(static_cast<std::size_t>(nranks));
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<std::size_t>(nranks));
-  for (int rank = 0; rank < nranks; ++rank) {
-    threads.emplace_back([&, rank] {
-      auto& mine = failures[static_cast<std::size_t>(rank)];
-      Result<std::unique_ptr<RankBackend>> backend = spec.make(*worlds[static_cast<std::size_t>(rank)]);
-      if (!backend) {
-        mine.push_back(backend.error().text());
-        return;
-      }
-      body(rank, **backend, mine);
-      // Gloo's class-style algorithms return with their last sends still in flight: no rank
-      // closes its connections before every rank is done.
-      worlds[static_cast<std::size_t>(rank)]->barrier();
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  std::vector<std::string> all;
-  for (auto& f : failures) all.insert(all.end(), f.begin(), f.end());
-  return all;
-}
-
-// What a rank's result must be: the oracle's output, intact guards, an untouched out-of-place input.
-void check_result(const Case& c, int rank, const RankResult& r, std::vector<std::string>& failures) {
-  const Verdict verdict = compare(c, rank, r.output);
-  if (!verdict.ok)
-    failures.push_back(to_string(c) + " rank " + std::to_string(rank) + ": " + verdict.describe(c.dtype));
-  if (!r.guards_intact) failures.push_back(to_string(c) + " rank " + std::to_string(rank) + ": guard zone written");
-  if (!c.in_place) {
-    std::vector<std::byte> want(input_elements(c, rank) * size_of(c.dtype));
-    if (!want.empty()) InputGenerator(c).fill(rank, 0, want);
-    if (want != r.input) failures.push_back(to_string(c) + " rank " + std::to_string(rank) + ": input changed");
-  }
-}
-
-// Runs every case on every rank and checks each rank's result; an error is a failure.
-RankBody run_cases(const std::vector<Case>& cases, const RankRunOptions& options = {}) {
-  return [&cases, options](int rank, RankBackend& backend, std::vector<std::string>& failures) {
-    for (const Case& c : cases) {
-      const RankRun run = backend.run(c, options);
-      if (run.outcome != Outcome::Ok || run.calls.size() != static_cast<std::size_t>(std::max(options.calls, 1))) {
-        failures.push_back(to_string(c) + " rank " + std::to_string(rank) + ": " + std::string(name(run.outcome)) +
-                           " " + run.error);
-        continue;
-      }
-      for (std::size_t k = 0; k < run.calls.size(); ++k) {
-        Case call = c;
-        call.seed = c.seed + k;
-        check_result(call, rank, run.calls[k], failures);
-      }
-    }
-  };
-}
-
-// Every rank's outcome and error of one run of `c` on a fresh world, as "detected: ERROR".
-std::vector<std::string> outcomes_of(const std::string& text, const Case& c) {
-  return on_world(one_spec(text), c.nranks, [&](int, RankBackend& backend, std::vector<std::string>& out) {
-    const RankRun run = backend.run(c, RankRunOptions{});
-    out.push_back(std::string(name(run.outcome)) + ": " + run.error);
-  });
-}
+using namespace gloo_worlds;  // one_spec, on_world, run_cases, outcomes_of
 
 // The sweep: every dtype with sum, every op on a few dtypes, counts 0, 1, 7 and 1001 (divisible
 // by none of 2..5) and 1000, in and out of place where allowed, roots first and last.
@@ -397,118 +316,6 @@ TEST(GlooGrammar, ErrorsNameThePartAndListWhatIsAllowed) {
   EXPECT_NE(error_of("gloo:broadcast:timeout=0").find("seconds"), std::string::npos);
   EXPECT_NE(error_of("gloo:broadcast:timeout").find("must be key=value"), std::string::npos);
   EXPECT_EQ(error_of("gloo:allreduce:algorithm=bcube,segment=4096,timeout=2"), "(accepted)");
-}
-
-// ---- findings: Gloo's own defects, each expected explicitly (turn a test around when Gloo is fixed)
-
-// Counts the calls, over all ranks, whose output is wrong in `calls` back-to-back calls of c.
-int wrong_back_to_back_calls(const std::string& text, const Case& c, int calls) {
-  RankRunOptions options;
-  options.calls = calls;
-  std::mutex lock;
-  int wrong = 0;
-  on_world(one_spec(text), c.nranks, [&](int rank, RankBackend& backend, std::vector<std::string>&) {
-    const RankRun run = backend.run(c, options);
-    for (std::size_t k = 0; k < run.calls.size(); ++k) {
-      Case call = c;
-      call.seed = c.seed + k;
-      if (compare(call, rank, run.calls[k].output).ok) continue;
-      std::lock_guard<std::mutex> guard(lock);
-      ++wrong;
-    }
-  });
-  return wrong;
-}
-
-// SIGFPE; under AddressSanitizer, whose handler reports the FPE and then exits or aborts, that
-// report (the death test's regex checks it).
-bool killed_by_division_by_zero(int status) {
-#if defined(__SANITIZE_ADDRESS__)
-  if ((WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT) || (WIFEXITED(status) && WEXITSTATUS(status) != 0))
-    return true;
-#endif
-  return WIFSIGNALED(status) && WTERMSIG(status) == SIGFPE;
-}
-#if defined(__SANITIZE_ADDRESS__)
-constexpr const char* kDivisionByZeroReport = "AddressSanitizer: FPE";
-#else
-constexpr const char* kDivisionByZeroReport = "";
-#endif
-
-// gloo::allgather with zero elements takes its offsets modulo the output's size, zero: SIGFPE.
-// Smallest case: allgather/i8/n=0/ranks=2 (any dtype, any ranks > 1, in or out of place).
-TEST(GlooFindingsDeathTest, AllgatherOfZeroElementsDividesByZero) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const Case c = make_case(Collective::AllGather, DType::Int8, RedOp::Sum, 0, 2);
-  EXPECT_EXIT(
-      {
-        on_world(one_spec("gloo:allgather"), 2,
-                 [&](int, RankBackend& backend, std::vector<std::string>&) { backend.run(c, RankRunOptions{}); });
-        std::exit(0);
-      },
-      killed_by_division_by_zero, kDivisionByZeroReport);
-}
-
-// gloo::ReduceScatterHalvingDoubling on ranks that are not a power of two: the ranks of the
-// smaller binary block send their part to the larger block without waiting for the send or
-// for the receiver's clear-to-send, so back-to-back calls (the same algorithm object, as users
-// reuse it) overwrite data that a larger-block rank has not reduced yet: ranks 0.. get wrong
-// elements. Smallest case: reducescatter/i32/sum/n=1/ranks=5, calls >= 2 (intermittent; on 5
-// ranks about 1 call in 30 per rank; ranks 2 and 4 never).
-TEST(GlooFindings, ReduceScatterHalvingDoublingCorruptsBackToBackCallsOnFiveRanks) {
-  Case c = make_case(Collective::ReduceScatter, DType::Int32, RedOp::Sum, 1, 5);
-  RankRunOptions options;
-  options.calls = 300;
-  const int wrong = wrong_back_to_back_calls("gloo:reduce_scatter_halving_doubling", c, options.calls);
-  EXPECT_GT(wrong, 0) << "no wrong call in 300 back-to-back calls on 5 ranks: has Gloo fixed it?";
-  // The same on a power of two is exact.
-  c.nranks = 4;
-  const auto failures = on_world(one_spec("gloo:reduce_scatter_halving_doubling"), 4, run_cases({c}, options));
-  EXPECT_TRUE(failures.empty()) << (failures.empty() ? "" : failures[0]);
-}
-
-// gloo::AllgatherRing<T> receives straight into the caller's output, and its last step tells the
-// left neighbour it may write again: a neighbour that starts the next call writes that call's
-// block into this rank's output before this rank's caller has read the previous result. Smallest
-// case: allgather/i32/n=1/ranks=3 with calls >= 2 (intermittent, most runs of 50 calls).
-TEST(GlooFindings, AllgatherRingOutputIsOverwrittenByTheNextCall) {
-  const Case c = make_case(Collective::AllGather, DType::Int32, RedOp::Sum, 1, 3);
-  const int wrong = wrong_back_to_back_calls("gloo:allgather_ring", c, 50);
-  EXPECT_GT(wrong, 0) << "no wrong call in 50 back-to-back calls on 3 ranks: has Gloo fixed it?";
-}
-
-// gloo::ReduceScatterHalvingDoubling<T> with recvElems: where a rank's block is empty and lies
-// inside the chunk another rank reduced, that rank's distribution step sends it an empty piece
-// and waits for a notification the empty rank never sends (it posts no receive): every call
-// waits until the pairs' timeout, then throws. Empty blocks at the end, or at a chunk's start,
-// run. Smallest case: reducescatterv/i32/sum/n=3/counts=1,0,2/ranks=3 (any dtype).
-TEST(GlooFindings, ReduceScatterHalvingDoublingWaitsForEverOnAnEmptyBlockInsideAChunk) {
-  Case c = make_case(Collective::ReduceScatterV, DType::Int32, RedOp::Sum, 0, 3);
-  set_counts(c, {1, 0, 2});
-  const auto outcomes = outcomes_of("gloo:reduce_scatter_halving_doubling:timeout=0.5", c);
-  ASSERT_EQ(outcomes.size(), 3u);
-  EXPECT_NE(outcomes[0].find("Read timeout"), std::string::npos) << outcomes[0] << "\nhas Gloo fixed it?";
-  // The same blocks with the empty one last run.
-  set_counts(c, {1, 2, 0});
-  const auto failures = on_world(one_spec("gloo:reduce_scatter_halving_doubling"), 3, run_cases({c}));
-  EXPECT_TRUE(failures.empty()) << (failures.empty() ? "" : failures[0]);
-}
-
-// gloo::AllgatherRing<T> on one rank looks for a pair to itself: "pair missing (index 0)".
-TEST(GlooFindings, AllgatherRingNeedsTwoRanks) {
-  const Case c = make_case(Collective::AllGather, DType::Int32, RedOp::Sum, 4, 1);
-  const auto outcomes = outcomes_of("gloo:allgather_ring", c);
-  ASSERT_EQ(outcomes.size(), 1u);
-  EXPECT_NE(outcomes[0].find("pair missing"), std::string::npos) << outcomes[0] << "\nhas Gloo fixed it?";
-}
-
-// gloo::AllreduceBcube<T> on 4 ranks (base 2): back-to-back calls now and then give some
-// elements wrong on some ranks (about 1 rank-call in 100 at n=1; never seen on 2 ranks).
-// Smallest case: allreduce/i32/sum/n=1/ranks=4, calls >= 2 (intermittent).
-TEST(GlooFindings, AllreduceBcubeCorruptsBackToBackCallsOnFourRanks) {
-  const Case c = make_case(Collective::AllReduce, DType::Int32, RedOp::Sum, 1, 4);
-  EXPECT_GT(wrong_back_to_back_calls("gloo:allreduce_bcube", c, 1000), 0)
-      << "no wrong call in 1000 back-to-back calls on 4 ranks: has Gloo fixed it?";
 }
 
 }  // namespace
