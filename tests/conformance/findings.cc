@@ -1,5 +1,5 @@
 // The table of vendor findings the suite steps around. Each entry is asserted where it belongs
-// (tests/impls/gloo_test.cc, mpi_backend_test.cc, the cli.check_*_finds_* tests): when a vendor
+// (tests/impls/gloo_findings_test.cc, mpi_backend_test.cc, the cli.check_*_finds_* tests): when a vendor
 // fixes one, that test fails and its entry here goes.
 #include "tests/conformance/findings.h"
 
