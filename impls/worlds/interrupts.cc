@@ -121,14 +121,19 @@ void forget_file(const std::string& path) {
 int take_down_everything(const TeardownLock&) {
   TeardownList& list = teardown_list();
   std::map<std::uint64_t, std::vector<long>> killed;
-  for (const auto& [key, world] : list.worlds) killed[key] = kill_world_processes(world.mpirun, world.ranks);
+  std::error_code ignored;
+  for (const auto& [key, world] : list.worlds) {
+    killed[key] = kill_world_processes(world.mpirun, world.ranks);
+    // The world's directory goes at once, not only after the waits below (which may take seconds
+    // under load); what a dying process still writes there goes with the second removal.
+    std::filesystem::remove_all(world.directory, ignored);
+  }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
   for (const auto& [key, world] : list.worlds) {
     const std::chrono::duration<double> left = deadline - std::chrono::steady_clock::now();
     finish_off_launcher(world.mpirun, std::max(left.count(), 0.0));
     const std::vector<long> stragglers = end_world_session(world.mpirun, world.directory, 2);
     killed[key].insert(killed[key].end(), stragglers.begin(), stragglers.end());
-    std::error_code ignored;
     std::filesystem::remove_all(world.directory, ignored);
     remove_segments_of(killed[key]);
   }
