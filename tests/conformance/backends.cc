@@ -77,6 +77,10 @@ class ThreadWorldBackend final : public Backend {
 
 }  // namespace
 
+std::unique_ptr<Backend> on_thread_worlds(RankBackendSpec spec) {
+  return std::make_unique<ThreadWorldBackend>(std::move(spec));
+}
+
 std::vector<std::string> expand(std::string_view spec) {
   std::vector<std::string> names;
   if (runs_across_processes(spec)) {
@@ -99,7 +103,7 @@ Result<std::unique_ptr<Backend>> make_backend(std::string_view spec) {
     Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
     if (!specs) return specs.error();
     backends.reserve(specs->size());
-    for (RankBackendSpec& one : *specs) backends.push_back(std::make_unique<ThreadWorldBackend>(std::move(one)));
+    for (RankBackendSpec& one : *specs) backends.push_back(on_thread_worlds(std::move(one)));
   } else {
     Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec);
     if (!made) return made.error();

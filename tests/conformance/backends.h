@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "impls/backend/backend.h"
+#include "impls/backend/rank_backend.h"
 #include "reference/result.h"
 
 namespace collcheck::conformance {
@@ -20,5 +21,9 @@ std::vector<std::string> expand(std::string_view spec);
 // The one backend a single-backend spec names. Backends across processes run on worlds of
 // threads of this process, unless a launcher started it: then in lockstep on the launched world.
 Result<std::unique_ptr<Backend>> make_backend(std::string_view spec);
+
+// A backend that runs across processes, on worlds of threads of this process: one world per
+// rank count, made on first use; a run fails as a launcher's would when any rank's part fails.
+std::unique_ptr<Backend> on_thread_worlds(RankBackendSpec spec);
 
 }  // namespace collcheck::conformance

@@ -15,6 +15,7 @@
 #include "impls/mutants/mutants.h"
 #include "impls/registry.h"
 #include "properties/property.h"
+#include "tests/support/broken_backend.h"
 
 namespace collcheck {
 namespace {
@@ -217,22 +218,16 @@ PropertyResult run_one(const std::string& spec, const std::string& property, con
 
 // A backend that, from its third run on, finds it cannot run here (as a launched backend does
 // when mpirun cannot start ranks): its runs then end as crashes, which must not be verdicts.
-class StopsRunningHere final : public Backend {
+class StopsRunningHere final : public testing::Forwarding {
  public:
-  explicit StopsRunningHere(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
-  std::string name() const override { return inner_->name(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
+  using Forwarding::Forwarding;
   RepeatedRun run(const Case& c, const RunOptions& options) override {
-    if (++runs_ < 3) return inner_->run(c, options);
-    RepeatedRun crashed;
-    crashed.outcome = Outcome::Crash;
-    crashed.error = "mpirun: no such option";
-    return crashed;
+    if (++runs_ < 3) return Forwarding::run(c, options);
+    return RepeatedRun::ended(Outcome::Crash, "mpirun: no such option");
   }
   std::string cannot_run_here() const override { return runs_ >= 3 ? "mpirun: no such option" : ""; }
 
  private:
-  std::unique_ptr<Backend> inner_;
   int runs_ = 0;
 };
 
@@ -268,19 +263,14 @@ TEST(Properties, AllToAllTwiceGivesTheInputBack) {
 
 // A backend right on the inputs it generates itself that ignores inputs given to it (a stale
 // registered buffer in an adapter): the oracle cannot see it, all-to-all twice can.
-class IgnoresGivenInputs final : public Backend {
+class IgnoresGivenInputs final : public testing::Forwarding {
  public:
-  explicit IgnoresGivenInputs(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
-  std::string name() const override { return inner_->name(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
+  using Forwarding::Forwarding;
   RepeatedRun run(const Case& c, const RunOptions& options) override {
     RunOptions generated = options;
     generated.inputs = nullptr;
-    return inner_->run(c, generated);
+    return Forwarding::run(c, generated);
   }
-
- private:
-  std::unique_ptr<Backend> inner_;
 };
 
 TEST(Properties, CompositionFailsWhenTheSecondAllToAllIgnoresItsInputs) {

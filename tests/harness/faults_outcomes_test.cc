@@ -16,6 +16,7 @@
 #include "harness/report.h"
 #include "impls/registry.h"
 #include "properties/property.h"
+#include "tests/support/broken_backend.h"
 
 namespace collcheck {
 namespace {
@@ -117,16 +118,16 @@ TEST(FaultChoice, ParsesRandomSwarmsAndPlans) {
 // ---- small backends, broken in one way each ----
 
 // ring@sim's correct results, bent by `bend` (run under faults? its result) into a broken backend.
-class FakeBackend final : public Backend {
+class FakeBackend final : public testing::Forwarding {
  public:
   using Bend = std::function<void(const RunOptions&, RepeatedRun&)>;
   FakeBackend(std::string name, Bend bend, bool reliable = false)
-      : inner_(std::move(make_backends("ring@sim").value().front())), name_(std::move(name)), bend_(std::move(bend)),
-        reliable_(reliable) {}
+      : Forwarding(std::move(make_backends("ring@sim").value().front())), name_(std::move(name)),
+        bend_(std::move(bend)), reliable_(reliable) {}
 
   std::string name() const override { return name_; }
   Capabilities capabilities() const override {
-    Capabilities c = inner_->capabilities();
+    Capabilities c = Forwarding::capabilities();
     c.hook = true;
     c.reliable = reliable_;
     return c;
@@ -134,13 +135,12 @@ class FakeBackend final : public Backend {
   RepeatedRun run(const Case& c, const RunOptions& options) override {
     RunOptions clean = options;
     clean.fault_plan.clear();
-    RepeatedRun run = inner_->run(c, clean);
+    RepeatedRun run = Forwarding::run(c, clean);
     bend_(options, run);
     return run;
   }
 
  private:
-  std::unique_ptr<Backend> inner_;
   std::string name_;
   Bend bend_;
   bool reliable_;

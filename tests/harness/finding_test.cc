@@ -19,6 +19,7 @@ namespace {
 using testing::backend_of;
 using testing::broken_options;
 using testing::BrokenWhere;
+using testing::Forwarding;
 
 // The rank counts of `draws` cases drawn as check draws them (sizes ramping up to 100).
 std::set<int> drawn_rank_counts(const Capabilities& capabilities, int low, int high, int draws) {
@@ -123,23 +124,20 @@ TEST(Check, TwoBugsBehindOnePropertyAreBothReportedWithTheirCounts) {
 }
 
 // A backend wrong only when its spec carries one knob setting (as drawn knobs make it).
-class BrokenWithSetting final : public Backend {
+class BrokenWithSetting final : public Forwarding {
  public:
   BrokenWithSetting(std::unique_ptr<Backend> inner, std::string setting)
-      : inner_(std::move(inner)), setting_(std::move(setting)) {}
-  std::string name() const override { return inner_->name(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
+      : Forwarding(std::move(inner)), setting_(std::move(setting)) {}
   RepeatedRun run(const Case& c, const RunOptions& options) override {
-    const std::string spec = inner_->name();
+    const std::string spec = name();
     const std::size_t colon = spec.find(':');
     const std::string settings = "," + (colon == std::string::npos ? "" : spec.substr(colon + 1)) + ",";
     if (settings.find("," + setting_ + ",") != std::string::npos)
       return RepeatedRun::ended(Outcome::Crash, "broken at " + setting_);
-    return inner_->run(c, options);
+    return Forwarding::run(c, options);
   }
 
  private:
-  std::unique_ptr<Backend> inner_;
   std::string setting_;
 };
 

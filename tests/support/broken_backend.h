@@ -36,26 +36,39 @@ inline std::unique_ptr<Backend> backend_of(const std::string& spec) {
   return made.ok() ? std::move(made.value().front()) : nullptr;
 }
 
+// A backend that hands everything to the one it wraps; a test's wrapper overrides what it breaks.
+class Forwarding : public Backend {
+ public:
+  explicit Forwarding(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  RepeatedRun run(const Case& c, const RunOptions& options) override { return inner_->run(c, options); }
+  MemoryEstimate estimate_memory(const Case& c) const override { return inner_->estimate_memory(c); }
+  void abort() override { inner_->abort(); }
+  std::string cannot_run_here() const override { return inner_->cannot_run_here(); }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+};
+
 // A backend wrong only where `broken` says, on every case there: the run ends `outcome_`.
-class BrokenWhere final : public Backend {
+class BrokenWhere final : public Forwarding {
  public:
   BrokenWhere(std::unique_ptr<Backend> inner, std::function<bool(const Case&)> broken)
-      : inner_(std::move(inner)), broken_(std::move(broken)) {}
-  std::string name() const override { return inner_->name(); }
+      : Forwarding(std::move(inner)), broken_(std::move(broken)) {}
   Capabilities capabilities() const override {
-    Capabilities capabilities = inner_->capabilities();
+    Capabilities capabilities = Forwarding::capabilities();
     if (adjust_) adjust_(capabilities);
     return capabilities;
   }
   RepeatedRun run(const Case& c, const RunOptions& options) override {
     if (broken_(c)) return RepeatedRun::ended(outcome_, "broken at " + std::to_string(c.nranks) + " ranks");
-    return inner_->run(c, options);
+    return Forwarding::run(c, options);
   }
   Outcome outcome_ = Outcome::Crash;
   std::function<void(Capabilities&)> adjust_;  // what it declares beyond the inner backend's
 
  private:
-  std::unique_ptr<Backend> inner_;
   std::function<bool(const Case&)> broken_;
 };
 
