@@ -53,16 +53,20 @@ std::optional<std::size_t> count_wrong(const Case& c, const RepeatedRun& run) {
   Oracle oracle(c);
   std::size_t wrong = 0;
   for (const std::vector<RankResult>& call : run.calls) {
+    std::vector<std::span<const std::byte>> outputs;
     for (int rank = 0; rank < c.nranks; ++rank) {
-      const Expected& expected = oracle.expected(rank);
       if (static_cast<std::size_t>(rank) >= call.size()) {
-        wrong += expected.count;
-        continue;
+        wrong += output_elements(c, rank);
+      } else {
+        outputs.emplace_back(call[static_cast<std::size_t>(rank)].output);
       }
-      const Verdict verdict = compare(expected, rank, call[static_cast<std::size_t>(rank)].output, 0);
+    }
+    const std::vector<Verdict> verdicts = oracle.compare_all(outputs, 0);
+    for (std::size_t rank = 0; rank < verdicts.size(); ++rank) {
+      const Verdict& verdict = verdicts[rank];
       if (verdict.ok) continue;
       wrong += verdict.error.empty() ? std::max<std::size_t>(verdict.mismatched, 1)
-                                     : std::max<std::size_t>(expected.count, 1);
+                                     : std::max<std::size_t>(output_elements(c, static_cast<int>(rank)), 1);
     }
   }
   return wrong;

@@ -42,8 +42,10 @@ RunOptions PropertyContext::run_options(std::uint64_t seed, int calls) const {
 
 PropertyResult match_oracle(const Case& c, const std::vector<RankResult>& ranks, const std::string& call) {
   Oracle oracle(c);
-  for (int rank = 0; rank < c.nranks; ++rank) {
-    const Verdict verdict = compare(oracle.expected(rank), rank, ranks[static_cast<std::size_t>(rank)].output);
+  std::vector<std::span<const std::byte>> outputs;
+  outputs.reserve(ranks.size());
+  for (const RankResult& rank : ranks) outputs.emplace_back(rank.output);
+  for (const Verdict& verdict : oracle.compare_all(outputs)) {
     if (!verdict.ok) return fail(call + verdict.describe(c.dtype));
   }
   return pass();

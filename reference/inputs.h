@@ -12,6 +12,10 @@
 
 namespace collcheck {
 
+// The step between one index and the next in a rank's stream of random inputs (a Weyl sequence
+// fed to mix64).
+constexpr std::uint64_t kIndexStride = 0xd1b54a32d192ed03ull;
+
 // Where the oracle reads every rank's input from: the generator below, or a table of given
 // values (hand-written tests, inputs captured from a run).
 class Inputs {
@@ -23,6 +27,10 @@ class Inputs {
   // The elements [first, first + out.size()) of rank's input as doubles (exact for every
   // float dtype, and for integers that fit).
   virtual void values(int rank, std::size_t first, std::span<double> out) const;
+  // The sum over every rank of elements [first, first + out.size() / size_of(dtype)), packed as
+  // the dtype's elements, where the inputs know it to be exact in every order (exact float
+  // sums, computed in batches without the general path); false where they cannot say.
+  virtual bool exact_sums(std::size_t first, std::span<std::byte> out) const;
 };
 
 // Given inputs: bits[rank][index]. With values=exact the caller promises what the exact
@@ -65,6 +73,7 @@ class InputGenerator final : public Inputs {
   const Case& which() const override { return case_; }
   std::uint64_t bits(int rank, std::size_t index) const override;
   void values(int rank, std::size_t first, std::span<double> out) const override;
+  bool exact_sums(std::size_t first, std::span<std::byte> out) const override;
   // The element as a double (exact for every float dtype, for integers when they fit).
   double value(int rank, std::size_t index) const;
   // For exact floats: the element is exact_integer(rank, index) * 2^scale().
@@ -78,9 +87,15 @@ class InputGenerator final : public Inputs {
   enum class Mode { Integer, OddInteger, ExactSum, ExactProd, Real, Special };
 
   std::uint64_t random(int rank, std::size_t index) const {
-    return mix64(rank_keys_[static_cast<std::size_t>(rank)] + index * 0xd1b54a32d192ed03ull);
+    return mix64(rank_keys_[static_cast<std::size_t>(rank)] + index * kIndexStride);
   }
   bool exact_contributor(int rank, std::size_t index) const;
+  // Exact floats with every rank contributing: the offsets k + exact_half_ of elements
+  // [first, first + sums.size()), added to sums, for `rank`, or for every rank (-1).
+  bool every_rank_contributes() const { return mode_ == Mode::ExactSum && contributors_ >= case_.nranks; }
+  void add_exact_offsets(int rank, std::size_t first, std::span<std::uint32_t> sums) const;
+  // The key of rank's 32-bit stream of exact values for the 2^32 indices around `index`.
+  std::uint32_t exact_key(int rank, std::size_t index) const;
   std::uint64_t special_bits(int rank, std::size_t index, std::uint64_t random) const;
   double raw_real(std::uint64_t random) const;  // before rounding to the dtype
   double real_value(std::uint64_t random) const;
@@ -92,6 +107,8 @@ class InputGenerator final : public Inputs {
   int scale_ = 0;
   double scale_factor_ = 1;              // 2^scale_
   std::int64_t magnitude_ = 1;           // exact floats: |k| <= magnitude
+  int exact_bits_ = 1;                   // exact floats: k is `exact_bits_` random bits less exact_half_
+  std::int64_t exact_half_ = 1;          // 2^(exact_bits_ - 1) <= magnitude
   int contributors_ = 1;                 // exact floats: nonzero ranks per element
   std::vector<std::uint64_t> specials_;  // special values of the dtype, as bits
   std::vector<std::size_t> edges_;       // special values: special_edges(case_), sorted

@@ -76,8 +76,15 @@ class Oracle {
   const Case& which() const { return case_; }
   const InputGenerator& inputs() const { return inputs_; }
   const Expected& expected(int rank);
+  // Every rank's output (outputs[rank]) against its expected output, as compare() judges it.
+  // Where every rank's expected output is one exact float sum, the ranks are checked together,
+  // a block of expected elements at a time while it is in cache, the whole never held; where a
+  // block differs, rank by rank through expected().
+  std::vector<Verdict> compare_all(std::span<const std::span<const std::byte>> outputs, std::size_t max_reported = 8);
 
  private:
+  bool all_match_in_blocks(std::span<const std::span<const std::byte>> outputs) const;
+
   Case case_;
   InputGenerator inputs_;
   std::vector<std::unique_ptr<Expected>> per_rank_;

@@ -185,5 +185,35 @@ TEST(Compare, ReportsAtMostTheRequestedNumberOfMismatches) {
   EXPECT_GT(v.mismatched, 60u);
 }
 
+// Oracle::compare_all checks exact float all-reduces a block at a time without the whole
+// expected output: it must pass every correct rank and, with one element wrong anywhere (the
+// last of a block, the very last), fail that rank exactly as compare() does.
+TEST(CompareAll, JudgesEveryRankAsCompareDoes) {
+  for (ValueKind values : {ValueKind::Exact, ValueKind::Real}) {
+    Case c = make_case(DType::Float32, RedOp::Sum, values, 3);
+    c.count = 40000;  // more than one block of 32768
+    Oracle oracle(c);
+    const std::vector<std::byte> right = oracle.expected(0).data;
+    const std::vector<std::span<const std::byte>> correct(3, right);
+    for (const Verdict& verdict : oracle.compare_all(correct)) {
+      EXPECT_TRUE(verdict.ok);
+      EXPECT_EQ(verdict.checked, c.count);
+    }
+    for (std::size_t wrong_element : {std::size_t{32767}, std::size_t{32768}, c.count - 1}) {
+      std::vector<std::byte> wrong = right;
+      wrong[wrong_element * 4 + 2] ^= std::byte{0x40};  // a high bit of the significand: outside any bound
+      const std::vector<std::span<const std::byte>> outputs{right, wrong, right};
+      const std::vector<Verdict> verdicts = oracle.compare_all(outputs);
+      ASSERT_EQ(verdicts.size(), 3u);
+      EXPECT_TRUE(verdicts[0].ok && verdicts[2].ok);
+      const Verdict alone = compare(oracle.expected(1), 1, wrong);
+      EXPECT_FALSE(verdicts[1].ok) << "element " << wrong_element;
+      EXPECT_EQ(verdicts[1].describe(c.dtype), alone.describe(c.dtype));
+    }
+    const std::vector<std::span<const std::byte>> short_output{right, std::span(right).first(8), right};
+    EXPECT_NE(oracle.compare_all(short_output)[1].error, "");
+  }
+}
+
 }  // namespace
 }  // namespace collcheck

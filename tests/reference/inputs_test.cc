@@ -4,10 +4,12 @@
 
 #include <cmath>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "reference/float_format.h"
 #include "reference/inputs.h"
+#include "reference/oracle.h"
 
 namespace collcheck {
 namespace {
@@ -167,6 +169,38 @@ TEST(Inputs, FillWritesTheSameBitsPacked) {
     const auto low = static_cast<std::uint64_t>(buffer[2 * i]);
     const auto high = static_cast<std::uint64_t>(buffer[2 * i + 1]);
     EXPECT_EQ(low | high << 8, inputs.bits(1, 5 + i));
+  }
+}
+
+// The batch paths (values(), fill(), exact_sums()) that generating and checking exact sums run
+// on agree with the element-by-element definition (bits(), value()), at offsets inside a batch
+// and across the 2^32nd index, where a rank's 32-bit stream of exact values changes its key.
+TEST(Inputs, BatchPathsAgreeWithTheElementByElementDefinition) {
+  for (DType dtype : {DType::Float32, DType::BFloat16, DType::Float16, DType::Float8E4M3, DType::Float64}) {
+    for (int nranks : {1, 3, 8}) {
+      const Case c = make_case(dtype, RedOp::Sum, ValueKind::Exact, nranks);
+      const InputGenerator inputs(c);
+      for (std::size_t first : {std::size_t{0}, std::size_t{4093}, (std::size_t{1} << 32) - 5}) {
+        SCOPED_TRACE(std::string(name(dtype)) + " ranks " + std::to_string(nranks) + " from " + std::to_string(first));
+        constexpr std::size_t kLength = 4100;  // past one batch of 4096
+        std::vector<double> values(kLength);
+        inputs.values(nranks - 1, first, values);
+        std::vector<std::byte> filled(kLength * size_of(dtype));
+        inputs.fill(nranks - 1, first, filled);
+        std::vector<std::byte> sums(kLength * size_of(dtype));
+        const bool summed = inputs.exact_sums(first, sums);
+        EXPECT_EQ(summed, dtype != DType::Float64) << "float64's offsets need more than 32 bits";
+        for (std::size_t i = 0; i < kLength; ++i) {
+          ASSERT_EQ(values[i], inputs.value(nranks - 1, first + i)) << "element " << i;
+          ASSERT_EQ(load_bits(dtype, filled, i), inputs.bits(nranks - 1, first + i)) << "element " << i;
+          double sum = 0;
+          for (int rank = 0; rank < nranks; ++rank) sum += inputs.value(rank, first + i);
+          if (summed) {
+            ASSERT_EQ(load_bits(dtype, sums, i), encode(dtype, sum)) << "element " << i;
+          }
+        }
+      }
+    }
   }
 }
 
