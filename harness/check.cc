@@ -253,14 +253,15 @@ NextCases next_runs(const Loop& loop, BackendLoop& user, Draws& draws, CaseWorke
                     Clock::time_point deadline) {
   const CheckOptions& options = loop.options;
   const CaseSetting setting{loop.properties, loop.faults.any(), options.deadline, user.start};
+  const std::size_t step = options.share.count;  // the next case of this share is `step` on
   std::size_t batch = workers.any() ? 4 * workers.size() : 1;
-  if (options.cases > 0) batch = std::min(batch, options.cases - first);
+  if (options.cases > 0) batch = std::min(batch, (options.cases - first + step - 1) / step);
   NextCases next;
   std::vector<std::uint64_t> seeds;
   for (std::size_t k = 0; k < batch; ++k) {
-    next.drawn.push_back(draws.next(first + k));
+    next.drawn.push_back(draws.next(first + k * step));
     next.values.push_back(next.drawn.back().value());
-    seeds.push_back(mix64(options.seed + first + k));
+    seeds.push_back(mix64(options.seed + first + k * step));
   }
   if (workers.any()) {
     next.runs = workers.run(setting, next.values, seeds, deadline);
@@ -293,7 +294,8 @@ bool count_into_table(const Loop& loop, BackendLoop& user, const NextCases& next
   return !(verdict.failed && loop.options.stop_at_first_failure);
 }
 
-// Every case of one backend until its deadline (or --cases), counted in case order.
+// Every case of one backend (of this process's share) until its deadline (or --cases), counted in
+// case order.
 void check_backend(const Loop& loop, Backend& backend, Clock::time_point backend_deadline, CheckReport& report,
                    std::size_t& all_cases, std::ostream* progress) {
   const CheckOptions& options = loop.options;
@@ -303,10 +305,11 @@ void check_backend(const Loop& loop, Backend& backend, Clock::time_point backend
   const unsigned threads = options.jobs > 0 ? options.jobs : 1;
   CaseWorkers workers(backend, options.make_backend, threads);
   bool done = false;
-  for (std::size_t i = 0; !done && (options.cases == 0 || i < options.cases);) {
+  const std::size_t step = options.share.count;
+  for (std::size_t i = options.share.index; !done && (options.cases == 0 || i < options.cases);) {
     if (past(options, backend_deadline)) break;
     const NextCases next = next_runs(loop, user, draws, workers, i, backend_deadline);
-    for (std::size_t k = 0; k < next.drawn.size() && !done; ++k, ++i) {
+    for (std::size_t k = 0; k < next.drawn.size() && !done; ++k, i += step) {
       done = !count_into_table(loop, user, next, k, i, report);
       if (!done) ++all_cases;
       if (progress != nullptr && all_cases % 8 == 0) {

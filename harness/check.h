@@ -20,9 +20,20 @@
 
 namespace collcheck {
 
+// One share of a campaign across hosts (harness/campaign.h): of every backend's stream of cases,
+// the cases whose index i has i mod count == index. Which case goes where depends only on the
+// case's index and the count, and a case is the same whoever draws it (Draws), so the shares
+// together are exactly the stream one process would run.
+struct CaseShare {
+  std::size_t index = 0, count = 1;
+};
+
 struct CheckOptions {
   CaseLimits limits;
-  std::size_t cases = 0;  // per backend; 0: as many as the budget allows
+  // Per backend; 0: as many as the budget allows. In a campaign, the stream's first `cases`
+  // cases, shared out among the shares.
+  std::size_t cases = 0;
+  CaseShare share;  // the whole stream unless this process runs one share of a campaign
   // Threads that run cases at once, each on its own instance of the backend (where its instances
   // allow it and make_backend is set); 0: one. The report is the same for any number.
   unsigned jobs = 0;
@@ -94,6 +105,14 @@ struct CheckReport {
   // whose plan holds that kind (a run counts under every kind of its plan). Empty: no faults.
   std::string faults;
   std::map<std::pair<std::string, std::string>, OutcomeCounts> outcomes;
+  // A campaign's merged report (harness/campaign.h): how many shares ran, and those whose report
+  // did not reach rank 0 by the merge deadline. 1 and none: one process ran the whole stream.
+  struct MissingShare {
+    std::size_t index = 0;
+    std::string host, why;
+  };
+  std::size_t shares = 1;
+  std::vector<MissingShare> missing_shares;
 
   Tally total() const;
 };

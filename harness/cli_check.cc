@@ -17,6 +17,7 @@
 #include "faults/plan.h"
 #include "harness/arguments.h"
 #include "harness/check.h"
+#include "harness/cli_campaign.h"
 #include "harness/fault_generator.h"
 #include "harness/faulty_backend.h"
 #include "harness/memory_check.h"
@@ -57,6 +58,10 @@ constexpr Option kCheckOptions[] = {
      "across processes: a run not done by then is a hang (8s, 2m; none); default: 20 s + 1 s per 50 MB"},
     {"mpirun-args", "'ARGS'", "", "across processes: extra arguments for mpirun (--hostfile hosts)"},
     {"faults", "PLAN", "", "every run under a fault plan, or random[:KIND,...] for a plan per case (docs/faults.md)"},
+    {"share", "auto|I/N", "",
+     "a campaign across the hosts of an mpirun or srun job: this process runs share I of N of the cases (auto: its "
+     "rank and the job's size); rank 0 prints the merged report"},
+    {"share-wait", "T", "60s", "campaign: how long rank 0 waits for the other shares past the time budget"},
     kMemoryLimitOption,
 };
 constexpr Option kReplayOptions[] = {
@@ -106,30 +111,6 @@ Status parse_limits(const Arguments& args, CaseLimits& limits) {
   limits.max_ranks = static_cast<int>(ranks->second);
   limits.min_count = count->first;
   limits.max_count = count->second;
-  return Ok{};
-}
-
-// Under mpirun or srun, with backends that run across processes, this process is one rank of
-// the world: every rank runs the same loop, rank 0 alone prints.
-struct Lockstep {
-  World* world = nullptr;
-  bool quiet = false;  // not rank 0
-  std::ostringstream discard;
-};
-
-Status join_lockstep(const std::vector<std::string>& specs, Lockstep& lockstep) {
-  if (!launched_by_launcher()) return Ok{};
-  const bool across =
-      std::any_of(specs.begin(), specs.end(), [](const std::string& s) { return runs_across_processes(s); });
-  if (!across) return Ok{};
-  if (!std::all_of(specs.begin(), specs.end(), [](const std::string& s) { return runs_across_processes(s); })) {
-    return Error{"--backend",
-                 "under mpirun every backend must run across processes (@proc, mpi, gloo); run @sim ones alone"};
-  }
-  Result<World*> world = launched_world();
-  if (!world) return world.error();
-  lockstep.world = *world;
-  lockstep.quiet = (*world)->rank() != 0;
   return Ok{};
 }
 
@@ -392,7 +373,7 @@ int report_status(const CheckReport& report, const Arguments& args, Lockstep& lo
     return kUnavailable;
   }
   if (!report.failures.empty()) return 1;
-  return report.cannot_run_here.empty() ? 0 : kUnavailable;
+  return report.cannot_run_here.empty() && report.missing_shares.empty() ? 0 : kUnavailable;
 }
 
 int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
@@ -404,8 +385,14 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   std::vector<std::string> specs = args->all("backend");
   if (specs.empty()) specs.push_back(args->get("backend"));
   Lockstep lockstep;
-  Status joined = join_lockstep(specs, lockstep);
+  Result<Campaign> campaign = args->has("share") ? join_campaign(*args) : Campaign{};
+  Status joined = !campaign                   ? Status(campaign.error())
+                  : args->has("share")        ? Status(Ok{})
+                  : args->has("share-wait")   ? Status(Error{"--share-wait", "goes with --share (a campaign)"})
+                                              : join_lockstep(specs, lockstep);
+  if (campaign) lockstep.quiet = campaign->quiet();
   Result<CheckOptions> options = joined ? parse_options(*args, lockstep) : Result<CheckOptions>(joined.error());
+  if (options) options->share = campaign->share;
   Result<FaultChoice> faults = options ? parse_fault_choice(options->faults, options->seed) : options.error();
   auto backends =
       faults ? backends_of(specs, *args, *faults) : Result<std::vector<std::unique_ptr<Backend>>>(faults.error());
@@ -436,11 +423,24 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   speak << "collcheck check: seed " << options->seed << ", " << backends->size() << " backend"
         << (backends->size() == 1 ? "" : "s") << ", budget " << options->time_budget << " s"
         << (lockstep.world ? ", in lockstep on " + std::to_string(lockstep.world->size()) + " ranks" : "")
+        << (args->has("share") ? ", " + describe(*campaign) : "")
         << (faults->random || faults->plan.empty() ? "" : ", faults '" + to_string(faults->plan) + "'") << "\n"
         << (faults->random ? "faults: " + describe(*faults, options->seed) + "\n" : "") << std::flush;
   const bool terminal = isatty(STDERR_FILENO) != 0 && !lockstep.quiet;
-  const CheckReport report = collcheck::run_check(*options, backends.value(), terminal ? &err : nullptr);
-  return report_status(report, *args, lockstep, speak, err);
+  const auto start = std::chrono::steady_clock::now();
+  CheckReport report = collcheck::run_check(*options, backends.value(), terminal ? &err : nullptr);
+  if (!campaign->merged()) return report_status(report, *args, lockstep, speak, err);
+  // A campaign: rank 0 prints the report merged from every share's; the others have sent theirs.
+  report = campaign_report(*campaign, report, *options, start);
+  if (campaign->quiet()) return 0;
+  const int status = report_status(report, *args, lockstep, speak, err);
+  // A share that never reported may hold MPI up for ever: the job ends here.
+  if (!report.missing_shares.empty()) {
+    speak << std::flush;
+    err << std::flush;
+    abort_launched_world(status);
+  }
+  return status;
 }
 
 int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {

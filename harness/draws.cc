@@ -53,6 +53,13 @@ Draws::Draws(const CaseLimits& limits, std::uint64_t seed, const FaultChoice& fa
       plan_random_(mix64(seed ^ hash_text(backend.name()) ^ 0xfa17)) {}
 
 Drawn Draws::next(std::size_t case_index) {
+  // Stepping over a case splits exactly the Randoms its draw below splits.
+  for (; next_index_ < case_index; ++next_index_) {
+    case_random_.split();
+    if (!knob_spaces_.empty()) knob_random_.split();
+    if (faults_.random) plan_random_.split();
+  }
+  ++next_index_;
   // RapidCheck's sizes: small cases first, full-sized ones (100) from the 45th case on.
   const int size = static_cast<int>(std::min<std::size_t>(10 + 2 * case_index, 100));
   rc::Shrinkable<Case> c = cases_(case_random_.split(), size);

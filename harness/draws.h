@@ -35,7 +35,10 @@ using Drawn = rc::Shrinkable<DrawnCase>;
 // Randoms of their own. Plans are drawn for the largest world and fitted to each case, from the
 // swarm of the case's batch (swarm_for_case: a new one every kSwarmBatch cases unless the user
 // named it); knobs are fitted to the case too (KnobSpace::fit). `draw_knobs` false: the spec's
-// knobs only. Cases are drawn in order of their index.
+// knobs only. Cases are drawn in increasing order of their index; an index passed over (a case of
+// another share of a campaign) is stepped over, its Randoms split as a draw would split them, so
+// that case i is the same whichever cases before it were drawn (and stepping over is cheap: no
+// case is generated).
 class Draws {
  public:
   Draws(const CaseLimits& limits, std::uint64_t seed, const FaultChoice& faults, const Backend& backend,
@@ -52,6 +55,7 @@ class Draws {
   rc::Gen<FaultPlan> plans_;
   std::size_t plan_batch_ = 0;  // whose swarm plans_ draws from
   rc::Random case_random_, knob_random_, plan_random_;
+  std::size_t next_index_ = 0;  // the index the Randoms stand at
 };
 
 // Makes the backend of a spec (`ring@sim:chunk=64`) as the user's backends were made (wrapped

@@ -131,7 +131,12 @@ void print_report(const CheckReport& report, std::ostream& out) {
   out << total.cases << " cases in " << seconds_text(report.seconds) << " s: " << total.passed << " passed, "
       << total.failed << " failed, " << total.skipped << " skipped (seed " << report.seed << ")\n";
   if (!report.faults.empty()) print_outcomes(report, out);
+  if (report.shares > 1) out << "merged from " << report.shares << " shares of a campaign\n";
   for (const auto& [backend, why] : report.cannot_run_here) out << "\nNOT RUN " << backend << ": " << why << "\n";
+  for (const CheckReport::MissingShare& missing : report.missing_shares) {
+    out << "\nMISSING share " << missing.index << "/" << report.shares << " on " << missing.host << ": " << missing.why
+        << "\n";
+  }
   for (const Failure& f : report.failures) {
     out << "\nFAILED " << f.property << " on " << f.backend << " after " << f.cases_until << " case"
         << (f.cases_until == 1 ? "" : "s") << " (" << seconds_text(f.seconds_until) << " s)"
@@ -165,6 +170,12 @@ void write_json(const CheckReport& report, std::ostream& out) {
   if (!report.faults.empty()) add_outcomes_json(report, json);
   for (const auto& [backend, why] : report.cannot_run_here)
     json["cannot_run_here"].push_back(Json{{"backend", backend}, {"why", why}});
+  if (report.shares > 1) {
+    json["campaign"] = Json{{"shares", report.shares}, {"missing", Json::array()}};
+    for (const CheckReport::MissingShare& missing : report.missing_shares) {
+      json["campaign"]["missing"].push_back(Json{{"share", missing.index}, {"host", missing.host}, {"why", missing.why}});
+    }
+  }
   // A backend name or detail that is not UTF-8 is written with U+FFFD, never refused.
   out << json.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }

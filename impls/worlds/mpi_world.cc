@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <sched.h>
 #include <unistd.h>
@@ -27,6 +29,23 @@ bool launched_by_launcher() {
     }
   }
   return false;
+}
+
+void leave_launcher_environment() {
+  // What mpirun and srun set for their ranks; Open MPI's user settings (OMPI_MCA_btl, ...) stay.
+  constexpr std::string_view kPrefixes[] = {"PMIX_",           "PMI_",          "OMPI_COMM_WORLD_", "OMPI_MCA_orte_",
+                                            "OMPI_MCA_ess",    "OMPI_MCA_pmix", "OMPI_UNIVERSE_",   "OMPI_FIRST_RANKS",
+                                            "OMPI_FILE_",      "OMPI_COMMAND",  "OMPI_ARGV",        "OMPI_NUM_APP_CTX",
+                                            "OMPI_APP_CTX_",   "SLURM_PROCID"};
+  std::vector<std::string> names;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view variable(*entry);
+    const std::string_view name = variable.substr(0, variable.find('='));
+    for (std::string_view prefix : kPrefixes) {
+      if (name.starts_with(prefix)) names.emplace_back(name);
+    }
+  }
+  for (const std::string& name : names) ::unsetenv(name.c_str());
 }
 
 #if COLLCHECK_HAVE_MPI
@@ -134,6 +153,37 @@ Result<World*> launched_world() {
   return static_cast<World*>(world);
 }
 
+std::vector<std::optional<std::vector<std::byte>>> gather_at_rank_zero(std::span<const std::byte> mine,
+                                                                       std::chrono::steady_clock::time_point deadline) {
+  constexpr int kShareTag = 0x5ca7;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank != 0) {
+    // Blocks until rank 0 takes it: rank 0 ends the job if it does not (abort_launched_world).
+    MPI_Send(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, 0, kShareTag, MPI_COMM_WORLD);
+    return {};
+  }
+  std::vector<std::optional<std::vector<std::byte>>> all(static_cast<std::size_t>(size));
+  all[0].emplace(mine.begin(), mine.end());
+  for (int heard = 1; heard < size && std::chrono::steady_clock::now() < deadline;) {
+    int arrived = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, kShareTag, MPI_COMM_WORLD, &arrived, &status);
+    if (!arrived) {
+      ::usleep(1000);
+      continue;
+    }
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    std::vector<std::byte> message(static_cast<std::size_t>(bytes));
+    MPI_Recv(message.data(), bytes, MPI_BYTE, status.MPI_SOURCE, kShareTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    all[static_cast<std::size_t>(status.MPI_SOURCE)] = std::move(message);
+    ++heard;
+  }
+  return all;
+}
+
 void abort_launched_world(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
@@ -144,6 +194,11 @@ void abort_launched_world(int code) {
 Result<World*> launched_world() {
   return Error{"--backend",
                "running across processes needs MPI (mpirun), and this build has none: " COLLCHECK_MPI_REASON};
+}
+
+std::vector<std::optional<std::vector<std::byte>>> gather_at_rank_zero(std::span<const std::byte> mine,
+                                                                       std::chrono::steady_clock::time_point) {
+  return {std::vector<std::byte>(mine.begin(), mine.end())};
 }
 
 void abort_launched_world(int code) { std::_Exit(code); }
