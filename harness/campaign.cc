@@ -56,9 +56,7 @@ T value_of(Result<T> parsed, const char* what) {
   return *parsed;
 }
 
-Collective collective_of(const Json& json) {
-  return value_of(parse_collective(json.get<std::string>()), "collective");
-}
+Collective collective_of(const Json& json) { return value_of(parse_collective(json.get<std::string>()), "collective"); }
 
 Failure failure_of(const Json& json) {
   Failure f;
@@ -121,17 +119,18 @@ void merge_failures(const std::vector<const CheckReport*>& reports, std::size_t 
     if (b == merged.backends.size()) continue;
     merged.first_failure.emplace(std::tuple{merged.backends[b], f.original.collective, f.property}, f.detail);
   }
-  for (const CheckReport* report : reports) merged.first_failure.insert(report->first_failure.begin(), report->first_failure.end());
+  for (const CheckReport* report : reports)
+    merged.first_failure.insert(report->first_failure.begin(), report->first_failure.end());
 }
 
 }  // namespace
 
 std::string encode_report(const CheckReport& report) {
-  Json json{{"seed", report.seed},         {"seconds", report.seconds},
-            {"backends", report.backends}, {"unreported_failures", report.unreported_failures},
-            {"faults", report.faults},     {"table", Json::array()},
+  Json json{{"seed", report.seed},           {"seconds", report.seconds},
+            {"backends", report.backends},   {"unreported_failures", report.unreported_failures},
+            {"faults", report.faults},       {"table", Json::array()},
             {"per_property", Json::array()}, {"first_failure", Json::array()},
-            {"failures", Json::array()},   {"cannot_run_here", report.cannot_run_here},
+            {"failures", Json::array()},     {"cannot_run_here", report.cannot_run_here},
             {"outcomes", Json::array()}};
   for (const auto& [key, tally] : report.table)
     json["table"].push_back(Json::array({key.first, name(key.second), tally_json(tally)}));
@@ -182,9 +181,8 @@ Result<CheckReport> decode_report(std::string_view bytes) {
   }
 }
 
-CheckReport merge_reports(const std::vector<std::optional<CheckReport>>& shares,
-                          const std::vector<std::string>& hosts, const std::vector<std::string>& why,
-                          std::size_t max_failures) {
+CheckReport merge_reports(const std::vector<std::optional<CheckReport>>& shares, const std::vector<std::string>& hosts,
+                          const std::vector<std::string>& why, std::size_t max_failures) {
   CheckReport merged;
   merged.shares = shares.size();
   std::vector<const CheckReport*> reports;

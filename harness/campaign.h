@@ -21,8 +21,7 @@ Result<CheckReport> decode_report(std::string_view bytes);
 // signature are one group, kept from the share whose case came first in the stream (so its
 // replay line is the one a single process would print), with the counts summed; groups are in
 // stream order per backend, and past `max_failures` their cases are counted as unreported.
-CheckReport merge_reports(const std::vector<std::optional<CheckReport>>& shares,
-                          const std::vector<std::string>& hosts, const std::vector<std::string>& why,
-                          std::size_t max_failures);
+CheckReport merge_reports(const std::vector<std::optional<CheckReport>>& shares, const std::vector<std::string>& hosts,
+                          const std::vector<std::string>& why, std::size_t max_failures);
 
 }  // namespace collcheck

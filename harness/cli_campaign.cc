@@ -16,8 +16,9 @@
 namespace collcheck::cli {
 namespace {
 
-const std::string kShareAllowed = ": must be auto (the launcher's rank and size) or I/N, share I of N with 0 <= I < N <= " +
-                                  std::to_string(kMaxShares);
+const std::string kShareAllowed =
+    ": must be auto (the launcher's rank and size) or I/N, share I of N with 0 <= I < N <= " +
+    std::to_string(kMaxShares);
 
 Result<CaseShare> parse_share(const std::string& text) {
   const std::size_t slash = text.find('/');
@@ -55,7 +56,6 @@ Status join_lockstep(const std::vector<std::string>& specs, Lockstep& lockstep) 
   return Ok{};
 }
 
-
 Result<Campaign> join_campaign(const Arguments& args) {
   Campaign campaign;
   const std::string text = args.get("share");
@@ -71,8 +71,9 @@ Result<Campaign> join_campaign(const Arguments& args) {
   }
   if (!launched_by_launcher()) {
     if (!given) {
-      return Error{"--share", "auto: no launcher started this process (no Open MPI, PMI, PMIx or Slurm variables); "
-                              "run under mpirun or srun, or give --share I/N"};
+      return Error{"--share",
+                   "auto: no launcher started this process (no Open MPI, PMI, PMIx or Slurm variables); "
+                   "run under mpirun or srun, or give --share I/N"};
     }
     campaign.share = *given;
     return campaign;
@@ -99,8 +100,8 @@ std::string describe(const Campaign& campaign) {
   std::vector<std::string> hosts = campaign.hosts;
   std::sort(hosts.begin(), hosts.end());
   const auto distinct = static_cast<std::size_t>(std::unique(hosts.begin(), hosts.end()) - hosts.begin());
-  return "a campaign of " + std::to_string(campaign.share.count) + " shares on " + std::to_string(distinct) +
-         " host" + (distinct == 1 ? "" : "s");
+  return "a campaign of " + std::to_string(campaign.share.count) + " shares on " + std::to_string(distinct) + " host" +
+         (distinct == 1 ? "" : "s");
 }
 
 CheckReport campaign_report(const Campaign& campaign, const CheckReport& mine, const CheckOptions& options,
@@ -120,8 +121,9 @@ CheckReport campaign_report(const Campaign& campaign, const CheckReport& mine, c
   for (std::size_t i = 0; i < gathered.size(); ++i) {
     if (!gathered[i]) continue;
     Result<CheckReport> report =
-        i == 0 ? Result<CheckReport>(mine)
-               : decode_report(std::string_view(reinterpret_cast<const char*>(gathered[i]->data()), gathered[i]->size()));
+        i == 0
+            ? Result<CheckReport>(mine)
+            : decode_report(std::string_view(reinterpret_cast<const char*>(gathered[i]->data()), gathered[i]->size()));
     if (report) shares[i] = std::move(*report);
     else why[i] = report.error().text();
   }

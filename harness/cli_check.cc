@@ -386,10 +386,10 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   if (specs.empty()) specs.push_back(args->get("backend"));
   Lockstep lockstep;
   Result<Campaign> campaign = args->has("share") ? join_campaign(*args) : Campaign{};
-  Status joined = !campaign                   ? Status(campaign.error())
-                  : args->has("share")        ? Status(Ok{})
-                  : args->has("share-wait")   ? Status(Error{"--share-wait", "goes with --share (a campaign)"})
-                                              : join_lockstep(specs, lockstep);
+  Status joined = !campaign                 ? Status(campaign.error())
+                  : args->has("share")      ? Status(Ok{})
+                  : args->has("share-wait") ? Status(Error{"--share-wait", "goes with --share (a campaign)"})
+                                            : join_lockstep(specs, lockstep);
   if (campaign) lockstep.quiet = campaign->quiet();
   Result<CheckOptions> options = joined ? parse_options(*args, lockstep) : Result<CheckOptions>(joined.error());
   if (options) options->share = campaign->share;

@@ -173,7 +173,8 @@ void write_json(const CheckReport& report, std::ostream& out) {
   if (report.shares > 1) {
     json["campaign"] = Json{{"shares", report.shares}, {"missing", Json::array()}};
     for (const CheckReport::MissingShare& missing : report.missing_shares) {
-      json["campaign"]["missing"].push_back(Json{{"share", missing.index}, {"host", missing.host}, {"why", missing.why}});
+      json["campaign"]["missing"].push_back(
+          Json{{"share", missing.index}, {"host", missing.host}, {"why", missing.why}});
     }
   }
   // A backend name or detail that is not UTF-8 is written with U+FFFD, never refused.

@@ -33,10 +33,10 @@ bool launched_by_launcher() {
 
 void leave_launcher_environment() {
   // What mpirun and srun set for their ranks; Open MPI's user settings (OMPI_MCA_btl, ...) stay.
-  constexpr std::string_view kPrefixes[] = {"PMIX_",           "PMI_",          "OMPI_COMM_WORLD_", "OMPI_MCA_orte_",
-                                            "OMPI_MCA_ess",    "OMPI_MCA_pmix", "OMPI_UNIVERSE_",   "OMPI_FIRST_RANKS",
-                                            "OMPI_FILE_",      "OMPI_COMMAND",  "OMPI_ARGV",        "OMPI_NUM_APP_CTX",
-                                            "OMPI_APP_CTX_",   "SLURM_PROCID"};
+  constexpr std::string_view kPrefixes[] = {"PMIX_",         "PMI_",          "OMPI_COMM_WORLD_", "OMPI_MCA_orte_",
+                                            "OMPI_MCA_ess",  "OMPI_MCA_pmix", "OMPI_UNIVERSE_",   "OMPI_FIRST_RANKS",
+                                            "OMPI_FILE_",    "OMPI_COMMAND",  "OMPI_ARGV",        "OMPI_NUM_APP_CTX",
+                                            "OMPI_APP_CTX_", "SLURM_PROCID"};
   std::vector<std::string> names;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view variable(*entry);
