@@ -34,6 +34,7 @@ std::vector<std::string> host_names(World& world) {
   const std::string mine = this_host_name();
   const auto bytes = world.allgather(std::as_bytes(std::span(mine.data(), mine.size())));
   std::vector<std::string> hosts;
+  hosts.reserve(bytes.size());
   for (const auto& host : bytes) hosts.emplace_back(reinterpret_cast<const char*>(host.data()), host.size());
   return hosts;
 }
