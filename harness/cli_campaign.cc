@@ -95,6 +95,18 @@ Result<Campaign> join_campaign(const Arguments& args) {
   return campaign;
 }
 
+Result<Campaign> join_job(const Arguments& args, const std::vector<std::string>& specs, Lockstep& lockstep) {
+  if (!args.has("share")) {
+    if (args.has("share-wait")) return Error{"--share-wait", "goes with --share (a campaign)"};
+    Status joined = join_lockstep(specs, lockstep);
+    if (!joined) return joined.error();
+    return Campaign{};
+  }
+  Result<Campaign> campaign = join_campaign(args);
+  if (campaign) lockstep.quiet = campaign->quiet();
+  return campaign;
+}
+
 std::string describe(const Campaign& campaign) {
   const std::string share = std::to_string(campaign.share.index) + "/" + std::to_string(campaign.share.count);
   if (!campaign.merged()) return "share " + share + " of a campaign (this share alone: no launcher to merge over)";

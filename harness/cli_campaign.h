@@ -44,6 +44,10 @@ struct Campaign {
 // share), else alone. Every process of the job must call it (MPI_Init is collective).
 Result<Campaign> join_campaign(const Arguments& args);
 
+// How this process takes part: with --share, join_campaign; without, lockstep where
+// join_lockstep calls for it (and --share-wait alone is a usage error).
+Result<Campaign> join_job(const Arguments& args, const std::vector<std::string>& specs, Lockstep& lockstep);
+
 // The header's words for the campaign: `share 1/3 of a campaign on 3 hosts` and the like.
 std::string describe(const Campaign&);
 

@@ -376,6 +376,21 @@ int report_status(const CheckReport& report, const Arguments& args, Lockstep& lo
   return report.cannot_run_here.empty() && report.missing_shares.empty() ? 0 : kUnavailable;
 }
 
+// A campaign's end: rank 0 prints the report merged from every share's and returns its status,
+// and ends the job when a share never reported (it may hold MPI up for ever); the others, which
+// have sent theirs, return 0.
+int campaign_status(const Campaign& campaign, const CheckReport& merged, const Arguments& args, Lockstep& lockstep,
+                    std::ostream& speak, std::ostream& err) {
+  if (campaign.quiet()) return 0;
+  const int status = report_status(merged, args, lockstep, speak, err);
+  if (!merged.missing_shares.empty()) {
+    speak << std::flush;
+    err << std::flush;
+    abort_launched_world(status);
+  }
+  return status;
+}
+
 int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
   Result<Arguments> args = Arguments::parse(raw, kCheckOptions);
   if (!args) {
@@ -385,13 +400,8 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   std::vector<std::string> specs = args->all("backend");
   if (specs.empty()) specs.push_back(args->get("backend"));
   Lockstep lockstep;
-  Result<Campaign> campaign = args->has("share") ? join_campaign(*args) : Campaign{};
-  Status joined = !campaign                 ? Status(campaign.error())
-                  : args->has("share")      ? Status(Ok{})
-                  : args->has("share-wait") ? Status(Error{"--share-wait", "goes with --share (a campaign)"})
-                                            : join_lockstep(specs, lockstep);
-  if (campaign) lockstep.quiet = campaign->quiet();
-  Result<CheckOptions> options = joined ? parse_options(*args, lockstep) : Result<CheckOptions>(joined.error());
+  Result<Campaign> campaign = join_job(*args, specs, lockstep);
+  Result<CheckOptions> options = campaign ? parse_options(*args, lockstep) : Result<CheckOptions>(campaign.error());
   if (options) options->share = campaign->share;
   Result<FaultChoice> faults = options ? parse_fault_choice(options->faults, options->seed) : options.error();
   auto backends =
@@ -428,19 +438,9 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
         << (faults->random ? "faults: " + describe(*faults, options->seed) + "\n" : "") << std::flush;
   const bool terminal = isatty(STDERR_FILENO) != 0 && !lockstep.quiet;
   const auto start = std::chrono::steady_clock::now();
-  CheckReport report = collcheck::run_check(*options, backends.value(), terminal ? &err : nullptr);
+  const CheckReport report = collcheck::run_check(*options, backends.value(), terminal ? &err : nullptr);
   if (!campaign->merged()) return report_status(report, *args, lockstep, speak, err);
-  // A campaign: rank 0 prints the report merged from every share's; the others have sent theirs.
-  report = campaign_report(*campaign, report, *options, start);
-  if (campaign->quiet()) return 0;
-  const int status = report_status(report, *args, lockstep, speak, err);
-  // A share that never reported may hold MPI up for ever: the job ends here.
-  if (!report.missing_shares.empty()) {
-    speak << std::flush;
-    err << std::flush;
-    abort_launched_world(status);
-  }
-  return status;
+  return campaign_status(*campaign, campaign_report(*campaign, report, *options, start), *args, lockstep, speak, err);
 }
 
 int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
