@@ -59,6 +59,7 @@ Status join_lockstep(const std::vector<std::string>& specs, Lockstep& lockstep) 
 
 Result<Campaign> join_campaign(const Arguments& args) {
   Campaign campaign;
+  campaign.asked = true;
   const std::string text = args.get("share");
   Result<double> wait = parse_duration("--share-wait", args.get("share-wait"), DurationRange{0, false, 86400});
   if (!wait) return wait.error();
@@ -108,13 +109,14 @@ Result<Campaign> join_job(const Arguments& args, const std::vector<std::string>&
 }
 
 std::string describe(const Campaign& campaign) {
+  if (!campaign.asked) return "";
   const std::string share = std::to_string(campaign.share.index) + "/" + std::to_string(campaign.share.count);
-  if (!campaign.merged()) return "share " + share + " of a campaign (this share alone: no launcher to merge over)";
+  if (!campaign.merged()) return ", share " + share + " of a campaign (this share alone: no launcher to merge over)";
   std::vector<std::string> hosts = campaign.hosts;
   std::sort(hosts.begin(), hosts.end());
   const auto distinct = static_cast<std::size_t>(std::unique(hosts.begin(), hosts.end()) - hosts.begin());
-  return "a campaign of " + std::to_string(campaign.share.count) + " shares on " + std::to_string(distinct) + " host" +
-         (distinct == 1 ? "" : "s");
+  return ", a campaign of " + std::to_string(campaign.share.count) + " shares on " + std::to_string(distinct) +
+         " host" + (distinct == 1 ? "" : "s");
 }
 
 CheckReport campaign_report(const Campaign& campaign, const CheckReport& mine, const CheckOptions& options,

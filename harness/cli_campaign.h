@@ -30,6 +30,7 @@ struct Lockstep {
 Status join_lockstep(const std::vector<std::string>& specs, Lockstep& lockstep);
 
 struct Campaign {
+  bool asked = false;  // --share was given
   CaseShare share;
   World* world = nullptr;          // the job's world the shares merge over; null: this share alone
   std::vector<std::string> hosts;  // each share's host (merged only)
@@ -48,7 +49,8 @@ Result<Campaign> join_campaign(const Arguments& args);
 // join_lockstep calls for it (and --share-wait alone is a usage error).
 Result<Campaign> join_job(const Arguments& args, const std::vector<std::string>& specs, Lockstep& lockstep);
 
-// The header's words for the campaign: `share 1/3 of a campaign on 3 hosts` and the like.
+// The header's words for the campaign, `, a campaign of 3 shares on 3 hosts` and the like; empty
+// without --share.
 std::string describe(const Campaign&);
 
 // Rank 0: the report merged from every share's (`mine` its own), waiting for the others until

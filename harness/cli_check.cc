@@ -376,11 +376,11 @@ int report_status(const CheckReport& report, const Arguments& args, Lockstep& lo
   return report.cannot_run_here.empty() && report.missing_shares.empty() ? 0 : kUnavailable;
 }
 
-// A campaign's end: rank 0 prints the report merged from every share's and returns its status,
-// and ends the job when a share never reported (it may hold MPI up for ever); the others, which
-// have sent theirs, return 0.
-int campaign_status(const Campaign& campaign, const CheckReport& merged, const Arguments& args, Lockstep& lockstep,
-                    std::ostream& speak, std::ostream& err) {
+// The report (in a campaign, rank 0's merged from every share's) printed and the exit status; a
+// campaign whose share never reported ends the job here (it may hold MPI up for ever). A
+// campaign's other ranks, which have sent theirs, return 0.
+int finish_check(const Campaign& campaign, const CheckReport& merged, const Arguments& args, Lockstep& lockstep,
+                 std::ostream& speak, std::ostream& err) {
   if (campaign.quiet()) return 0;
   const int status = report_status(merged, args, lockstep, speak, err);
   if (!merged.missing_shares.empty()) {
@@ -433,14 +433,13 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   speak << "collcheck check: seed " << options->seed << ", " << backends->size() << " backend"
         << (backends->size() == 1 ? "" : "s") << ", budget " << options->time_budget << " s"
         << (lockstep.world ? ", in lockstep on " + std::to_string(lockstep.world->size()) + " ranks" : "")
-        << (args->has("share") ? ", " + describe(*campaign) : "")
+        << describe(*campaign)
         << (faults->random || faults->plan.empty() ? "" : ", faults '" + to_string(faults->plan) + "'") << "\n"
         << (faults->random ? "faults: " + describe(*faults, options->seed) + "\n" : "") << std::flush;
   const bool terminal = isatty(STDERR_FILENO) != 0 && !lockstep.quiet;
   const auto start = std::chrono::steady_clock::now();
   const CheckReport report = collcheck::run_check(*options, backends.value(), terminal ? &err : nullptr);
-  if (!campaign->merged()) return report_status(report, *args, lockstep, speak, err);
-  return campaign_status(*campaign, campaign_report(*campaign, report, *options, start), *args, lockstep, speak, err);
+  return finish_check(*campaign, campaign_report(*campaign, report, *options, start), *args, lockstep, speak, err);
 }
 
 int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
