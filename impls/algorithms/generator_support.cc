@@ -50,17 +50,17 @@ std::vector<Piece> pieces(std::size_t length, const Knobs& knobs) {
 
 void send(Schedule& schedule, int participant, int to, Range from, int channel) {
   check(from.count > 0, "no empty message is sent");
-  schedule.add(participant, Step{StepKind::Send, to, from, {}, channel, channel, {}});
+  schedule.add(participant, Step{StepKind::Send, to, from, {}, channel, channel});
 }
 
 void recv(Schedule& schedule, int participant, int from_peer, Range to, int channel) {
   check(to.count > 0, "no empty message is received");
-  schedule.add(participant, Step{StepKind::Recv, from_peer, {}, to, channel, channel, {}});
+  schedule.add(participant, Step{StepKind::Recv, from_peer, {}, to, channel, channel});
 }
 
 void recv_reduce(Schedule& schedule, int participant, int from_peer, Range from, Range to, int channel) {
   check(to.count > 0 && from.count == to.count, "a reducing receive is non-empty and reads what it writes");
-  schedule.add(participant, Step{StepKind::RecvReduce, from_peer, from, to, channel, channel, {}});
+  schedule.add(participant, Step{StepKind::RecvReduce, from_peer, from, to, channel, channel});
 }
 
 void copy(Schedule& schedule, int participant, Range from, Range to, int channel) {

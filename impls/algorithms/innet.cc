@@ -161,7 +161,7 @@ Schedule innet(const Case& shape, const Knobs& knobs, Collective collective) {
   const AggregationTree tree = aggregation_tree(shape.nranks, knobs.fan_in);
   const Plan plan(shape, tree);
   Schedule schedule = generators::start(shape, "innet");
-  schedule.participants.resize(tree.parent.size(), Participant{true, plan.vector(), {}});
+  schedule.participants.resize(tree.parent.size(), Participant{true, plan.vector(), {}, {}});
   // Every channel is its own stream, so running all chunks up before all down orders each
   // stream's steps as the prose says whatever the channels.
   const std::vector<Piece> chunks = generators::pieces(plan.vector(), knobs);

@@ -40,9 +40,9 @@ std::vector<int> fold_order(int rank, int n, bool own_first) {
 // where gate >= 0.
 void send_input_to_all(Participant& participant, int rank, int n, std::size_t count, int stream, int gate) {
   for (int k = 1; k < n; ++k) {
-    Step step = make_step(StepKind::Send, (rank + k) % n, at(BufferKind::Input, 0, count), {}, 0, stream);
-    if (gate >= 0) step.after.push_back(gate);
-    participant.steps.push_back(std::move(step));
+    if (gate >= 0) participant.add_after(static_cast<int>(participant.steps.size()), gate);
+    participant.steps.push_back(
+        make_step(StepKind::Send, (rank + k) % n, at(BufferKind::Input, 0, count), {}, 0, stream));
   }
 }
 

@@ -344,7 +344,7 @@ bool ProcTransport::State::advance(Hosted& local, Stream& stream) {
   while (stream.next < stream.steps.size() && failure.empty()) {
     const int k = stream.steps[stream.next];
     const Step& step = steps[static_cast<std::size_t>(k)];
-    for (int earlier : step.after) {
+    for (int earlier : schedule->participants[static_cast<std::size_t>(local.participant)].after(k)) {
       if (local.done[static_cast<std::size_t>(earlier)] == 0) return progressed;
     }
     const StepLink& link = local.links[static_cast<std::size_t>(k)];
@@ -384,8 +384,9 @@ std::string ProcTransport::State::stuck(const std::string& how) const {
       if (stream.next == stream.steps.size()) continue;
       const int k = stream.steps[stream.next];
       const Step& step = steps[static_cast<std::size_t>(k)];
-      const bool ready = std::all_of(step.after.begin(), step.after.end(),
-                                     [&](int e) { return local.done[static_cast<std::size_t>(e)] != 0; });
+      const std::span<const int> waits = schedule->participants[static_cast<std::size_t>(local.participant)].after(k);
+      const bool ready =
+          std::all_of(waits.begin(), waits.end(), [&](int e) { return local.done[static_cast<std::size_t>(e)] != 0; });
       if (ready && step.receives()) {
         const StepLink& link = local.links[static_cast<std::size_t>(k)];
         const Inbound& in = inbound[static_cast<std::size_t>(link.link)];

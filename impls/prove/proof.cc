@@ -263,7 +263,7 @@ class Interpreter {
   bool ready(int p, int k) const {
     const auto q = static_cast<std::size_t>(p);
     const Step& step = s_.participants[q].steps[static_cast<std::size_t>(k)];
-    for (int earlier : step.after) {
+    for (int earlier : s_.participants[q].after(k)) {
       if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
     }
     if (step.receives()) {

@@ -56,7 +56,7 @@ Status validate_step(const Schedule& s, int p, int index, const Step& step, std:
       return step_error(s, p, index, "peer " + std::to_string(step.peer) + " is not another participant");
     }
   }
-  for (int earlier : step.after) {
+  for (int earlier : s.participants[static_cast<std::size_t>(p)].after(index)) {
     if (earlier < 0 || earlier >= index) {
       return step_error(s, p, index, "waits for step " + std::to_string(earlier) + ", not an earlier step");
     }
@@ -138,21 +138,21 @@ Step& Schedule::add(int p, Step step) {
 }
 
 void Schedule::send_recv(int from, Range source, int to, Range destination, int channel) {
-  add(from, Step{StepKind::Send, to, source, {}, channel, channel, {}});
-  add(to, Step{StepKind::Recv, from, {}, destination, channel, channel, {}});
+  add(from, Step{StepKind::Send, to, source, {}, channel, channel});
+  add(to, Step{StepKind::Recv, from, {}, destination, channel, channel});
 }
 
 void Schedule::send_recv_reduce(int from, Range source, int to, Range local, Range destination, int channel) {
-  add(from, Step{StepKind::Send, to, source, {}, channel, channel, {}});
-  add(to, Step{StepKind::RecvReduce, from, local, destination, channel, channel, {}});
+  add(from, Step{StepKind::Send, to, source, {}, channel, channel});
+  add(to, Step{StepKind::RecvReduce, from, local, destination, channel, channel});
 }
 
 void Schedule::copy(int p, Range from, Range to, int channel) {
-  add(p, Step{StepKind::Copy, -1, from, to, channel, channel, {}});
+  add(p, Step{StepKind::Copy, -1, from, to, channel, channel});
 }
 
 void Schedule::reduce(int p, Range from, Range to, int channel) {
-  add(p, Step{StepKind::Reduce, -1, from, to, channel, channel, {}});
+  add(p, Step{StepKind::Reduce, -1, from, to, channel, channel});
 }
 
 Alias in_place_alias(const Case& shape, int rank) {
@@ -171,6 +171,11 @@ Status validate(const Schedule& s, std::size_t slack) {
     const Participant& participant = s.participants[static_cast<std::size_t>(p)];
     if ((p < s.nranks()) == participant.is_switch) {
       return Error{"schedule", participant_name(s, p) + ": ranks come first, switches after them"};
+    }
+    if (!participant.waits.empty() && participant.waits.rbegin()->first >= static_cast<int>(participant.steps.size())) {
+      return Error{"schedule", participant_name(s, p) + ": step " + std::to_string(participant.waits.rbegin()->first) +
+                                   " waits for earlier steps, but there are only " +
+                                   std::to_string(participant.steps.size()) + " steps"};
     }
     for (int index = 0; index < static_cast<int>(participant.steps.size()); ++index) {
       const Step& step = participant.steps[static_cast<std::size_t>(index)];

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,14 +19,17 @@ namespace collcheck {
 enum class BufferKind : std::uint8_t { Input, Output, Scratch };
 std::string_view name(BufferKind);
 
-// `count` elements of one buffer of the participant that runs the step, from `offset`.
+// `count` elements of one buffer of the participant that runs the step, from `offset`. Packed
+// into 16 bytes: an offset fits 56 bits, since a buffer holds at most kMaxBufferElements (2^36).
 struct Range {
-  BufferKind buffer = BufferKind::Input;
-  std::size_t offset = 0;
-  std::size_t count = 0;
+  BufferKind buffer : 8 = BufferKind::Input;
+  std::uint64_t offset : 56 = 0;
+  std::uint64_t count = 0;
 
   friend bool operator==(const Range&, const Range&) = default;
 };
+static_assert(sizeof(Range) == 16);
+static_assert(kMaxBufferElements < (std::uint64_t{1} << 55), "a buffer's offsets, guard zone included, fit 56 bits");
 
 // What one step does; ⊕ is the case's reduction op.
 //   Send        send `from` to `peer`. Sends are buffered: a send completes when posted.
@@ -43,16 +48,16 @@ struct Step {
   Range from;     // Send, RecvReduce, Copy, Reduce
   Range to;       // Recv, RecvReduce, Copy, Reduce
   int channel = 0;
-  // Steps of one stream run in order, streams run concurrently (MSCCL's thread blocks);
-  // a step also waits for the steps of its participant listed in `after` (MSCCL's depid).
+  // Steps of one stream run in order, streams run concurrently (MSCCL's thread blocks); a step
+  // also waits for the steps its participant lists for it (Participant::after, MSCCL's depid).
   int stream = 0;
-  std::vector<int> after;
 
   bool sends() const { return kind == StepKind::Send; }
   bool receives() const { return kind == StepKind::Recv || kind == StepKind::RecvReduce; }
   bool reads() const { return kind != StepKind::Recv; }
   bool writes() const { return kind != StepKind::Send; }
 };
+static_assert(sizeof(Step) <= 48, "a schedule at 16,384 ranks holds a billion steps");
 
 // A rank owns input and output buffers of the case's sizes; a switch node (in-network
 // aggregation) owns only scratch. Every participant may have scratch.
@@ -60,6 +65,16 @@ struct Participant {
   bool is_switch = false;
   std::size_t scratch = 0;  // elements
   std::vector<Step> steps;
+  // The earlier steps that step k also waits for; kept beside the steps, not in them, since
+  // only a few hand-made schedules have any and a Step stays small.
+  std::map<int, std::vector<int>> waits;
+
+  std::span<const int> after(int step) const {
+    if (waits.empty()) return {};
+    const auto found = waits.find(step);
+    return found == waits.end() ? std::span<const int>() : std::span<const int>(found->second);
+  }
+  void add_after(int step, int earlier) { waits[step].push_back(earlier); }
 };
 
 struct Schedule {
@@ -91,7 +106,7 @@ Alias in_place_alias(const Case& shape, int rank);
 // Checks the schedule is well formed: every participant and peer exists, every range lies
 // inside its buffer (switches have only scratch), no rank writes its input out of place,
 // every send has a matching receive of the same count and vice versa, and `after` names
-// earlier steps. The error names the participant, step and field. `slack` lets ranges run
+// earlier steps of existing ones. The error names the participant, step and field. `slack` lets ranges run
 // that many elements past the end of a buffer (into an executor's guard zone, where a
 // broken schedule's overrun is caught afterwards instead of refused up front).
 Status validate(const Schedule&, std::size_t slack = 0);

@@ -137,8 +137,7 @@ double Simulation::message_travel(int p, int k) const {
 // Whether receive step k of p could start but for its message.
 bool Simulation::waits_for_message(int p, int k) const {
   const auto q = static_cast<std::size_t>(p);
-  const Step& step = schedule_.participants[q].steps[static_cast<std::size_t>(k)];
-  for (int earlier : step.after) {
+  for (int earlier : schedule_.participants[q].after(k)) {
     if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
   }
   return step_inbox_[q][static_cast<std::size_t>(k)]->waiting.empty();

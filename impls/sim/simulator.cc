@@ -188,7 +188,7 @@ void Simulation::advance(int p) {
 bool Simulation::ready(int p, int k) {
   const auto q = static_cast<std::size_t>(p);
   const Step& step = schedule_.participants[q].steps[static_cast<std::size_t>(k)];
-  for (int earlier : step.after) {
+  for (int earlier : schedule_.participants[q].after(k)) {
     if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
   }
   if (!step.receives()) return true;

@@ -75,15 +75,15 @@ TEST(ScheduleEstimate, KnowsAlgorithmsByCollective) {
   EXPECT_TRUE(estimate_schedule("pairwise", shape));
 }
 
-// The table's simulate row: 64 ranks, 1M elements, chunks of one element -- tens of gigabytes
-// of steps, estimated without building one.
+// The table's simulate row: 64 ranks, 1M elements, chunks of one element -- over ten gigabytes
+// of steps (264 M steps of 48 bytes), estimated without building one.
 TEST(ScheduleEstimate, SeesAHugeScheduleComing) {
   Case shape;
   shape.nranks = 64;
   shape.count = std::size_t{1} << 20;
   Result<ScheduleSize> size = estimate_schedule("ring", shape, Knobs{1, 1, 4});
   ASSERT_TRUE(size);
-  EXPECT_GT(schedule_memory(*size).total(), std::uint64_t{16} << 30);
+  EXPECT_GT(schedule_memory(*size).total(), std::uint64_t{10} << 30);
   EXPECT_GT(simulation_memory(shape, *size, SimulationOptions()).total(), schedule_memory(*size).total());
 }
 

@@ -261,8 +261,8 @@ TEST(ProcProtocol, WithoutChecksumsACorruptionReachesTheOutput) {
   s.shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 2);
   s.participants.resize(2);
   const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n};
-  s.add(0, Step{StepKind::Send, 1, input, {}, 0, 0, {}});
-  s.add(1, Step{StepKind::Recv, 0, {}, output, 0, 0, {}});
+  s.add(0, Step{StepKind::Send, 1, input, {}, 0, 0});
+  s.add(1, Step{StepKind::Recv, 0, {}, output, 0, 0});
   ASSERT_TRUE(validate(s).ok());
   for (ProcLinks links : {ProcLinks::Auto, ProcLinks::Tcp}) {
     for (bool checksums : {true, false}) {

@@ -192,11 +192,11 @@ TEST(ProcTransport, ASendKeepsItsBytesWhenItsSourceIsOverwritten) {
   s.participants[1].scratch = n;
   const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n}, scratch{BufferKind::Scratch, 0, n};
   s.copy(0, input, output);
-  s.add(0, Step{StepKind::Send, 1, output, {}, 0, 0, {}});
+  s.add(0, Step{StepKind::Send, 1, output, {}, 0, 0});
   s.reduce(0, input, output);  // output = 2 * input, over the range still being sent
-  s.add(0, Step{StepKind::Send, 1, output, {}, 1, 0, {}});
-  s.add(1, Step{StepKind::Recv, 0, {}, output, 1, 0, {}});  // the later message first
-  s.add(1, Step{StepKind::Recv, 0, {}, scratch, 0, 0, {}});
+  s.add(0, Step{StepKind::Send, 1, output, {}, 1, 0});
+  s.add(1, Step{StepKind::Recv, 0, {}, output, 1, 0});  // the later message first
+  s.add(1, Step{StepKind::Recv, 0, {}, scratch, 0, 0});
   ASSERT_TRUE(validate(s).ok());
   std::vector<std::vector<float>> memory(4, std::vector<float>(n));
   for (std::size_t i = 0; i < n; ++i) memory[0][i] = static_cast<float>(i % 1000);

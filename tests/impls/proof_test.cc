@@ -76,16 +76,13 @@ bool double_contribution(Schedule& s) {
   auto& receiver = s.participants[static_cast<std::size_t>(receive.first)].steps;
   auto& sender = s.participants[static_cast<std::size_t>(send.first)].steps;
   Step again = receiver[static_cast<std::size_t>(receive.second)];
-  again.after.clear();
   again.from = again.to;  // accumulate the same message once more into the result
   receiver.insert(receiver.begin() + receive.second + 1, again);
   Step resend = sender[static_cast<std::size_t>(send.second)];
-  resend.after.clear();
   sender.insert(sender.begin() + send.second + 1, resend);
   // Indices after the insertions moved by one: later `after` lists would be stale.
-  for (auto* steps : {&receiver, &sender}) {
-    for (Step& step : *steps) step.after.clear();
-  }
+  s.participants[static_cast<std::size_t>(receive.first)].waits.clear();
+  s.participants[static_cast<std::size_t>(send.first)].waits.clear();
   return true;
 }
 
