@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "reference/counts.h"
@@ -30,35 +32,44 @@ struct Run {
 class Element {
  public:
   Element() = default;
-  Element(std::uint64_t index, std::uint32_t rank) : defined_(true), count_(1), single_{index, rank, rank + 1} {}
+  Element(std::uint64_t index, std::uint32_t rank) : count_(1), single_{index, rank, rank + 1} {}
+  Element(const Element& other)
+      : writer_(other.writer_), count_(other.count_), single_(other.single_),
+        many_(other.many_ ? std::make_unique<std::vector<Run>>(*other.many_) : nullptr) {}
+  Element(Element&&) noexcept = default;
+  Element& operator=(const Element& other) {
+    if (this != &other) *this = Element(other);
+    return *this;
+  }
+  Element& operator=(Element&&) noexcept = default;
+  ~Element() = default;
 
-  bool defined() const { return defined_; }
+  bool defined() const { return count_ > 0; }  // a written element holds at least one run
   int writer() const { return writer_; }
   void set_writer(int step) { writer_ = step; }
   std::span<const Run> runs() const {
-    return count_ <= 1 ? std::span<const Run>(&single_, count_) : std::span<const Run>(many_);
+    return count_ <= 1 ? std::span<const Run>(&single_, count_) : std::span<const Run>(*many_);
   }
 
   void assign(std::vector<Run> runs) {
-    defined_ = true;
     count_ = static_cast<std::uint32_t>(runs.size());
     if (count_ == 1) single_ = runs[0];
-    many_ = count_ > 1 ? std::move(runs) : std::vector<Run>{};
+    if (count_ > 1) many_ = std::make_unique<std::vector<Run>>(std::move(runs));
+    else many_.reset();
   }
   void assign_single(const Run& run) {
-    defined_ = true;
     count_ = 1;
     single_ = run;
-    many_.clear();
+    many_.reset();
   }
 
  private:
-  bool defined_ = false;
   int writer_ = -1;  // step index of the owning participant; -1: initial contents
   std::uint32_t count_ = 0;
   Run single_{};
-  std::vector<Run> many_;
+  std::unique_ptr<std::vector<Run>> many_;  // more than one run: a pointer keeps Element at 32 bytes
 };
+static_assert(sizeof(Element) <= 32, "the prover holds an Element per output element of every rank");
 
 std::string show(std::span<const Run> runs) {
   if (runs.empty()) return "{}";
@@ -102,6 +113,24 @@ Union combine(std::span<const Run> a, std::span<const Run> b) {
 
 using Contents = std::vector<Element>;
 
+// Messages from one participant to another on one channel, in order, received from `head`.
+struct Queue {
+  std::vector<Contents> messages;
+  std::size_t head = 0;
+
+  bool empty() const { return head == messages.size(); }
+};
+
+// Queue keys are (from, to, channel) packed into 64 bits; mixed (splitmix64's finalizer) so
+// that a ring's keys, all alike in their low bits, spread over the buckets.
+struct QueueKeyHash {
+  std::size_t operator()(std::uint64_t key) const {
+    key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    key = (key ^ (key >> 27)) * 0x94d049bb133111ebULL;
+    return static_cast<std::size_t>(key ^ (key >> 31));
+  }
+};
+
 class Interpreter {
  public:
   explicit Interpreter(const Schedule& s) : s_(s) {
@@ -116,11 +145,7 @@ class Interpreter {
       output_[q].resize(s.buffer_size(p, BufferKind::Output));
       scratch_[q].resize(s.buffer_size(p, BufferKind::Scratch));
       done_[q].assign(s.participants[q].steps.size(), false);
-      std::map<int, std::vector<int>> by_stream;
-      const auto& steps = s.participants[q].steps;
-      for (int k = 0; k < static_cast<int>(steps.size()); ++k)
-        by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
-      for (auto& [stream, indices] : by_stream) streams_[q].push_back(Stream{std::move(indices), 0});
+      make_streams(q);
       if (!s.participants[q].is_switch) initialize_input(p);
     }
   }
@@ -148,6 +173,24 @@ class Interpreter {
   }
 
  private:
+  // The steps of participant q by stream, in order; one stream, the common case, keeps no list.
+  void make_streams(std::size_t q) {
+    const auto& steps = s_.participants[q].steps;
+    const bool one_stream =
+        std::all_of(steps.begin(), steps.end(), [&](const Step& step) { return step.stream == steps.front().stream; });
+    if (one_stream) {
+      streams_[q].push_back(Stream{{}, 0, steps.size()});
+      return;
+    }
+    std::map<int, std::vector<int>> by_stream;
+    for (int k = 0; k < static_cast<int>(steps.size()); ++k)
+      by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
+    for (auto& [stream, indices] : by_stream) {
+      const std::size_t size = indices.size();
+      streams_[q].push_back(Stream{std::move(indices), 0, size});
+    }
+  }
+
   void initialize_input(int p) {
     const auto q = static_cast<std::size_t>(p);
     const std::size_t size = s_.buffer_size(p, BufferKind::Input);
@@ -178,14 +221,15 @@ class Interpreter {
     return output_[q].data();
   }
 
-  // Reads a range; out of place the input is implicit. Sets `error` on an undefined element.
-  std::vector<Element> read(int p, int step, const Range& range, Proof& proof) {
-    std::vector<Element> values;
+  // Reads a range into `values` (reused, so that a step allocates only where an element has
+  // many runs); out of place the input is implicit. Fails on an undefined element.
+  bool read(int p, int step, const Range& range, Contents& values, Proof& proof) {
+    values.clear();
     values.reserve(range.count);
     const auto rank = static_cast<std::uint32_t>(p);
     if (range.buffer == BufferKind::Input && !s_.shape.in_place) {
       for (std::size_t i = 0; i < range.count; ++i) values.emplace_back(range.offset + i, rank);
-      return values;
+      return true;
     }
     const Element* stored = storage(p, range.buffer) + range.offset;
     for (std::size_t i = 0; i < range.count; ++i) {
@@ -193,14 +237,14 @@ class Interpreter {
         fail(proof, p, step,
              "reads " + std::string(name(range.buffer)) + " element " + std::to_string(range.offset + i) +
                  ", which nothing has written");
-        return {};
+        return false;
       }
       values.push_back(stored[i]);
     }
-    return values;
+    return true;
   }
 
-  void write(int p, int step, const Range& range, std::vector<Element> values) {
+  void write(int p, int step, const Range& range, Contents& values) {
     Element* stored = storage(p, range.buffer) + range.offset;
     for (std::size_t i = 0; i < range.count; ++i) {
       values[i].set_writer(step);
@@ -244,8 +288,8 @@ class Interpreter {
     while (progress && proof.ok) {
       progress = false;
       for (Stream& stream : streams_[q]) {
-        while (stream.next < stream.steps.size() && ready(p, stream.steps[stream.next])) {
-          const int k = stream.steps[stream.next];
+        while (stream.next < stream.size && ready(p, stream.at(stream.next))) {
+          const int k = stream.at(stream.next);
           if (!execute(p, k, proof)) return;
           done_[q][static_cast<std::size_t>(k)] = true;
           ++stream.next;
@@ -260,54 +304,68 @@ class Interpreter {
 
   // Whether step k of p, the head of its stream, can run: its dependencies are done and,
   // for a receive, its message has arrived.
-  bool ready(int p, int k) const {
+  bool ready(int p, int k) {
     const auto q = static_cast<std::size_t>(p);
     const Step& step = s_.participants[q].steps[static_cast<std::size_t>(k)];
     for (int earlier : s_.participants[q].after(k)) {
       if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
     }
-    if (step.receives()) {
-      auto queue = queues_.find({step.peer, p, step.channel});
-      if (queue == queues_.end() || queue->second.empty()) return false;
-    }
-    return true;
+    return !step.receives() || !queue(step.peer, p, step.channel).empty();
+  }
+
+  // The queue of messages from one participant to another on one channel.
+  Queue& queue(int from, int to, int channel) {
+    const auto participants = static_cast<std::uint64_t>(s_.nparticipants());
+    const std::uint64_t link = static_cast<std::uint64_t>(from) * participants + static_cast<std::uint64_t>(to);
+    return queues_[link * 65536 + static_cast<std::uint64_t>(channel)];  // channels: at most 64
+  }
+
+  // Message buffers are reused: a step allocates only where an element has many runs.
+  Contents spare() {
+    if (spare_.empty()) return {};
+    Contents message = std::move(spare_.back());
+    spare_.pop_back();
+    return message;
   }
 
   bool execute(int p, int k, Proof& proof) {
     const Step& step = s_.participants[static_cast<std::size_t>(p)].steps[static_cast<std::size_t>(k)];
     switch (step.kind) {
       case StepKind::Send: {
-        std::vector<Element> payload = read(p, k, step.from, proof);
-        if (!proof.ok) return false;
-        queues_[{p, step.peer, step.channel}].push_back(std::move(payload));
+        Contents payload = spare();
+        if (!read(p, k, step.from, payload, proof)) return false;
+        queue(p, step.peer, step.channel).messages.push_back(std::move(payload));
         ++proof.messages;
         return true;
       }
       case StepKind::Recv:
       case StepKind::RecvReduce: {
-        auto& queue = queues_[{step.peer, p, step.channel}];
-        std::vector<Element> payload = std::move(queue.front());
-        queue.pop_front();
-        if (step.kind == StepKind::RecvReduce) {
-          std::vector<Element> local = read(p, k, step.from, proof);
-          if (!proof.ok || !combine_into(p, k, step.to, local, payload, proof)) return false;
-          payload = std::move(local);
+        Queue& from = queue(step.peer, p, step.channel);
+        Contents payload = std::move(from.messages[from.head++]);
+        if (from.empty()) {
+          from.messages.clear();
+          from.head = 0;
         }
-        write(p, k, step.to, std::move(payload));
+        if (step.kind == StepKind::RecvReduce) {
+          if (!read(p, k, step.from, local_, proof) || !combine_into(p, k, step.to, local_, payload, proof)) {
+            return false;
+          }
+          std::swap(payload, local_);
+        }
+        write(p, k, step.to, payload);
+        payload.clear();
+        spare_.push_back(std::move(payload));
         return true;
       }
       case StepKind::Copy: {
-        std::vector<Element> values = read(p, k, step.from, proof);
-        if (!proof.ok) return false;
-        write(p, k, step.to, std::move(values));
+        if (!read(p, k, step.from, local_, proof)) return false;
+        write(p, k, step.to, local_);
         return true;
       }
       case StepKind::Reduce: {
-        std::vector<Element> values = read(p, k, step.from, proof);
-        if (!proof.ok) return false;
-        std::vector<Element> target = read(p, k, step.to, proof);
-        if (!proof.ok || !combine_into(p, k, step.to, target, values, proof)) return false;
-        write(p, k, step.to, std::move(target));
+        if (!read(p, k, step.from, local_, proof) || !read(p, k, step.to, target_, proof)) return false;
+        if (!combine_into(p, k, step.to, target_, local_, proof)) return false;
+        write(p, k, step.to, target_);
         return true;
       }
     }
@@ -409,16 +467,23 @@ class Interpreter {
     proof.message = describe(s_, p, step) + ": " + what;
   }
 
+  // The steps of one stream of a participant, in order: indices[i], or step i where there is
+  // no list (the participant's only stream).
   struct Stream {
-    std::vector<int> steps;  // step indices of the participant, in order
-    std::size_t next;        // the first not yet run
+    std::vector<int> indices;
+    std::size_t next;  // the first not yet run
+    std::size_t size;
+
+    int at(std::size_t i) const { return indices.empty() ? static_cast<int>(i) : indices[i]; }
   };
 
   const Schedule& s_;
   std::vector<std::vector<Stream>> streams_;
   std::vector<Contents> output_, scratch_, input_;
   std::vector<std::vector<bool>> done_;
-  std::map<std::tuple<int, int, int>, std::deque<std::vector<Element>>> queues_;
+  std::unordered_map<std::uint64_t, Queue, QueueKeyHash> queues_;
+  std::vector<Contents> spare_;  // emptied messages, for the next sends
+  Contents local_, target_;      // reused by every step
 };
 
 }  // namespace
@@ -432,12 +497,13 @@ Proof prove(const Schedule& schedule) {
 MemoryEstimate proof_memory(const Case& shape, const ScheduleSize& size) {
   MemoryEstimate estimate = schedule_memory(size);
   // Out of place the input is implicit; every output and scratch element is an Element, and a
-  // reduced one holds a few runs of contributions besides (a small allocation of its own).
+  // reduced one may hold a few runs of contributions besides (an allocation of its own).
   const auto nranks = static_cast<std::uint64_t>(shape.nranks);
   const std::uint64_t outputs = saturating_product(
       nranks, shape.in_place ? std::max(input_elements(shape), output_elements(shape)) : output_elements(shape));
   const std::uint64_t elements = saturating_sum(outputs, size.scratch_elements);
-  const std::uint64_t per_element = sizeof(Element) + (reduces(shape.collective) ? 3 * sizeof(Run) : 0);
+  const std::uint64_t per_element =
+      sizeof(Element) + (reduces(shape.collective) ? sizeof(std::vector<Run>) + 3 * sizeof(Run) : 0);
   // Sends are buffered: at worst a rank's whole share waits in a queue at once.
   const std::uint64_t queued = saturating_product(
       nranks, saturating_product(std::max(input_elements(shape), output_elements(shape)), sizeof(Element)));

@@ -2,6 +2,7 @@
 #include "impls/schedule/schedule.h"
 
 #include <map>
+#include <optional>
 #include <tuple>
 
 namespace collcheck {
@@ -67,33 +68,39 @@ Status validate_step(const Schedule& s, int p, int index, const Step& step, std:
 // Messages per (from, to, channel), in order: the counts of the sends, or of the receives.
 using Messages = std::map<std::tuple<int, int, int>, std::vector<std::size_t>>;
 
-// Every send has a receive of the same count, in order, on its link and channel.
-Status validate_sends_received(const Schedule& s, const Messages& sent, const Messages& received) {
-  const std::vector<std::size_t> none;
+// Every send has a receive of the same count, in order, on its link and channel. `received`
+// holds, per link, how many receives there are, and the first whose count differs from its
+// send's (or none: the receives are not kept, which halves what a large schedule's check holds).
+struct Received {
+  std::size_t receives = 0;
+  std::optional<std::pair<std::size_t, std::size_t>> mismatch;  // (message, the receive's count)
+};
+using ReceivedPerLink = std::map<std::tuple<int, int, int>, Received>;
+
+Status validate_sends_received(const Schedule& s, const Messages& sent, const ReceivedPerLink& received) {
   for (const auto& [key, counts] : sent) {
     const auto& [from, to, channel] = key;
     const auto found = received.find(key);
-    const std::vector<std::size_t>& matched = found == received.end() ? none : found->second;
+    const Received matched = found == received.end() ? Received{} : found->second;
     const std::string link =
         participant_name(s, from) + " -> " + participant_name(s, to) + " on channel " + std::to_string(channel);
-    if (matched.size() != counts.size()) {
+    if (matched.receives != counts.size()) {
       return Error{"schedule", link + ": " + std::to_string(counts.size()) + " sends but " +
-                                   std::to_string(matched.size()) + " receives"};
+                                   std::to_string(matched.receives) + " receives"};
     }
-    for (std::size_t k = 0; k < counts.size(); ++k) {
-      if (counts[k] != matched[k]) {
-        return Error{"schedule", link + ": message " + std::to_string(k) + " sends " + std::to_string(counts[k]) +
-                                     " elements but the receive takes " + std::to_string(matched[k])};
-      }
+    if (matched.mismatch) {
+      const std::size_t k = matched.mismatch->first;
+      return Error{"schedule", link + ": message " + std::to_string(k) + " sends " + std::to_string(counts[k]) +
+                                   " elements but the receive takes " + std::to_string(matched.mismatch->second)};
     }
   }
   return Ok{};
 }
 
 // No receive waits on a link and channel that never sends.
-Status validate_receives_sent(const Schedule& s, const Messages& sent, const Messages& received) {
+Status validate_receives_sent(const Schedule& s, const Messages& sent, const ReceivedPerLink& received) {
   for (const auto& [key, counts] : received) {
-    if (!sent.contains(key) && !counts.empty()) {
+    if (!sent.contains(key) && counts.receives > 0) {
       const auto& [from, to, channel] = key;
       return Error{"schedule", participant_name(s, to) + " receives from " + participant_name(s, from) +
                                    " on channel " + std::to_string(channel) + ", which never sends"};
@@ -166,7 +173,7 @@ Status validate(const Schedule& s, std::size_t slack) {
                  std::to_string(s.nparticipants()) + " participants for " + std::to_string(s.nranks()) + " ranks"};
   }
   Messages sent;
-  Messages received;
+  ReceivedPerLink received;
   for (int p = 0; p < s.nparticipants(); ++p) {
     const Participant& participant = s.participants[static_cast<std::size_t>(p)];
     if ((p < s.nranks()) == participant.is_switch) {
@@ -182,7 +189,20 @@ Status validate(const Schedule& s, std::size_t slack) {
       Status valid = validate_step(s, p, index, step, slack);
       if (!valid) return valid;
       if (step.sends()) sent[{p, step.peer, step.channel}].push_back(step.from.count);
-      if (step.receives()) received[{step.peer, p, step.channel}].push_back(step.to.count);
+    }
+  }
+  // The receives, once every send is known: each against its send.
+  for (int p = 0; p < s.nparticipants(); ++p) {
+    for (const Step& step : s.participants[static_cast<std::size_t>(p)].steps) {
+      if (!step.receives()) continue;
+      const std::tuple<int, int, int> key{step.peer, p, step.channel};
+      Received& link = received[key];
+      const auto found = sent.find(key);
+      if (!link.mismatch && found != sent.end() && link.receives < found->second.size() &&
+          found->second[link.receives] != step.to.count) {
+        link.mismatch = {link.receives, step.to.count};
+      }
+      ++link.receives;
     }
   }
   Status matched = validate_sends_received(s, sent, received);
