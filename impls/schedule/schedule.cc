@@ -77,6 +77,25 @@ struct Received {
 };
 using ReceivedPerLink = std::map<std::tuple<int, int, int>, Received>;
 
+// The receives, once every send is known: each against its send.
+ReceivedPerLink receives_against_sends(const Schedule& s, const Messages& sent) {
+  ReceivedPerLink received;
+  for (int p = 0; p < s.nparticipants(); ++p) {
+    for (const Step& step : s.participants[static_cast<std::size_t>(p)].steps) {
+      if (!step.receives()) continue;
+      const std::tuple<int, int, int> key{step.peer, p, step.channel};
+      Received& link = received[key];
+      const auto found = sent.find(key);
+      if (!link.mismatch && found != sent.end() && link.receives < found->second.size() &&
+          found->second[link.receives] != step.to.count) {
+        link.mismatch = {link.receives, step.to.count};
+      }
+      ++link.receives;
+    }
+  }
+  return received;
+}
+
 Status validate_sends_received(const Schedule& s, const Messages& sent, const ReceivedPerLink& received) {
   for (const auto& [key, counts] : sent) {
     const auto& [from, to, channel] = key;
@@ -140,7 +159,7 @@ std::size_t Schedule::buffer_size(int p, BufferKind kind) const {
 
 Step& Schedule::add(int p, Step step) {
   std::vector<Step>& steps = participants.at(static_cast<std::size_t>(p)).steps;
-  steps.push_back(std::move(step));
+  steps.push_back(step);
   return steps.back();
 }
 
@@ -173,7 +192,6 @@ Status validate(const Schedule& s, std::size_t slack) {
                  std::to_string(s.nparticipants()) + " participants for " + std::to_string(s.nranks()) + " ranks"};
   }
   Messages sent;
-  ReceivedPerLink received;
   for (int p = 0; p < s.nparticipants(); ++p) {
     const Participant& participant = s.participants[static_cast<std::size_t>(p)];
     if ((p < s.nranks()) == participant.is_switch) {
@@ -191,20 +209,7 @@ Status validate(const Schedule& s, std::size_t slack) {
       if (step.sends()) sent[{p, step.peer, step.channel}].push_back(step.from.count);
     }
   }
-  // The receives, once every send is known: each against its send.
-  for (int p = 0; p < s.nparticipants(); ++p) {
-    for (const Step& step : s.participants[static_cast<std::size_t>(p)].steps) {
-      if (!step.receives()) continue;
-      const std::tuple<int, int, int> key{step.peer, p, step.channel};
-      Received& link = received[key];
-      const auto found = sent.find(key);
-      if (!link.mismatch && found != sent.end() && link.receives < found->second.size() &&
-          found->second[link.receives] != step.to.count) {
-        link.mismatch = {link.receives, step.to.count};
-      }
-      ++link.receives;
-    }
-  }
+  const ReceivedPerLink received = receives_against_sends(s, sent);
   Status matched = validate_sends_received(s, sent, received);
   if (!matched) return matched;
   return validate_receives_sent(s, sent, received);
