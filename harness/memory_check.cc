@@ -160,12 +160,13 @@ std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const
   return most;
 }
 
-Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs) {
+Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs,
+                                             bool numeric) {
   Result<ScheduleSize> size = estimate_schedule(algorithm, c, knobs);
   if (!size) return size.error();
   MemoryEstimate estimate = schedule_memory(*size);
-  estimate.add(simulation_memory(c, *size, SimulationOptions()));
-  estimate.add(oracle_memory(c));
+  estimate.add(simulation_memory(c, *size, SimulationOptions(0, nullptr, numeric)));
+  if (numeric) estimate.add(oracle_memory(c));
   return estimate;
 }
 

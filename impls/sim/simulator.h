@@ -58,7 +58,10 @@ struct SimulatedRun {
   double time = 0;                  // virtual seconds until the last participant finished
   std::uint64_t trace = 0;          // hash of every event in order: equal seeds, equal traces
   std::size_t events = 0;
-  std::size_t messages = 0;
+  std::size_t messages = 0;  // transmissions, retransmissions included
+  // Link loads, per topology link (Topology::links): bytes carried and seconds busy carrying them.
+  std::vector<std::uint64_t> link_bytes;
+  std::vector<double> link_busy;
   std::vector<std::vector<std::byte>> outputs;  // per rank, its output (empty: reduce non-root), last call
   std::vector<std::vector<std::vector<std::byte>>> earlier_outputs;  // [call][rank], the calls before the last
   std::vector<std::vector<std::byte>> inputs;                        // per rank, its input buffer after the run
