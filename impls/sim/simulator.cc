@@ -15,6 +15,13 @@
 
 namespace collcheck {
 namespace sim {
+namespace {
+
+// How far ahead of the step a stream starts it asks for the cache lines of a later one: far enough
+// that they have come by the time the stream gets there.
+constexpr std::size_t kPrefetchSteps = 4;
+
+}  // namespace
 
 Simulation::Simulation(const Schedule& schedule, const Topology& topology, const SimulationOptions& options)
     : schedule_(schedule), topology_(topology), options_(options), hook_(options.hook ? *options.hook : default_hook_),
@@ -233,6 +240,9 @@ void Simulation::advance(int p) {
     const int k = stream.step_at(stream.next);
     if (!ready(p, k)) continue;
     stream.busy = true;
+    if (stream.next + kPrefetchSteps < stream.count) {
+      steps_[q].prefetch(static_cast<std::size_t>(stream.step_at(stream.next + kPrefetchSteps)));
+    }
     // A receive that starts has its message: its wait timer is over.
     const std::size_t slot = first_slot_[q] + s;
     timers_.cancel(slot);
