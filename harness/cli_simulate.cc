@@ -26,7 +26,7 @@ namespace {
 constexpr Option kOptions[] = {
     {"algorithm", "A", "ring", "the algorithm to run (collcheck list names them)"},
     {"collective", "C", "allreduce", "the collective"},
-    {"ranks", "N", "8", "rank count, up to 4096"},
+    {"ranks", "N", "8", "rank count, up to 16384"},
     {"counts", "LIST", "1K,64K,1M", "element counts, one table row each"},
     {"dtype", "D", "f32", "element type"},
     {"op", "O", "sum", "reduction op"},
@@ -150,17 +150,19 @@ Case with_count(Case c, std::size_t count) {
   return c;
 }
 
-// Refuses, before anything runs, a count whose simulation memory could not hold.
-Status counts_fit(const Arguments& args, const Plan& plan) {
-  Result<MemoryBudget> budget = memory_budget(args);
-  if (!budget) return budget.error();
+// Refuses, before anything runs, a count whose simulation memory could not hold; `links`, the
+// schedule's stream links once it is built (0: before).
+Status count_fits(const MemoryBudget& budget, const Plan& plan, std::uint64_t count, std::uint64_t links) {
+  const Case c = with_count(plan.base, count);
+  Result<MemoryEstimate> estimate =
+      simulated_case_memory(plan.algorithm, c, plan.knobs, !plan.timing_only, plan.reliable, links);
+  if (!estimate) return Ok{};  // make_schedule names what is wrong
+  return fits(*estimate, budget, "--counts " + std::to_string(count), "lower --counts or --ranks, or raise --chunk");
+}
+
+Status counts_fit(const MemoryBudget& budget, const Plan& plan) {
   for (std::uint64_t count : plan.counts) {
-    const Case c = with_count(plan.base, count);
-    Result<MemoryEstimate> estimate = simulated_case_memory(plan.algorithm, c, plan.knobs, !plan.timing_only);
-    if (!estimate) continue;  // make_schedule names what is wrong
-    Status fit =
-        fits(*estimate, *budget, "--counts " + std::to_string(count), "lower --counts or --ranks, or raise --chunk");
-    if (!fit) return fit;
+    if (Status fit = count_fits(budget, plan, count, 0); !fit) return fit;
   }
   return Ok{};
 }
@@ -169,8 +171,8 @@ Status counts_fit(const Arguments& args, const Plan& plan) {
 std::string engine_line(std::uint64_t count, const SimulatedRun& run, double seconds) {
   const double per_second = seconds > 0 ? 1 / seconds : 0;
   return std::to_string(count) + ": " + std::to_string(run.events) + " events, " + std::to_string(run.messages) +
-         " messages in " + format("%.3f", seconds) + " s: " +
-         format("%.2f", static_cast<double>(run.events) * per_second / 1e6) + " M events/s, " +
+         " messages in " + format("%.3f", seconds) +
+         " s: " + format("%.2f", static_cast<double>(run.events) * per_second / 1e6) + " M events/s, " +
          format("%.2f", static_cast<double>(run.messages) * per_second / 1e6) + " M messages/s";
 }
 
@@ -216,7 +218,12 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
     err << "collcheck simulate: " << plan.error().text() << '\n';
     return kUsageError;
   }
-  if (Status fit = counts_fit(*args, *plan); !fit) {
+  Result<MemoryBudget> budget = memory_budget(*args);
+  if (!budget) {
+    err << "collcheck simulate: " << budget.error().text() << '\n';
+    return kUsageError;
+  }
+  if (Status fit = counts_fit(*budget, *plan); !fit) {
     err << "collcheck simulate: " << fit.error().text() << '\n';
     return kUsageError;
   }
@@ -234,6 +241,11 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
     Result<Schedule> schedule = make_schedule(plan->algorithm, c, plan->knobs);
     if (!schedule) {
       err << "collcheck simulate: " << schedule.error().text() << '\n';
+      return kUsageError;
+    }
+    // Checked again with the schedule's own stream links, before any engine state exists.
+    if (Status fit = count_fits(*budget, *plan, count, stream_links(*schedule)); !fit) {
+      err << "collcheck simulate: " << fit.error().text() << '\n';
       return kUsageError;
     }
     // The faults are drawn from the schedule seed: the same command injects the same faults.

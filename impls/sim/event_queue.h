@@ -98,8 +98,10 @@ class TimerQueue {
     }
     heap_.pop_back();
     if (at == last) return;
+    // The last timer moved into the hole: up if it is earlier than its parent, else down (when it
+    // went up, what came down into the hole is earlier than everything below it).
     rise(at);
-    sink(position_[heap_[at].slot] == at ? at : position_[heap_[at].slot]);
+    sink(at);
   }
 
  private:

@@ -30,13 +30,14 @@ void Simulation::set_up_route(StreamLink& link) {
 double Simulation::transmit(StreamLink& link, std::size_t bytes) {
   if (link.route == nullptr) return now_;
   double begin = now_;
-  for (int id : *link.route) begin = std::max(begin, link_free_[static_cast<std::size_t>(id)]);
+  for (int id : *link.route) begin = std::max(begin, link_state_[static_cast<std::size_t>(id)].free);
   for (int id : *link.route) {
     const auto hop = static_cast<std::size_t>(id);
     const double busy = static_cast<double>(bytes) / topology_.links[hop].bandwidth;
-    link_free_[hop] = begin + busy;
-    link_busy_[hop] += busy;
-    link_bytes_[hop] += bytes;
+    LinkState& state = link_state_[hop];
+    state.free = begin + busy;
+    state.busy += busy;
+    state.bytes += bytes;
   }
   return begin + (link.latency + static_cast<double>(bytes) / link.narrowest);
 }
@@ -53,8 +54,12 @@ double Simulation::compute_time(std::size_t elements) const {
 }
 
 void Simulation::collect_link_loads() {
-  result_.link_bytes = std::move(link_bytes_);
-  result_.link_busy = std::move(link_busy_);
+  result_.link_bytes.reserve(link_state_.size());
+  result_.link_busy.reserve(link_state_.size());
+  for (const LinkState& state : link_state_) {
+    result_.link_bytes.push_back(state.bytes);
+    result_.link_busy.push_back(state.busy);
+  }
 }
 
 }  // namespace collcheck::sim

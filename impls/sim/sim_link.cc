@@ -38,7 +38,15 @@ void Simulation::set_up_protocol() {
     }
   }
   link_index_ = {};
-  for (StreamLink& link : links_) set_up_route(link);
+  // Source by source, so that the topology works out each source's routes together (its cache
+  // of shortest-path trees is bounded, see topology.h).
+  std::vector<std::uint32_t> by_source(links_.size());
+  for (std::uint32_t l = 0; l < by_source.size(); ++l) by_source[l] = l;
+  std::stable_sort(by_source.begin(), by_source.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return vertex_[static_cast<std::size_t>(std::get<0>(links_[a].key))] <
+           vertex_[static_cast<std::size_t>(std::get<0>(links_[b].key))];
+  });
+  for (std::uint32_t l : by_source) set_up_route(links_[l]);
 }
 
 // The stream's place in links_, added when new.
@@ -82,8 +90,8 @@ void Simulation::arrive(std::size_t index) {
   ++result_.discarded;
   if (verdict == Verdict::Duplicate) return;
   if (!protocol_.reliable) {
-    return detect(link.key, stream_name(link, receiver.due_message()) + ": " +
-                                link_fault_text(verdict, piece, receiver, bytes));
+    return detect(link.key,
+                  stream_name(link, receiver.due_message()) + ": " + link_fault_text(verdict, piece, receiver, bytes));
   }
   if (receiver.ask(now_, protocol_, nullptr)) ask_again(message.link);
 }
@@ -165,8 +173,7 @@ double Simulation::message_travel(int p, int k) const {
 // Whether receive step k of p could start but for its message.
 bool Simulation::waits_for_message(int p, int k) const {
   const auto q = static_cast<std::size_t>(p);
-  const Step& step = steps_[q][static_cast<std::size_t>(k)];
-  for (int earlier : step.after) {
+  for (int earlier : steps_[q].after(static_cast<std::size_t>(k))) {
     if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
   }
   return links_[step_link_[q][static_cast<std::size_t>(k)]].inbox.waiting_count == 0;
@@ -299,8 +306,14 @@ void Simulation::receive(int p, int k, const Step& step) {
   Inbox& inbox = links_[step_link_[static_cast<std::size_t>(p)][static_cast<std::size_t>(k)]].inbox;
   --inbox.waiting_count;
   if (!options_.numeric) return;
-  std::vector<std::byte> payload = std::move(inbox.waiting.front());
-  inbox.waiting.pop_front();
+  std::vector<std::byte> payload = std::move(inbox.waiting[inbox.first++]);
+  if (inbox.first == inbox.waiting.size()) {
+    inbox.waiting.clear();
+    inbox.first = 0;
+  } else if (inbox.first * 2 > inbox.waiting.size()) {  // taken half: drop their empty places
+    inbox.waiting.erase(inbox.waiting.begin(), inbox.waiting.begin() + static_cast<std::ptrdiff_t>(inbox.first));
+    inbox.first = 0;
+  }
   if (step.to.count == 0) return;
   std::byte* to = at(p, step.to.buffer, step.to.offset);
   if (step.kind == StepKind::Recv) {

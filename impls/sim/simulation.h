@@ -5,7 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -53,6 +53,8 @@ class StepCursor {
   explicit StepCursor(const Participant& participant) : steps_(&participant.steps) {}
   std::size_t size() const { return steps_->size(); }
   const Step& operator[](std::size_t k) const { return (*steps_)[k]; }
+  // The earlier steps step k also waits for.
+  std::span<const int> after(std::size_t k) const { return (*steps_)[k].after; }
   // A hint that step k is read soon: steps are read in order per participant but interleaved
   // across thousands of them, so each would otherwise be a miss in the cache.
   void prefetch(std::size_t k) const {
@@ -91,8 +93,11 @@ struct InFlight {
 // their receive step (timing only: counted, not kept).
 struct Inbox {
   LinkReceiver receiver;
-  std::deque<std::vector<std::byte>> waiting;
   std::size_t waiting_count = 0;
+  // Numeric: the payloads taken, oldest at `first` (a vector, not a deque, which would allocate
+  // a block for every stream before it holds anything).
+  std::vector<std::vector<std::byte>> waiting;
+  std::size_t first = 0;
 };
 
 // A sender's end: the protocol's sender, what it sent (kept while reliable, to send again), and a
@@ -196,9 +201,14 @@ class Simulation {
   EventQueue events_;
   TimerQueue timers_;  // a slot per stream of every participant: its receive's wait timer
   std::vector<int> vertex_;
-  std::vector<double> link_free_;
-  std::vector<double> link_busy_;        // per topology link: seconds it carried messages
-  std::vector<std::uint64_t> link_bytes_;  // per topology link: bytes it carried
+  // Per topology link, together so that booking a hop touches one cache line: when it is free
+  // next, and its load so far (seconds busy, bytes carried).
+  struct LinkState {
+    double free = 0;
+    double busy = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::vector<LinkState> link_state_;
   std::vector<GuardedBuffer> input_, output_, scratch_;
   std::vector<StepCursor> steps_;
   std::vector<std::vector<Stream>> streams_;
@@ -217,7 +227,7 @@ class Simulation {
   static constexpr std::uint32_t kNoLink = ~std::uint32_t{0};
   std::vector<std::vector<std::uint32_t>> step_link_;  // per participant and step: a send's or receive's link
   static constexpr double kNoTimer = -1;               // (virtual times are never negative)
-  std::vector<double> timer_armed_;  // per timer slot: when its wait timer was armed, or kNoTimer
+  std::vector<double> timer_armed_;                    // per timer slot: when its wait timer was armed, or kNoTimer
 };
 
 }  // namespace collcheck::sim

@@ -76,9 +76,7 @@ bool Simulation::place_participants() {
     }
     vertex_.push_back(switches[static_cast<std::size_t>(p - schedule_.nranks()) % switches.size()]);
   }
-  link_free_.assign(topology_.links.size(), 0.0);
-  link_busy_.assign(topology_.links.size(), 0.0);
-  link_bytes_.assign(topology_.links.size(), 0);
+  link_state_.assign(topology_.links.size(), LinkState{});
   return true;
 }
 
@@ -134,7 +132,8 @@ void Simulation::set_up_streams(int p) {
     streams_[q].push_back(Stream{{}, steps.size(), 0, false});
     return;
   }
-  for (int k = 0; k < static_cast<int>(steps.size()); ++k) by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
+  for (int k = 0; k < static_cast<int>(steps.size()); ++k)
+    by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
   for (auto& entry : by_stream) {
     const std::size_t count = entry.second.size();
     streams_[q].push_back(Stream{std::move(entry.second), count, 0, false});
@@ -149,8 +148,8 @@ void Simulation::push(double time, EventKind kind, int p, int step, std::size_t 
 // A wait timer's event, numbered in turn with every other event.
 Event Simulation::timer_event(double time, int p, int step, std::size_t call) {
   const std::uint64_t sequence = next_sequence_++;
-  return Event{time, mix64(options_.seed ^ mix64(sequence)), p, step, static_cast<std::uint32_t>(call),
-               EventKind::Timeout};
+  return Event{time, mix64(options_.seed ^ mix64(sequence)), p,
+               step, static_cast<std::uint32_t>(call),       EventKind::Timeout};
 }
 
 void Simulation::record(const Event& event) {
@@ -254,11 +253,10 @@ void Simulation::advance(int p) {
 
 bool Simulation::ready(int p, int k) {
   const auto q = static_cast<std::size_t>(p);
-  const Step& step = steps_[q][static_cast<std::size_t>(k)];
-  for (int earlier : step.after) {
+  for (int earlier : steps_[q].after(static_cast<std::size_t>(k))) {
     if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
   }
-  if (!step.receives()) return true;
+  if (!steps_[q][static_cast<std::size_t>(k)].receives()) return true;
   return links_[step_link_[q][static_cast<std::size_t>(k)]].inbox.waiting_count > 0;
 }
 
