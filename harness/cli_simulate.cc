@@ -193,6 +193,49 @@ std::string busiest_link_line(std::uint64_t count, const SimulatedRun& run, cons
          std::to_string(run.link_bytes[busiest]) + " B, busy " + format("%.1f", share) + " % of the time";
 }
 
+// What the counts' runs print, gathered as they go.
+struct Report {
+  TextTable table;
+  int status = 0;
+  std::string first_wrong;
+  std::vector<std::string> injected, engine;
+};
+
+// Builds and runs one count, adding its row and lines to `report`; an error is a usage error (a
+// run that fails is reported on `err` and sets the status instead).
+Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t count, Report& report, std::ostream& err) {
+  const Case c = with_count(plan.base, count);
+  Result<Schedule> schedule = make_schedule(plan.algorithm, c, plan.knobs);
+  if (!schedule) return schedule.error();
+  // Checked again with the schedule's own stream links, before any engine state exists.
+  if (Status fit = count_fits(budget, plan, count, stream_links(*schedule)); !fit) return fit;
+  // The faults are drawn from the schedule seed: the same command injects the same faults.
+  FaultInjector injector(plan.faults, plan.schedule_seed, 60);
+  SimulationOptions options(plan.schedule_seed, &injector, !plan.timing_only);
+  options.protocol.reliable = plan.reliable;
+  const auto began = std::chrono::steady_clock::now();
+  const SimulatedRun run = simulate(*schedule, plan.topology, options);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
+  if (!plan.faults.faults.empty()) report.injected.push_back(std::to_string(count) + ": " + injector.summary());
+  report.engine.push_back(engine_line(count, run, took.count()));
+  if (!run.completed) {
+    err << "collcheck simulate: " << to_string(c) << ": " << (run.detected ? "detected: " : "") << run.error << '\n';
+    report.status = 1;
+    return Ok{};
+  }
+  report.engine.push_back(busiest_link_line(count, run, plan.topology));
+  const std::size_t wrong = plan.timing_only ? 0 : wrong_elements(c, run, report.first_wrong);
+  if (wrong > 0) report.status = 1;
+  const double bytes = static_cast<double>(algorithm_bytes(c));
+  const double algbw = run.time > 0 ? bytes / run.time / 1e9 : 0;
+  report.table.add_row({std::to_string(algorithm_bytes(c)), std::to_string(count), std::string(name(c.dtype)),
+                        std::string(name(c.op)), rooted(c.collective) ? std::to_string(c.root) : "-",
+                        format("%.2f", run.time * 1e6), format("%.2f", algbw),
+                        format("%.2f", algbw * bus_factor(c.collective, c.nranks)),
+                        plan.timing_only ? "-" : std::to_string(wrong), hex(run.trace)});
+  return Ok{};
+}
+
 }  // namespace
 
 const CommandHelp& simulate_help() {
@@ -230,57 +273,23 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
   out << "# " << plan->algorithm << " " << name(plan->base.collective) << " on " << plan->topology.name << ", "
       << plan->base.nranks << " ranks, " << name(plan->base.dtype) << " " << name(plan->base.op) << ", values "
       << name(plan->base.values) << ", seed " << plan->base.seed << ", schedule seed " << plan->schedule_seed << "\n";
-  TextTable table;
-  table.add_row(
+  Report report;
+  report.table.add_row(
       {"size(B)", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "trace"});
-  int status = 0;
-  std::string first_wrong;
-  std::vector<std::string> injected, engine;
   for (std::uint64_t count : plan->counts) {
-    const Case c = with_count(plan->base, count);
-    Result<Schedule> schedule = make_schedule(plan->algorithm, c, plan->knobs);
-    if (!schedule) {
-      err << "collcheck simulate: " << schedule.error().text() << '\n';
+    if (Status ran = run_count(*plan, *budget, count, report, err); !ran) {
+      err << "collcheck simulate: " << ran.error().text() << '\n';
       return kUsageError;
     }
-    // Checked again with the schedule's own stream links, before any engine state exists.
-    if (Status fit = count_fits(*budget, *plan, count, stream_links(*schedule)); !fit) {
-      err << "collcheck simulate: " << fit.error().text() << '\n';
-      return kUsageError;
-    }
-    // The faults are drawn from the schedule seed: the same command injects the same faults.
-    FaultInjector injector(plan->faults, plan->schedule_seed, 60);
-    SimulationOptions options(plan->schedule_seed, &injector, !plan->timing_only);
-    options.protocol.reliable = plan->reliable;
-    const auto began = std::chrono::steady_clock::now();
-    const SimulatedRun run = simulate(*schedule, plan->topology, options);
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
-    if (!plan->faults.faults.empty()) injected.push_back(std::to_string(count) + ": " + injector.summary());
-    engine.push_back(engine_line(count, run, took.count()));
-    if (!run.completed) {
-      err << "collcheck simulate: " << to_string(c) << ": " << (run.detected ? "detected: " : "") << run.error << '\n';
-      status = 1;
-      continue;
-    }
-    engine.push_back(busiest_link_line(count, run, plan->topology));
-    const std::size_t wrong = plan->timing_only ? 0 : wrong_elements(c, run, first_wrong);
-    if (wrong > 0) status = 1;
-    const double bytes = static_cast<double>(algorithm_bytes(c));
-    const double algbw = run.time > 0 ? bytes / run.time / 1e9 : 0;
-    table.add_row({std::to_string(algorithm_bytes(c)), std::to_string(count), std::string(name(c.dtype)),
-                   std::string(name(c.op)), rooted(c.collective) ? std::to_string(c.root) : "-",
-                   format("%.2f", run.time * 1e6), format("%.2f", algbw),
-                   format("%.2f", algbw * bus_factor(c.collective, c.nranks)),
-                   plan->timing_only ? "-" : std::to_string(wrong), hex(run.trace)});
   }
-  table.print(out);
-  if (!first_wrong.empty()) out << "first wrong output:\n" << first_wrong;
+  report.table.print(out);
+  if (!report.first_wrong.empty()) out << "first wrong output:\n" << report.first_wrong;
   if (!plan->faults.faults.empty()) {
     out << "# faults " << to_string(plan->faults) << " (drawn from the schedule seed); messages affected per count:\n";
-    for (const std::string& line : injected) out << "#   " << line << "\n";
+    for (const std::string& line : report.injected) out << "#   " << line << "\n";
   }
-  for (const std::string& line : engine) out << "# " << line << "\n";
-  return status;
+  for (const std::string& line : report.engine) out << "# " << line << "\n";
+  return report.status;
 }
 
 }  // namespace collcheck::cli

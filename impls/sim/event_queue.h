@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 namespace collcheck::sim {
@@ -113,7 +112,7 @@ class TimerQueue {
 
   void place(std::size_t at, Entry entry) {
     position_[entry.slot] = at;
-    heap_[at] = std::move(entry);
+    heap_[at] = entry;
   }
 
   void rise(std::size_t at) {

@@ -125,8 +125,9 @@ Topology rail_fat_tree(int nodes) {
     const int nic = add_vertex(t, VertexKind::Nic, "nic" + std::to_string(r));
     const int unit = r / kGpusPerNode / kNodesPerUnit;
     add_cable(t, t.gpus[static_cast<std::size_t>(r)], nic, LinkKind::PCIe, kPcieLatency, kPcieBandwidth);
-    add_cable(t, nic, leaves[static_cast<std::size_t>(unit * kGpusPerNode + r % kGpusPerNode)], LinkKind::InfiniBand,
-              kInfinibandLatency, kInfinibandBandwidth);
+    const int leaf = unit * kGpusPerNode + r % kGpusPerNode;
+    add_cable(t, nic, leaves[static_cast<std::size_t>(leaf)], LinkKind::InfiniBand, kInfinibandLatency,
+              kInfinibandBandwidth);
   }
   const std::vector<int> nvswitches = add_switches(t, "nvswitch", nodes);
   for (int r = 0; r < ranks; ++r) {
@@ -136,8 +137,9 @@ Topology rail_fat_tree(int nodes) {
   for (int unit = 0; unit < units; ++unit) {
     for (int rail = 0; rail < kGpusPerNode; ++rail) {
       for (int spine : spines[static_cast<std::size_t>(rail)]) {
-        add_cable(t, leaves[static_cast<std::size_t>(unit * kGpusPerNode + rail)], spine, LinkKind::InfiniBand,
-                  kInfinibandLatency, kInfinibandBandwidth);
+        const int leaf = unit * kGpusPerNode + rail;
+        add_cable(t, leaves[static_cast<std::size_t>(leaf)], spine, LinkKind::InfiniBand, kInfinibandLatency,
+                  kInfinibandBandwidth);
       }
     }
   }
@@ -163,7 +165,8 @@ Topology dragonfly(int groups) {
     routers.insert(routers.end(), ids.begin(), ids.end());
   }
   const auto router = [&](int group, int index) {
-    return routers[static_cast<std::size_t>(group * kRoutersPerGroup + index)];
+    const int id = group * kRoutersPerGroup + index;
+    return routers[static_cast<std::size_t>(id)];
   };
   for (int r = 0; r < groups * per_group; ++r) {
     add_cable(t, t.gpus[static_cast<std::size_t>(r)], router(r / per_group, r % per_group / kGpusPerRouter),
