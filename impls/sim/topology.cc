@@ -213,10 +213,13 @@ void prepare(const Topology& t, Topology::RouteCache& cache) {
   for (const Link& link : t.links) ++cache.first_out[static_cast<std::size_t>(link.from) + 1];
   for (std::size_t v = 0; v < t.vertices.size(); ++v) cache.first_out[v + 1] += cache.first_out[v];
   cache.out_links.resize(t.links.size());
+  cache.out_targets.resize(t.links.size());
   std::vector<int> next(cache.first_out.begin(), cache.first_out.end() - 1);
   for (std::size_t l = 0; l < t.links.size(); ++l) {
     const auto from = static_cast<std::size_t>(t.links[l].from);
-    cache.out_links[static_cast<std::size_t>(next[from]++)] = static_cast<int>(l);
+    const auto at = static_cast<std::size_t>(next[from]++);
+    cache.out_links[at] = static_cast<int>(l);
+    cache.out_targets[at] = t.links[l].to;
   }
   cache.searches.assign(t.vertices.size(), 0);
   cache.trees.assign(t.vertices.size(), {});
@@ -226,29 +229,42 @@ void prepare(const Topology& t, Topology::RouteCache& cache) {
 // order, so a vertex's predecessor is the lowest-id vertex one hop nearer that links to it (by
 // its lowest-id link). Stops after the level that reaches `target`, or goes on to every vertex
 // when `target` is -1. Returns the link into each vertex found; -1 at the source and elsewhere.
-std::vector<int> search(const Topology& t, const Topology::RouteCache& cache, int source, int target) {
-  std::vector<int> into(t.vertices.size(), -1);
-  std::vector<char> seen(t.vertices.size(), 0);
+std::vector<int> search(const Topology& t, const Topology::RouteCache& cache, int source, int target,
+                        std::size_t* reached = nullptr) {
+  const std::size_t count = t.vertices.size();
+  std::vector<int> into(count, -1);
+  std::vector<char> seen(count, 0);  // 1: reached; 2: reached in the level being found
   seen[static_cast<std::size_t>(source)] = 1;
   std::vector<int> level{source};
   std::vector<int> next;
+  std::size_t found = 1;
   while (!level.empty() && (target < 0 || !seen[static_cast<std::size_t>(target)])) {
     for (int u : level) {
       const auto first = static_cast<std::size_t>(cache.first_out[static_cast<std::size_t>(u)]);
       const auto last = static_cast<std::size_t>(cache.first_out[static_cast<std::size_t>(u) + 1]);
       for (std::size_t i = first; i < last; ++i) {
-        const int link = cache.out_links[i];
-        const auto v = static_cast<std::size_t>(t.links[static_cast<std::size_t>(link)].to);
+        const auto v = static_cast<std::size_t>(cache.out_targets[i]);
         if (seen[v]) continue;
-        seen[v] = 1;
-        into[v] = link;
+        seen[v] = 2;
+        into[v] = cache.out_links[i];
         next.push_back(static_cast<int>(v));
       }
     }
-    if (!std::is_sorted(next.begin(), next.end())) std::sort(next.begin(), next.end());
+    found += next.size();
+    // The level in vertex-id order: sorted when small, read off one pass over the marks when large.
+    if (next.size() > count / 32) {
+      next.clear();
+      for (std::size_t v = 0; v < count; ++v) {
+        if (seen[v] == 2) next.push_back(static_cast<int>(v));
+      }
+    } else if (!std::is_sorted(next.begin(), next.end())) {
+      std::sort(next.begin(), next.end());
+    }
+    for (int v : next) seen[static_cast<std::size_t>(v)] = 1;
     level.swap(next);
     next.clear();
   }
+  if (reached != nullptr) *reached = found;
   return into;
 }
 
@@ -313,7 +329,11 @@ const std::vector<int>& Topology::route(int from, int to) const {
   if (!tree.empty()) {
     found = route_on_tree(*this, tree, from, to);
   } else if (from != to) {
-    found = route_on_tree(*this, search(*this, cache, from, to), from, to);
+    std::size_t reached = 0;
+    found = route_on_tree(*this, search(*this, cache, from, to, &reached), from, to);
+    // A search that had to cross most of the machine cost as much as the whole tree: the source's
+    // next route gets one.
+    if (reached * 4 > vertices.size()) cache.searches[static_cast<std::size_t>(from)] = kSearchesBeforeTree;
   }
   return cache.routes.emplace(key, std::move(found)).first->second;
 }

@@ -56,6 +56,7 @@ struct Topology {
   // `route_cache = {}` after editing vertices or links.
   struct RouteCache {
     std::vector<int> first_out, out_links;  // vertex v's out-links: out_links[first_out[v] .. first_out[v+1])
+    std::vector<int> out_targets;           // where each of out_links leads
     std::vector<int> searches;              // per source, the searches run from it
     std::vector<std::vector<int>> trees;    // per source asked often, the link into each vertex
     std::unordered_map<std::uint64_t, std::vector<int>> routes;  // per pair asked, its route
