@@ -315,7 +315,8 @@ const std::vector<int>& Topology::route(int from, int to) const {
   // A source's first few routes come from searches that stop at their target (neighbours are
   // near); after that it keeps its whole tree, so asking for every pair costs one search each.
   std::vector<int>& tree = cache.trees[static_cast<std::size_t>(from)];
-  if (tree.empty() && from != to && ++cache.searches[static_cast<std::size_t>(from)] > kSearchesBeforeTree) {
+  if (tree.empty() && from != to &&
+      (++cache.searches[static_cast<std::size_t>(from)] > kSearchesBeforeTree || cache.wide)) {
     // At the cap every tree is dropped (the routes found stay): memory stays bounded, and a caller
     // that asks source by source (the simulator does) computes each source's tree once.
     if (cache.tree_entries + vertices.size() > kMostTreeEntries) {
@@ -331,9 +332,9 @@ const std::vector<int>& Topology::route(int from, int to) const {
   } else if (from != to) {
     std::size_t reached = 0;
     found = route_on_tree(*this, search(*this, cache, from, to, &reached), from, to);
-    // A search that had to cross most of the machine cost as much as the whole tree: the source's
-    // next route gets one.
-    if (reached * 4 > vertices.size()) cache.searches[static_cast<std::size_t>(from)] = kSearchesBeforeTree;
+    // A search that had to cross most of the machine cost as much as the whole tree: from now on
+    // every source gets its tree at once.
+    cache.wide = cache.wide || reached * 4 > vertices.size();
   }
   return cache.routes.emplace(key, std::move(found)).first->second;
 }

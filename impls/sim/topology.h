@@ -61,6 +61,7 @@ struct Topology {
     std::vector<std::vector<int>> trees;    // per source asked often, the link into each vertex
     std::unordered_map<std::uint64_t, std::vector<int>> routes;  // per pair asked, its route
     std::size_t tree_entries = 0;                                // over every tree kept
+    bool wide = false;  // a search stopping at its target crossed most of the machine: trees at once
   };
   mutable RouteCache route_cache;
 };
