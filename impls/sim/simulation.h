@@ -19,8 +19,9 @@
 namespace collcheck::sim {
 
 // The engine works as follows. Everything that happens is an `Event` at a virtual time in one
-// priority queue; events at the same time are ordered by a tie drawn from the seed, so that a
-// seed fixes one interleaving and the trace (a hash of every event in order) names it.
+// priority queue (event_queue.h), wait timers in a second one from which a timer is removed as
+// soon as its receive starts; events at the same time are ordered by a tie drawn from the seed,
+// so that a seed fixes one interleaving and the trace (a hash of every event in order) names it.
 //
 // Each participant's steps fall into its streams (Step::stream); a stream runs its steps in
 // order, one at a time, each when its `after` steps are done and, for a receive, when its
