@@ -46,7 +46,8 @@ TEST(TimerQueue, CancelledAndReArmedTimersAreGoneAtOnce) {
     timers.arm(slot, event_at(static_cast<double>(mix64(slot) % 1000), slot, static_cast<int>(slot)));
   }
   for (std::size_t slot = 0; slot < 100; slot += 3) timers.cancel(slot);
-  for (std::size_t slot = 1; slot < 100; slot += 3) timers.arm(slot, event_at(2000.0 + slot, slot, 1000 + slot));
+  for (std::size_t slot = 1; slot < 100; slot += 3)
+    timers.arm(slot, event_at(2000.0 + static_cast<double>(slot), slot, 1000 + static_cast<int>(slot)));
   EXPECT_FALSE(timers.armed(0));
   EXPECT_TRUE(timers.armed(1));
   std::vector<int> order;
