@@ -23,7 +23,7 @@ constexpr Option kOptions[] = {
     {"algorithm", "A|all", "", "the algorithm to prove (collcheck list names them), or all", Use::Required},
     {"collective", "C", "", "only its schedules for these collectives; default: every one it implements",
      Use::Repeatable},
-    {"ranks", "LIST", "1..64", "rank counts, up to 4096"},
+    {"ranks", "LIST", "1..64", "rank counts, up to 16384"},
     {"counts", "LIST", "", "element counts; default: the awkward counts of each rank count (below)"},
     {"roots", "some|all", "some", "rooted collectives: every root up to 16 ranks, above that 0, 1, n/2, n-1; or all"},
     {"layout", "both|inplace|outofplace", "both", "buffer layouts to prove"},

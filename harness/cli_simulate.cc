@@ -1,8 +1,9 @@
 // `collcheck simulate --algorithm ring --collective allreduce --ranks 8 --topology dgx-h100`:
-// every count of the list is run numerically on `sim`, checked by the oracle, and timed in
-// virtual time.
+// every count of the list is run on `sim` and timed in virtual time: numerically and checked by
+// the oracle, or with --timing-only on timing alone (no data), with the engine's events per second.
 #include "harness/cli_simulate.h"
 
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -25,7 +26,7 @@ namespace {
 constexpr Option kOptions[] = {
     {"algorithm", "A", "ring", "the algorithm to run (collcheck list names them)"},
     {"collective", "C", "allreduce", "the collective"},
-    {"ranks", "N", "8", "rank count, up to 4096"},
+    {"ranks", "N", "8", "rank count, up to 16384"},
     {"counts", "LIST", "1K,64K,1M", "element counts, one table row each"},
     {"dtype", "D", "f32", "element type"},
     {"op", "O", "sum", "reduction op"},
@@ -39,6 +40,8 @@ constexpr Option kOptions[] = {
     {"fan-in", "N", "4", "switch fan-in of the in-network algorithm, 2..64"},
     {"faults", "PLAN", "none", "a fault plan for every message, e.g. 'drop:link=2->3:p=0.01;delay:rank=1:ms=5'"},
     {"inplace", "", "", "run in place (the output buffer holds the input)"},
+    {"reliable", "", "", "the link protocol retransmits lost and damaged messages (as reliable=on)"},
+    {"timing-only", "", "", "move no data: predicted time, link loads and trace only (no oracle check)"},
     kMemoryLimitOption,
 };
 constexpr int kUsageError = 2;
@@ -51,6 +54,8 @@ struct Plan {
   Topology topology;
   std::uint64_t schedule_seed = 0;
   FaultPlan faults;  // empty: none
+  bool timing_only = false;
+  bool reliable = false;
 };
 
 Result<std::uint64_t> number(const Arguments& args, std::string_view flag, std::uint64_t low, std::uint64_t high) {
@@ -109,6 +114,8 @@ Result<Plan> parse_plan(const Arguments& args) {
   if (!faults) return faults.error();
   if (Status valid = validate(*faults, plan.base.nranks); !valid) return valid.error();
   plan.faults = std::move(faults).value();
+  plan.timing_only = args.has("timing-only");
+  plan.reliable = args.has("reliable");
   return plan;
 }
 
@@ -143,18 +150,89 @@ Case with_count(Case c, std::size_t count) {
   return c;
 }
 
-// Refuses, before anything runs, a count whose simulation memory could not hold.
-Status counts_fit(const Arguments& args, const Plan& plan) {
-  Result<MemoryBudget> budget = memory_budget(args);
-  if (!budget) return budget.error();
+// Refuses, before anything runs, a count whose simulation memory could not hold; `links`, the
+// schedule's stream links once it is built (0: before).
+Status count_fits(const MemoryBudget& budget, const Plan& plan, std::uint64_t count, std::uint64_t links) {
+  const Case c = with_count(plan.base, count);
+  Result<MemoryEstimate> estimate =
+      simulated_case_memory(plan.algorithm, c, plan.knobs, !plan.timing_only, plan.reliable, links);
+  if (!estimate) return Ok{};  // make_schedule names what is wrong
+  return fits(*estimate, budget, "--counts " + std::to_string(count), "lower --counts or --ranks, or raise --chunk");
+}
+
+Status counts_fit(const MemoryBudget& budget, const Plan& plan) {
   for (std::uint64_t count : plan.counts) {
-    const Case c = with_count(plan.base, count);
-    Result<MemoryEstimate> estimate = simulated_case_memory(plan.algorithm, c, plan.knobs);
-    if (!estimate) continue;  // make_schedule names what is wrong
-    Status fit =
-        fits(*estimate, *budget, "--counts " + std::to_string(count), "lower --counts or --ranks, or raise --chunk");
-    if (!fit) return fit;
+    if (Status fit = count_fits(budget, plan, count, 0); !fit) return fit;
   }
+  return Ok{};
+}
+
+// What the engine did for one count, and how fast: events and messages per second of wall time.
+std::string engine_line(std::uint64_t count, const SimulatedRun& run, double seconds) {
+  const double per_second = seconds > 0 ? 1 / seconds : 0;
+  return std::to_string(count) + ": " + std::to_string(run.events) + " events, " + std::to_string(run.messages) +
+         " messages in " + format("%.3f", seconds) +
+         " s: " + format("%.2f", static_cast<double>(run.events) * per_second / 1e6) + " M events/s, " +
+         format("%.2f", static_cast<double>(run.messages) * per_second / 1e6) + " M messages/s";
+}
+
+// The link that was busy longest, what it carried, and its share of the predicted time.
+std::string busiest_link_line(std::uint64_t count, const SimulatedRun& run, const Topology& topology) {
+  std::size_t busiest = 0;
+  std::uint64_t total = 0;
+  for (std::size_t link = 0; link < run.link_busy.size(); ++link) {
+    total += run.link_bytes[link];
+    if (run.link_busy[link] > run.link_busy[busiest]) busiest = link;
+  }
+  if (total == 0) return std::to_string(count) + ": no bytes crossed a link";
+  const Link& link = topology.links[busiest];
+  const double share = run.time > 0 ? 100 * run.link_busy[busiest] / run.time : 0;
+  return std::to_string(count) + ": links carried " + std::to_string(total) + " B; busiest " +
+         topology.vertices[static_cast<std::size_t>(link.from)].label + "->" +
+         topology.vertices[static_cast<std::size_t>(link.to)].label + " (" + std::string(name(link.kind)) + ") " +
+         std::to_string(run.link_bytes[busiest]) + " B, busy " + format("%.1f", share) + " % of the time";
+}
+
+// What the counts' runs print, gathered as they go.
+struct Report {
+  TextTable table;
+  int status = 0;
+  std::string first_wrong;
+  std::vector<std::string> injected, engine;
+};
+
+// Builds and runs one count, adding its row and lines to `report`; an error is a usage error (a
+// run that fails is reported on `err` and sets the status instead).
+Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t count, Report& report, std::ostream& err) {
+  const Case c = with_count(plan.base, count);
+  Result<Schedule> schedule = make_schedule(plan.algorithm, c, plan.knobs);
+  if (!schedule) return schedule.error();
+  // Checked again with the schedule's own stream links, before any engine state exists.
+  if (Status fit = count_fits(budget, plan, count, stream_links(*schedule)); !fit) return fit;
+  // The faults are drawn from the schedule seed: the same command injects the same faults.
+  FaultInjector injector(plan.faults, plan.schedule_seed, 60);
+  SimulationOptions options(plan.schedule_seed, &injector, !plan.timing_only);
+  options.protocol.reliable = plan.reliable;
+  const auto began = std::chrono::steady_clock::now();
+  const SimulatedRun run = simulate(*schedule, plan.topology, options);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
+  if (!plan.faults.faults.empty()) report.injected.push_back(std::to_string(count) + ": " + injector.summary());
+  report.engine.push_back(engine_line(count, run, took.count()));
+  if (!run.completed) {
+    err << "collcheck simulate: " << to_string(c) << ": " << (run.detected ? "detected: " : "") << run.error << '\n';
+    report.status = 1;
+    return Ok{};
+  }
+  report.engine.push_back(busiest_link_line(count, run, plan.topology));
+  const std::size_t wrong = plan.timing_only ? 0 : wrong_elements(c, run, report.first_wrong);
+  if (wrong > 0) report.status = 1;
+  const double bytes = static_cast<double>(algorithm_bytes(c));
+  const double algbw = run.time > 0 ? bytes / run.time / 1e9 : 0;
+  report.table.add_row({std::to_string(algorithm_bytes(c)), std::to_string(count), std::string(name(c.dtype)),
+                        std::string(name(c.op)), rooted(c.collective) ? std::to_string(c.root) : "-",
+                        format("%.2f", run.time * 1e6), format("%.2f", algbw),
+                        format("%.2f", algbw * bus_factor(c.collective, c.nranks)),
+                        plan.timing_only ? "-" : std::to_string(wrong), hex(run.trace)});
   return Ok{};
 }
 
@@ -183,52 +261,35 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
     err << "collcheck simulate: " << plan.error().text() << '\n';
     return kUsageError;
   }
-  if (Status fit = counts_fit(*args, *plan); !fit) {
+  Result<MemoryBudget> budget = memory_budget(*args);
+  if (!budget) {
+    err << "collcheck simulate: " << budget.error().text() << '\n';
+    return kUsageError;
+  }
+  if (Status fit = counts_fit(*budget, *plan); !fit) {
     err << "collcheck simulate: " << fit.error().text() << '\n';
     return kUsageError;
   }
   out << "# " << plan->algorithm << " " << name(plan->base.collective) << " on " << plan->topology.name << ", "
       << plan->base.nranks << " ranks, " << name(plan->base.dtype) << " " << name(plan->base.op) << ", values "
       << name(plan->base.values) << ", seed " << plan->base.seed << ", schedule seed " << plan->schedule_seed << "\n";
-  TextTable table;
-  table.add_row(
+  Report report;
+  report.table.add_row(
       {"size(B)", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "trace"});
-  int status = 0;
-  std::string first_wrong;
-  std::vector<std::string> injected;
   for (std::uint64_t count : plan->counts) {
-    const Case c = with_count(plan->base, count);
-    Result<Schedule> schedule = make_schedule(plan->algorithm, c, plan->knobs);
-    if (!schedule) {
-      err << "collcheck simulate: " << schedule.error().text() << '\n';
+    if (Status ran = run_count(*plan, *budget, count, report, err); !ran) {
+      err << "collcheck simulate: " << ran.error().text() << '\n';
       return kUsageError;
     }
-    // The faults are drawn from the schedule seed: the same command injects the same faults.
-    FaultInjector injector(plan->faults, plan->schedule_seed, 60);
-    const SimulatedRun run =
-        simulate(*schedule, plan->topology, SimulationOptions(plan->schedule_seed, &injector, true));
-    if (!plan->faults.faults.empty()) injected.push_back(std::to_string(count) + ": " + injector.summary());
-    if (!run.completed) {
-      err << "collcheck simulate: " << to_string(c) << ": " << (run.detected ? "detected: " : "") << run.error << '\n';
-      status = 1;
-      continue;
-    }
-    const std::size_t wrong = wrong_elements(c, run, first_wrong);
-    if (wrong > 0) status = 1;
-    const double bytes = static_cast<double>(algorithm_bytes(c));
-    const double algbw = run.time > 0 ? bytes / run.time / 1e9 : 0;
-    table.add_row({std::to_string(algorithm_bytes(c)), std::to_string(count), std::string(name(c.dtype)),
-                   std::string(name(c.op)), rooted(c.collective) ? std::to_string(c.root) : "-",
-                   format("%.2f", run.time * 1e6), format("%.2f", algbw),
-                   format("%.2f", algbw * bus_factor(c.collective, c.nranks)), std::to_string(wrong), hex(run.trace)});
   }
-  table.print(out);
-  if (!first_wrong.empty()) out << "first wrong output:\n" << first_wrong;
+  report.table.print(out);
+  if (!report.first_wrong.empty()) out << "first wrong output:\n" << report.first_wrong;
   if (!plan->faults.faults.empty()) {
     out << "# faults " << to_string(plan->faults) << " (drawn from the schedule seed); messages affected per count:\n";
-    for (const std::string& line : injected) out << "#   " << line << "\n";
+    for (const std::string& line : report.injected) out << "#   " << line << "\n";
   }
-  return status;
+  for (const std::string& line : report.engine) out << "# " << line << "\n";
+  return report.status;
 }
 
 }  // namespace collcheck::cli

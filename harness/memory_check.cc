@@ -160,12 +160,15 @@ std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const
   return most;
 }
 
-Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs) {
+Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs,
+                                             bool numeric, bool reliable, std::uint64_t links) {
   Result<ScheduleSize> size = estimate_schedule(algorithm, c, knobs);
   if (!size) return size.error();
   MemoryEstimate estimate = schedule_memory(*size);
-  estimate.add(simulation_memory(c, *size, SimulationOptions()));
-  estimate.add(oracle_memory(c));
+  SimulationOptions options(0, nullptr, numeric);
+  options.protocol.reliable = reliable;
+  estimate.add(simulation_memory(c, *size, options, links));
+  if (numeric) estimate.add(oracle_memory(c));
   return estimate;
 }
 

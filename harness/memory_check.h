@@ -59,9 +59,11 @@ struct DrawnRanges {
 // count its collective draws, the widest dtype, real values, out of place), and what it needs.
 std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const DrawnRanges& ranges);
 
-// What `simulate` holds for one count: the schedule, the simulation (numeric, without guard
-// zones) and the oracle. What `prove` holds for one shape: the schedule and the proof state.
-Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs);
+// What `simulate` holds for one count: the schedule, the simulation (without guard zones, its
+// link protocol reliable or not; `links` its stream links once known) and, when numeric, the oracle. What `prove` holds
+// for one shape: the schedule and the proof state.
+Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs,
+                                             bool numeric = true, bool reliable = false, std::uint64_t links = 0);
 Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs);
 
 }  // namespace collcheck::cli

@@ -24,7 +24,7 @@ std::string_view name(ValueKind);
 Result<ValueKind> parse_value_kind(std::string_view text);
 
 // Limits that validate() enforces.
-inline constexpr int kMaxRanks = 4096;
+inline constexpr int kMaxRanks = 16384;
 inline constexpr std::size_t kMaxCount = std::size_t{1} << 36;           // per rank, elements
 inline constexpr std::size_t kMaxBufferElements = std::size_t{1} << 36;  // one rank's buffer
 inline constexpr std::size_t kMaxOffset = 4096;                          // elements

@@ -1,12 +1,32 @@
 // What a simulation will hold, estimated before it runs: every participant's guarded buffers,
-// the engine's per-step and per-message state, the payloads on the wire and the buffers it
-// hands back.
+// the engine's per-step, per-message and per-stream state, the payloads on the wire and the
+// buffers it hands back.
+#include <algorithm>
+#include <bit>
+#include <utility>
+#include <vector>
+
 #include "impls/link/guarded_buffer.h"
 #include "impls/sim/simulation.h"
 
 namespace collcheck {
 
-MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, const SimulationOptions& options) {
+std::uint64_t stream_links(const Schedule& schedule) {
+  std::uint64_t links = 0;
+  std::vector<std::pair<int, int>> streams;  // one participant's (peer, channel) of each send
+  for (const Participant& participant : schedule.participants) {
+    streams.clear();
+    for (const Step& step : participant.steps) {
+      if (step.sends()) streams.emplace_back(step.peer, step.channel);
+    }
+    std::sort(streams.begin(), streams.end());
+    links += static_cast<std::uint64_t>(std::unique(streams.begin(), streams.end()) - streams.begin());
+  }
+  return links;
+}
+
+MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, const SimulationOptions& options,
+                                 std::uint64_t links) {
   MemoryEstimate estimate;
   const std::uint64_t element = size_of(shape.dtype);
   const std::uint64_t guard = options.numeric ? options.guard + kBufferAlignment : 0;
@@ -15,14 +35,25 @@ MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, co
     estimate.add("buffers",
                  saturating_product(saturating_sum(size.scratch_elements, size.participants * guard), element), "");
   }
-  // Each step: its place in a stream and whether it is done; each message (a send and its
-  // receive): its transmission record and events.
+  // Each step: its place in a stream, its stream link and whether it is done; each message (a
+  // send and its receive): its transmission record and its arrival, at worst all on the wire at
+  // once; each participant: its wake, a step done per stream and a timer; each stream link its
+  // record (not yet counted: as many as ring, tree and halving-doubling schedules have, two per
+  // log2 of the participants each, to be checked again once the schedule is built).
   const std::uint64_t messages = size.steps / 2 + 1;
-  const std::uint64_t per_message = sizeof(sim::InFlight) + 2 * sizeof(sim::Event);
-  estimate.add(
-      "events",
-      saturating_sum(saturating_product(size.steps, sizeof(int) + 1), saturating_product(messages, per_message)),
-      "up to " + std::to_string(messages) + " messages x " + std::to_string(per_message) + " B");
+  // Reliable: the sender keeps every message's record (payload, checksum, size) to send it again.
+  const std::uint64_t kept = options.protocol.reliable ? sizeof(std::vector<std::byte>) + 2 * sizeof(std::uint64_t) : 0;
+  const std::uint64_t per_message = sizeof(sim::InFlight) + sizeof(sim::Event) + kept;
+  const std::uint64_t per_step = 2 * sizeof(std::uint32_t) + 1;
+  const std::uint64_t per_participant = 2 * sizeof(sim::Event) + sizeof(sim::Stream) + 4 * sizeof(double);
+  if (links == 0) links = saturating_product(size.participants, 2 * (std::bit_width(size.participants) + 1));
+  estimate.add("events",
+               saturating_sum(
+                   saturating_sum(saturating_product(size.steps, per_step), saturating_product(messages, per_message)),
+                   saturating_product(size.participants, per_participant)),
+               "up to " + std::to_string(messages) + " messages x " + std::to_string(per_message) + " B");
+  estimate.add("links", saturating_product(links, sizeof(sim::StreamLink)),
+               std::to_string(links) + " streams x " + std::to_string(sizeof(sim::StreamLink)) + " B");
   if (!options.numeric) return estimate;
   // Sends are buffered: at worst a rank's whole share is on the wire at once; a reliable link
   // also keeps what it sent, to send it again.

@@ -21,30 +21,48 @@ std::string seconds(double value) {
 
 void Simulation::set_up_protocol() {
   protocol_ = resolve(options_.protocol, kVirtualClock, hook_.deadline());
-  for (int p = 0; p < schedule_.nparticipants(); ++p) {
-    for (const Step& step : schedule_.participants[static_cast<std::size_t>(p)].steps) {
-      if (step.sends()) ++outbox_[{p, step.peer, step.channel}].per_call;
-    }
-  }
-  // Every receive step's inbox, looked up once: the event loop asks for it on every event.
-  step_inbox_.resize(static_cast<std::size_t>(schedule_.nparticipants()));
-  timer_.resize(step_inbox_.size());
+  // Every send's and receive's stream, looked up once: the event loop asks for it on every event.
+  step_link_.resize(static_cast<std::size_t>(schedule_.nparticipants()));
   for (int p = 0; p < schedule_.nparticipants(); ++p) {
     const auto q = static_cast<std::size_t>(p);
-    const auto& steps = schedule_.participants[q].steps;
-    step_inbox_[q].assign(steps.size(), nullptr);
-    timer_[q].assign(steps.size(), kNoTimer);
+    const StepCursor& steps = steps_[q];
+    step_link_[q].assign(steps.size(), kNoLink);
     for (std::size_t k = 0; k < steps.size(); ++k) {
-      if (steps[k].receives()) step_inbox_[q][k] = &inbox_[{steps[k].peer, p, steps[k].channel}];
+      const Step& step = steps[k];
+      if (step.sends()) {
+        step_link_[q][k] = link_of({p, step.peer, step.channel});
+        ++links_[step_link_[q][k]].outbox.per_call;
+      } else if (step.receives()) {
+        step_link_[q][k] = link_of({step.peer, p, step.channel});
+      }
     }
   }
+  link_index_ = {};
+  // Source by source, so that the topology works out each source's routes together (its cache
+  // of shortest-path trees is bounded, see topology.h).
+  std::vector<std::uint32_t> by_source(links_.size());
+  for (std::uint32_t l = 0; l < by_source.size(); ++l) by_source[l] = l;
+  std::stable_sort(by_source.begin(), by_source.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return vertex_[static_cast<std::size_t>(std::get<0>(links_[a].key))] <
+           vertex_[static_cast<std::size_t>(std::get<0>(links_[b].key))];
+  });
+  for (std::uint32_t l : by_source) set_up_route(links_[l]);
+}
+
+// The stream's place in links_, added when new.
+std::uint32_t Simulation::link_of(const StreamKey& key) {
+  const auto [found, added] = link_index_.emplace(key, static_cast<std::uint32_t>(links_.size()));
+  if (added) {
+    links_.emplace_back();
+    links_.back().key = key;
+  }
+  return found->second;
 }
 
 // A stream as a link fault names it, at message `sequence` (of call sequence / per_call).
-std::string Simulation::stream_name(const StreamKey& key, std::uint64_t sequence) const {
-  const auto [from, to, channel] = key;
-  const auto found = outbox_.find(key);
-  const std::uint64_t per_call = found == outbox_.end() ? 0 : found->second.per_call;
+std::string Simulation::stream_name(const StreamLink& link, std::uint64_t sequence) const {
+  const auto [from, to, channel] = link.key;
+  const std::uint64_t per_call = link.outbox.per_call;
   return link_stream_text(participant_name(schedule_, to), participant_name(schedule_, from), channel,
                           per_call == 0 ? 0 : sequence / per_call);
 }
@@ -52,59 +70,75 @@ std::string Simulation::stream_name(const StreamKey& key, std::uint64_t sequence
 // An arrival, judged by the stream's receiver: taken in sequence, a duplicate dropped; a damaged
 // or out-of-order one ends the run, or, when reliable, makes the receiver ask the sender to go back.
 void Simulation::arrive(std::size_t index) {
-  InFlight& message = in_flight_[index];
-  Inbox& inbox = inbox_[message.key];
+  InFlight message = std::move(in_flight_[index]);
+  free_in_flight_.push_back(static_cast<std::uint32_t>(index));
+  StreamLink& link = links_[message.link];
+  Inbox& inbox = link.inbox;
   LinkReceiver& receiver = inbox.receiver;
   receiver.heard(now_);
-  const PieceLabel piece{message.sequence, 0, message.payload.size(), message.sum,
-                         static_cast<std::uint32_t>(message.attempt)};
+  const std::size_t bytes = message.payload.size();
+  const PieceLabel piece{message.sequence, 0, bytes, message.sum, static_cast<std::uint32_t>(message.attempt)};
   LinkSettings settings = protocol_;
-  settings.checksums = protocol_.checks(message.sequence, outbox_[message.key].per_call);
-  const Verdict verdict = receiver.judge(piece, message.payload, message.payload.size(), settings);
+  settings.checksums = protocol_.checks(message.sequence, link.outbox.per_call);
+  const Verdict verdict = receiver.judge(piece, message.payload, bytes, settings);
   if (verdict == Verdict::Take) {
-    receiver.take(message.payload.size(), message.payload.size(), now_);
-    inbox.waiting.push_back(std::move(message.payload));
+    receiver.take(bytes, bytes, now_);
+    ++inbox.waiting_count;
+    if (options_.numeric) inbox.waiting.push_back(std::move(message.payload));
     return;
   }
   ++result_.discarded;
   if (verdict == Verdict::Duplicate) return;
   if (!protocol_.reliable) {
-    return detect(message.key, stream_name(message.key, receiver.due_message()) + ": " +
-                                   link_fault_text(verdict, piece, receiver, message.payload.size()));
+    return detect(link.key,
+                  stream_name(link, receiver.due_message()) + ": " + link_fault_text(verdict, piece, receiver, bytes));
   }
-  if (receiver.ask(now_, protocol_, nullptr)) ask_again(message.key);
+  if (receiver.ask(now_, protocol_, nullptr)) ask_again(message.link);
 }
 
 // Reliable: the receiver's request to send everything again from the message it expects travels
 // to the sender.
-void Simulation::ask_again(const StreamKey& key) {
-  const auto [from, to, channel] = key;
-  go_back_.push_back(GoBack{key, inbox_[key].receiver.due_message()});
-  push(now_ + latency(to, from), EventKind::GoBack, from, -1, go_back_.size() - 1);
+void Simulation::ask_again(std::uint32_t link) {
+  const auto [from, to, channel] = links_[link].key;
+  const std::size_t request = add_go_back(GoBack{link, links_[link].inbox.receiver.due_message()});
+  push(now_ + latency(to, from), EventKind::GoBack, from, -1, request);
+}
+
+// A record of go_back_ for a request or a held message, reusing one that has been handled.
+std::size_t Simulation::add_go_back(GoBack request) {
+  if (free_go_back_.empty()) {
+    go_back_.push_back(request);
+    return go_back_.size() - 1;
+  }
+  const std::uint32_t index = free_go_back_.back();
+  free_go_back_.pop_back();
+  go_back_[index] = request;
+  return index;
 }
 
 // A wait timer of participant p's receive step k (armed in `advance`) ran out: if the stream
 // has been quiet for a whole interval, the run ends (or, when reliable, the receiver asks
 // again); otherwise the timer runs on from the last arrival.
-void Simulation::expire(int p, int k, std::size_t call) {
+void Simulation::expire(int p, int k, std::size_t call, std::size_t slot) {
   const auto q = static_cast<std::size_t>(p);
-  double& armed_at = timer_[q][static_cast<std::size_t>(k)];
+  double& armed_at = timer_armed_[slot];
   if (armed_at == kNoTimer) return;
   if (static_cast<std::size_t>(call_[q]) != call || done_[q][static_cast<std::size_t>(k)]) {
     armed_at = kNoTimer;
     return;
   }
-  const Step& step = schedule_.participants[q].steps[static_cast<std::size_t>(k)];
+  const Step& step = steps_[q][static_cast<std::size_t>(k)];
   const StreamKey key{step.peer, p, step.channel};
   if (!waits_for_message(p, k)) {
     armed_at = kNoTimer;
     return;
   }
   const double interval = wait_interval(p, k);
-  Inbox& inbox = *step_inbox_[q][static_cast<std::size_t>(k)];
+  const std::uint32_t link = step_link_[q][static_cast<std::size_t>(k)];
+  Inbox& inbox = links_[link].inbox;
   const double quiet_since = std::max(armed_at, inbox.receiver.quiet_since());
   if (now_ < quiet_since + interval * (1 - 1e-9)) {
-    push(quiet_since + interval, EventKind::Timeout, p, k, call);
+    timers_.arm(slot, timer_event(quiet_since + interval, p, k, call));
     return;
   }
   if (!protocol_.reliable) {
@@ -115,8 +149,8 @@ void Simulation::expire(int p, int k, std::size_t call) {
   }
   armed_at = now_;
   inbox.receiver.ask_anyway(now_, protocol_, nullptr);  // a timer asks whenever it runs out
-  ask_again(key);
-  push(now_ + interval, EventKind::Timeout, p, k, call);
+  ask_again(link);
+  timers_.arm(slot, timer_event(now_ + interval, p, k, call));
 }
 
 // How long receive step k of p stays quiet before it acts: the timeout, or when reliable the
@@ -130,31 +164,34 @@ double Simulation::wait_interval(int p, int k) {
 
 // What the message of receive step k of p needs on its route, the route idle.
 double Simulation::message_travel(int p, int k) const {
-  const Step& step = schedule_.participants[static_cast<std::size_t>(p)].steps[static_cast<std::size_t>(k)];
-  return travel_time(step.peer, p, step.to.count * element_);
+  const auto q = static_cast<std::size_t>(p);
+  const Step& step = steps_[q][static_cast<std::size_t>(k)];
+  const StreamLink& link = links_[step_link_[q][static_cast<std::size_t>(k)]];
+  return link.route == nullptr ? 0 : link.latency + static_cast<double>(step.to.count * element_) / link.narrowest;
 }
 
 // Whether receive step k of p could start but for its message.
 bool Simulation::waits_for_message(int p, int k) const {
   const auto q = static_cast<std::size_t>(p);
-  for (int earlier : schedule_.participants[q].after(k)) {
+  for (int earlier : steps_[q].after(static_cast<std::size_t>(k))) {
     if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
   }
-  return step_inbox_[q][static_cast<std::size_t>(k)]->waiting.empty();
+  return links_[step_link_[q][static_cast<std::size_t>(k)]].inbox.waiting_count == 0;
 }
 
 // Arms a timer for every receive step of p that is waiting for its message.
 void Simulation::arm_timers(int p) {
   if (protocol_.forever) return;
   const auto q = static_cast<std::size_t>(p);
-  for (const Stream& stream : streams_[q]) {
-    if (stream.busy || stream.next == stream.steps.size()) continue;
-    const int k = stream.steps[stream.next];
-    const Step& step = schedule_.participants[q].steps[static_cast<std::size_t>(k)];
-    double& armed_at = timer_[q][static_cast<std::size_t>(k)];
-    if (!step.receives() || armed_at != kNoTimer || !waits_for_message(p, k)) continue;
-    armed_at = now_;
-    push(now_ + wait_interval(p, k), EventKind::Timeout, p, k, static_cast<std::size_t>(call_[q]));
+  for (std::size_t s = 0; s < streams_[q].size(); ++s) {
+    const Stream& stream = streams_[q][s];
+    if (stream.busy || stream.next == stream.count) continue;
+    const int k = stream.step_at(stream.next);
+    const Step& step = steps_[q][static_cast<std::size_t>(k)];
+    const std::size_t slot = first_slot_[q] + s;
+    if (!step.receives() || timer_armed_[slot] != kNoTimer || !waits_for_message(p, k)) continue;
+    timer_armed_[slot] = now_;
+    timers_.arm(slot, timer_event(now_ + wait_interval(p, k), p, k, static_cast<std::size_t>(call_[q])));
   }
 }
 
@@ -169,9 +206,9 @@ void Simulation::detect(const StreamKey& key, std::string what) {
   result_.error = std::move(what) + "; every participant stopped by " + seconds(told) + " s";
 }
 
-void Simulation::send(int p, const Step& step) {
-  const StreamKey key{p, step.peer, step.channel};
-  Outbox& outbox = outbox_[key];
+void Simulation::send(int p, int k, const Step& step) {
+  const std::uint32_t link = step_link_[static_cast<std::size_t>(p)][static_cast<std::size_t>(k)];
+  Outbox& outbox = links_[link].outbox;
   const std::uint64_t sequence = outbox.sent++;
   std::vector<std::byte> payload;
   if (options_.numeric && step.from.count > 0) {
@@ -185,26 +222,27 @@ void Simulation::send(int p, const Step& step) {
     outbox.sums.push_back(sum);
     outbox.sizes.push_back(bytes);
   }
-  transmit_message(key, sequence, 0, bytes, sum, std::move(payload));
+  transmit_message(link, sequence, 0, bytes, sum, std::move(payload));
 }
 
 // One transmission through the hook: dropped, delayed, duplicated, held back behind the next
 // message (reorder), or changed on the way (the checksum was taken before).
-void Simulation::transmit_message(const StreamKey& key, std::uint64_t sequence, int attempt, std::size_t bytes,
+void Simulation::transmit_message(std::uint32_t link, std::uint64_t sequence, int attempt, std::size_t bytes,
                                   std::uint64_t sum, std::vector<std::byte> payload) {
-  const auto [from, to, channel] = key;
-  Outbox& outbox = outbox_[key];
+  StreamLink& stream = links_[link];
+  const auto [from, to, channel] = stream.key;
+  Outbox& outbox = stream.outbox;
   const Message message{from, to, channel, sequence, bytes, now_, attempt, outbox.per_call};
   const SendDecision decision = hook_.on_send(message, payload);
   ++result_.messages;
-  InFlight flight{key, sequence, attempt, sum, std::move(payload)};
-  const double wire = transmit(vertex_[static_cast<std::size_t>(from)], vertex_[static_cast<std::size_t>(to)], bytes);
+  InFlight flight{link, attempt, sequence, sum, std::move(payload)};
+  const double wire = transmit(stream, bytes);
   double arrival = wire + decision.delay;
   if (!decision.drop && decision.reorder && LinkSender::may_hold(sequence, outbox.per_call) && !outbox.holding) {
     outbox.holding = true;
     outbox.held = std::move(flight);
-    go_back_.push_back(GoBack{key, sequence});
-    push(now_ + protocol_.reorder_window, EventKind::Release, from, -1, go_back_.size() - 1);
+    const std::size_t held = add_go_back(GoBack{link, sequence});
+    push(now_ + protocol_.reorder_window, EventKind::Release, from, -1, held);
     return;
   }
   if (!decision.drop) {
@@ -225,7 +263,7 @@ void Simulation::transmit_message(const StreamKey& key, std::uint64_t sequence, 
 
 // A held message whose next one has not come within the reorder window goes on its own.
 void Simulation::release(const GoBack& held) {
-  Outbox& outbox = outbox_[held.key];
+  Outbox& outbox = links_[held.link].outbox;
   if (!outbox.holding || outbox.held.sequence != held.from) return;
   outbox.holding = false;
   const double arrival = std::max(now_, std::nextafter(outbox.last_arrival, now_ + 1));
@@ -234,34 +272,49 @@ void Simulation::release(const GoBack& held) {
 }
 
 void Simulation::deliver_at(double time, InFlight flight) {
-  const int to = std::get<1>(flight.key);
-  in_flight_.push_back(std::move(flight));
-  push(time, EventKind::Arrival, to, -1, in_flight_.size() - 1);
+  const int to = std::get<1>(links_[flight.link].key);
+  std::size_t index = in_flight_.size();
+  if (free_in_flight_.empty()) {
+    in_flight_.push_back(std::move(flight));
+  } else {
+    index = free_in_flight_.back();
+    free_in_flight_.pop_back();
+    in_flight_[index] = std::move(flight);
+  }
+  push(time, EventKind::Arrival, to, -1, index);
 }
 
 // Reliable: the sender goes back to `from` and sends every later message again, each as one
 // more attempt. The message asked for `retries` times more without getting through ends the
 // run; the ones after it are only resent along (their own losses are counted when asked for).
 void Simulation::resend(const GoBack& request) {
-  Outbox& outbox = outbox_[request.key];
+  StreamLink& link = links_[request.link];
+  Outbox& outbox = link.outbox;
   const std::uint64_t sent = outbox.sent;
   if (request.from < sent && !outbox.sender.asked_again(request.from, protocol_)) {
-    return detect(request.key,
-                  stream_name(request.key, request.from) + ": " + link_gave_up_text(request.from, protocol_));
+    return detect(link.key, stream_name(link, request.from) + ": " + link_gave_up_text(request.from, protocol_));
   }
   for (std::uint64_t sequence = request.from; sequence < sent && !result_.detected; ++sequence) {
     const auto index = static_cast<std::size_t>(sequence);
     const auto attempt = static_cast<int>(outbox.sender.retransmit(sequence));
     ++result_.retransmissions;
-    transmit_message(request.key, sequence, attempt, outbox.sizes[index], outbox.sums[index], outbox.kept[index]);
+    transmit_message(request.link, sequence, attempt, outbox.sizes[index], outbox.sums[index], outbox.kept[index]);
   }
 }
 
-void Simulation::receive(int p, const Step& step) {
-  auto& waiting = inbox_[{step.peer, p, step.channel}].waiting;
-  std::vector<std::byte> payload = std::move(waiting.front());
-  waiting.pop_front();
-  if (!options_.numeric || step.to.count == 0) return;
+void Simulation::receive(int p, int k, const Step& step) {
+  Inbox& inbox = links_[step_link_[static_cast<std::size_t>(p)][static_cast<std::size_t>(k)]].inbox;
+  --inbox.waiting_count;
+  if (!options_.numeric) return;
+  std::vector<std::byte> payload = std::move(inbox.waiting[inbox.first++]);
+  if (inbox.first == inbox.waiting.size()) {
+    inbox.waiting.clear();
+    inbox.first = 0;
+  } else if (inbox.first * 2 > inbox.waiting.size()) {  // taken half: drop their empty places
+    inbox.waiting.erase(inbox.waiting.begin(), inbox.waiting.begin() + static_cast<std::ptrdiff_t>(inbox.first));
+    inbox.first = 0;
+  }
+  if (step.to.count == 0) return;
   std::byte* to = at(p, step.to.buffer, step.to.offset);
   if (step.kind == StepKind::Recv) {
     std::memcpy(to, payload.data(), payload.size());

@@ -5,10 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <functional>
-#include <map>
-#include <queue>
+#include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -16,13 +13,15 @@
 
 #include "impls/link/guarded_buffer.h"
 #include "impls/link/protocol.h"
+#include "impls/sim/event_queue.h"
 #include "impls/sim/simulator.h"
 
 namespace collcheck::sim {
 
 // The engine works as follows. Everything that happens is an `Event` at a virtual time in one
-// priority queue; events at the same time are ordered by a tie drawn from the seed, so that a
-// seed fixes one interleaving and the trace (a hash of every event in order) names it.
+// priority queue (event_queue.h), wait timers in a second one from which a timer is removed as
+// soon as its receive starts; events at the same time are ordered by a tie drawn from the seed,
+// so that a seed fixes one interleaving and the trace (a hash of every event in order) names it.
 //
 // Each participant's steps fall into its streams (Step::stream); a stream runs its steps in
 // order, one at a time, each when its `after` steps are done and, for a receive, when its
@@ -40,31 +39,40 @@ namespace collcheck::sim {
 // fault the protocol cannot survive stops every participant once the news has reached them.
 // A run of several calls starts a participant's next call as soon as its last step is done.
 
-enum class EventKind : std::uint8_t { Wake, StepDone, Arrival, GoBack, Timeout, Release };
-
-struct Event {
-  double time;
-  std::uint64_t tie;       // from the seed: orders events at the same time
-  std::uint64_t sequence;  // unique, for a total order
-  EventKind kind;
-  int participant;
-  int step;
-  std::size_t message;  // Arrival: into in_flight_; GoBack, Release: into go_back_; Timeout: the call
-
-  bool operator>(const Event& other) const {
-    return std::tie(time, tie, sequence) > std::tie(other.time, other.tie, other.sequence);
-  }
-};
-
 struct Stream {
-  std::vector<int> steps;
+  std::vector<int> steps;  // empty: the stream is all its participant's steps, in order
+  std::size_t count = 0;
   std::size_t next = 0;
   bool busy = false;
+  int step_at(std::size_t i) const { return steps.empty() ? static_cast<int>(i) : steps[i]; }
+};
+
+// A participant's steps as the engine reads them, by index. Today the schedule's own vector; a
+// source that makes a participant's steps on demand plugs in here, and nothing else reads steps.
+class StepCursor {
+ public:
+  explicit StepCursor(const Participant& participant) : participant_(&participant), steps_(&participant.steps) {}
+  std::size_t size() const { return steps_->size(); }
+  const Step& operator[](std::size_t k) const { return (*steps_)[k]; }
+  // The earlier steps step k also waits for.
+  std::span<const int> after(std::size_t k) const { return participant_->after(static_cast<int>(k)); }
+  // A hint that step k is read soon: steps are read in order per participant but interleaved
+  // across thousands of them, so each would otherwise be a miss in the cache.
+  void prefetch(std::size_t k) const {
+    if (k >= steps_->size()) return;
+    const char* at = reinterpret_cast<const char*>(steps_->data() + k);
+    __builtin_prefetch(at);
+    __builtin_prefetch(at + sizeof(Step) - 1);
+  }
+
+ private:
+  const Participant* participant_;
+  const std::vector<Step>* steps_;
 };
 
 using StreamKey = std::tuple<int, int, int>;  // from, to, channel
 
-// Streams are looked up on every send, arrival and timer, never walked in order: hashed.
+// Streams are looked up while the engine is set up, never walked in order: hashed.
 struct StreamKeyHash {
   std::size_t operator()(const StreamKey& key) const noexcept {
     const auto [from, to, channel] = key;
@@ -74,20 +82,24 @@ struct StreamKeyHash {
   }
 };
 
-// One transmission of a message on the wire.
+// One transmission of a message on the wire; its record is reused once it has arrived.
 struct InFlight {
-  StreamKey key;
-  std::uint64_t sequence;
-  int attempt;
-  std::uint64_t sum;               // the checksum of what the sender meant to send
-  std::vector<std::byte> payload;  // what the wire carries
+  std::uint32_t link = 0;  // into links_
+  int attempt = 0;
+  std::uint64_t sequence = 0;
+  std::uint64_t sum = 0;           // the checksum of what the sender meant to send
+  std::vector<std::byte> payload;  // what the wire carries (timing only: nothing)
 };
 
 // A receiver's end of a stream: the protocol's receiver, and the messages it took, waiting for
-// their receive step.
+// their receive step (timing only: counted, not kept).
 struct Inbox {
   LinkReceiver receiver;
-  std::deque<std::vector<std::byte>> waiting;
+  std::size_t waiting_count = 0;
+  // Numeric: the payloads taken, oldest at `first` (a vector, not a deque, which would allocate
+  // a block for every stream before it holds anything).
+  std::vector<std::vector<std::byte>> waiting;
+  std::size_t first = 0;
 };
 
 // A sender's end: the protocol's sender, what it sent (kept while reliable, to send again), and a
@@ -104,8 +116,19 @@ struct Outbox {
   InFlight held;
 };
 
-struct GoBack {
+// One direction of one channel between two participants: both ends of the link protocol, and the
+// route its messages take with what crossing it idle costs (worked out once).
+struct StreamLink {
   StreamKey key;
+  Inbox inbox;
+  Outbox outbox;
+  const std::vector<int>* route = nullptr;  // null: both ends on one vertex
+  double latency = 0;                       // the route's latencies, summed in route order
+  double narrowest = 0;                     // its narrowest bandwidth
+};
+
+struct GoBack {
+  std::uint32_t link;  // into links_
   std::uint64_t from;  // resend every message from this sequence number on
 };
 
@@ -120,10 +143,12 @@ class Simulation {
   // The step runner (simulator.cc).
   bool place_participants();
   void set_up_participants();
+  void set_up_streams(int p);
   void push(double time, EventKind kind, int p, int step, std::size_t message);
+  Event timer_event(double time, int p, int step, std::size_t call);
   void record(const Event& event);
   void handle(const Event& event);
-  bool call_finished(std::size_t q) const { return finished_steps_[q] == schedule_.participants[q].steps.size(); }
+  bool call_finished(std::size_t q) const { return finished_steps_[q] == steps_[q].size(); }
   std::vector<std::byte> final_output(int rank);
   void next_call(int p);
   void advance(int p);
@@ -137,29 +162,33 @@ class Simulation {
   void reduce(const std::byte* a, const std::byte* b, std::byte* out, std::size_t count);
 
   // The fabric's timing (sim_fabric.cc).
-  double transmit(int from, int to, std::size_t bytes);
+  void set_up_route(StreamLink& link);
+  double transmit(StreamLink& link, std::size_t bytes);
   double latency(int from, int to) const;
   double travel_time(int from, int to, std::size_t bytes) const;  // latency plus bytes on the route, idle
   double compute_time(std::size_t elements) const;
+  void collect_link_loads();
 
   // The link protocol on virtual time (sim_link.cc).
   void set_up_protocol();
-  std::string stream_name(const StreamKey& key, std::uint64_t sequence) const;
+  std::uint32_t link_of(const StreamKey& key);
+  std::string stream_name(const StreamLink& link, std::uint64_t sequence) const;
   void arrive(std::size_t index);
-  void ask_again(const StreamKey& key);
-  void expire(int p, int k, std::size_t call);
+  void ask_again(std::uint32_t link);
+  void expire(int p, int k, std::size_t call, std::size_t slot);
   double wait_interval(int p, int k);
   double message_travel(int p, int k) const;
   bool waits_for_message(int p, int k) const;
   void arm_timers(int p);
   void detect(const StreamKey& key, std::string what);
-  void send(int p, const Step& step);
-  void transmit_message(const StreamKey& key, std::uint64_t sequence, int attempt, std::size_t bytes, std::uint64_t sum,
+  void send(int p, int k, const Step& step);
+  void transmit_message(std::uint32_t link, std::uint64_t sequence, int attempt, std::size_t bytes, std::uint64_t sum,
                         std::vector<std::byte> payload);
   void release(const GoBack& held);
   void deliver_at(double time, InFlight flight);
   void resend(const GoBack& request);
-  void receive(int p, const Step& step);
+  void receive(int p, int k, const Step& step);
+  std::size_t add_go_back(GoBack request);
 
   const Schedule& schedule_;
   const Topology& topology_;
@@ -171,23 +200,36 @@ class Simulation {
   double now_ = 0;
   double last_step_ = 0;
   std::uint64_t next_sequence_ = 0;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  EventQueue events_;
+  TimerQueue timers_;  // a slot per stream of every participant: its receive's wait timer
   std::vector<int> vertex_;
-  std::vector<double> link_free_;
+  // Per topology link, together so that booking a hop touches one cache line: when it is free
+  // next, and its load so far (seconds busy, bytes carried).
+  struct LinkState {
+    double free = 0;
+    double busy = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::vector<LinkState> link_state_;
   std::vector<GuardedBuffer> input_, output_, scratch_;
+  std::vector<StepCursor> steps_;
   std::vector<std::vector<Stream>> streams_;
+  std::vector<std::size_t> first_slot_;  // per participant: its first stream's timer slot
   std::vector<std::size_t> finished_steps_;
   std::vector<int> call_;  // per participant: the call it is running (0-based)
   std::vector<std::vector<bool>> done_;
   std::vector<InFlight> in_flight_;
+  std::vector<std::uint32_t> free_in_flight_;  // records of in_flight_ that have arrived, to reuse
   LinkSettings protocol_;
   RetransmitJitter timer_jitter_;
-  std::unordered_map<StreamKey, Inbox, StreamKeyHash> inbox_;
-  std::unordered_map<StreamKey, Outbox, StreamKeyHash> outbox_;
+  std::vector<StreamLink> links_;
+  std::unordered_map<StreamKey, std::uint32_t, StreamKeyHash> link_index_;  // while setting up
   std::vector<GoBack> go_back_;
-  std::vector<std::vector<Inbox*>> step_inbox_;  // per participant and step: a receive's inbox (else null)
-  static constexpr double kNoTimer = -1;         // (virtual times are never negative)
-  std::vector<std::vector<double>> timer_;       // per participant and step: when its wait timer was armed
+  std::vector<std::uint32_t> free_go_back_;
+  static constexpr std::uint32_t kNoLink = ~std::uint32_t{0};
+  std::vector<std::vector<std::uint32_t>> step_link_;  // per participant and step: a send's or receive's link
+  static constexpr double kNoTimer = -1;               // (virtual times are never negative)
+  std::vector<double> timer_armed_;                    // per timer slot: when its wait timer was armed, or kNoTimer
 };
 
 }  // namespace collcheck::sim

@@ -15,6 +15,13 @@
 
 namespace collcheck {
 namespace sim {
+namespace {
+
+// How far ahead of the step a stream starts it asks for the cache lines of a later one: far enough
+// that they have come by the time the stream gets there.
+constexpr std::size_t kPrefetchSteps = 4;
+
+}  // namespace
 
 Simulation::Simulation(const Schedule& schedule, const Topology& topology, const SimulationOptions& options)
     : schedule_(schedule), topology_(topology), options_(options), hook_(options.hook ? *options.hook : default_hook_),
@@ -26,15 +33,27 @@ SimulatedRun Simulation::run() {
   set_up_protocol();
   for (int p = 0; p < schedule_.nparticipants(); ++p) push(0, EventKind::Wake, p, -1, 0);
   const double deadline = hook_.deadline();
-  while (!events_.empty() && !result_.detected) {
-    const Event event = events_.top();
-    events_.pop();
+  while ((!events_.empty() || !timers_.empty()) && !result_.detected) {
+    const bool timer = !timers_.empty() && (events_.empty() || timers_.top().before(events_.top()));
+    const Event event = timer ? timers_.top() : events_.top();
+    const std::size_t slot = timer ? timers_.top_slot() : 0;
     if (event.time > deadline) break;
+    if (timer) {
+      timers_.cancel(slot);
+    } else {
+      events_.pop();
+    }
     now_ = event.time;
     record(event);
-    handle(event);
+    if (timer) {
+      expire(event.participant, event.step, event.message, slot);
+      advance(event.participant);
+    } else {
+      handle(event);
+    }
   }
   finish(deadline);
+  collect_link_loads();
   return std::move(result_);
 }
 
@@ -57,7 +76,7 @@ bool Simulation::place_participants() {
     }
     vertex_.push_back(switches[static_cast<std::size_t>(p - schedule_.nranks()) % switches.size()]);
   }
-  link_free_.assign(topology_.links.size(), 0.0);
+  link_state_.assign(topology_.links.size(), LinkState{});
   return true;
 }
 
@@ -67,20 +86,20 @@ void Simulation::set_up_participants() {
   output_.resize(n);
   scratch_.resize(n);
   streams_.resize(n);
+  first_slot_.assign(n + 1, 0);
   finished_steps_.assign(n, 0);
   call_.assign(n, 0);
   result_.earlier_outputs.assign(static_cast<std::size_t>(std::max(options_.calls, 1) - 1),
                                  std::vector<std::vector<std::byte>>(static_cast<std::size_t>(schedule_.nranks())));
   done_.resize(n);
+  steps_.reserve(n);
   const InputGenerator inputs(schedule_.shape);
   for (int p = 0; p < schedule_.nparticipants(); ++p) {
     const auto q = static_cast<std::size_t>(p);
-    const auto& steps = schedule_.participants[q].steps;
-    done_[q].assign(steps.size(), false);
-    std::map<int, std::vector<int>> by_stream;
-    for (int k = 0; k < static_cast<int>(steps.size()); ++k)
-      by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
-    for (auto& entry : by_stream) streams_[q].push_back(Stream{std::move(entry.second), 0, false});
+    steps_.emplace_back(schedule_.participants[q]);
+    done_[q].assign(steps_[q].size(), false);
+    set_up_streams(p);
+    first_slot_[q + 1] = first_slot_[q] + streams_[q].size();
     if (!options_.numeric) continue;
     allocate(scratch_[q], schedule_.buffer_size(p, BufferKind::Scratch));
     if (schedule_.participants[q].is_switch) continue;
@@ -97,11 +116,40 @@ void Simulation::set_up_participants() {
       std::copy_n(given.begin(), std::min(given.size(), count * element_), input);
     }
   }
+  timers_ = TimerQueue(first_slot_[n]);
+  timer_armed_.assign(first_slot_[n], kNoTimer);
+}
+
+// Splits p's steps into its streams, in order of stream number; a participant with one stream
+// (most) keeps no list of its steps.
+void Simulation::set_up_streams(int p) {
+  const auto q = static_cast<std::size_t>(p);
+  const StepCursor& steps = steps_[q];
+  std::map<int, std::vector<int>> by_stream;
+  bool one_stream = true;
+  for (std::size_t k = 0; k < steps.size(); ++k) one_stream = one_stream && steps[k].stream == steps[0].stream;
+  if (one_stream && steps.size() > 0) {
+    streams_[q].push_back(Stream{{}, steps.size(), 0, false});
+    return;
+  }
+  for (int k = 0; k < static_cast<int>(steps.size()); ++k)
+    by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
+  for (auto& entry : by_stream) {
+    const std::size_t count = entry.second.size();
+    streams_[q].push_back(Stream{std::move(entry.second), count, 0, false});
+  }
 }
 
 void Simulation::push(double time, EventKind kind, int p, int step, std::size_t message) {
   const std::uint64_t sequence = next_sequence_++;
-  events_.push(Event{time, mix64(options_.seed ^ mix64(sequence)), sequence, kind, p, step, message});
+  events_.push(Event{time, mix64(options_.seed ^ mix64(sequence)), p, step, static_cast<std::uint32_t>(message), kind});
+}
+
+// A wait timer's event, numbered in turn with every other event.
+Event Simulation::timer_event(double time, int p, int step, std::size_t call) {
+  const std::uint64_t sequence = next_sequence_++;
+  return Event{time, mix64(options_.seed ^ mix64(sequence)), p,
+               step, static_cast<std::uint32_t>(call),       EventKind::Timeout};
 }
 
 void Simulation::record(const Event& event) {
@@ -121,7 +169,7 @@ void Simulation::handle(const Event& event) {
       done_[q][static_cast<std::size_t>(event.step)] = true;
       ++finished_steps_[q];
       for (Stream& stream : streams_[q]) {
-        if (stream.busy && stream.steps[stream.next] == event.step) {
+        if (stream.busy && stream.step_at(stream.next) == event.step) {
           stream.busy = false;
           ++stream.next;
         }
@@ -130,9 +178,19 @@ void Simulation::handle(const Event& event) {
     }
     case EventKind::Arrival: arrive(event.message); break;
     // By value: resending may add to go_back_ (a reorder's release), moving its elements.
-    case EventKind::GoBack: resend(GoBack(go_back_[event.message])); return;
-    case EventKind::Release: release(GoBack(go_back_[event.message])); return;
-    case EventKind::Timeout: expire(event.participant, event.step, event.message); break;
+    case EventKind::GoBack: {
+      const GoBack request = go_back_[event.message];
+      free_go_back_.push_back(event.message);
+      resend(request);
+      return;
+    }
+    case EventKind::Release: {
+      const GoBack held = go_back_[event.message];
+      free_go_back_.push_back(event.message);
+      release(held);
+      return;
+    }
+    case EventKind::Timeout: break;  // timers come from timers_
   }
   advance(event.participant);
 }
@@ -171,15 +229,23 @@ void Simulation::next_call(int p) {
 
 void Simulation::advance(int p) {
   const auto q = static_cast<std::size_t>(p);
-  while (call_finished(q) && call_[q] + 1 < options_.calls && !schedule_.participants[q].steps.empty()) next_call(p);
-  if (schedule_.participants[q].steps.empty()) {
+  while (call_finished(q) && call_[q] + 1 < options_.calls && steps_[q].size() > 0) next_call(p);
+  if (steps_[q].size() == 0) {
     while (call_[q] + 1 < options_.calls) next_call(p);
   }
-  for (Stream& stream : streams_[q]) {
-    if (stream.busy || stream.next == stream.steps.size()) continue;
-    const int k = stream.steps[stream.next];
+  for (std::size_t s = 0; s < streams_[q].size(); ++s) {
+    Stream& stream = streams_[q][s];
+    if (stream.busy || stream.next == stream.count) continue;
+    const int k = stream.step_at(stream.next);
     if (!ready(p, k)) continue;
     stream.busy = true;
+    if (stream.next + kPrefetchSteps < stream.count) {
+      steps_[q].prefetch(static_cast<std::size_t>(stream.step_at(stream.next + kPrefetchSteps)));
+    }
+    // A receive that starts has its message: its wait timer is over.
+    const std::size_t slot = first_slot_[q] + s;
+    timers_.cancel(slot);
+    timer_armed_[slot] = kNoTimer;
     push(now_ + start(p, k), EventKind::StepDone, p, k, 0);
   }
   arm_timers(p);
@@ -187,21 +253,20 @@ void Simulation::advance(int p) {
 
 bool Simulation::ready(int p, int k) {
   const auto q = static_cast<std::size_t>(p);
-  const Step& step = schedule_.participants[q].steps[static_cast<std::size_t>(k)];
-  for (int earlier : schedule_.participants[q].after(k)) {
+  for (int earlier : steps_[q].after(static_cast<std::size_t>(k))) {
     if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
   }
-  if (!step.receives()) return true;
-  return !step_inbox_[q][static_cast<std::size_t>(k)]->waiting.empty();
+  if (!steps_[q][static_cast<std::size_t>(k)].receives()) return true;
+  return links_[step_link_[q][static_cast<std::size_t>(k)]].inbox.waiting_count > 0;
 }
 
 // Starts step k of p now; returns how long it takes.
 double Simulation::start(int p, int k) {
-  const Step& step = schedule_.participants[static_cast<std::size_t>(p)].steps[static_cast<std::size_t>(k)];
+  const Step& step = steps_[static_cast<std::size_t>(p)][static_cast<std::size_t>(k)];
   switch (step.kind) {
-    case StepKind::Send: send(p, step); return 0;  // buffered: the fabric carries it on
+    case StepKind::Send: send(p, k, step); return 0;  // buffered: the fabric carries it on
     case StepKind::Recv:
-    case StepKind::RecvReduce: receive(p, step); return compute_time(step.to.count);
+    case StepKind::RecvReduce: receive(p, k, step); return compute_time(step.to.count);
     case StepKind::Copy:
       if (options_.numeric && step.to.count > 0) {
         std::memmove(at(p, step.to.buffer, step.to.offset), at(p, step.from.buffer, step.from.offset),

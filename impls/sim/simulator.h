@@ -58,7 +58,10 @@ struct SimulatedRun {
   double time = 0;                  // virtual seconds until the last participant finished
   std::uint64_t trace = 0;          // hash of every event in order: equal seeds, equal traces
   std::size_t events = 0;
-  std::size_t messages = 0;
+  std::size_t messages = 0;  // transmissions, retransmissions included
+  // Link loads, per topology link (Topology::links): bytes carried and seconds busy carrying them.
+  std::vector<std::uint64_t> link_bytes;
+  std::vector<double> link_busy;
   std::vector<std::vector<std::byte>> outputs;  // per rank, its output (empty: reduce non-root), last call
   std::vector<std::vector<std::vector<std::byte>>> earlier_outputs;  // [call][rank], the calls before the last
   std::vector<std::vector<std::byte>> inputs;                        // per rank, its input buffer after the run
@@ -67,8 +70,12 @@ struct SimulatedRun {
 
 // What simulate() will hold for a schedule of that size and the case's buffers (`shape` carries
 // the case), estimated before it runs: buffers, engine state, messages, the results.
-MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize&,
-                                 const SimulationOptions& = SimulationOptions());
+// `links`: the schedule's streams (stream_links), 0 before it is built (then assumed as many as
+// ring, tree and halving-doubling schedules have; check again with the count once built).
+MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize&, const SimulationOptions& = SimulationOptions(),
+                                 std::uint64_t links = 0);
+// The schedule's streams: distinct (sender, receiver, channel) of its sends.
+std::uint64_t stream_links(const Schedule&);
 
 // Runs `schedule` (its shape carries the case: dtype, op, values, seed) on `topology`: rank r
 // on GPU r, switch participants on the aggregating switches in turn. A message occupies every

@@ -1,5 +1,6 @@
 // The simulated machine as a graph: link kind names, shortest routes cached per source and
-// pair, the cut-through transfer time, and the presets ring:N, dgx-h100 and ib-fat-tree:NODES.
+// pair, the cut-through transfer time, and the presets ring:N, dgx-h100, ib-fat-tree:NODES,
+// rail-fat-tree:NODES and dragonfly:GROUPS.
 #include "impls/sim/topology.h"
 
 #include <algorithm>
@@ -23,10 +24,18 @@ constexpr double kPcieBandwidth = 64e9;        // PCIe Gen5 x16
 constexpr double kInfinibandLatency = 0.6e-6;  // one switch hop, cable included
 constexpr double kInfinibandBandwidth = 50e9;  // NDR 400 Gb/s
 constexpr double kHbm3Bandwidth = 3e12;
+constexpr double kGlobalLatency = 1e-6;  // dragonfly: a global cable between groups, tens of metres
 constexpr int kGpusPerNode = 8;
 constexpr int kNodesPerSpine = 4;
-constexpr int kMaxNodes = kMaxRanks / kGpusPerNode;
+constexpr int kMaxNodes = kMaxTopologyGpus / kGpusPerNode;
+constexpr int kNodesPerUnit = 32;    // rail-fat-tree: nodes of a scalable unit, one leaf per rail each
+constexpr int kRoutersPerGroup = 8;  // dragonfly: routers of a group, joined all to all
+constexpr int kGpusPerRouter = 8;    // dragonfly: GPUs on each router
+constexpr int kMaxGroups = kMaxTopologyGpus / (kRoutersPerGroup * kGpusPerRouter);
 constexpr int kSearchesBeforeTree = 2;  // searches from one source that stop at their target
+// Shortest-path trees kept, in vertex entries over every source (4 bytes each): reaching it drops
+// them all, so that memory stays bounded on machines of tens of thousands of vertices.
+constexpr std::size_t kMostTreeEntries = std::size_t{64} << 20;
 
 // ---- building presets ----
 
@@ -89,6 +98,99 @@ Topology dgx_nodes(std::string name, int nodes, bool fabric) {
   return t;
 }
 
+// `nodes` DGX H100 nodes on a rail-optimised fat tree as large clusters cable it: scalable units of
+// 32 nodes, in each a leaf per rail (NIC k of its nodes on leaf k of the unit), and per rail a plane
+// of spines joining that rail's leaves across units (half as many spines as units: every leaf has
+// as many links up as down). Rails meet only over NVLink inside a node. Vertex order: GPUs, spines
+// (rail-major), leaves (unit-major), NICs, NVSwitches.
+Topology rail_fat_tree(int nodes) {
+  Topology t;
+  t.name = "rail-fat-tree:" + std::to_string(nodes);
+  t.copy_bandwidth = kHbm3Bandwidth;
+  const int ranks = nodes * kGpusPerNode;
+  const int units = (nodes + kNodesPerUnit - 1) / kNodesPerUnit;
+  const int spines_per_rail = (units + 1) / 2;
+  for (int r = 0; r < ranks; ++r) t.gpus.push_back(add_vertex(t, VertexKind::Gpu, "gpu" + std::to_string(r)));
+  std::vector<std::vector<int>> spines(kGpusPerNode);
+  for (int rail = 0; rail < kGpusPerNode; ++rail) {
+    spines[static_cast<std::size_t>(rail)] =
+        add_switches(t, "spine" + std::to_string(rail) + ".", units > 1 ? spines_per_rail : 0);
+  }
+  std::vector<int> leaves;  // leaf of unit u and rail k: leaves[u * 8 + k]
+  for (int unit = 0; unit < units; ++unit) {
+    const std::vector<int> unit_leaves = add_switches(t, "leaf" + std::to_string(unit) + ".", kGpusPerNode);
+    leaves.insert(leaves.end(), unit_leaves.begin(), unit_leaves.end());
+  }
+  for (int r = 0; r < ranks; ++r) {
+    const int nic = add_vertex(t, VertexKind::Nic, "nic" + std::to_string(r));
+    const int unit = r / kGpusPerNode / kNodesPerUnit;
+    add_cable(t, t.gpus[static_cast<std::size_t>(r)], nic, LinkKind::PCIe, kPcieLatency, kPcieBandwidth);
+    const int leaf = unit * kGpusPerNode + r % kGpusPerNode;
+    add_cable(t, nic, leaves[static_cast<std::size_t>(leaf)], LinkKind::InfiniBand, kInfinibandLatency,
+              kInfinibandBandwidth);
+  }
+  const std::vector<int> nvswitches = add_switches(t, "nvswitch", nodes);
+  for (int r = 0; r < ranks; ++r) {
+    add_cable(t, t.gpus[static_cast<std::size_t>(r)], nvswitches[static_cast<std::size_t>(r / kGpusPerNode)],
+              LinkKind::NVLink, kNvlinkLatency, kNvlinkBandwidth);
+  }
+  for (int unit = 0; unit < units; ++unit) {
+    for (int rail = 0; rail < kGpusPerNode; ++rail) {
+      for (int spine : spines[static_cast<std::size_t>(rail)]) {
+        const int leaf = unit * kGpusPerNode + rail;
+        add_cable(t, leaves[static_cast<std::size_t>(leaf)], spine, LinkKind::InfiniBand, kInfinibandLatency,
+                  kInfinibandBandwidth);
+      }
+    }
+  }
+  return t;
+}
+
+// A dragonfly of `groups` groups: in each, 8 routers joined all to all, and 8 GPUs on each router;
+// every pair of groups is joined by one global cable, group g's cable to group h (h != g) on its
+// router (h - g - 1 mod groups) mod 8, so each router has ceil((groups - 1) / 8) global ports.
+// Routes are minimal (local, global, local): no Valiant detours. Every router aggregates.
+// Vertex order: GPUs (group-major, then router), routers.
+Topology dragonfly(int groups) {
+  Topology t;
+  t.name = "dragonfly:" + std::to_string(groups);
+  t.copy_bandwidth = kHbm3Bandwidth;
+  const int per_group = kRoutersPerGroup * kGpusPerRouter;
+  for (int r = 0; r < groups * per_group; ++r) {
+    t.gpus.push_back(add_vertex(t, VertexKind::Gpu, "gpu" + std::to_string(r)));
+  }
+  std::vector<int> routers;  // router i of group g: routers[g * 8 + i]
+  for (int group = 0; group < groups; ++group) {
+    const std::vector<int> ids = add_switches(t, "router" + std::to_string(group) + ".", kRoutersPerGroup);
+    routers.insert(routers.end(), ids.begin(), ids.end());
+  }
+  const auto router = [&](int group, int index) {
+    const int id = group * kRoutersPerGroup + index;
+    return routers[static_cast<std::size_t>(id)];
+  };
+  for (int r = 0; r < groups * per_group; ++r) {
+    add_cable(t, t.gpus[static_cast<std::size_t>(r)], router(r / per_group, r % per_group / kGpusPerRouter),
+              LinkKind::InfiniBand, kInfinibandLatency, kInfinibandBandwidth);
+  }
+  for (int group = 0; group < groups; ++group) {
+    for (int a = 0; a < kRoutersPerGroup; ++a) {
+      for (int b = a + 1; b < kRoutersPerGroup; ++b) {
+        add_cable(t, router(group, a), router(group, b), LinkKind::InfiniBand, kInfinibandLatency,
+                  kInfinibandBandwidth);
+      }
+    }
+  }
+  for (int group = 0; group < groups; ++group) {
+    for (int other = group + 1; other < groups; ++other) {
+      const int here = (other - group - 1 + groups) % groups % kRoutersPerGroup;
+      const int there = (group - other - 1 + groups) % groups % kRoutersPerGroup;
+      add_cable(t, router(group, here), router(other, there), LinkKind::InfiniBand, kGlobalLatency,
+                kInfinibandBandwidth);
+    }
+  }
+  return t;
+}
+
 Error preset_error(std::string_view preset, const std::string& problem) {
   return Error{"topology", quoted_input(preset) + ": " + problem + "; presets: " + topology_presets()};
 }
@@ -111,10 +213,13 @@ void prepare(const Topology& t, Topology::RouteCache& cache) {
   for (const Link& link : t.links) ++cache.first_out[static_cast<std::size_t>(link.from) + 1];
   for (std::size_t v = 0; v < t.vertices.size(); ++v) cache.first_out[v + 1] += cache.first_out[v];
   cache.out_links.resize(t.links.size());
+  cache.out_targets.resize(t.links.size());
   std::vector<int> next(cache.first_out.begin(), cache.first_out.end() - 1);
   for (std::size_t l = 0; l < t.links.size(); ++l) {
     const auto from = static_cast<std::size_t>(t.links[l].from);
-    cache.out_links[static_cast<std::size_t>(next[from]++)] = static_cast<int>(l);
+    const auto at = static_cast<std::size_t>(next[from]++);
+    cache.out_links[at] = static_cast<int>(l);
+    cache.out_targets[at] = t.links[l].to;
   }
   cache.searches.assign(t.vertices.size(), 0);
   cache.trees.assign(t.vertices.size(), {});
@@ -124,29 +229,42 @@ void prepare(const Topology& t, Topology::RouteCache& cache) {
 // order, so a vertex's predecessor is the lowest-id vertex one hop nearer that links to it (by
 // its lowest-id link). Stops after the level that reaches `target`, or goes on to every vertex
 // when `target` is -1. Returns the link into each vertex found; -1 at the source and elsewhere.
-std::vector<int> search(const Topology& t, const Topology::RouteCache& cache, int source, int target) {
-  std::vector<int> into(t.vertices.size(), -1);
-  std::vector<char> seen(t.vertices.size(), 0);
+std::vector<int> search(const Topology& t, const Topology::RouteCache& cache, int source, int target,
+                        std::size_t* reached = nullptr) {
+  const std::size_t count = t.vertices.size();
+  std::vector<int> into(count, -1);
+  std::vector<char> seen(count, 0);  // 1: reached; 2: reached in the level being found
   seen[static_cast<std::size_t>(source)] = 1;
   std::vector<int> level{source};
   std::vector<int> next;
+  std::size_t found = 1;
   while (!level.empty() && (target < 0 || !seen[static_cast<std::size_t>(target)])) {
     for (int u : level) {
       const auto first = static_cast<std::size_t>(cache.first_out[static_cast<std::size_t>(u)]);
       const auto last = static_cast<std::size_t>(cache.first_out[static_cast<std::size_t>(u) + 1]);
       for (std::size_t i = first; i < last; ++i) {
-        const int link = cache.out_links[i];
-        const auto v = static_cast<std::size_t>(t.links[static_cast<std::size_t>(link)].to);
+        const auto v = static_cast<std::size_t>(cache.out_targets[i]);
         if (seen[v]) continue;
-        seen[v] = 1;
-        into[v] = link;
+        seen[v] = 2;
+        into[v] = cache.out_links[i];
         next.push_back(static_cast<int>(v));
       }
     }
-    if (!std::is_sorted(next.begin(), next.end())) std::sort(next.begin(), next.end());
+    found += next.size();
+    // The level in vertex-id order: sorted when small, read off one pass over the marks when large.
+    if (next.size() > count / 32) {
+      next.clear();
+      for (std::size_t v = 0; v < count; ++v) {
+        if (seen[v] == 2) next.push_back(static_cast<int>(v));
+      }
+    } else if (!std::is_sorted(next.begin(), next.end())) {
+      std::sort(next.begin(), next.end());
+    }
+    for (int v : next) seen[static_cast<std::size_t>(v)] = 1;
     level.swap(next);
     next.clear();
   }
+  if (reached != nullptr) *reached = found;
   return into;
 }
 
@@ -197,14 +315,26 @@ const std::vector<int>& Topology::route(int from, int to) const {
   // A source's first few routes come from searches that stop at their target (neighbours are
   // near); after that it keeps its whole tree, so asking for every pair costs one search each.
   std::vector<int>& tree = cache.trees[static_cast<std::size_t>(from)];
-  if (tree.empty() && from != to && ++cache.searches[static_cast<std::size_t>(from)] > kSearchesBeforeTree) {
+  if (tree.empty() && from != to &&
+      (++cache.searches[static_cast<std::size_t>(from)] > kSearchesBeforeTree || cache.wide)) {
+    // At the cap every tree is dropped (the routes found stay): memory stays bounded, and a caller
+    // that asks source by source (the simulator does) computes each source's tree once.
+    if (cache.tree_entries + vertices.size() > kMostTreeEntries) {
+      for (std::vector<int>& kept : cache.trees) std::vector<int>().swap(kept);
+      cache.tree_entries = 0;
+    }
     tree = search(*this, cache, from, -1);
+    cache.tree_entries += tree.size();
   }
   std::vector<int> found;
   if (!tree.empty()) {
     found = route_on_tree(*this, tree, from, to);
   } else if (from != to) {
-    found = route_on_tree(*this, search(*this, cache, from, to), from, to);
+    std::size_t reached = 0;
+    found = route_on_tree(*this, search(*this, cache, from, to, &reached), from, to);
+    // A search that had to cross most of the machine cost as much as the whole tree: from now on
+    // every source gets its tree at once.
+    cache.wide = cache.wide || reached * 4 > vertices.size();
   }
   return cache.routes.emplace(key, std::move(found)).first->second;
 }
@@ -222,8 +352,10 @@ double transfer_time(const Topology& topology, const std::vector<int>& route, st
 }
 
 std::string topology_presets() {
-  return "ring:N (N GPUs, 1.." + std::to_string(kMaxRanks) +
-         "), dgx-h100 (8 GPUs), ib-fat-tree:NODES (8 GPUs a node, 1.." + std::to_string(kMaxNodes) + " nodes)";
+  return "ring:N (N GPUs, 1.." + std::to_string(kMaxTopologyGpus) +
+         "), dgx-h100 (8 GPUs), ib-fat-tree:NODES (8 GPUs a node, 1.." + std::to_string(kMaxNodes) +
+         " nodes), rail-fat-tree:NODES (8 GPUs a node, 1.." + std::to_string(kMaxNodes) +
+         " nodes), dragonfly:GROUPS (64 GPUs a group, 1.." + std::to_string(kMaxGroups) + " groups)";
 }
 
 Result<Topology> make_topology(std::string_view preset) {
@@ -236,7 +368,7 @@ Result<Topology> make_topology(std::string_view preset) {
     return dgx_nodes("dgx-h100", 1, false);
   }
   if (family == "ring") {
-    const Result<int> n = preset_count(preset, count, "N", kMaxRanks);
+    const Result<int> n = preset_count(preset, count, "N", kMaxTopologyGpus);
     if (!n) return n.error();
     return ring(*n);
   }
@@ -244,6 +376,16 @@ Result<Topology> make_topology(std::string_view preset) {
     const Result<int> nodes = preset_count(preset, count, "NODES", kMaxNodes);
     if (!nodes) return nodes.error();
     return dgx_nodes("ib-fat-tree:" + std::to_string(*nodes), *nodes, true);
+  }
+  if (family == "rail-fat-tree") {
+    const Result<int> nodes = preset_count(preset, count, "NODES", kMaxNodes);
+    if (!nodes) return nodes.error();
+    return rail_fat_tree(*nodes);
+  }
+  if (family == "dragonfly") {
+    const Result<int> groups = preset_count(preset, count, "GROUPS", kMaxGroups);
+    if (!groups) return groups.error();
+    return dragonfly(*groups);
   }
   return preset_error(preset, "no such preset");
 }

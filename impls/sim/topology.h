@@ -13,6 +13,9 @@
 
 namespace collcheck {
 
+// The most GPUs a preset builds: production clusters and beyond (Llama 3 trained on 16,384).
+inline constexpr int kMaxTopologyGpus = 65536;
+
 enum class LinkKind { NVLink, PCIe, InfiniBand, Ethernet };
 std::string_view name(LinkKind);
 
@@ -45,16 +48,20 @@ struct Topology {
   std::vector<int> aggregating_switches() const;
   // The links a message from vertex a to vertex b crosses, in order: a shortest path by hop
   // count, ties broken deterministically (lowest vertex id), computed once per pair. Empty
-  // when a == b or b cannot be reached from a.
+  // when a == b or b cannot be reached from a. A source asked for many routes keeps its
+  // shortest-path tree while they fit a bounded cache: ask source by source on large machines.
   const std::vector<int>& route(int from, int to) const;
 
   // What route() has worked out, filled on demand: not thread-safe, and to be reset with
   // `route_cache = {}` after editing vertices or links.
   struct RouteCache {
     std::vector<int> first_out, out_links;  // vertex v's out-links: out_links[first_out[v] .. first_out[v+1])
+    std::vector<int> out_targets;           // where each of out_links leads
     std::vector<int> searches;              // per source, the searches run from it
     std::vector<std::vector<int>> trees;    // per source asked often, the link into each vertex
     std::unordered_map<std::uint64_t, std::vector<int>> routes;  // per pair asked, its route
+    std::size_t tree_entries = 0;                                // over every tree kept
+    bool wide = false;  // a search stopping at its target crossed most of the machine: trees at once
   };
   mutable RouteCache route_cache;
 };
@@ -68,6 +75,11 @@ struct Topology {
 //   ib-fat-tree:NODES NODES × dgx-h100 nodes on InfiniBand NDR (400 Gb/s, ~0.6 us per hop),
 //                     rail-optimized: NIC k of every node on leaf switch k, every leaf on
 //                     every spine (one spine per 4 nodes), all switches aggregating for innet.
+//   rail-fat-tree:NODES NODES × dgx-h100 nodes as large clusters cable them: scalable units of 32
+//                     nodes with a leaf per rail each, a plane of spines per rail joining that
+//                     rail's leaves (ceil(units / 2) spines a rail), rails meeting only over NVLink.
+//   dragonfly:GROUPS  GROUPS groups of 8 routers joined all to all, 8 GPUs on each router, one
+//                     global cable between every pair of groups; minimal routes.
 Result<Topology> make_topology(std::string_view preset);
 std::string topology_presets();  // for error messages and `collcheck list`
 

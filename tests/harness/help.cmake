@@ -19,7 +19,7 @@ set(help_bench_options "-b, --minbytes" "-e, --maxbytes" "-f, --stepfactor" "-i,
   --backend --vs --collective --ranks --csv --svg --deadline --memory-limit)
 set(help_worker_options --backend --connect)
 # A default each help must show, where the command has defaults.
-set(help_prove_default "--ranks LIST +rank counts, up to 4096 \\(default 1\\.\\.64\\)")
+set(help_prove_default "--ranks LIST +rank counts, up to 16384 \\(default 1\\.\\.64\\)")
 set(help_simulate_default "--counts LIST +element counts, one table row each \\(default 1K,64K,1M\\)")
 set(help_check_default "--time-budget T +[^\n]* \\(default 60s\\)")
 set(help_replay_default "--backend B +[^\n]* \\(default ring@sim\\)")

@@ -186,5 +186,43 @@ TEST(Simulator, SimulationsOnSeveralThreadsAtOnceAgreeWithOne) {
   EXPECT_EQ(second, alone);
 }
 
+// Timing only moves no data and yet runs the same events: the same time, trace and link loads.
+TEST(Simulator, TimingOnlyRunsTheSameEventsWithoutData) {
+  const Topology& topology = fabric_for(16);
+  for (const char* algorithm : {"ring", "tree", "rhd", "innet"}) {
+    const Case c = make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 4096, 16);
+    Result<Schedule> schedule = make_schedule(algorithm, c, Knobs{256, 2, 4});
+    ASSERT_TRUE(schedule.ok()) << schedule.error().text();
+    const SimulatedRun numeric = simulate(*schedule, topology, SimulationOptions(3, nullptr, true));
+    const SimulatedRun timed = simulate(*schedule, topology, SimulationOptions(3, nullptr, false));
+    ASSERT_TRUE(numeric.completed && timed.completed) << algorithm << ": " << numeric.error << timed.error;
+    EXPECT_EQ(timed.time, numeric.time) << algorithm;
+    EXPECT_EQ(timed.trace, numeric.trace) << algorithm;
+    EXPECT_EQ(timed.events, numeric.events) << algorithm;
+    EXPECT_EQ(timed.link_bytes, numeric.link_bytes) << algorithm;
+    EXPECT_TRUE(timed.outputs.empty()) << algorithm;
+  }
+}
+
+// Every message's bytes are counted on each link of its route, and a link is busy for its bytes
+// over its bandwidth: on a ring of 4 a ring all-reduce puts 2(p-1)/p of the buffer on each link.
+TEST(Simulator, LinkLoadsCountEveryByteOnEveryLink) {
+  const Case c = make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 1024, 4);
+  Result<Schedule> schedule = make_schedule("ring", c, Knobs{0, 1, 4});
+  ASSERT_TRUE(schedule.ok()) << schedule.error().text();
+  Result<Topology> ring = make_topology("ring:4");
+  ASSERT_TRUE(ring.ok());
+  const SimulatedRun run = simulate(*schedule, *ring, SimulationOptions(0, nullptr, false));
+  ASSERT_TRUE(run.completed) << run.error;
+  ASSERT_EQ(run.link_bytes.size(), ring->links.size());
+  std::uint64_t carried = 0;
+  for (std::size_t link = 0; link < ring->links.size(); ++link) {
+    carried += run.link_bytes[link];
+    EXPECT_DOUBLE_EQ(run.link_busy[link], static_cast<double>(run.link_bytes[link]) / ring->links[link].bandwidth);
+  }
+  EXPECT_EQ(carried, 4u * 2 * 3 * (1024 / 4) * 4) << "4 ranks x 2(p-1) messages of n/p floats";
+  EXPECT_LE(run.link_busy.front(), run.time);
+}
+
 }  // namespace
 }  // namespace collcheck

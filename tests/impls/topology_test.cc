@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <queue>
@@ -139,6 +140,7 @@ TEST(Topology, SmallRingsHaveNoParallelCables) {
   EXPECT_EQ(preset("ring:2").links.size(), 2u);
   EXPECT_EQ(preset("ring:3").links.size(), 6u);
   EXPECT_EQ(preset("ring:4096").nranks(), 4096);
+  EXPECT_EQ(preset("ring:16384").nranks(), 16384);
 }
 
 TEST(Topology, NeighbourTransferOnRingIsAlphaPlusBytesOverBeta) {
@@ -250,18 +252,82 @@ TEST(Topology, FatTreeRoutesCrossTheFabricOnlyBetweenNodes) {
   }
 }
 
+// Large clusters split each rail over a leaf per scalable unit of 32 nodes; a rail's spines join
+// only that rail's leaves, so a message between rails of different units crosses NVLink first.
+TEST(Topology, RailFatTreeSplitsRailsIntoUnitsAndMeetsOverNvlink) {
+  const Topology t = preset("rail-fat-tree:64");
+  EXPECT_EQ(t.nranks(), 512);
+  EXPECT_EQ(vertex_counts(t), (std::map<VertexKind, int>{
+                                  {VertexKind::Gpu, 512}, {VertexKind::Nic, 512}, {VertexKind::Switch, 8 + 16 + 64}}));
+  const auto figures = link_figures(t);
+  EXPECT_EQ(figures.at(LinkKind::InfiniBand).links, 2 * 512 + 2 * 2 * 8);
+  EXPECT_EQ(visits(t, t.route(t.gpus[0], t.gpus[8]), t.gpus[0]),
+            (std::vector<std::string>{"gpu0", "nic0", "leaf0.0", "nic8", "gpu8"}));
+  EXPECT_EQ(visits(t, t.route(t.gpus[0], t.gpus[256]), t.gpus[0]),
+            (std::vector<std::string>{"gpu0", "nic0", "leaf0.0", "spine0.0", "leaf1.0", "nic256", "gpu256"}));
+  const std::vector<LinkKind> across = kinds(t, t.route(t.gpus[0], t.gpus[257]));
+  EXPECT_EQ(across.size(), 8u);
+  EXPECT_NE(std::find(across.begin(), across.end(), LinkKind::NVLink), across.end());
+  expect_shortest_routes(preset("rail-fat-tree:33"));
+}
+
+// Every pair of groups is one global cable apart: a route is at most local, global, local.
+TEST(Topology, DragonflyRoutesAreMinimal) {
+  const Topology t = preset("dragonfly:4");
+  EXPECT_EQ(t.nranks(), 256);
+  EXPECT_EQ(vertex_counts(t), (std::map<VertexKind, int>{{VertexKind::Gpu, 256}, {VertexKind::Switch, 32}}));
+  EXPECT_EQ(t.links.size(), 2u * 256 + 2 * 4 * 28 + 2 * 6) << "GPUs, routers all to all in a group, a cable a pair";
+  const auto global = std::count_if(t.links.begin(), t.links.end(), [](const Link& l) { return l.latency == 1e-6; });
+  EXPECT_EQ(global, 2 * 6);
+  EXPECT_EQ(visits(t, t.route(t.gpus[0], t.gpus[8]), t.gpus[0]),
+            (std::vector<std::string>{"gpu0", "router0.0", "router0.1", "gpu8"}));
+  for (int b = 0; b < 256; b += 7) {
+    EXPECT_LE(t.route(t.gpus[0], t.gpus[static_cast<std::size_t>(b)]).size(), 5u) << b;
+  }
+  expect_shortest_routes(preset("dragonfly:3"));
+}
+
+TEST(Topology, PresetsReachProductionSizes) {
+  EXPECT_EQ(preset("ib-fat-tree:2048").nranks(), 16384);
+  EXPECT_EQ(preset("rail-fat-tree:2048").nranks(), 16384);
+  EXPECT_EQ(preset("dragonfly:256").nranks(), 16384);
+  EXPECT_EQ(preset("rail-fat-tree:8192").nranks(), 65536);
+}
+
 TEST(Topology, PresetErrorsNameTheFieldAndListThePresets) {
-  for (std::string_view bad : {"", "ring", "ring:", "ring:0", "ring:4097", "ring:-1", "ring:8x", "ring: 8",
-                               "dgx-h100:2", "ib-fat-tree", "ib-fat-tree:0", "ib-fat-tree:513", "mesh:4", "DGX-H100"}) {
+  for (std::string_view bad : {"",
+                               "ring",
+                               "ring:",
+                               "ring:0",
+                               "ring:65537",
+                               "ring:-1",
+                               "ring:8x",
+                               "ring: 8",
+                               "dgx-h100:2",
+                               "ib-fat-tree",
+                               "ib-fat-tree:0",
+                               "ib-fat-tree:8193",
+                               "rail-fat-tree",
+                               "rail-fat-tree:0",
+                               "rail-fat-tree:8193",
+                               "dragonfly:",
+                               "dragonfly:1025",
+                               "dragonfly:x",
+                               "mesh:4",
+                               "DGX-H100"}) {
     const Result<Topology> t = make_topology(bad);
     ASSERT_FALSE(t.ok()) << bad;
     EXPECT_EQ(t.error().field, "topology");
     EXPECT_NE(t.error().message.find("'" + std::string(bad) + "'"), std::string::npos) << t.error().text();
     EXPECT_NE(t.error().message.find(topology_presets()), std::string::npos) << t.error().text();
   }
-  EXPECT_NE(make_topology("ring:0").error().message.find("1..4096"), std::string::npos);
-  EXPECT_NE(make_topology("ib-fat-tree:513").error().message.find("1..512"), std::string::npos);
-  EXPECT_NE(topology_presets().find("ib-fat-tree:NODES"), std::string::npos);
+  EXPECT_NE(make_topology("ring:0").error().message.find("N must be 1..65536"), std::string::npos);
+  EXPECT_NE(make_topology("ib-fat-tree:8193").error().message.find("NODES must be 1..8192"), std::string::npos);
+  EXPECT_NE(make_topology("rail-fat-tree:0").error().message.find("NODES must be 1..8192"), std::string::npos);
+  EXPECT_NE(make_topology("dragonfly:1025").error().message.find("GROUPS must be 1..1024"), std::string::npos);
+  for (std::string_view family : {"ib-fat-tree:NODES", "rail-fat-tree:NODES", "dragonfly:GROUPS"}) {
+    EXPECT_NE(topology_presets().find(family), std::string::npos) << family;
+  }
 }
 
 // ---- routes ----
