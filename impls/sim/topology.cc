@@ -4,6 +4,7 @@
 #include "impls/sim/topology.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -57,6 +58,23 @@ std::vector<int> add_switches(Topology& t, const std::string& label, int count) 
   return ids;
 }
 
+// What every DGX node has: per GPU a NIC behind PCIe, cabled to the leaf `leaf_of(rank)` (none
+// where it is -1), then per node an NVSwitch joining its GPUs. Vertices: the NICs, then the NVSwitches.
+void add_nics_and_nvswitches(Topology& t, int nodes, const std::function<int(int)>& leaf_of) {
+  const int ranks = nodes * kGpusPerNode;
+  for (int r = 0; r < ranks; ++r) {
+    const int nic = add_vertex(t, VertexKind::Nic, "nic" + std::to_string(r));
+    add_cable(t, t.gpus[static_cast<std::size_t>(r)], nic, LinkKind::PCIe, kPcieLatency, kPcieBandwidth);
+    const int leaf = leaf_of(r);
+    if (leaf >= 0) add_cable(t, nic, leaf, LinkKind::InfiniBand, kInfinibandLatency, kInfinibandBandwidth);
+  }
+  const std::vector<int> nvswitches = add_switches(t, "nvswitch", nodes);
+  for (int r = 0; r < ranks; ++r) {
+    add_cable(t, t.gpus[static_cast<std::size_t>(r)], nvswitches[static_cast<std::size_t>(r / kGpusPerNode)],
+              LinkKind::NVLink, kNvlinkLatency, kNvlinkBandwidth);
+  }
+}
+
 Topology ring(int n) {
   Topology t;
   t.name = "ring:" + std::to_string(n);
@@ -82,16 +100,7 @@ Topology dgx_nodes(std::string name, int nodes, bool fabric) {
   const int spine_count = fabric ? (nodes + kNodesPerSpine - 1) / kNodesPerSpine : 0;
   const std::vector<int> spines = add_switches(t, "spine", spine_count);
   const std::vector<int> leaves = add_switches(t, "leaf", fabric ? kGpusPerNode : 0);
-  for (int r = 0; r < ranks; ++r) {
-    const int nic = add_vertex(t, VertexKind::Nic, "nic" + std::to_string(r));
-    add_cable(t, t.gpus[r], nic, LinkKind::PCIe, kPcieLatency, kPcieBandwidth);
-    if (fabric)
-      add_cable(t, nic, leaves[r % kGpusPerNode], LinkKind::InfiniBand, kInfinibandLatency, kInfinibandBandwidth);
-  }
-  const std::vector<int> nvswitches = add_switches(t, "nvswitch", nodes);
-  for (int r = 0; r < ranks; ++r) {
-    add_cable(t, t.gpus[r], nvswitches[r / kGpusPerNode], LinkKind::NVLink, kNvlinkLatency, kNvlinkBandwidth);
-  }
+  add_nics_and_nvswitches(t, nodes, [&](int rank) { return fabric ? leaves[rank % kGpusPerNode] : -1; });
   for (int leaf : leaves) {
     for (int spine : spines) add_cable(t, leaf, spine, LinkKind::InfiniBand, kInfinibandLatency, kInfinibandBandwidth);
   }
@@ -121,19 +130,10 @@ Topology rail_fat_tree(int nodes) {
     const std::vector<int> unit_leaves = add_switches(t, "leaf" + std::to_string(unit) + ".", kGpusPerNode);
     leaves.insert(leaves.end(), unit_leaves.begin(), unit_leaves.end());
   }
-  for (int r = 0; r < ranks; ++r) {
-    const int nic = add_vertex(t, VertexKind::Nic, "nic" + std::to_string(r));
-    const int unit = r / kGpusPerNode / kNodesPerUnit;
-    add_cable(t, t.gpus[static_cast<std::size_t>(r)], nic, LinkKind::PCIe, kPcieLatency, kPcieBandwidth);
-    const int leaf = unit * kGpusPerNode + r % kGpusPerNode;
-    add_cable(t, nic, leaves[static_cast<std::size_t>(leaf)], LinkKind::InfiniBand, kInfinibandLatency,
-              kInfinibandBandwidth);
-  }
-  const std::vector<int> nvswitches = add_switches(t, "nvswitch", nodes);
-  for (int r = 0; r < ranks; ++r) {
-    add_cable(t, t.gpus[static_cast<std::size_t>(r)], nvswitches[static_cast<std::size_t>(r / kGpusPerNode)],
-              LinkKind::NVLink, kNvlinkLatency, kNvlinkBandwidth);
-  }
+  add_nics_and_nvswitches(t, nodes, [&](int rank) {
+    const int unit = rank / kGpusPerNode / kNodesPerUnit;
+    return leaves[static_cast<std::size_t>(unit * kGpusPerNode + rank % kGpusPerNode)];
+  });
   for (int unit = 0; unit < units; ++unit) {
     for (int rail = 0; rail < kGpusPerNode; ++rail) {
       for (int spine : spines[static_cast<std::size_t>(rail)]) {
