@@ -38,9 +38,10 @@ struct TableCrc {
 };
 
 // The checksum of [from, from + n): four streams, so that the crc32 instruction's latency
-// overlaps.
-template <typename Crc>
-inline std::uint64_t hash(const std::byte* from, std::size_t n) {
+// overlaps. With `kCopy`, the bytes also go to [to, to + n) in the same pass, from the registers
+// that the checksum reads (a sender's copy into a slot costs no second pass over it).
+template <typename Crc, bool kCopy>
+inline std::uint64_t hash(const std::byte* from, std::size_t n, std::byte* to) {
   std::uint64_t c0 = 1, c1 = 2, c2 = 3, c3 = 4;
   const std::size_t size = n;
   for (; n >= 32; from += 32, n -= 32) {
@@ -49,6 +50,13 @@ inline std::uint64_t hash(const std::byte* from, std::size_t n) {
     std::memcpy(&w1, from + 8, 8);
     std::memcpy(&w2, from + 16, 8);
     std::memcpy(&w3, from + 24, 8);
+    if constexpr (kCopy) {
+      std::memcpy(to, &w0, 8);
+      std::memcpy(to + 8, &w1, 8);
+      std::memcpy(to + 16, &w2, 8);
+      std::memcpy(to + 24, &w3, 8);
+      to += 32;
+    }
     c0 = Crc::word(c0, w0);
     c1 = Crc::word(c1, w1);
     c2 = Crc::word(c2, w2);
@@ -57,11 +65,16 @@ inline std::uint64_t hash(const std::byte* from, std::size_t n) {
   for (; n >= 8; from += 8, n -= 8) {
     std::uint64_t w;
     std::memcpy(&w, from, 8);
+    if constexpr (kCopy) {
+      std::memcpy(to, &w, 8);
+      to += 8;
+    }
     c0 = Crc::word(c0, w);
   }
   if (n > 0) {
     std::uint64_t tail = 0;
     std::memcpy(&tail, from, n);
+    if constexpr (kCopy) std::memcpy(to, from, n);
     c1 = Crc::word(c1, tail);
   }
   std::uint64_t folded = mix64(size);
@@ -78,7 +91,11 @@ struct HardwareCrc {
 
 // `flatten` inlines the loop, and the instruction into it, here where sse4.2 is allowed.
 __attribute__((target("sse4.2"), flatten)) std::uint64_t hash_hardware(const std::byte* from, std::size_t n) {
-  return hash<HardwareCrc>(from, n);
+  return hash<HardwareCrc, false>(from, n, nullptr);
+}
+__attribute__((target("sse4.2"), flatten)) std::uint64_t hash_copy_hardware(const std::byte* from, std::size_t n,
+                                                                            std::byte* to) {
+  return hash<HardwareCrc, true>(from, n, to);
 }
 
 bool has_crc32() {
@@ -91,7 +108,7 @@ std::uint64_t dispatch(const std::byte* from, std::size_t n) {
 #if defined(__x86_64__)
   if (has_crc32()) return hash_hardware(from, n);
 #endif
-  return hash<TableCrc>(from, n);
+  return hash<TableCrc, false>(from, n, nullptr);
 }
 
 }  // namespace
@@ -99,7 +116,14 @@ std::uint64_t dispatch(const std::byte* from, std::size_t n) {
 std::uint64_t checksum(std::span<const std::byte> bytes) { return dispatch(bytes.data(), bytes.size()); }
 
 std::uint64_t checksum_without_hardware(std::span<const std::byte> bytes) {
-  return hash<TableCrc>(bytes.data(), bytes.size());
+  return hash<TableCrc, false>(bytes.data(), bytes.size(), nullptr);
+}
+
+std::uint64_t copy_with_checksum(std::byte* to, std::span<const std::byte> from) {
+#if defined(__x86_64__)
+  if (has_crc32()) return hash_copy_hardware(from.data(), from.size(), to);
+#endif
+  return hash<TableCrc, true>(from.data(), from.size(), to);
 }
 
 }  // namespace collcheck

@@ -69,5 +69,7 @@ struct LinkProtocol {
 std::uint64_t checksum(std::span<const std::byte> bytes);
 // The same value computed without the CPU's crc32 instruction (for tests: both must agree).
 std::uint64_t checksum_without_hardware(std::span<const std::byte> bytes);
+// Copies `from` to `to` (which must not overlap it) and returns checksum(from), in one pass.
+std::uint64_t copy_with_checksum(std::byte* to, std::span<const std::byte> from);
 
 }  // namespace collcheck

@@ -95,17 +95,49 @@ bool combine_block(const std::byte* x, const std::byte* y, std::size_t n, T* blo
   return any_nan;
 }
 
+// Sum and product 16 bytes at a time (vector extensions, SSE2 on any x86-64: the scalar loop
+// above does not vectorise at -O2), the elements past the last whole vector by combine_block.
+template <typename T>
+struct Vector16;
+template <>
+struct Vector16<float> {
+  using Type = float __attribute__((vector_size(16)));
+};
+template <>
+struct Vector16<double> {
+  using Type = double __attribute__((vector_size(16)));
+};
+
+template <typename T, typename Combine>
+bool combine_block_lanes(const std::byte* x, const std::byte* y, std::size_t n, T* block, Combine combine) {
+  using Lanes = typename Vector16<T>::Type;
+  constexpr std::size_t kLanes = sizeof(Lanes) / sizeof(T);
+  decltype(Lanes{} != Lanes{}) nan_seen{};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    Lanes p, q;
+    std::memcpy(&p, x + i * sizeof(T), sizeof p);
+    std::memcpy(&q, y + i * sizeof(T), sizeof q);
+    const Lanes result = combine(p, q);
+    nan_seen |= result != result;
+    std::memcpy(block + i, &result, sizeof result);
+  }
+  bool any_nan = false;
+  for (std::size_t lane = 0; lane < kLanes; ++lane) any_nan = any_nan || nan_seen[lane] != 0;
+  return combine_block(x + i * sizeof(T), y + i * sizeof(T), n - i, block + i, combine) || any_nan;
+}
+
 // One block by the native operation of `op`; whether any result is NaN.
 template <typename T>
 bool reduce_block_native(RedOp op, const std::byte* x, const std::byte* y, std::size_t n, T* block) {
   const T nan = std::numeric_limits<T>::quiet_NaN();
   switch (op) {
-    case RedOp::Prod: return combine_block(x, y, n, block, [](T p, T q) { return p * q; });
+    case RedOp::Prod: return combine_block_lanes(x, y, n, block, [](auto p, auto q) { return p * q; });
     case RedOp::Min:
       return combine_block(x, y, n, block, [nan](T p, T q) { return p != p || q != q ? nan : (q < p ? q : p); });
     case RedOp::Max:
       return combine_block(x, y, n, block, [nan](T p, T q) { return p != p || q != q ? nan : (q > p ? q : p); });
-    default: return combine_block(x, y, n, block, [](T p, T q) { return p + q; });
+    default: return combine_block_lanes(x, y, n, block, [](auto p, auto q) { return p + q; });
   }
 }
 

@@ -172,7 +172,6 @@ struct StepLink {
 struct Stream {
   std::vector<int> steps;
   std::size_t next = 0;
-  bool started = false;  // the current receive has taken a piece (its stream's receiver: how much)
 };
 
 struct Hosted {
@@ -257,7 +256,7 @@ struct ProcTransport::State {
   void protect(const std::byte* at, std::size_t bytes);
   void settle();
   void post(const proc::Hosted& local, const Step& step, const proc::StepLink& link);
-  proc::Taken receive(proc::Hosted& local, const Step& step, const proc::StepLink& link, proc::Stream& stream);
+  proc::Taken receive(proc::Hosted& local, const Step& step, const proc::StepLink& link);
   void land(std::byte* to, const std::byte* from, const std::byte* data, std::size_t at, std::size_t bytes) const;
   bool discard(const proc::Hosted& local, proc::Inbound& in, Verdict verdict, const PieceLabel& piece,
                std::size_t bytes);

@@ -360,14 +360,13 @@ bool ProcTransport::State::advance(Hosted& local, Stream& stream) {
         if (bytes > 0) reduce(address(local, step.to), address(local, step.from), address(local, step.to), bytes);
         break;
       default: {
-        const Taken taken = receive(local, step, link, stream);
+        const Taken taken = receive(local, step, link);
         if (taken != Taken::All) return progressed || taken == Taken::Some;
       }
     }
     local.done[static_cast<std::size_t>(k)] = 1;
     --local.remaining;
     ++stream.next;
-    stream.started = false;
     progressed = true;
   }
   return progressed;

@@ -2,6 +2,7 @@
 // different CPUs must agree), and flipped bits and other lengths change it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -21,6 +22,17 @@ TEST(Checksum, HardwareAndTableAgree) {
   for (std::size_t size : {0, 1, 7, 8, 9, 31, 32, 33, 64, 100, 4096, 131072, 131075}) {
     const std::vector<std::byte> data = bytes_of(size, size);
     EXPECT_EQ(checksum(data), checksum_without_hardware(data)) << size;
+  }
+}
+
+// The sender's one-pass copy gives checksum()'s value and a faithful copy, at every length.
+TEST(Checksum, CopyWithChecksumCopiesAndAgrees) {
+  for (std::size_t size : {0, 1, 7, 8, 9, 31, 32, 33, 64, 100, 4096, 131072, 131075}) {
+    const std::vector<std::byte> data = bytes_of(size, size + 1);
+    std::vector<std::byte> copy(size + 1, std::byte{0x5a});
+    EXPECT_EQ(copy_with_checksum(copy.data(), data), checksum(data)) << size;
+    EXPECT_TRUE(std::equal(data.begin(), data.end(), copy.begin())) << size;
+    EXPECT_EQ(copy[size], std::byte{0x5a}) << size;  // nothing written past the end
   }
 }
 
