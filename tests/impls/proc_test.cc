@@ -220,6 +220,47 @@ TEST(ProcTransport, ASendKeepsItsBytesWhenItsSourceIsOverwritten) {
   }
 }
 
+// A receive that lands over the source of the rank's own send, still mostly unsent (four times
+// the FIFO), piece by piece: the send still carries the bytes it had when it was posted.
+TEST(ProcTransport, ASendKeepsItsBytesWhenAReceiveLandsOnItsSource) {
+  const std::size_t n = std::size_t{1} << 20;  // 4 MiB of float32
+  Case shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 2);
+  Schedule s;
+  s.algorithm = "exchange-over-source";
+  s.shape = shape;
+  s.participants.resize(2);
+  const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n};
+  s.copy(0, input, output);
+  s.add(0, Step{StepKind::Send, 1, output, {}, 0, 0, {}});
+  s.add(0, Step{StepKind::Recv, 1, {}, output, 1, 0, {}});  // over the send's source
+  s.add(1, Step{StepKind::Send, 0, input, {}, 1, 0, {}});
+  s.add(1, Step{StepKind::Recv, 0, {}, output, 0, 0, {}});
+  ASSERT_TRUE(validate(s).ok());
+  std::vector<std::vector<float>> memory(4, std::vector<float>(n));
+  for (std::size_t i = 0; i < n; ++i) {
+    memory[0][i] = static_cast<float>(i % 1000);
+    memory[2][i] = -static_cast<float>(i % 777);
+  }
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
+  std::vector<Status> results(2, Ok{});
+  on_every_rank(2, [&](int r) {
+    auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)], ProcLinks::Auto);
+    ASSERT_TRUE(transport.ok());
+    std::vector<ProcBuffers> buffers(2);
+    auto bytes = [&](std::size_t i) { return reinterpret_cast<std::byte*>(memory[i].data()); };
+    buffers[0] = ProcBuffers{bytes(0), bytes(1), nullptr};
+    buffers[1] = ProcBuffers{bytes(2), bytes(3), nullptr};
+    Status begun = (*transport)->begin(s, ProcRunOptions{});
+    results[static_cast<std::size_t>(r)] = begun ? (*transport)->run_call(buffers) : begun;
+    if (results[static_cast<std::size_t>(r)]) results[static_cast<std::size_t>(r)] = (*transport)->finish();
+  });
+  for (const Status& status : results) ASSERT_TRUE(status.ok()) << status.error().text();
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(memory[3][i], memory[0][i]) << i;
+    ASSERT_EQ(memory[1][i], memory[2][i]) << i;
+  }
+}
+
 // The native float path gives reduce_elements' bits for every op, on random bit patterns that
 // include NaNs, infinities, subnormals and signed zeros.
 TEST(ProcTransport, NativeReductionIsBitForBitTheContract) {
