@@ -111,15 +111,14 @@ void ProcTransport::State::pop(Inbound& in) {
 
 namespace {
 
-// A received piece's copy into its destination: from 64 KiB on (x86-64) with streaming stores,
-// which do not read the destination's lines first (on this project's 2-core machine ordinary
-// stores into uncached memory ran at a fifth of them) nor evict the slots and blocks still to be
-// used from the cache. A block that is forwarded next is read back from memory: no more traffic
-// than the line reads the ordinary stores would have cost.
-void copy_received(std::byte* to, const std::byte* from, std::size_t bytes) {
+// A received piece's copy into its destination; `streaming` (a case whose buffers are far larger
+// than the caches) with streaming stores on x86-64, which do not read the destination's lines
+// first (on this project's 2-core machine ordinary stores into uncached memory ran at a fifth of
+// their speed) nor evict the slots and blocks still to be used from the cache. A block that is
+// forwarded next is read back from memory: no more traffic than the line reads of ordinary stores.
+void copy_received(std::byte* to, const std::byte* from, std::size_t bytes, bool streaming) {
 #if defined(__x86_64__)
-  constexpr std::size_t kStreamingFrom = std::size_t{64} << 10;
-  if (bytes >= kStreamingFrom) {
+  if (streaming && bytes >= 4096) {
     const std::size_t head = (16 - reinterpret_cast<std::uintptr_t>(to) % 16) % 16;
     std::memcpy(to, from, head);
     std::size_t at = head;
@@ -138,6 +137,7 @@ void copy_received(std::byte* to, const std::byte* from, std::size_t bytes) {
     return;
   }
 #endif
+  (void)streaming;
   std::memcpy(to, from, bytes);
 }
 
@@ -147,7 +147,7 @@ void copy_received(std::byte* to, const std::byte* from, std::size_t bytes) {
 void ProcTransport::State::land(std::byte* to, const std::byte* from, const std::byte* data, std::size_t at,
                                 std::size_t bytes) const {
   if (bytes == 0) return;
-  if (from == nullptr) copy_received(to + at, data, bytes);
+  if (from == nullptr) copy_received(to + at, data, bytes, streaming_landings);
   else reduce(from + at, data, to + at, bytes);
 }
 

@@ -210,6 +210,8 @@ struct ProcTransport::State {
   std::map<proc::Key, int> inbound_index;
   std::vector<proc::Hosted> hosted;
   std::size_t lazy = 0;  // lazy messages in the outbound queues
+  // Received pieces land with streaming stores: this rank's output is far larger than its caches.
+  bool streaming_landings = false;
   std::uint64_t call = 0;
   std::string failure;                        // set by a step, a link, or another process; ends the run
   std::vector<std::vector<std::byte>> spare;  // tcp payload buffers for reuse
@@ -240,6 +242,7 @@ struct ProcTransport::State {
   void reset_inbound();
   void configure(const LinkProtocol& protocol);
   bool overdue(bool progressed);
+  void idle() const;
 
   std::byte* address(const proc::Hosted& local, const Range& range) const {
     const ProcBuffers& buffers = local.buffers;

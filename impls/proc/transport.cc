@@ -135,6 +135,9 @@ Status ProcTransport::State::plan(const Schedule& next) {
     }
   }
   plan_hosted();
+  constexpr std::size_t kStreamingOutputBytes = std::size_t{16} << 20;
+  streaming_landings =
+      rank < next.nranks() && next.buffer_size(rank, BufferKind::Output) * element >= kStreamingOutputBytes;
   return Ok{};
 }
 
@@ -372,6 +375,14 @@ bool ProcTransport::State::advance(Hosted& local, Stream& stream) {
   return progressed;
 }
 
+// Nothing moved: spins on for a while, since the peer we wait for runs on another core when there
+// are cores enough (yielding at once gave the core away to any other process on a busy machine,
+// for a whole time slice), then yields it, since ranks may outnumber cores.
+void ProcTransport::State::idle() const {
+  constexpr double kSpinSeconds = 50e-6;
+  if (settings.forever || now() - last_news > kSpinSeconds) sched_yield();
+}
+
 // What this process waits for when it gives up (`how`: "after 0.3 s"): a receive that has no
 // message, preferably.
 std::string ProcTransport::State::stuck(const std::string& how) const {
@@ -443,7 +454,7 @@ Status ProcTransport::run_call(std::span<const ProcBuffers> buffers) {
     progressed |= state.pump();
     if (!state.failure.empty()) return Error{"proc", state.failure};
     if (state.overdue(progressed)) return Error{"proc", state.failure};
-    if (!progressed) sched_yield();  // ranks may outnumber cores: let the peer we wait for run
+    if (!progressed) state.idle();
   }
   state.settle();
   ++state.call;
