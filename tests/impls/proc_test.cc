@@ -220,10 +220,10 @@ TEST(ProcTransport, ASendKeepsItsBytesWhenItsSourceIsOverwritten) {
   }
 }
 
-// A receive that lands over the source of the rank's own send, still mostly unsent (four times
-// the FIFO), piece by piece: the send still carries the bytes it had when it was posted.
-TEST(ProcTransport, ASendKeepsItsBytesWhenAReceiveLandsOnItsSource) {
-  const std::size_t n = std::size_t{1} << 20;  // 4 MiB of float32
+// Two ranks exchange n floats over rank 0's send source: rank 0 sends its output and receives
+// into it, while most of its send is still unsent (n is several FIFOs). Every buffer starts
+// `shift` floats past an aligned address. Each rank must end with the other's bytes.
+void exchange_over_source(std::size_t n, std::size_t shift) {
   Case shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 2);
   Schedule s;
   s.algorithm = "exchange-over-source";
@@ -236,10 +236,10 @@ TEST(ProcTransport, ASendKeepsItsBytesWhenAReceiveLandsOnItsSource) {
   s.add(1, Step{StepKind::Send, 0, input, {}, 1, 0, {}});
   s.add(1, Step{StepKind::Recv, 0, {}, output, 0, 0, {}});
   ASSERT_TRUE(validate(s).ok());
-  std::vector<std::vector<float>> memory(4, std::vector<float>(n));
+  std::vector<std::vector<float>> memory(4, std::vector<float>(n + shift));
   for (std::size_t i = 0; i < n; ++i) {
-    memory[0][i] = static_cast<float>(i % 1000);
-    memory[2][i] = -static_cast<float>(i % 777);
+    memory[0][shift + i] = static_cast<float>(i % 1000);
+    memory[2][shift + i] = -static_cast<float>(i % 777);
   }
   std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
   std::vector<Status> results(2, Ok{});
@@ -247,7 +247,7 @@ TEST(ProcTransport, ASendKeepsItsBytesWhenAReceiveLandsOnItsSource) {
     auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)], ProcLinks::Auto);
     ASSERT_TRUE(transport.ok());
     std::vector<ProcBuffers> buffers(2);
-    auto bytes = [&](std::size_t i) { return reinterpret_cast<std::byte*>(memory[i].data()); };
+    auto bytes = [&](std::size_t i) { return reinterpret_cast<std::byte*>(memory[i].data() + shift); };
     buffers[0] = ProcBuffers{bytes(0), bytes(1), nullptr};
     buffers[1] = ProcBuffers{bytes(2), bytes(3), nullptr};
     Status begun = (*transport)->begin(s, ProcRunOptions{});
@@ -256,10 +256,20 @@ TEST(ProcTransport, ASendKeepsItsBytesWhenAReceiveLandsOnItsSource) {
   });
   for (const Status& status : results) ASSERT_TRUE(status.ok()) << status.error().text();
   for (std::size_t i = 0; i < n; ++i) {
-    ASSERT_EQ(memory[3][i], memory[0][i]) << i;
-    ASSERT_EQ(memory[1][i], memory[2][i]) << i;
+    ASSERT_EQ(memory[3][shift + i], memory[0][shift + i]) << i;
+    ASSERT_EQ(memory[1][shift + i], memory[2][shift + i]) << i;
   }
 }
+
+// A receive that lands over the source of the rank's own send, piece by piece: the send still
+// carries the bytes it had when it was posted.
+TEST(ProcTransport, ASendKeepsItsBytesWhenAReceiveLandsOnItsSource) {
+  exchange_over_source(std::size_t{1} << 20, 0);  // 4 MiB of float32, four FIFOs
+}
+
+// Outputs of 16 MiB and more take their pieces with streaming stores: every byte lands, at any
+// alignment of the output and with a length that is no multiple of the stores' width.
+TEST(ProcTransport, LargeReceivesLandWhole) { exchange_over_source((std::size_t{4} << 20) + 3, 1); }
 
 // The native float path gives reduce_elements' bits for every op, on random bit patterns that
 // include NaNs, infinities, subnormals and signed zeros.
