@@ -231,10 +231,10 @@ void exchange_over_source(std::size_t n, std::size_t shift) {
   s.participants.resize(2);
   const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n};
   s.copy(0, input, output);
-  s.add(0, Step{StepKind::Send, 1, output, {}, 0, 0, {}});
-  s.add(0, Step{StepKind::Recv, 1, {}, output, 1, 0, {}});  // over the send's source
-  s.add(1, Step{StepKind::Send, 0, input, {}, 1, 0, {}});
-  s.add(1, Step{StepKind::Recv, 0, {}, output, 0, 0, {}});
+  s.add(0, Step{StepKind::Send, 1, output, {}, 0, 0});
+  s.add(0, Step{StepKind::Recv, 1, {}, output, 1, 0});  // over the send's source
+  s.add(1, Step{StepKind::Send, 0, input, {}, 1, 0});
+  s.add(1, Step{StepKind::Recv, 0, {}, output, 0, 0});
   ASSERT_TRUE(validate(s).ok());
   std::vector<std::vector<float>> memory(4, std::vector<float>(n + shift));
   for (std::size_t i = 0; i < n; ++i) {
