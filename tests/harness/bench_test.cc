@@ -69,7 +69,7 @@ TEST(BenchArguments, EachErrorNamesTheFlagAndWhatIsAllowed) {
       {{"-d", "complex"}, "-d 'complex': must be one of "},
       {{"-o", "xor"}, "-o 'xor': must be one of "},
       {{"-r", "4"}, "-r 4: must be 0..3, or -1 or all for every root"},
-      {{"--ranks", "0"}, "--ranks 0: must be 1..4096"},
+      {{"--ranks", "0"}, "--ranks 0: must be 1..16384"},
       {{"--collective", "gather"}, "--collective 'gather'"},
       {{"--collective", "alltoall"}, "--collective alltoall: ring@sim implements allreduce, allgather, reducescatter"},
       {{"--collective", "allgatherv"}, "--collective allgatherv: bench times the collectives of one count"},

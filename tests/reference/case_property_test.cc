@@ -29,7 +29,7 @@ rc::Gen<Case> valid_case() {
     c.dtype = *rc::gen::elementOf(std::vector<DType>(all_dtypes().begin(), all_dtypes().end()));
     c.op = *rc::gen::elementOf(std::vector<RedOp>(all_ops().begin(), all_ops().end()));
     c.count = *rc::gen::inRange<std::size_t>(0, 1000001);
-    c.nranks = *rc::gen::inRange(1, 4097);
+    c.nranks = *rc::gen::inRange(1, kMaxRanks + 1);
     c.root = *rc::gen::inRange(0, c.nranks);
     c.in_place = *rc::gen::arbitrary<bool>();
     c.offset = *rc::gen::inRange<std::size_t>(0, 4097);
