@@ -13,103 +13,17 @@
 #include <unordered_map>
 #include <vector>
 
+#include "impls/prove/provenance.h"
 #include "reference/counts.h"
 
 namespace collcheck {
 namespace {
 
-// Contributions (r, index) for every rank r in [first, end).
-struct Run {
-  std::uint64_t index;
-  std::uint32_t first;
-  std::uint32_t end;
-
-  friend bool operator==(const Run&, const Run&) = default;
-};
-
-// What one element holds: undefined (never written), or a set of contributions; and which
-// step wrote it last, for the report. One run, the common case, is kept without allocating.
-class Element {
- public:
-  Element() = default;
-  Element(std::uint64_t index, std::uint32_t rank) : count_(1), single_{index, rank, rank + 1} {}
-  Element(const Element& other)
-      : writer_(other.writer_), count_(other.count_), single_(other.single_),
-        many_(other.many_ ? std::make_unique<std::vector<Run>>(*other.many_) : nullptr) {}
-  Element(Element&&) noexcept = default;
-  Element& operator=(const Element& other) {
-    if (this != &other) *this = Element(other);
-    return *this;
-  }
-  Element& operator=(Element&&) noexcept = default;
-  ~Element() = default;
-
-  bool defined() const { return count_ > 0; }  // a written element holds at least one run
-  int writer() const { return writer_; }
-  void set_writer(int step) { writer_ = step; }
-  std::span<const Run> runs() const {
-    return count_ <= 1 ? std::span<const Run>(&single_, count_) : std::span<const Run>(*many_);
-  }
-
-  void assign(std::vector<Run> runs) {
-    count_ = static_cast<std::uint32_t>(runs.size());
-    if (count_ == 1) single_ = runs[0];
-    if (count_ > 1) many_ = std::make_unique<std::vector<Run>>(std::move(runs));
-    else many_.reset();
-  }
-  void assign_single(const Run& run) {
-    count_ = 1;
-    single_ = run;
-    many_.reset();
-  }
-
- private:
-  int writer_ = -1;  // step index of the owning participant; -1: initial contents
-  std::uint32_t count_ = 0;
-  Run single_{};
-  std::unique_ptr<std::vector<Run>> many_;  // more than one run: a pointer keeps Element at 32 bytes
-};
-static_assert(sizeof(Element) <= 32, "the prover holds an Element per output element of every rank");
-
-std::string show(std::span<const Run> runs) {
-  if (runs.empty()) return "{}";
-  std::string out = "{";
-  for (const Run& run : runs) {
-    if (out.size() > 1) out += ", ";
-    out += "index " + std::to_string(run.index) + ": rank" + (run.end - run.first > 1 ? "s " : " ") +
-           std::to_string(run.first) + (run.end - run.first > 1 ? ".." + std::to_string(run.end - 1) : "");
-  }
-  return out + "}";
-}
-
-// The union of two disjoint sets; `shared` names the first contribution they have in common.
-struct Union {
-  std::vector<Run> runs;
-  std::optional<Run> shared;
-};
-
-Union combine(std::span<const Run> a, std::span<const Run> b) {
-  Union u;
-  u.runs.reserve(a.size() + b.size());
-  auto less = [](const Run& x, const Run& y) { return std::tie(x.index, x.first) < std::tie(y.index, y.first); };
-  std::size_t i = 0, j = 0;
-  while (i < a.size() || j < b.size()) {
-    const Run next = (j == b.size() || (i < a.size() && less(a[i], b[j]))) ? a[i++] : b[j++];
-    if (!u.runs.empty() && u.runs.back().index == next.index) {
-      Run& last = u.runs.back();
-      if (next.first < last.end) {
-        u.shared = Run{next.index, next.first, std::min(last.end, next.end)};
-        return u;
-      }
-      if (next.first == last.end) {
-        last.end = next.end;
-        continue;
-      }
-    }
-    u.runs.push_back(next);
-  }
-  return u;
-}
+using provenance::combine;
+using provenance::Element;
+using provenance::Run;
+using provenance::show;
+using provenance::Union;
 
 using Contents = std::vector<Element>;
 
