@@ -58,6 +58,11 @@ std::vector<int> add_switches(Topology& t, const std::string& label, int count) 
   return ids;
 }
 
+// The machine's GPUs, gpu0 .. gpu(count - 1), first among its vertices.
+void add_gpus(Topology& t, int count) {
+  for (int r = 0; r < count; ++r) t.gpus.push_back(add_vertex(t, VertexKind::Gpu, "gpu" + std::to_string(r)));
+}
+
 // What every DGX node has: per GPU a NIC behind PCIe, cabled to the leaf `leaf_of(rank)` (none
 // where it is -1), then per node an NVSwitch joining its GPUs. Vertices: the NICs, then the NVSwitches.
 void add_nics_and_nvswitches(Topology& t, int nodes, const std::function<int(int)>& leaf_of) {
@@ -78,7 +83,7 @@ void add_nics_and_nvswitches(Topology& t, int nodes, const std::function<int(int
 Topology ring(int n) {
   Topology t;
   t.name = "ring:" + std::to_string(n);
-  for (int r = 0; r < n; ++r) t.gpus.push_back(add_vertex(t, VertexKind::Gpu, "gpu" + std::to_string(r)));
+  add_gpus(t, n);
   // A ring of two is one cable between its GPUs, not two parallel ones; a ring of one has none.
   const int cables = n <= 2 ? n - 1 : n;
   for (int r = 0; r < cables; ++r) {
@@ -96,7 +101,7 @@ Topology dgx_nodes(std::string name, int nodes, bool fabric) {
   t.name = std::move(name);
   t.copy_bandwidth = kHbm3Bandwidth;
   const int ranks = nodes * kGpusPerNode;
-  for (int r = 0; r < ranks; ++r) t.gpus.push_back(add_vertex(t, VertexKind::Gpu, "gpu" + std::to_string(r)));
+  add_gpus(t, ranks);
   const int spine_count = fabric ? (nodes + kNodesPerSpine - 1) / kNodesPerSpine : 0;
   const std::vector<int> spines = add_switches(t, "spine", spine_count);
   const std::vector<int> leaves = add_switches(t, "leaf", fabric ? kGpusPerNode : 0);
@@ -119,7 +124,7 @@ Topology rail_fat_tree(int nodes) {
   const int ranks = nodes * kGpusPerNode;
   const int units = (nodes + kNodesPerUnit - 1) / kNodesPerUnit;
   const int spines_per_rail = (units + 1) / 2;
-  for (int r = 0; r < ranks; ++r) t.gpus.push_back(add_vertex(t, VertexKind::Gpu, "gpu" + std::to_string(r)));
+  add_gpus(t, ranks);
   std::vector<std::vector<int>> spines(kGpusPerNode);
   for (int rail = 0; rail < kGpusPerNode; ++rail) {
     spines[static_cast<std::size_t>(rail)] =
@@ -156,9 +161,7 @@ Topology dragonfly(int groups) {
   t.name = "dragonfly:" + std::to_string(groups);
   t.copy_bandwidth = kHbm3Bandwidth;
   const int per_group = kRoutersPerGroup * kGpusPerRouter;
-  for (int r = 0; r < groups * per_group; ++r) {
-    t.gpus.push_back(add_vertex(t, VertexKind::Gpu, "gpu" + std::to_string(r)));
-  }
+  add_gpus(t, groups * per_group);
   std::vector<int> routers;  // router i of group g: routers[g * 8 + i]
   for (int group = 0; group < groups; ++group) {
     const std::vector<int> ids = add_switches(t, "router" + std::to_string(group) + ".", kRoutersPerGroup);
