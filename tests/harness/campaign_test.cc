@@ -9,6 +9,7 @@
 #include "harness/check.h"
 #include "harness/faulty_backend.h"
 #include "impls/registry.h"
+#include "tests/support/broken_backend.h"
 
 namespace collcheck {
 namespace {
@@ -22,13 +23,8 @@ CheckReport run_share(const std::string& spec, CaseShare share, const std::strin
     if (faults.empty()) continue;
     backend = std::move(with_faults(std::move(backend), FaultPlan{}).value());
   }
-  CheckOptions options;
-  options.seed = 5;
-  options.cases = 40;
-  options.time_budget = 120;
+  CheckOptions options = testing::bounded_options(5, 40, 8, 1024);
   options.jobs = 1;
-  options.limits.max_ranks = 8;
-  options.limits.max_count = 1024;
   options.faults = faults;
   options.share = share;
   return run_check(options, backends, nullptr);

@@ -207,12 +207,7 @@ TEST(Check, ThreadsGiveTheSameReportAsOne) {
     std::vector<std::unique_ptr<Backend>> list;
     list.push_back(backend_of("ring@sim"));
     list.push_back(backend_of("mutant:chunk-off-by-one@sim"));
-    CheckOptions options;
-    options.seed = 11;
-    options.cases = 90;
-    options.time_budget = 600;
-    options.limits.max_ranks = 12;
-    options.limits.max_count = 512;
+    CheckOptions options = testing::bounded_options(11, 90, 12, 512);
     options.jobs = jobs;
     options.make_backend = [](const std::string& spec) -> Result<std::unique_ptr<Backend>> { return backend_of(spec); };
     return run_check(options, list, nullptr);

@@ -182,6 +182,22 @@ TEST(ProcBackend, SpecsNameOptionsAndMutants) {
 
 // A send whose source is overwritten while most of it still waits for FIFO room: the receiver
 // must get the bytes as they were when the send was posted.
+// Runs a hand-made two-rank schedule once over the proc transport between two thread ranks, each
+// rank's buffers given; fails the test where any rank's run fails.
+void run_on_two_thread_ranks(const Schedule& schedule, const std::vector<ProcBuffers>& buffers) {
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
+  std::vector<Status> results(2, Ok{});
+  on_every_rank(2, [&](int r) {
+    const auto rank = static_cast<std::size_t>(r);
+    auto transport = ProcTransport::connect(*worlds[rank], ProcLinks::Auto);
+    ASSERT_TRUE(transport.ok());
+    Status begun = (*transport)->begin(schedule, ProcRunOptions{});
+    results[rank] = begun ? (*transport)->run_call(buffers) : begun;
+    if (results[rank]) results[rank] = (*transport)->finish();
+  });
+  for (const Status& status : results) ASSERT_TRUE(status.ok()) << status.error().text();
+}
+
 TEST(ProcTransport, ASendKeepsItsBytesWhenItsSourceIsOverwritten) {
   const std::size_t n = std::size_t{1} << 20;  // 4 MiB of float32, twice the FIFO
   Case shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 2);
@@ -200,20 +216,8 @@ TEST(ProcTransport, ASendKeepsItsBytesWhenItsSourceIsOverwritten) {
   ASSERT_TRUE(validate(s).ok());
   std::vector<std::vector<float>> memory(4, std::vector<float>(n));
   for (std::size_t i = 0; i < n; ++i) memory[0][i] = static_cast<float>(i % 1000);
-  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
-  std::vector<Status> results(2, Ok{});
-  on_every_rank(2, [&](int r) {
-    auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)], ProcLinks::Auto);
-    ASSERT_TRUE(transport.ok());
-    std::vector<ProcBuffers> buffers(2);
-    auto bytes = [&](std::size_t i) { return reinterpret_cast<std::byte*>(memory[i].data()); };
-    buffers[0] = ProcBuffers{bytes(0), bytes(1), nullptr};
-    buffers[1] = ProcBuffers{nullptr, bytes(2), bytes(3)};
-    Status begun = (*transport)->begin(s, ProcRunOptions{});
-    results[static_cast<std::size_t>(r)] = begun ? (*transport)->run_call(buffers) : begun;
-    if (results[static_cast<std::size_t>(r)]) results[static_cast<std::size_t>(r)] = (*transport)->finish();
-  });
-  for (const Status& status : results) ASSERT_TRUE(status.ok()) << status.error().text();
+  auto bytes = [&](std::size_t i) { return reinterpret_cast<std::byte*>(memory[i].data()); };
+  run_on_two_thread_ranks(s, {ProcBuffers{bytes(0), bytes(1), nullptr}, ProcBuffers{nullptr, bytes(2), bytes(3)}});
   for (std::size_t i = 0; i < n; i += 997) {
     ASSERT_EQ(memory[3][i], memory[0][i]) << i;
     ASSERT_EQ(memory[2][i], 2 * memory[0][i]) << i;
@@ -241,20 +245,8 @@ void exchange_over_source(std::size_t n, std::size_t shift) {
     memory[0][shift + i] = static_cast<float>(i % 1000);
     memory[2][shift + i] = -static_cast<float>(i % 777);
   }
-  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
-  std::vector<Status> results(2, Ok{});
-  on_every_rank(2, [&](int r) {
-    auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)], ProcLinks::Auto);
-    ASSERT_TRUE(transport.ok());
-    std::vector<ProcBuffers> buffers(2);
-    auto bytes = [&](std::size_t i) { return reinterpret_cast<std::byte*>(memory[i].data() + shift); };
-    buffers[0] = ProcBuffers{bytes(0), bytes(1), nullptr};
-    buffers[1] = ProcBuffers{bytes(2), bytes(3), nullptr};
-    Status begun = (*transport)->begin(s, ProcRunOptions{});
-    results[static_cast<std::size_t>(r)] = begun ? (*transport)->run_call(buffers) : begun;
-    if (results[static_cast<std::size_t>(r)]) results[static_cast<std::size_t>(r)] = (*transport)->finish();
-  });
-  for (const Status& status : results) ASSERT_TRUE(status.ok()) << status.error().text();
+  auto bytes = [&](std::size_t i) { return reinterpret_cast<std::byte*>(memory[i].data() + shift); };
+  run_on_two_thread_ranks(s, {ProcBuffers{bytes(0), bytes(1), nullptr}, ProcBuffers{bytes(2), bytes(3), nullptr}});
   for (std::size_t i = 0; i < n; ++i) {
     ASSERT_EQ(memory[3][shift + i], memory[0][shift + i]) << i;
     ASSERT_EQ(memory[1][shift + i], memory[2][shift + i]) << i;

@@ -15,16 +15,23 @@
 
 namespace collcheck::testing {
 
+// A check of `cases` cases of `seed`, on at most `max_ranks` ranks and `max_count` elements, with a
+// time budget that is never the limit (the sanitizer builds run ten times slower).
+inline CheckOptions bounded_options(std::uint64_t seed, std::size_t cases, int max_ranks, std::size_t max_count) {
+  CheckOptions options;
+  options.seed = seed;
+  options.cases = cases;
+  options.time_budget = 600;
+  options.limits.max_ranks = max_ranks;
+  options.limits.max_count = max_count;
+  return options;
+}
+
 // How finding-power tests check a broken backend: ranks low..high, 300 cases of at most 256
 // elements, liveness alone, stopping at the first failure.
 inline CheckOptions broken_options(int low, int high, std::uint64_t seed) {
-  CheckOptions options;
-  options.seed = seed;
-  options.time_budget = 600;  // never the limit: --cases is (the sanitizer builds run ten times slower)
-  options.cases = 300;
+  CheckOptions options = bounded_options(seed, 300, high, 256);
   options.limits.min_ranks = low;
-  options.limits.max_ranks = high;
-  options.limits.max_count = 256;
   options.properties = {"liveness"};
   options.stop_at_first_failure = true;
   return options;
