@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "collcheck/config.h"
+#include "collcheck/plugin.h"
 #include "harness/optional_parts.h"
 #include "harness/text_table.h"
 #include "impls/algorithms/algorithms.h"
@@ -162,6 +163,8 @@ void print_process_backends(std::ostream& out) {
   }
   out << "  gloo:NAME[:OPTIONS], gloo:all-algorithms; Gloo's algorithms:\n    " << names << '\n';
 #endif
+  out << "  plugin:PATH[:key=value,...]; a backend of your own in C, ABI version " << COLLCHECK_PLUGIN_ABI_VERSION
+      << " (include/collcheck/plugin.h, docs/plugins.md)\n";
 }
 
 void print_topologies(std::ostream& out) {

@@ -1,5 +1,6 @@
 // The registry: the backend grammar (`ALGORITHM@sim[:key=value,...]`, `mutant:NAME@sim`,
-// `all@sim`, `ALGORITHM@proc`, `mpi[...]`, `gloo[...]`) and the backends each spec names.
+// `all@sim`, `ALGORITHM@proc`, `mpi[...]`, `gloo[...]`, `plugin:PATH[...]`) and the backends each
+// spec names.
 #include "impls/registry.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include "collcheck/config.h"
 #include "impls/backend/rank_backend.h"
 #include "impls/mutants/mutants.h"
+#include "impls/plugin/plugin_backend.h"
 #include "impls/proc/proc_backend.h"
 #include "impls/sim/sim_backend.h"
 #include "impls/vendors/gloo/gloo_backend.h"
@@ -29,6 +31,7 @@ Error spec_error(std::string_view spec, const std::string& message) {
 Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
   if (names_family(spec, "mpi")) return mpi_backend_specs(family_options(spec, "mpi"), spec);
   if (names_family(spec, "gloo")) return gloo_backend_specs(family_options(spec, "gloo"), spec);
+  if (names_family(spec, "plugin")) return plugin_backend_specs(family_options(spec, "plugin"), spec);
   const std::size_t at = spec.rfind('@');
   if (at == std::string_view::npos || !runs_across_processes(spec)) {
     return Error{"--backend", quoted_input(spec) + " does not run across processes: use ALGORITHM@proc, mpi or gloo"};
@@ -84,12 +87,13 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
   if (runs_across_processes(spec)) return make_process_backends(spec, process_options);
   const std::size_t at = spec.find('@');
   if (at == std::string_view::npos) {
-    return spec_error(spec,
-                      "must be ALGORITHM@TRANSPORT[:OPTIONS], e.g. ring@sim or 'ring@sim:chunk=4096,channels=2'; "
-                      "backends: all@sim, " +
-                          backend_names() +
-                          ", mutant:NAME@sim, the same @proc, "
-                          "mpi[:COLL=ALG,...|:all-algorithms], gloo[:NAME|:all-algorithms]");
+    return spec_error(
+        spec,
+        "must be ALGORITHM@TRANSPORT[:OPTIONS], e.g. ring@sim or 'ring@sim:chunk=4096,channels=2'; "
+        "backends: all@sim, " +
+            backend_names() +
+            ", mutant:NAME@sim, the same @proc, "
+            "mpi[:COLL=ALG,...|:all-algorithms], gloo[:NAME|:all-algorithms], plugin:PATH[:key=value,...]");
   }
   const std::string_view what = spec.substr(0, at);
   std::string_view rest = spec.substr(at + 1);

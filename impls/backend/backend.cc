@@ -79,14 +79,16 @@ MemoryEstimate library_temporaries(const Case& c) {
 }
 
 bool runs_across_processes(std::string_view spec) {
-  if (names_family(spec, "mpi") || names_family(spec, "gloo")) return true;
+  if (is_vendor_backend(spec)) return true;
   const std::size_t at = spec.rfind('@');
   if (at == std::string_view::npos) return false;
   const std::string_view transport = spec.substr(at + 1);
   return transport == "proc" || transport.starts_with("proc:");
 }
 
-bool is_vendor_backend(std::string_view spec) { return names_family(spec, "mpi") || names_family(spec, "gloo"); }
+bool is_vendor_backend(std::string_view spec) {
+  return names_family(spec, "mpi") || names_family(spec, "gloo") || names_family(spec, "plugin");
+}
 
 namespace {
 

@@ -76,11 +76,12 @@ struct RankBackendSpec {
 MemoryEstimate library_temporaries(const Case&);
 
 // True when the spec names a backend that runs across processes: `ALGORITHM@proc[...]`,
-// `mutant:NAME@proc`, `mpi[...]`, `gloo[...]`.
+// `mutant:NAME@proc`, `mpi[...]`, `gloo[...]`, `plugin:PATH[...]`.
 bool runs_across_processes(std::string_view spec);
 
 // True when the spec names a vendor backend that talks over its own sockets (`mpi[...]`,
-// `gloo[...]`): faults reach it through the LD_PRELOAD interposer, not through a LinkHook.
+// `gloo[...]`, a user's `plugin:PATH[...]`): faults reach it through the LD_PRELOAD interposer,
+// not through a LinkHook.
 bool is_vendor_backend(std::string_view spec);
 
 // True when the spec is `family` or `family:OPTIONS`; family_options is the OPTIONS part.

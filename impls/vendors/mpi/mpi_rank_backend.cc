@@ -3,14 +3,13 @@
 #include "impls/vendors/mpi/mpi_rank_backend.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <optional>
 #include <vector>
 
-#include "impls/link/guarded_buffer.h"
+#include "impls/backend/rank_calls.h"
 #include "impls/vendors/mpi/mpi_backend.h"
 #include "reference/counts.h"
 #include "reference/inputs.h"
@@ -100,54 +99,6 @@ std::optional<MPI_Op> mpi_op(RedOp op) {
   }
 }
 
-// This rank's buffers for one case, laid out as NCCL lays them: out of place an input and an
-// output buffer; in place one buffer, the input inside the output for all-gather and the
-// output inside the input for reduce-scatter (reference/collective.h, in_place_layout).
-struct Buffers {
-  GuardedBuffer input, output;  // in place: only `input` is allocated and holds both
-  std::byte* in = nullptr;      // where the input starts
-  std::byte* out = nullptr;     // where the output starts (NCCL's layout)
-  std::size_t in_bytes = 0, out_bytes = 0;
-};
-
-Buffers make_buffers(const Case& c, int rank) {
-  Buffers b;
-  const std::size_t element = size_of(c.dtype);
-  b.in_bytes = input_elements(c, rank) * element;
-  b.out_bytes = output_elements(c, rank) * element;
-  if (!c.in_place) {
-    b.input = GuardedBuffer(input_elements(c, rank), element, c.offset);
-    b.output = GuardedBuffer(output_elements(c, rank), element, c.offset);
-    b.in = b.input.data();
-    b.out = b.output.data();
-    return b;
-  }
-  b.input = GuardedBuffer(std::max(input_elements(c), output_elements(c)), element, c.offset);
-  const InPlaceLayout alias = in_place_layout(c.collective, c.count, rank, c.root);
-  b.in = b.out = b.input.data();
-  if (alias.input_inside) b.in = b.input.at(alias.offset);
-  else b.out = b.input.at(alias.offset);
-  return b;
-}
-
-// Empty buffers as callers often pass them (Case::empty_as_null): null.
-Buffers with_empty_as_null(const Case& c, Buffers b) {
-  if (!c.empty_as_null) return b;
-  if (b.in_bytes == 0) b.in = nullptr;
-  if (b.out_bytes == 0) b.out = nullptr;
-  return b;
-}
-
-void fill_input(const Case& c, int rank, std::uint64_t call, const std::vector<std::byte>* given, Buffers& b) {
-  if (given != nullptr) {
-    std::copy_n(given->begin(), std::min(given->size(), b.in_bytes), b.in);
-    return;
-  }
-  Case next = c;
-  next.seed = c.seed + call;
-  if (b.in_bytes > 0) InputGenerator(next).fill(rank, 0, {b.in, b.in_bytes});
-}
-
 class MpiBackend final : public RankBackend {
  public:
   MpiBackend(std::string name, MPI_Comm comm, World& world) : name_(std::move(name)), comm_(comm), world_(world) {
@@ -162,10 +113,8 @@ class MpiBackend final : public RankBackend {
   RankRun run(const Case& c, const RankRunOptions& options) override;
 
  private:
-  std::string call(const Case& c, MPI_Datatype type, MPI_Op op, Buffers& b);
-  std::string call_vector(const Case& c, MPI_Datatype type, MPI_Op op, Buffers& b);
-  RankResult result(const Case& c, Buffers& b) const;
-  RankRun timed(const Case& c, const RankRunOptions& options, MPI_Datatype type, MPI_Op op, Buffers& b);
+  std::string call(const Case& c, MPI_Datatype type, MPI_Op op, RankBuffers& b);
+  std::string call_vector(const Case& c, MPI_Datatype type, MPI_Op op, RankBuffers& b);
 
   std::string name_;
   MPI_Comm comm_;
@@ -185,7 +134,7 @@ std::string mpi_error(std::string_view function, int code) {
 namespace {
 
 // One call of the case's collective; "" on success, else what MPI said, naming the function.
-std::string MpiBackend::call(const Case& c, MPI_Datatype type, MPI_Op op, Buffers& b) {
+std::string MpiBackend::call(const Case& c, MPI_Datatype type, MPI_Op op, RankBuffers& b) {
   const int count = static_cast<int>(c.count);
   void* in = c.in_place ? MPI_IN_PLACE : b.in;
   // In place, all-gather and all-to-all take no send count or type.
@@ -229,7 +178,7 @@ std::string MpiBackend::call(const Case& c, MPI_Datatype type, MPI_Op op, Buffer
 
 // The v-collectives, out of place (the case refuses in place): MPI's counts and displacements
 // are the case's counts and their prefix sums (blocks packed in rank order).
-std::string MpiBackend::call_vector(const Case& c, MPI_Datatype type, MPI_Op op, Buffers& b) {
+std::string MpiBackend::call_vector(const Case& c, MPI_Datatype type, MPI_Op op, RankBuffers& b) {
   const auto said = [](const char* function, int rc) {
     return rc == MPI_SUCCESS ? std::string() : mpi_error(function, rc);
   };
@@ -259,14 +208,6 @@ std::string MpiBackend::call_vector(const Case& c, MPI_Datatype type, MPI_Op op,
   }
 }
 
-RankResult MpiBackend::result(const Case&, Buffers& b) const {
-  RankResult r;
-  r.output.assign(b.out, b.out + b.out_bytes);
-  r.input.assign(b.in, b.in + b.in_bytes);
-  r.guards_intact = b.input.intact() && b.output.intact();
-  return r;
-}
-
 RankRun detected(std::string error) {
   RankRun run;
   run.outcome = Outcome::Detected;
@@ -294,45 +235,12 @@ std::string refusal(const Case& c, int size) {
 RankRun MpiBackend::run(const Case& c, const RankRunOptions& options) {
   if (std::string why = refusal(c, world_.size()); !why.empty()) return detected(name_ + ": " + why);
   const TypeSpelling spelling = *mpi_type(c);
-  const MPI_Datatype type = spelling.type;
   const MPI_Op op = mpi_op(c.op).value_or(MPI_SUM);  // ignored where the collective does not reduce
-  Buffers buffers = with_empty_as_null(c, make_buffers(c, rank_));
-  if (options.timed) return timed(c, options, type, op, buffers);
-  RankRun run;
-  const auto start = std::chrono::steady_clock::now();
-  const int calls = std::max(options.calls, 1);
-  for (int k = 0; k < calls; ++k) {
-    fill_input(c, rank_, static_cast<std::uint64_t>(k), k == 0 ? options.input : nullptr, buffers);
-    if (std::string error = call(c, type, op, buffers); !error.empty()) {
-      return detected(error + " (" + std::string(spelling.name) + ", call " + std::to_string(k + 1) + " of " +
-                      std::to_string(calls) + ")");
-    }
-    run.calls.push_back(result(c, buffers));
-  }
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return run;
-}
-
-// Inputs once, `warmup` untimed calls, then `iterations` timed ones; each timed call's
-// duration is summed (results copied out between calls are not timed).
-RankRun MpiBackend::timed(const Case& c, const RankRunOptions& options, MPI_Datatype type, MPI_Op op, Buffers& b) {
-  RankRun run;
-  fill_input(c, rank_, 0, options.input, b);
-  for (int k = 0; k < options.warmup; ++k) {
-    if (std::string error = call(c, type, op, b); !error.empty())
-      return detected(error + " (warmup call " + std::to_string(k + 1) + ")");
-  }
-  world_.barrier();  // every rank starts timing together (the control channel, not under test)
-  double total = 0;
-  for (int k = 0; k < options.iterations; ++k) {
-    const auto start = std::chrono::steady_clock::now();
-    std::string error = call(c, type, op, b);
-    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!error.empty()) return detected(error + " (timed call " + std::to_string(k + 1) + ")");
-    if (options.checked) run.calls.push_back(result(c, b));
-  }
-  run.seconds = options.iterations > 0 ? total / options.iterations : 0;
-  return run;
+  RankBuffers buffers = make_rank_buffers(c, rank_);
+  return run_rank_calls(c, options, world_, buffers, [&] {
+    std::string error = call(c, spelling.type, op, buffers);
+    return error.empty() ? error : error + " (" + std::string(spelling.name) + ")";
+  });
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+// One rank's buffers laid out as NCCL lays them between guard zones, and the loop of calls
+// (repeated or timed) that every rank backend over a library shares (mpi, plugins).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "impls/backend/rank_backend.h"
+#include "impls/backend/world.h"
+#include "impls/link/guarded_buffer.h"
+#include "reference/case.h"
+
+namespace collcheck {
+
+// This rank's buffers for one case: out of place an input and an output buffer; in place one
+// buffer, the input inside the output for all-gather and the output inside the input for
+// reduce-scatter (reference/collective.h, in_place_layout). Empty buffers are null pointers
+// where the case asks for that (Case::empty_as_null).
+struct RankBuffers {
+  GuardedBuffer input, output;  // in place: only `input` is allocated and holds both
+  std::byte* in = nullptr;      // where the input starts
+  std::byte* out = nullptr;     // where the output starts (NCCL's layout)
+  std::size_t in_bytes = 0, out_bytes = 0;
+};
+RankBuffers make_rank_buffers(const Case&, int rank);
+
+// Writes the input of call `call` (the case with seed + call), or the given input.
+void fill_rank_input(const Case&, int rank, std::uint64_t call, const std::vector<std::byte>* given, RankBuffers&);
+
+// The output, the input after the call, and whether the guard zones held.
+RankResult rank_result(const RankBuffers&);
+
+// One call of the collective on the buffers: "" on success, else what went wrong.
+using RankCall = std::function<std::string()>;
+
+// Runs the calls the options ask for: `calls` times, each on its own inputs, with every call's
+// results; or timed, inputs written once, `warmup` untimed calls, the ranks started together on
+// the world, then `iterations` timed ones (seconds their mean; results when `checked`). A call's
+// error ends the run `detected`, its error followed by which call it was: "(call 2 of 3)".
+RankRun run_rank_calls(const Case&, const RankRunOptions&, World&, RankBuffers&, const RankCall& call);
+
+}  // namespace collcheck
