@@ -104,6 +104,15 @@ Result<Schedule> make_schedule(std::string_view algorithm, const Case& shape, co
                                 "; it implements " + implemented_by(algorithm)};
 }
 
+Form form_for(std::string_view algorithm, const Case& shape, const Knobs& knobs) {
+  for (const Algorithm& entry : kAlgorithms) {
+    if (entry.name != algorithm || entry.collective != shape.collective || entry.on_demand == nullptr) continue;
+    Result<ScheduleSize> size = estimate_schedule(algorithm, shape, knobs);
+    return size && size->steps > kStoredStepsAtMost ? Form::OnDemand : Form::Stored;
+  }
+  return Form::Stored;
+}
+
 Slice slice(std::size_t count, std::size_t parts, std::size_t index) {
   if (parts == 0) return Slice{0, 0};
   const std::size_t base = count / parts;

@@ -47,6 +47,11 @@ std::string algorithm_names();  // "ring, tree, ..." without repeats
 // collective and lists what exists. Knobs are validated (channels 1..64, fan_in 2..64).
 Result<Schedule> make_schedule(std::string_view name, const Case& shape, const Knobs& = {}, Form form = Form::Stored);
 
+// The form an executor that can read either should ask for: made on demand where the algorithm
+// can and its stored schedule would hold more than kStoredStepsAtMost steps (48 MiB), else stored.
+inline constexpr std::uint64_t kStoredStepsAtMost = std::uint64_t{1} << 20;
+Form form_for(std::string_view name, const Case& shape, const Knobs& = {});
+
 // How big the schedule of `name` for the shape will be, estimated without building it: at least
 // its steps (within a small factor) and its scratch. An error where `name` lacks the collective.
 Result<ScheduleSize> estimate_schedule(std::string_view name, const Case& shape, const Knobs& = {});

@@ -1,6 +1,7 @@
 // Schedules made on demand (Schedule::make_steps) against the stored ones: the same steps in the
-// same order for every participant over a sweep of shapes and knobs, a diverging step named, and
-// the simulator giving the same run, trace and outputs from either form.
+// same order for every participant over a sweep of shapes and knobs, a diverging step named, the
+// simulator giving the same run, trace and outputs from either form, and naming what it checks of
+// a schedule made on demand as it runs it.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -8,6 +9,7 @@
 
 #include "impls/algorithms/algorithms.h"
 #include "impls/sim/simulator.h"
+#include "impls/sim/topology.h"
 #include "reference/counts.h"
 #include "tests/support/cases.h"
 
@@ -124,6 +126,103 @@ TEST(OnDemand, ValidateNamesAWrongStepMadeOnDemand) {
   const Status valid = validate(*schedule);
   ASSERT_FALSE(valid.ok());
   EXPECT_NE(valid.error().message.find("rank 3 step 2"), std::string::npos) << valid.error().message;
+}
+
+// Drops every `every`-th transmission and reorders the one before it: a hook whose decisions
+// depend only on the order of sends, which both forms make the same.
+class EveryNth final : public LinkHook {
+ public:
+  explicit EveryNth(int every) : every_(every) {}
+  SendDecision on_send(const Message&, std::span<std::byte>) override {
+    ++sent_;
+    return SendDecision{sent_ % every_ == 0, 0, 0, sent_ % every_ == every_ - 1};
+  }
+
+ private:
+  int every_;
+  int sent_ = 0;
+};
+
+SimulatedRun run_with(const Schedule& schedule, const Topology& topology, bool numeric, bool faults, int calls) {
+  EveryNth hook(29);
+  SimulationOptions options(5, faults ? &hook : nullptr, numeric);
+  options.protocol.reliable = faults;
+  options.calls = calls;
+  return simulate(schedule, topology, options);
+}
+
+// The engine runs a schedule made on demand exactly as the stored one: the same events in the
+// same order (the trace), the same time, messages and outputs, with faults and several calls.
+TEST(OnDemand, TheSimulatorRunsBothFormsAlike) {
+  Result<Topology> topology = make_topology("ib-fat-tree:2");
+  ASSERT_TRUE(topology.ok());
+  for (Collective collective : kRingCollectives) {
+    for (const int n : {1, 3, 8, 13}) {
+      for (const Knobs knobs : {Knobs{0, 1, 4}, Knobs{3, 2, 4}}) {
+        for (const bool numeric : {true, false}) {
+          const bool faults = n > 1 && !numeric;
+          const int calls = numeric ? 2 : 1;
+          Case c = ring_case(collective, n, static_cast<std::size_t>(5 * n + 3), false);
+          c.seed = 11;
+          Result<Schedule> whole = make_schedule("ring", c, knobs);
+          Result<Schedule> on_demand = make_schedule("ring", c, knobs, Form::OnDemand);
+          ASSERT_TRUE(whole.ok() && on_demand.ok());
+          const SimulatedRun expected = run_with(*whole, *topology, numeric, faults, calls);
+          const SimulatedRun got = run_with(*on_demand, *topology, numeric, faults, calls);
+          const std::string what = to_string(c) + " channels " + std::to_string(knobs.channels);
+          ASSERT_TRUE(expected.completed) << what << ": " << expected.error;
+          ASSERT_TRUE(got.completed) << what << ": " << got.error;
+          EXPECT_EQ(got.trace, expected.trace) << what;
+          EXPECT_EQ(got.time, expected.time) << what;
+          EXPECT_EQ(got.messages, expected.messages) << what;
+          EXPECT_EQ(got.retransmissions, expected.retransmissions) << what;
+          EXPECT_EQ(got.outputs, expected.outputs) << what;
+          EXPECT_EQ(got.earlier_outputs, expected.earlier_outputs) << what;
+        }
+      }
+    }
+  }
+}
+
+// What validate checks of a stored schedule before the run, the engine checks of one made on
+// demand as it reads and matches it: a receive of another size than its message, and a send no
+// receive takes, each named.
+TEST(OnDemand, TheSimulatorNamesUnmatchedMessagesOfASchedulesMadeOnDemand) {
+  Result<Topology> topology = make_topology("dgx-h100");
+  ASSERT_TRUE(topology.ok());
+  const Case c = ring_case(Collective::AllReduce, 4, 40, false);
+  Result<Schedule> schedule = make_schedule("ring", c, {}, Form::OnDemand);
+  ASSERT_TRUE(schedule.ok());
+  ASSERT_TRUE(run_with(*schedule, *topology, true, false, 1).completed);
+  const MakeSteps right = schedule->make_steps;
+  schedule->make_steps = [right](int p) -> StepSequence {
+    StepSequence steps = right(p);
+    for (int k = 0; steps.next(); ++k) {
+      Step step = steps.step();
+      if (p == 2 && step.receives() && k == 3) {
+        step.from.count -= 1;
+        step.to.count -= 1;
+      }
+      co_yield step;
+    }
+  };
+  const SimulatedRun wrong_size = run_with(*schedule, *topology, true, false, 1);
+  EXPECT_FALSE(wrong_size.completed);
+  EXPECT_NE(wrong_size.error.find("rank 2 step 3"), std::string::npos) << wrong_size.error;
+  EXPECT_NE(wrong_size.error.find("takes 9 elements but the message from rank 1 on channel 0 has 10"),
+            std::string::npos)
+      << wrong_size.error;
+  schedule->make_steps = [right](int p) -> StepSequence {
+    StepSequence steps = right(p);
+    for (int k = 0; steps.next(); ++k) {
+      if (p == 1 && steps.step().receives() && k == 1) continue;
+      co_yield steps.step();
+    }
+  };
+  const SimulatedRun unmatched = run_with(*schedule, *topology, true, false, 1);
+  EXPECT_FALSE(unmatched.completed);
+  EXPECT_NE(unmatched.error.find("rank 0 -> rank 1 on channel 0: 6 sends but 5 receives"), std::string::npos)
+      << unmatched.error;
 }
 
 }  // namespace
