@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <tuple>
@@ -25,17 +26,25 @@ namespace collcheck::sim {
 //
 // Each participant's steps fall into its streams (Step::stream); a stream runs its steps in
 // order, one at a time, each when its `after` steps are done and, for a receive, when its
-// message waits in the stream's inbox. Starting a step does its work at once on the real bytes
-// (a copy, a reduction, taking a message) and schedules a StepDone after its cost: bytes over
-// the fabric's copy bandwidth. A send costs nothing to its sender: the message is handed to the
-// link protocol's sender side, which passes it through the hook and books every link of its
-// route from when the last of them is free (links serve messages in the order they are sent),
-// and it arrives after the route's latency plus its bytes over the narrowest link.
+// message waits in the stream's inbox. A stream reads its steps through its StepCursor, which
+// holds only the step it stands at: from the stored schedule, or made on demand by the
+// participant's step sequence (Schedule::make_steps), so a schedule of a billion steps is never
+// held. Before the run every participant's steps are read once: counted per stream, their
+// stream links found (a participant keeps its few links as PeerLinks; a stream looks its step's
+// up when it comes to it), and, made on demand, each step checked on its own and the sends and
+// receives of every link counted to match; a receive checks its message's size as it takes it. Starting a step does its
+// work at once on the real bytes (a copy, a reduction, taking a message) and schedules a StepDone after its cost: bytes
+// over the fabric's copy bandwidth. A send costs nothing to its sender: the message is handed to the link protocol's
+// sender side, which passes it through the hook and books every link of its route from when the last of them is free
+// (links serve messages in the order they are sent), and it arrives after the route's latency plus its bytes over the
+// narrowest link.
 //
 // The link protocol (impls/link/protocol.h) runs on virtual time: an Arrival is judged by the
 // stream's LinkReceiver; a receive step waiting for its message arms a Timeout (the timeout,
 // or reliable the jittered retransmission interval); a request to go back travels to the sender
 // on the route's latency as a GoBack event, and a reordered message waits for a Release. A
+// reliable sender keeps what it sent until the receiver has taken it and no request to go back
+// is on its way (forget_taken). A
 // fault the protocol cannot survive stops every participant once the news has reached them.
 // A run of several calls starts a participant's next call as soon as its last step is done.
 
@@ -202,6 +211,12 @@ class Simulation {
   bool place_participants();
   bool set_up_participants();
   bool set_up_streams(int p);
+  struct RecentLinks {
+    StreamKey keys[2] = {{-1, -1, -1}, {-1, -1, -1}};
+    std::uint32_t links[2] = {kNoLink, kNoLink};
+  };
+  void count_message(int p, const Step& step, RecentLinks& recent);
+  void add_streams(int p, const std::map<int, std::size_t>& per_stream, std::map<int, std::vector<int>>& listed);
   bool check_messages_match();
   void settle_link(int p, Stream& stream);
   void push(double time, EventKind kind, int p, int step, std::size_t message);

@@ -118,17 +118,11 @@ bool Simulation::set_up_participants() {
 }
 
 // Reads p's steps once: checks each on its own when made on demand (a stored schedule was
-// checked whole), counts them per stream and finds their stream links. Each stream gets a cursor
-// of its own, in order of stream number; a participant with one stream (most) reads all its steps
-// through one, and a stored participant with several keeps the list of each stream's steps.
+// checked whole), counts them per stream and counts each send and receive on its stream link.
 bool Simulation::set_up_streams(int p) {
-  const auto q = static_cast<std::size_t>(p);
-  const Participant& participant = schedule_.participants[q];
   std::map<int, std::vector<int>> listed;
   std::map<int, std::size_t> per_stream;
-  // The last two links found: a participant's steps mostly alternate between two (a ring's).
-  StreamKey recent[2] = {{-1, -1, -1}, {-1, -1, -1}};
-  std::uint32_t recent_link[2] = {kNoLink, kNoLink};
+  RecentLinks recent;
   int index = 0;
   for (StepSequence steps = schedule_.steps_of(p); steps.next(); ++index) {
     const Step& step = steps.step();
@@ -141,38 +135,43 @@ bool Simulation::set_up_streams(int p) {
     }
     ++per_stream[step.stream];
     if (!schedule_.on_demand()) listed[step.stream].push_back(index);
-    if (!step.sends() && !step.receives()) continue;
-    const StreamKey key = step.sends() ? StreamKey{p, step.peer, step.channel} : StreamKey{step.peer, p, step.channel};
-    const int hit = key == recent[0] ? 0 : key == recent[1] ? 1 : -1;
-    const std::uint32_t link = hit >= 0 ? recent_link[hit] : link_of(key);
-    if (hit != 0) {
-      recent[1] = recent[0];
-      recent_link[1] = recent_link[0];
-      recent[0] = key;
-      recent_link[0] = link;
-    }
-    if (step.sends()) {
-      ++links_[link].outbox.per_call;
-    } else {
-      ++links_[link].inbox.per_call;
-    }
+    if (step.sends() || step.receives()) count_message(p, step, recent);
   }
-  step_count_[q] = static_cast<std::size_t>(index);
-  if (!participant.waits.empty() && participant.waits.rbegin()->first >= index) {
-    result_.error = participant_name(schedule_, p) + ": step " + std::to_string(participant.waits.rbegin()->first) +
-                    " waits for earlier steps, but there are only " + std::to_string(index) + " steps";
-    return false;
+  step_count_[static_cast<std::size_t>(p)] = static_cast<std::size_t>(index);
+  add_streams(p, per_stream, listed);
+  return true;
+}
+
+// One more send or receive on its stream link per call. The last two links found are tried
+// first: a participant's steps mostly alternate between two (a ring's).
+void Simulation::count_message(int p, const Step& step, RecentLinks& recent) {
+  const StreamKey key = step.sends() ? StreamKey{p, step.peer, step.channel} : StreamKey{step.peer, p, step.channel};
+  const int hit = key == recent.keys[0] ? 0 : key == recent.keys[1] ? 1 : -1;
+  const std::uint32_t link = hit >= 0 ? recent.links[hit] : link_of(key);
+  if (hit != 0) {
+    recent.keys[1] = recent.keys[0];
+    recent.links[1] = recent.links[0];
+    recent.keys[0] = key;
+    recent.links[0] = link;
   }
+  ++(step.sends() ? links_[link].outbox.per_call : links_[link].inbox.per_call);
+}
+
+// Each stream of p gets a cursor of its own, in order of stream number; a participant with one
+// stream (most) reads all its steps through one, and a stored participant with several keeps the
+// list of each stream's steps.
+void Simulation::add_streams(int p, const std::map<int, std::size_t>& per_stream,
+                             std::map<int, std::vector<int>>& listed) {
+  const auto q = static_cast<std::size_t>(p);
   const bool one_stream = per_stream.size() == 1;
   for (const auto& [stream, count] : per_stream) {
     if (schedule_.on_demand()) {
       streams_[q].push_back(Stream{StepCursor(schedule_, p, one_stream ? StepCursor::kEveryStream : stream, count)});
     } else {
-      streams_[q].push_back(
-          Stream{StepCursor(participant.steps, one_stream ? std::vector<int>{} : std::move(listed[stream]), count)});
+      streams_[q].push_back(Stream{StepCursor(schedule_.participants[q].steps,
+                                              one_stream ? std::vector<int>{} : std::move(listed[stream]), count)});
     }
   }
-  return true;
 }
 
 // Every stream link has as many receives as sends per call: a schedule made on demand was not
