@@ -110,9 +110,31 @@ StepSequence alone_steps(const Case& shape, std::size_t count) {
   if (!shape.in_place && copy_needed(input, output)) co_yield copy_step(input, output, 0);
 }
 
-// All-reduce for rank r, channel by channel and round by round: the reduce-scatter phase (block
-// r-s goes to `next`, block r-s-1 comes from `previous` and is reduced with the rank's input),
-// then the all-gather phase, which starts from its complete block r+1.
+// All-reduce's steps of one round for rank r: the reduce-scatter phase (block r-s goes to `next`,
+// block r-s-1 comes from `previous` and is reduced with the rank's input), then the all-gather
+// phase, which starts from its complete block r+1.
+StepSequence allreduce_round_steps(RingChunks chunks, int r, int channel) {
+  const int n = chunks.nranks;
+  const int next = modulo(r + 1, n);
+  const int previous = modulo(r - 1, n);
+  for (int s = 0; s < n - 1; ++s) {
+    const Slice sent = chunks.of_block(r - s);
+    // Step 0 sends the rank's own input; later steps forward the partial it just made.
+    if (sent.count > 0) co_yield send_step(next, at(s == 0 ? BufferKind::Input : BufferKind::Output, sent), channel);
+    const Slice received = chunks.of_block(r - s - 1);
+    if (received.count > 0) {
+      co_yield recv_reduce_step(previous, at(BufferKind::Input, received), at(BufferKind::Output, received), channel);
+    }
+  }
+  for (int s = 0; s < n - 1; ++s) {
+    const Slice sent = chunks.of_block(r + 1 - s);
+    if (sent.count > 0) co_yield send_step(next, at(BufferKind::Output, sent), channel);
+    const Slice received = chunks.of_block(r - s);
+    if (received.count > 0) co_yield recv_step(previous, at(BufferKind::Output, received), channel);
+  }
+}
+
+// All-reduce for rank r, channel by channel and round by round.
 StepSequence allreduce_steps(SharedPlan plan, int r) {
   const Case& shape = plan->shape;
   const Knobs& knobs = plan->knobs;
@@ -121,30 +143,12 @@ StepSequence allreduce_steps(SharedPlan plan, int r) {
     for (StepSequence alone = alone_steps(shape, shape.count); alone.next();) co_yield alone.step();
     co_return;
   }
-  const int next = modulo(r + 1, n);
-  const int previous = modulo(r - 1, n);
   for (int channel = 0; channel < knobs.channels; ++channel) {
     const Slice part = slice(shape.count, static_cast<std::size_t>(knobs.channels), static_cast<std::size_t>(channel));
     const std::size_t rounds = rounds_of(part, n, knobs.chunk);
     for (std::size_t round = 0; round < rounds; ++round) {
-      const RingChunks chunks{part, n, knobs.chunk, round};
-      for (int s = 0; s < n - 1; ++s) {
-        const Slice sent = chunks.of_block(r - s);
-        // Step 0 sends the rank's own input; later steps forward the partial it just made.
-        if (sent.count > 0)
-          co_yield send_step(next, at(s == 0 ? BufferKind::Input : BufferKind::Output, sent), channel);
-        const Slice received = chunks.of_block(r - s - 1);
-        if (received.count > 0) {
-          co_yield recv_reduce_step(previous, at(BufferKind::Input, received), at(BufferKind::Output, received),
-                                    channel);
-        }
-      }
-      for (int s = 0; s < n - 1; ++s) {
-        const Slice sent = chunks.of_block(r + 1 - s);
-        if (sent.count > 0) co_yield send_step(next, at(BufferKind::Output, sent), channel);
-        const Slice received = chunks.of_block(r - s);
-        if (received.count > 0) co_yield recv_step(previous, at(BufferKind::Output, received), channel);
-      }
+      StepSequence steps = allreduce_round_steps(RingChunks{part, n, knobs.chunk, round}, r, channel);
+      while (steps.next()) co_yield steps.step();
     }
   }
 }
