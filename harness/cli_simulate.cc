@@ -205,10 +205,13 @@ struct Report {
 // run that fails is reported on `err` and sets the status instead).
 Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t count, Report& report, std::ostream& err) {
   const Case c = with_count(plan.base, count);
-  Result<Schedule> schedule = make_schedule(plan.algorithm, c, plan.knobs);
+  // A large schedule is made on demand where the algorithm can: the same steps, never all held.
+  Result<Schedule> schedule = make_schedule(plan.algorithm, c, plan.knobs, form_for(plan.algorithm, c, plan.knobs));
   if (!schedule) return schedule.error();
-  // Checked again with the schedule's own stream links, before any engine state exists.
-  if (Status fit = count_fits(budget, plan, count, stream_links(*schedule)); !fit) return fit;
+  // Checked again with a stored schedule's own stream links, before any engine state exists.
+  if (!schedule->on_demand()) {
+    if (Status fit = count_fits(budget, plan, count, stream_links(*schedule)); !fit) return fit;
+  }
   // The faults are drawn from the schedule seed: the same command injects the same faults.
   FaultInjector injector(plan.faults, plan.schedule_seed, 60);
   SimulationOptions options(plan.schedule_seed, &injector, !plan.timing_only);

@@ -164,10 +164,14 @@ Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const C
                                              bool numeric, bool reliable, std::uint64_t links) {
   Result<ScheduleSize> size = estimate_schedule(algorithm, c, knobs);
   if (!size) return size.error();
-  MemoryEstimate estimate = schedule_memory(*size);
+  // Made on demand (as simulate makes a large one where it can), the steps are never held.
+  const bool on_demand = form_for(algorithm, c, knobs) == Form::OnDemand;
+  ScheduleSize held = *size;
+  if (on_demand) held.steps = 0;
+  MemoryEstimate estimate = schedule_memory(held);
   SimulationOptions options(0, nullptr, numeric);
   options.protocol.reliable = reliable;
-  estimate.add(simulation_memory(c, *size, options, links));
+  estimate.add(simulation_memory(c, *size, options, links, on_demand));
   if (numeric) estimate.add(oracle_memory(c));
   return estimate;
 }

@@ -10,6 +10,14 @@
 #include "impls/sim/simulation.h"
 
 namespace collcheck {
+namespace {
+
+// A schedule made on demand: the messages a stream link is assumed to have on the wire at once,
+// and what a participant's sequence holds (a coroutine's frame and what it shares).
+constexpr std::uint64_t kOnDemandAhead = 16;
+constexpr std::uint64_t kSequenceBytes = 512;
+
+}  // namespace
 
 std::uint64_t stream_links(const Schedule& schedule) {
   std::uint64_t links = 0;
@@ -26,7 +34,7 @@ std::uint64_t stream_links(const Schedule& schedule) {
 }
 
 MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, const SimulationOptions& options,
-                                 std::uint64_t links) {
+                                 std::uint64_t links, bool on_demand) {
   MemoryEstimate estimate;
   const std::uint64_t element = size_of(shape.dtype);
   const std::uint64_t guard = options.numeric ? options.guard + kBufferAlignment : 0;
@@ -35,18 +43,24 @@ MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, co
     estimate.add("buffers",
                  saturating_product(saturating_sum(size.scratch_elements, size.participants * guard), element), "");
   }
-  // Each step: its place in a stream, its stream link and whether it is done; each message (a
-  // send and its receive): its transmission record and its arrival, at worst all on the wire at
-  // once; each participant: its wake, a step done per stream and a timer; each stream link its
-  // record (not yet counted: as many as ring, tree and halving-doubling schedules have, two per
-  // log2 of the participants each, to be checked again once the schedule is built).
-  const std::uint64_t messages = size.steps / 2 + 1;
-  // Reliable: the sender keeps every message's record (payload, checksum, size) to send it again.
-  const std::uint64_t kept = options.protocol.reliable ? sizeof(std::vector<std::byte>) + 2 * sizeof(std::uint64_t) : 0;
-  const std::uint64_t per_message = sizeof(sim::InFlight) + sizeof(sim::Event) + kept;
-  const std::uint64_t per_step = 2 * sizeof(std::uint32_t) + 1;
-  const std::uint64_t per_participant = 2 * sizeof(sim::Event) + sizeof(sim::Stream) + 4 * sizeof(double);
   if (links == 0) links = saturating_product(size.participants, 2 * (std::bit_width(size.participants) + 1));
+  // Each step of a stored schedule: its number in its stream's list (participants with several
+  // streams) and whether it is done (only where steps wait for others); made on demand, nothing:
+  // a stream holds the step it stands at. Each message (a send and its receive): its transmission
+  // record and its arrival, and reliable the sender's copy until the receiver has taken it. A
+  // stored schedule's messages may all be on the wire at once (sends are buffered); one made on
+  // demand is assumed to have at most kOnDemandAhead per stream link at once, as many as the ring
+  // at 1024 to 16,384 ranks with drops had (docs/performance.md), since a schedule that big holds
+  // its messages back behind its receives. Each participant: its wake, a step done per stream, a
+  // timer, its cursor and its sequence's state.
+  const std::uint64_t all_messages = size.steps / 2 + 1;
+  const std::uint64_t messages =
+      on_demand ? std::min(all_messages, saturating_product(links, kOnDemandAhead)) : all_messages;
+  const std::uint64_t kept = options.protocol.reliable ? sizeof(sim::KeptMessage) : 0;
+  const std::uint64_t per_message = sizeof(sim::InFlight) + sizeof(sim::Event) + kept;
+  const std::uint64_t per_step = on_demand ? 0 : sizeof(int);
+  const std::uint64_t per_participant =
+      2 * sizeof(sim::Event) + sizeof(sim::Stream) + 4 * sizeof(double) + (on_demand ? kSequenceBytes : 0);
   estimate.add("events",
                saturating_sum(
                    saturating_sum(saturating_product(size.steps, per_step), saturating_product(messages, per_message)),

@@ -72,8 +72,9 @@ struct SimulatedRun {
 // the case), estimated before it runs: buffers, engine state, messages, the results.
 // `links`: the schedule's streams (stream_links), 0 before it is built (then assumed as many as
 // ring, tree and halving-doubling schedules have; check again with the count once built).
+// `on_demand`: the schedule is made on demand (its steps are not held, by it nor by the engine).
 MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize&, const SimulationOptions& = SimulationOptions(),
-                                 std::uint64_t links = 0);
+                                 std::uint64_t links = 0, bool on_demand = false);
 // The schedule's streams: distinct (sender, receiver, channel) of its sends.
 std::uint64_t stream_links(const Schedule&);
 

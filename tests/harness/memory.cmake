@@ -6,9 +6,10 @@ collcheck_add_cli_test(memory_replay_huge_case replay --backend ring@sim --memor
   STDERR "^collcheck replay: allreduce/i8/sum/n=68719476736/ranks=2/[^ ]* needs about [0-9.]+ [GT]iB \\(buffers 256\\.0 GiB: 2 ranks x \\(64\\.0 GiB in \\+ 64\\.0 GiB out\\). "
   "schedule [0-9.]+ [KMG]?i?B: [0-9]+ steps x [0-9]+ B" "oracle 64\\.0 GiB"
   "\\), more than the --memory-limit of 16\\.0 GiB. lower n or ranks of the case, or raise --memory-limit\n$" EMPTY stdout)
-collcheck_add_cli_test(memory_simulate_many_chunks simulate --algorithm ring --ranks 64 --counts 1M --chunk 1
+# A stored schedule (tree has no form made on demand) of many chunks: its steps are counted.
+collcheck_add_cli_test(memory_simulate_many_chunks simulate --algorithm tree --ranks 64 --counts 1M --chunk 1
   --memory-limit 8G STATUS 2
-  STDERR "^collcheck simulate: --counts 1048576 needs about [0-9.]+ GiB \\(schedule [0-9.]+ GiB: 264241152 steps x "
+  STDERR "^collcheck simulate: --counts 1048576 needs about [0-9.]+ GiB \\(schedule [0-9.]+ GiB: 469762112 steps x "
   "events [0-9.]+ GiB" "more than the --memory-limit of 8\\.0 GiB. lower --counts or --ranks, or raise --chunk, or raise --memory-limit"
   EMPTY stdout)
 collcheck_add_cli_test(memory_check_large_ranges check --ranks 64..64 --count 16M..16M --cases 1 --memory-limit 8G

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/memory_check.h"
+#include "impls/algorithms/algorithms.h"
 #include "impls/registry.h"
 
 namespace collcheck::cli {
@@ -97,6 +98,23 @@ TEST(MemoryEstimate, BackendsCoverTheirBuffers) {
     EXPECT_GE(backend->estimate_memory(*c).total(), buffers) << backend->name();
     EXPECT_GT(checked_case_memory(*backend, *c).total(), backend->estimate_memory(*c).total()) << backend->name();
   }
+}
+
+// The ring at 16,384 ranks is made on demand in a simulation, so its billion steps are not
+// counted: timing only it fits in 4 GiB (stored, the steps alone would be 48 GiB); a ring small
+// enough to store is counted step by step.
+TEST(MemoryEstimate, ASimulatedRingMadeOnDemandHoldsNoSteps) {
+  Result<Case> large = parse_case("allreduce/f32/sum/n=16384/ranks=16384");
+  ASSERT_TRUE(large);
+  Result<MemoryEstimate> estimate = simulated_case_memory("ring", *large, Knobs{}, false, true, 0);
+  ASSERT_TRUE(estimate);
+  EXPECT_LT(estimate->total(), std::uint64_t{4} << 30) << estimate->describe();
+  EXPECT_NE(estimate->describe().find(": 0 steps"), std::string::npos) << estimate->describe();
+  Result<Case> small = parse_case("allreduce/f32/sum/n=1024/ranks=64");
+  ASSERT_TRUE(small);
+  Result<MemoryEstimate> stored = simulated_case_memory("ring", *small, Knobs{}, false, true, 0);
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->describe().find(": 0 steps"), std::string::npos) << stored->describe();
 }
 
 }  // namespace

@@ -1,0 +1,229 @@
+// Schedules made on demand (Schedule::make_steps) against the stored ones: the same steps in the
+// same order for every participant over a sweep of shapes and knobs, a diverging step named, the
+// simulator giving the same run, trace and outputs from either form, and naming what it checks of
+// a schedule made on demand as it runs it.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "impls/algorithms/algorithms.h"
+#include "impls/sim/simulator.h"
+#include "impls/sim/topology.h"
+#include "reference/counts.h"
+#include "tests/support/cases.h"
+
+namespace collcheck {
+namespace {
+
+// The first step where `on_demand`, read once through one cursor per participant, differs from
+// `whole`'s stored steps: "rank 2 step 5: ..."; none where they agree.
+std::optional<std::string> first_difference(const Schedule& whole, const Schedule& on_demand) {
+  if (whole.nparticipants() != on_demand.nparticipants()) return "participants differ";
+  for (int p = 0; p < whole.nparticipants(); ++p) {
+    const std::vector<Step>& steps = whole.participants[static_cast<std::size_t>(p)].steps;
+    if (whole.participants[static_cast<std::size_t>(p)].scratch !=
+        on_demand.participants[static_cast<std::size_t>(p)].scratch)
+      return participant_name(whole, p) + ": scratch differs";
+    std::size_t k = 0;
+    for (StepSequence made = on_demand.steps_of(p); made.next(); ++k) {
+      const Step& step = made.step();
+      const std::string where = participant_name(whole, p) + " step " + std::to_string(k);
+      if (k >= steps.size()) return where + ": made on demand, past the stored steps";
+      const Step& expected = steps[k];
+      if (step.kind != expected.kind || step.peer != expected.peer || !(step.from == expected.from) ||
+          !(step.to == expected.to) || step.channel != expected.channel || step.stream != expected.stream) {
+        return where + ": made on demand as " + describe(on_demand, p, static_cast<int>(k)) + ", stored as " +
+               describe(whole, p, static_cast<int>(k));
+      }
+    }
+    if (k != steps.size())
+      return participant_name(whole, p) + ": " + std::to_string(k) + " steps made on demand, " +
+             std::to_string(steps.size()) + " stored";
+  }
+  return std::nullopt;
+}
+
+Case ring_case(Collective collective, int nranks, std::size_t count, bool in_place) {
+  Case c = testing::make_case(collective, DType::Float32, RedOp::Sum, count, nranks);
+  if (per_rank_counts(collective)) set_counts(c, spread_counts(collective, nranks, count));
+  c.in_place = in_place && !per_rank_counts(collective);
+  return c;
+}
+
+constexpr Collective kRingCollectives[] = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                                           Collective::AllGatherV, Collective::ReduceScatterV};
+
+TEST(OnDemand, RingSchedulesAgreeWithTheStoredOnesStepForStep) {
+  int compared = 0;
+  for (Collective collective : kRingCollectives) {
+    for (int n = 1; n <= 20; n += (n < 8 ? 1 : 3)) {
+      for (std::size_t count = 0; count <= static_cast<std::size_t>(3 * n + 2); count += (count < 6 ? 1 : 5)) {
+        for (const Knobs knobs : {Knobs{0, 1, 4}, Knobs{1, 2, 4}, Knobs{2, 3, 4}, Knobs{5, 1, 4}}) {
+          for (bool in_place : {false, true}) {
+            const Case c = ring_case(collective, n, count, in_place);
+            Result<Schedule> whole = make_schedule("ring", c, knobs);
+            Result<Schedule> on_demand = make_schedule("ring", c, knobs, Form::OnDemand);
+            ASSERT_TRUE(whole.ok() && on_demand.ok()) << to_string(c);
+            ASSERT_FALSE(whole->on_demand());
+            ASSERT_TRUE(on_demand->on_demand());
+            const std::optional<std::string> difference = first_difference(*whole, *on_demand);
+            ASSERT_FALSE(difference) << to_string(c) << " chunk " << knobs.chunk << " channels " << knobs.channels
+                                     << ": " << *difference;
+            ASSERT_TRUE(validate(*on_demand).ok()) << to_string(c);
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 2000);
+}
+
+// A per-rank form that makes one wrong step (rank 2's fourth step goes to the wrong peer) is
+// named by the comparison, and one that stops early is too.
+TEST(OnDemand, AWrongStepMadeOnDemandIsNamed) {
+  const Case c = ring_case(Collective::AllReduce, 5, 40, false);
+  Result<Schedule> whole = make_schedule("ring", c, Knobs{4, 1, 4});
+  Result<Schedule> broken = make_schedule("ring", c, Knobs{4, 1, 4}, Form::OnDemand);
+  ASSERT_TRUE(whole.ok() && broken.ok());
+  ASSERT_FALSE(first_difference(*whole, *broken));
+  const MakeSteps right = broken->make_steps;
+  broken->make_steps = [right](int p) -> StepSequence {
+    StepSequence steps = right(p);
+    for (int k = 0; steps.next(); ++k) {
+      Step step = steps.step();
+      if (p == 2 && k == 3) step.peer = 4;
+      co_yield step;
+    }
+  };
+  const std::optional<std::string> wrong = first_difference(*whole, *broken);
+  ASSERT_TRUE(wrong);
+  EXPECT_NE(wrong->find("rank 2 step 3"), std::string::npos) << *wrong;
+  broken->make_steps = [right](int p) -> StepSequence {
+    StepSequence steps = right(p);
+    for (int k = 0; steps.next() && !(p == 1 && k == 6); ++k) co_yield steps.step();
+  };
+  const std::optional<std::string> short_one = first_difference(*whole, *broken);
+  ASSERT_TRUE(short_one);
+  EXPECT_NE(short_one->find("rank 1: 6 steps made on demand"), std::string::npos) << *short_one;
+}
+
+// A schedule made on demand is checked participant by participant: a step outside its buffer
+// is named, as for a stored schedule.
+TEST(OnDemand, ValidateNamesAWrongStepMadeOnDemand) {
+  Result<Schedule> schedule = make_schedule("ring", ring_case(Collective::AllReduce, 4, 16, false), {}, Form::OnDemand);
+  ASSERT_TRUE(schedule.ok());
+  const MakeSteps right = schedule->make_steps;
+  schedule->make_steps = [right](int p) -> StepSequence {
+    StepSequence steps = right(p);
+    for (int k = 0; steps.next(); ++k) {
+      Step step = steps.step();
+      if (p == 3 && k == 2) step.from.offset = 100;
+      co_yield step;
+    }
+  };
+  const Status valid = validate(*schedule);
+  ASSERT_FALSE(valid.ok());
+  EXPECT_NE(valid.error().message.find("rank 3 step 2"), std::string::npos) << valid.error().message;
+}
+
+// Drops every `every`-th transmission and reorders the one before it: a hook whose decisions
+// depend only on the order of sends, which both forms make the same.
+class EveryNth final : public LinkHook {
+ public:
+  explicit EveryNth(int every) : every_(every) {}
+  SendDecision on_send(const Message&, std::span<std::byte>) override {
+    ++sent_;
+    return SendDecision{sent_ % every_ == 0, 0, 0, sent_ % every_ == every_ - 1};
+  }
+
+ private:
+  int every_;
+  int sent_ = 0;
+};
+
+SimulatedRun run_with(const Schedule& schedule, const Topology& topology, bool numeric, bool faults, int calls) {
+  EveryNth hook(29);
+  SimulationOptions options(5, faults ? &hook : nullptr, numeric);
+  options.protocol.reliable = faults;
+  options.calls = calls;
+  return simulate(schedule, topology, options);
+}
+
+// The engine runs a schedule made on demand exactly as the stored one: the same events in the
+// same order (the trace), the same time, messages and outputs, with faults and several calls.
+TEST(OnDemand, TheSimulatorRunsBothFormsAlike) {
+  Result<Topology> topology = make_topology("ib-fat-tree:2");
+  ASSERT_TRUE(topology.ok());
+  for (Collective collective : kRingCollectives) {
+    for (const int n : {1, 3, 8, 13}) {
+      for (const Knobs knobs : {Knobs{0, 1, 4}, Knobs{3, 2, 4}}) {
+        for (const bool numeric : {true, false}) {
+          const bool faults = n > 1 && !numeric;
+          const int calls = numeric ? 2 : 1;
+          Case c = ring_case(collective, n, static_cast<std::size_t>(5 * n + 3), false);
+          c.seed = 11;
+          Result<Schedule> whole = make_schedule("ring", c, knobs);
+          Result<Schedule> on_demand = make_schedule("ring", c, knobs, Form::OnDemand);
+          ASSERT_TRUE(whole.ok() && on_demand.ok());
+          const SimulatedRun expected = run_with(*whole, *topology, numeric, faults, calls);
+          const SimulatedRun got = run_with(*on_demand, *topology, numeric, faults, calls);
+          const std::string what = to_string(c) + " channels " + std::to_string(knobs.channels);
+          ASSERT_TRUE(expected.completed) << what << ": " << expected.error;
+          ASSERT_TRUE(got.completed) << what << ": " << got.error;
+          EXPECT_EQ(got.trace, expected.trace) << what;
+          EXPECT_EQ(got.time, expected.time) << what;
+          EXPECT_EQ(got.messages, expected.messages) << what;
+          EXPECT_EQ(got.retransmissions, expected.retransmissions) << what;
+          EXPECT_EQ(got.outputs, expected.outputs) << what;
+          EXPECT_EQ(got.earlier_outputs, expected.earlier_outputs) << what;
+        }
+      }
+    }
+  }
+}
+
+// What validate checks of a stored schedule before the run, the engine checks of one made on
+// demand as it reads and matches it: a receive of another size than its message, and a send no
+// receive takes, each named.
+TEST(OnDemand, TheSimulatorNamesUnmatchedMessagesOfASchedulesMadeOnDemand) {
+  Result<Topology> topology = make_topology("dgx-h100");
+  ASSERT_TRUE(topology.ok());
+  const Case c = ring_case(Collective::AllReduce, 4, 40, false);
+  Result<Schedule> schedule = make_schedule("ring", c, {}, Form::OnDemand);
+  ASSERT_TRUE(schedule.ok());
+  ASSERT_TRUE(run_with(*schedule, *topology, true, false, 1).completed);
+  const MakeSteps right = schedule->make_steps;
+  schedule->make_steps = [right](int p) -> StepSequence {
+    StepSequence steps = right(p);
+    for (int k = 0; steps.next(); ++k) {
+      Step step = steps.step();
+      if (p == 2 && step.receives() && k == 3) {
+        step.from.count -= 1;
+        step.to.count -= 1;
+      }
+      co_yield step;
+    }
+  };
+  const SimulatedRun wrong_size = run_with(*schedule, *topology, true, false, 1);
+  EXPECT_FALSE(wrong_size.completed);
+  EXPECT_NE(wrong_size.error.find("rank 2 step 3"), std::string::npos) << wrong_size.error;
+  EXPECT_NE(wrong_size.error.find("takes 9 elements but the message from rank 1 on channel 0 has 10"),
+            std::string::npos)
+      << wrong_size.error;
+  schedule->make_steps = [right](int p) -> StepSequence {
+    StepSequence steps = right(p);
+    for (int k = 0; steps.next(); ++k) {
+      if (p == 1 && steps.step().receives() && k == 1) continue;
+      co_yield steps.step();
+    }
+  };
+  const SimulatedRun unmatched = run_with(*schedule, *topology, true, false, 1);
+  EXPECT_FALSE(unmatched.completed);
+  EXPECT_NE(unmatched.error.find("rank 0 -> rank 1 on channel 0: 6 sends but 5 receives"), std::string::npos)
+      << unmatched.error;
+}
+
+}  // namespace
+}  // namespace collcheck
