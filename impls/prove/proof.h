@@ -16,6 +16,7 @@ struct Proof {
   std::string message;
   std::size_t steps = 0;     // steps executed
   std::size_t messages = 0;  // sends matched
+  bool by_rotation = false;  // every rank's program is rank 0's turned: rank 0 ran, for all
 };
 
 // Proves, without numbers, that after the schedule runs (sends buffered, participants

@@ -1,5 +1,6 @@
 // What the prover tracks per element: the set of (rank, index) input contributions it holds, as
-// runs of consecutive ranks per index, and how two such sets combine (impls/prove only).
+// runs of consecutive ranks modulo the rank count per index, and how two such sets combine
+// (impls/prove only).
 #pragma once
 
 #include <cstdint>
@@ -11,21 +12,28 @@
 
 namespace collcheck::provenance {
 
-// Contributions (r, index) for every rank r in [first, end).
+// Contributions (r, index) for the `count` ranks first, first+1, ... taken modulo the rank
+// count n: a run may wrap round rank n-1 to rank 0, so that every ring partial sum is one run.
+// A run holds 1..n ranks; one of all n ranks starts at rank 0 (runs compare equal by fields).
 struct Run {
   std::uint64_t index;
   std::uint32_t first;
-  std::uint32_t end;
+  std::uint32_t count;
 
   friend bool operator==(const Run&, const Run&) = default;
 };
+
+// The run of `count` ranks from `first` modulo n, all n of them starting at rank 0.
+inline Run make_run(std::uint64_t index, std::uint32_t first, std::uint32_t count, std::uint32_t nranks) {
+  return Run{index, count == nranks ? 0 : first, count};
+}
 
 // What one element holds: undefined (never written), or a set of contributions; and which
 // step wrote it last, for the report. One run, the common case, is kept without allocating.
 class Element {
  public:
   Element() = default;
-  Element(std::uint64_t index, std::uint32_t rank) : count_(1), single_{index, rank, rank + 1} {}
+  Element(std::uint64_t index, std::uint32_t rank) : count_(1), single_{index, rank, 1} {}
   Element(const Element& other)
       : writer_(other.writer_), count_(other.count_), single_(other.single_),
         many_(other.many_ ? std::make_unique<std::vector<Run>>(*other.many_) : nullptr) {}
@@ -64,15 +72,20 @@ class Element {
 };
 static_assert(sizeof(Element) <= 32, "the prover holds an Element per output element of every rank");
 
-// The set as text for a report: "{index 3: ranks 0..5}".
-std::string show(std::span<const Run> runs);
+// The set as text for a report: "{index 3: ranks 0..5}", "{index 3: ranks 4094..1}" (wrapping).
+std::string show(std::span<const Run> runs, std::uint32_t nranks);
 
-// The union of two disjoint sets; `shared` names the first contribution they have in common.
+// The union of two disjoint sets of runs modulo n; `shared` names contributions they have in
+// common (then `runs` is incomplete), which is how a contribution combined twice shows.
 struct Union {
   std::vector<Run> runs;
   std::optional<Run> shared;
 };
 
-Union combine(std::span<const Run> a, std::span<const Run> b);
+Union combine(std::span<const Run> a, std::span<const Run> b, std::uint32_t nranks);
+
+// The common case without allocating: the union of two single runs of one index that meet end
+// to end without overlapping, or nothing (then combine() decides).
+std::optional<Run> join(const Run& a, const Run& b, std::uint32_t nranks);
 
 }  // namespace collcheck::provenance

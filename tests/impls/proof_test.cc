@@ -3,11 +3,14 @@
 // where; and it scales (generators_test.cc proves every generator over the shapes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
 #include "impls/algorithms/algorithms.h"
 #include "impls/prove/proof.h"
+#include "impls/prove/provenance.h"
+#include "impls/prove/symmetry.h"
 #include "reference/counts.h"
 
 namespace collcheck {
@@ -134,6 +137,100 @@ std::string test_name(const ::testing::TestParamInfo<std::size_t>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Generators, EveryAlgorithm, ::testing::Range<std::size_t>(0, all_algorithms().size()),
                          test_name);
+
+// Runs are taken modulo the rank count: ranks {4094, 4095, 0, 1, 2} are one run, and two runs
+// that meet end to end but together hold more than n ranks share one (joining them would make a
+// run that covers a rank twice).
+TEST(Provenance, RunsWrapRoundRankZeroExactly) {
+  using provenance::Run;
+  constexpr std::uint32_t n = 4096;
+  const Run wrapping{7, 4094, 2}, low{7, 0, 3};
+  EXPECT_EQ(provenance::join(wrapping, low, n), (Run{7, 4094, 5}));
+  const provenance::Union u = provenance::combine(std::span(&wrapping, 1), std::span(&low, 1), n);
+  ASSERT_FALSE(u.shared);
+  EXPECT_EQ(u.runs, std::vector<Run>{(Run{7, 4094, 5})});
+  const Run all_but_zero{7, 1, n - 1}, zero{7, 0, 1};
+  EXPECT_EQ(provenance::join(all_but_zero, zero, n), (Run{7, 0, n}));  // every rank starts at 0
+  // Ranks 1..4095 and 0..1 meet end to end (4095 + 1 = 0 mod n) but share rank 1.
+  const Run zero_one{7, 0, 2};
+  EXPECT_FALSE(provenance::join(all_but_zero, zero_one, n));
+  const provenance::Union twice = provenance::combine(std::span(&all_but_zero, 1), std::span(&zero_one, 1), n);
+  ASSERT_TRUE(twice.shared);
+  EXPECT_EQ(*twice.shared, (Run{7, 1, 1}));
+  // Both wrap: ranks 4090..1 and 4095..2 share 4095, 0 and 1.
+  const Run a{7, 4090, 8}, b{7, 4095, 4};
+  EXPECT_TRUE(provenance::combine(std::span(&a, 1), std::span(&b, 1), n).shared);
+  EXPECT_EQ(provenance::show(std::span(&a, 1), n), "{index 7: ranks 4090..1}");
+}
+
+// A hand-made all-reduce of one element over 4 ranks: a chain 3 -> 0 -> 1 -> 2 sums the inputs
+// (the partial sum {3, 0, 1} wraps round rank 0), then the sum goes on round the ring. Sent to
+// rank 0 once more and reduced with its input, the sum would cover rank 0 twice.
+TEST(Proof, CatchesAWrappingPartialSumThatCoversARankTwice) {
+  Schedule good;
+  good.algorithm = "hand";
+  good.shape = shape_of(Collective::AllReduce, 1, 4);
+  good.participants.resize(4);
+  const Range input{BufferKind::Input, 0, 1}, output{BufferKind::Output, 0, 1};
+  good.send_recv_reduce(3, input, 0, input, output);
+  good.send_recv_reduce(0, output, 1, input, output);
+  good.send_recv_reduce(1, output, 2, input, output);  // rank 2 holds {3, 0, 1, 2}
+  for (int from = 2; from != 1; from = (from + 1) % 4) good.send_recv(from, output, (from + 1) % 4, output);
+  Proof proof = prove(good);
+  EXPECT_TRUE(proof.ok) << proof.message;
+  Schedule twice = good;  // rank 2 sends the whole sum to rank 0 once more, reduced with 0's input
+  twice.send_recv_reduce(2, output, 0, input, output);
+  proof = prove(twice);
+  EXPECT_FALSE(proof.ok);
+  EXPECT_NE(proof.message.find("rank 0 step"), std::string::npos) << proof.message;
+  EXPECT_NE(proof.message.find("twice"), std::string::npos) << proof.message;
+}
+
+// Where every channel's part splits into n equal blocks, every rank's ring program is rank 0's
+// turned by its rank: rank 0 alone is run, and the proof says so. Elsewhere the full proof runs.
+TEST(Proof, ProvesASymmetricRingOnRankZeroAndSaysSo) {
+  for (auto [count, channels, symmetric] : {std::tuple{16, 1, true}, std::tuple{32, 2, true}, std::tuple{0, 1, true},
+                                            std::tuple{17, 1, false}, std::tuple{24, 2, false}}) {
+    for (bool in_place : {false, true}) {
+      Result<Schedule> schedule =
+          make_schedule("ring", shape_of(Collective::AllReduce, static_cast<std::size_t>(count), 8, 0, in_place),
+                        Knobs{1 << 20, channels, 2});
+      ASSERT_TRUE(schedule.ok());
+      const Proof proof = prove(*schedule);
+      EXPECT_TRUE(proof.ok) << proof.message;
+      EXPECT_EQ(proof.by_rotation, symmetric) << count << " elements, " << channels << " channels";
+    }
+  }
+}
+
+// The ring of 8 ranks at count 16 with rank 5's program changed: the symmetric path must refuse
+// it, and the full proof decide. A step added that changes nothing (a copy of a block onto
+// itself) is proven; the last receive landing in the next block is caught, although rank 0's
+// program, run alone, would prove.
+TEST(Proof, RefusesTheSymmetricPathWhereOneRankDiffers) {
+  const Case shape = shape_of(Collective::AllReduce, 16, 8);
+  Result<Schedule> harmless = make_schedule("ring", shape, Knobs{});
+  ASSERT_TRUE(harmless.ok());
+  ASSERT_TRUE(provenance::find_rotation(*harmless));
+  const Range block{BufferKind::Output, 2, 2};
+  harmless.value().copy(5, block, block);
+  EXPECT_FALSE(provenance::find_rotation(*harmless));
+  Proof proof = prove(*harmless);
+  EXPECT_TRUE(proof.ok) << proof.message;
+  EXPECT_FALSE(proof.by_rotation);
+
+  Result<Schedule> broken = make_schedule("ring", shape, Knobs{});
+  ASSERT_TRUE(broken.ok());
+  auto& steps = broken.value().participants[5].steps;
+  const auto last = std::find_if(steps.rbegin(), steps.rend(), [](const Step& step) { return step.receives(); });
+  ASSERT_NE(last, steps.rend());
+  last->to.offset = (last->to.offset + 2) % 16;  // the next block: in range, but wrong
+  EXPECT_FALSE(provenance::find_rotation(*broken));
+  proof = prove(*broken);
+  EXPECT_FALSE(proof.ok);
+  EXPECT_FALSE(proof.by_rotation);
+  EXPECT_NE(proof.message.find("rank 5 "), std::string::npos) << proof.message;
+}
 
 TEST(Proof, RingAllReduceAt4096RanksProvesInSeconds) {
   Result<Schedule> schedule = make_schedule("ring", shape_of(Collective::AllReduce, 1000, 4096), Knobs{});
