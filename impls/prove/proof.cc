@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -73,6 +74,13 @@ struct QueueKeyHash {
   }
 };
 
+// An output element of a rank, and the step that wrote it last (-1: none yet).
+struct Watch {
+  int rank;
+  std::size_t element;
+  int writer;
+};
+
 class Interpreter {
  public:
   // With a rotation only rank 0 runs (the prose above says why that proves every rank).
@@ -93,6 +101,10 @@ class Interpreter {
       if (!s.participants[q].is_switch) initialize_input(p);
     }
   }
+
+  // Which step writes `element` last is recorded (for the report of a wrong output).
+  void watch(const Watch& element) { watched_ = element; }
+  std::optional<Watch> mismatch() const { return mismatch_; }
 
   Proof run() {
     Proof proof;
@@ -196,10 +208,11 @@ class Interpreter {
 
   void write(int p, int step, const Range& range, Contents& values) {
     Element* stored = storage(p, range.buffer) + range.offset;
-    for (std::size_t i = 0; i < range.count; ++i) {
-      values[i].set_writer(step);
-      stored[i] = std::move(values[i]);
-    }
+    for (std::size_t i = 0; i < range.count; ++i) stored[i] = std::move(values[i]);
+    if (!watched_ || watched_->rank != p) return;
+    const Element* target = storage(p, BufferKind::Output) + watched_->element;  // in place: any buffer may hold it
+    const std::less<const Element*> before;
+    if (!before(target, stored) && before(target, stored + range.count)) watched_->writer = step;
   }
 
   // The common case without allocating: two single runs of one index that meet end to end.
@@ -364,8 +377,9 @@ class Interpreter {
         const Run want = wanted(s_.shape, rank, i, blocks);
         if (element.defined() && element.runs().size() == 1 && element.runs()[0] == want) continue;
         const std::string holds = element.defined() ? show(element.runs(), nranks()) : "nothing (never written)";
-        const std::string where =
-            element.writer() >= 0 ? " (last written by " + describe(s_, rank, element.writer()) + ")" : "";
+        const int writer = watched_ ? watched_->writer : -1;
+        const std::string where = writer >= 0 ? " (last written by " + describe(s_, rank, writer) + ")" : "";
+        mismatch_ = Watch{rank, i, -1};
         proof.ok = false;
         proof.message = "rank " + std::to_string(rank) + " output element " + std::to_string(i) + " holds " + holds +
                         where + ", but " + std::string(name(s_.shape.collective)) + " needs " +
@@ -415,6 +429,8 @@ class Interpreter {
   };
 
   const Schedule& s_;
+  std::optional<Watch> watched_;   // the output element whose last writer a report names
+  std::optional<Watch> mismatch_;  // the output element that was found wrong
   std::optional<Rotation> rotation_;
   int simulated_;  // participants run: all, or rank 0 alone with a rotation
   std::vector<std::vector<Stream>> streams_;
@@ -430,7 +446,18 @@ class Interpreter {
 Proof prove(const Schedule& schedule) {
   Status valid = validate(schedule);
   if (!valid) return Proof{false, valid.error().message, 0, 0};
-  return Interpreter(schedule, provenance::find_rotation(schedule)).run();
+  const std::optional<Rotation> rotation = provenance::find_rotation(schedule);
+  std::optional<Watch> wrong;
+  {
+    Interpreter interpreter(schedule, rotation);
+    Proof proof = interpreter.run();
+    if (proof.ok || !interpreter.mismatch()) return proof;
+    wrong = interpreter.mismatch();
+  }
+  // A wrong output: run again, watching that element, to name the step that wrote it last.
+  Interpreter again(schedule, rotation);
+  again.watch(*wrong);
+  return again.run();
 }
 
 MemoryEstimate proof_memory(const Case& shape, const ScheduleSize& size) {
