@@ -168,6 +168,7 @@ std::string band_of(std::uint64_t n) {
 struct Band {
   std::string label;
   std::size_t cases = 0, failed = 0, steps = 0;
+  std::size_t rotated = 0;  // proven on rank 0 alone: every rank's program is rank 0's turned
   double seconds = 0;
 };
 
@@ -183,6 +184,7 @@ void prove_one(const Algorithm& algorithm, Case shape, const Knobs& knobs, Band&
   band.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   ++band.cases;
   band.steps += proof.steps;
+  band.rotated += proof.by_rotation ? 1 : 0;
   if (proof.ok) return;
   ++band.failed;
   // A v-collective's sweep count is its first entry (spread_counts), its n their sum.
@@ -205,10 +207,11 @@ std::string seconds_text(double seconds) {
 void print_bands(const Algorithm& algorithm, const std::vector<Band>& bands, std::ostream& out) {
   out << algorithm.name << " " << name(algorithm.collective) << ":\n";
   TextTable table;
-  table.add_row({"  ranks", "cases", "proven", "failed", "steps", "time"});
+  table.add_row({"  ranks", "cases", "proven", "failed", "steps", "time", "by rotation"});
   for (const Band& band : bands) {
     table.add_row({"  " + band.label, std::to_string(band.cases), std::to_string(band.cases - band.failed),
-                   std::to_string(band.failed), std::to_string(band.steps), seconds_text(band.seconds)});
+                   std::to_string(band.failed), std::to_string(band.steps), seconds_text(band.seconds),
+                   std::to_string(band.rotated)});
   }
   table.print(out);
 }
