@@ -18,14 +18,15 @@ constexpr int kMaxFanIn = 64;
 // Grouped by algorithm, in the order algorithm_names() lists them.
 constexpr std::array kAlgorithms = {
     Algorithm{"ring", Collective::AllReduce, "reduce-scatter then all-gather around a ring, pipelined in chunks",
-              ring_allreduce},
-    Algorithm{"ring", Collective::AllGather, "n-1 steps around a ring, pipelined in chunks", ring_allgather},
+              ring_allreduce, ring_allreduce_on_demand},
+    Algorithm{"ring", Collective::AllGather, "n-1 steps around a ring, pipelined in chunks", ring_allgather,
+              ring_allgather_on_demand},
     Algorithm{"ring", Collective::ReduceScatter, "n-1 reducing steps around a ring, pipelined in chunks",
-              ring_reducescatter},
+              ring_reducescatter, ring_reducescatter_on_demand},
     Algorithm{"ring", Collective::AllGatherV, "n-1 steps around a ring, each block of its rank's count",
-              ring_allgatherv},
+              ring_allgatherv, ring_allgatherv_on_demand},
     Algorithm{"ring", Collective::ReduceScatterV, "n-1 reducing steps around a ring, each block of its rank's count",
-              ring_reducescatterv},
+              ring_reducescatterv, ring_reducescatterv_on_demand},
     Algorithm{"tree", Collective::AllReduce, "double binary tree: reduce up, broadcast down, pipelined",
               tree_allreduce},
     Algorithm{"rhd", Collective::AllReduce, "Rabenseifner: recursive halving then doubling, extra ranks folded in",
@@ -86,7 +87,7 @@ std::string algorithm_names() {
   return out;
 }
 
-Result<Schedule> make_schedule(std::string_view algorithm, const Case& shape, const Knobs& knobs) {
+Result<Schedule> make_schedule(std::string_view algorithm, const Case& shape, const Knobs& knobs, Form form) {
   if (implemented_by(algorithm).empty()) {
     return Error{"algorithm", "'" + std::string(algorithm) + "': must be one of " + algorithm_names()};
   }
@@ -95,7 +96,9 @@ Result<Schedule> make_schedule(std::string_view algorithm, const Case& shape, co
   Status valid_knobs = validate(knobs);
   if (!valid_knobs) return valid_knobs.error();
   for (const Algorithm& entry : kAlgorithms) {
-    if (entry.name == algorithm && entry.collective == shape.collective) return entry.generate(shape, knobs);
+    if (entry.name != algorithm || entry.collective != shape.collective) continue;
+    if (form == Form::OnDemand && entry.on_demand != nullptr) return entry.on_demand(shape, knobs);
+    return entry.generate(shape, knobs);
   }
   return Error{"algorithm", "'" + std::string(algorithm) + "' has no " + std::string(name(shape.collective)) +
                                 "; it implements " + implemented_by(algorithm)};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,14 +31,21 @@ struct Algorithm {
   Collective collective;
   std::string_view description;  // one line, for `collcheck list`
   Generator generate;
+  // The same schedule made on demand, participant by participant (Schedule::make_steps); null
+  // where the algorithm has only the stored form.
+  Generator on_demand = nullptr;
 };
+
+// Whether make_schedule stores every step, or returns a schedule whose steps are made on demand
+// where the algorithm can (the same steps in the same order; a stored one where it cannot).
+enum class Form : std::uint8_t { Stored, OnDemand };
 
 std::span<const Algorithm> all_algorithms();
 std::string algorithm_names();  // "ring, tree, ..." without repeats
 
 // The schedule of `name` for the shape's collective; an error names the algorithm or the
 // collective and lists what exists. Knobs are validated (channels 1..64, fan_in 2..64).
-Result<Schedule> make_schedule(std::string_view name, const Case& shape, const Knobs& = {});
+Result<Schedule> make_schedule(std::string_view name, const Case& shape, const Knobs& = {}, Form form = Form::Stored);
 
 // How big the schedule of `name` for the shape will be, estimated without building it: at least
 // its steps (within a small factor) and its scratch. An error where `name` lacks the collective.

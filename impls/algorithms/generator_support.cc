@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace collcheck::generators {
 
@@ -48,25 +49,51 @@ std::vector<Piece> pieces(std::size_t length, const Knobs& knobs) {
   return out;
 }
 
-void send(Schedule& schedule, int participant, int to, Range from, int channel) {
+Step send_step(int to, Range from, int channel) {
   check(from.count > 0, "no empty message is sent");
-  schedule.add(participant, Step{StepKind::Send, to, from, {}, channel, channel});
+  return Step{StepKind::Send, to, from, {}, channel, channel};
+}
+
+Step recv_step(int from_peer, Range to, int channel) {
+  check(to.count > 0, "no empty message is received");
+  return Step{StepKind::Recv, from_peer, {}, to, channel, channel};
+}
+
+Step recv_reduce_step(int from_peer, Range from, Range to, int channel) {
+  check(to.count > 0 && from.count == to.count, "a reducing receive is non-empty and reads what it writes");
+  return Step{StepKind::RecvReduce, from_peer, from, to, channel, channel};
+}
+
+bool copy_needed(Range from, Range to) {
+  check(from.count == to.count, "a copy writes what it reads");
+  return from.count > 0 && !(from == to);
+}
+
+Step copy_step(Range from, Range to, int channel) {
+  check(copy_needed(from, to), "a copy step moves something elsewhere");
+  return Step{StepKind::Copy, -1, from, to, channel, channel};
+}
+
+void send(Schedule& schedule, int participant, int to, Range from, int channel) {
+  schedule.add(participant, send_step(to, from, channel));
 }
 
 void recv(Schedule& schedule, int participant, int from_peer, Range to, int channel) {
-  check(to.count > 0, "no empty message is received");
-  schedule.add(participant, Step{StepKind::Recv, from_peer, {}, to, channel, channel});
+  schedule.add(participant, recv_step(from_peer, to, channel));
 }
 
 void recv_reduce(Schedule& schedule, int participant, int from_peer, Range from, Range to, int channel) {
-  check(to.count > 0 && from.count == to.count, "a reducing receive is non-empty and reads what it writes");
-  schedule.add(participant, Step{StepKind::RecvReduce, from_peer, from, to, channel, channel});
+  schedule.add(participant, recv_reduce_step(from_peer, from, to, channel));
 }
 
 void copy(Schedule& schedule, int participant, Range from, Range to, int channel) {
-  check(from.count == to.count, "a copy writes what it reads");
-  if (from.count == 0 || from == to) return;
-  schedule.copy(participant, from, to, channel);
+  if (copy_needed(from, to)) schedule.add(participant, copy_step(from, to, channel));
+}
+
+Schedule on_demand(const Case& shape, std::string_view algorithm, MakeSteps rank_steps) {
+  Schedule schedule = start(shape, algorithm);
+  schedule.make_steps = std::move(rank_steps);
+  return schedule;
 }
 
 void copy_alone(Schedule& schedule, std::size_t count) {

@@ -39,6 +39,13 @@ std::size_t chunk_count(std::size_t length, std::size_t chunk);
 // Steps of one participant; the step runs on the stream of its channel, like the
 // shorthands of Schedule. An empty message is an invariant failure (callers skip both ends);
 // copy() leaves out an empty copy and a copy onto itself.
+// The *_step forms make the step alone, for a generator written per participant (a
+// StepSequence that yields them); copy_step() is not empty nor a copy onto itself.
+Step send_step(int to, Range from, int channel);
+Step recv_step(int from_peer, Range to, int channel);
+Step recv_reduce_step(int from_peer, Range from, Range to, int channel);
+bool copy_needed(Range from, Range to);
+Step copy_step(Range from, Range to, int channel);
 void send(Schedule& schedule, int participant, int to, Range from, int channel);
 void recv(Schedule& schedule, int participant, int from_peer, Range to, int channel);
 void recv_reduce(Schedule& schedule, int participant, int from_peer, Range from, Range to, int channel);
@@ -63,6 +70,9 @@ inline Range at(BufferKind buffer, std::size_t offset, std::size_t count) { retu
 inline Range input(const Piece& piece) { return at(BufferKind::Input, piece.offset, piece.count); }
 inline Range output(const Piece& piece) { return at(BufferKind::Output, piece.offset, piece.count); }
 inline Range scratch(const Piece& piece) { return at(BufferKind::Scratch, piece.offset, piece.count); }
+
+// A schedule of `shape`'s ranks made on demand: participant p's steps are rank_steps(p).
+Schedule on_demand(const Case& shape, std::string_view algorithm, MakeSteps rank_steps);
 
 // A single rank's schedule: its whole input of `count` elements copied into its output, where
 // out of place and non-empty.

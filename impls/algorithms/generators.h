@@ -13,6 +13,12 @@ Schedule ring_allgather(const Case& shape, const Knobs& knobs);
 Schedule ring_reducescatter(const Case& shape, const Knobs& knobs);
 Schedule ring_allgatherv(const Case& shape, const Knobs& knobs);
 Schedule ring_reducescatterv(const Case& shape, const Knobs& knobs);
+// The same schedules made on demand, rank by rank (the stored ones are these made to the end).
+Schedule ring_allreduce_on_demand(const Case& shape, const Knobs& knobs);
+Schedule ring_allgather_on_demand(const Case& shape, const Knobs& knobs);
+Schedule ring_reducescatter_on_demand(const Case& shape, const Knobs& knobs);
+Schedule ring_allgatherv_on_demand(const Case& shape, const Knobs& knobs);
+Schedule ring_reducescatterv_on_demand(const Case& shape, const Knobs& knobs);
 
 // chain.cc: a pipelined chain starting at (broadcast) or ending at (reduce) the root.
 Schedule chain_broadcast(const Case& shape, const Knobs& knobs);

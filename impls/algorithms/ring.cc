@@ -2,6 +2,9 @@
 // chunks around the ranks 0 -> 1 -> ... -> n-1 -> 0, each channel running its own ring over its own slice.
 #include "impls/algorithms/generators.h"
 
+#include <memory>
+#include <utility>
+
 #include "impls/algorithms/generator_support.h"
 #include "reference/counts.h"
 
@@ -37,17 +40,30 @@ namespace collcheck {
 // elements at block_start(b): blocks differ in size, so each is cut into pieces of its own, and
 // a rank's steps go step by step, every piece of the step's block in turn. Empty blocks send
 // nothing. They run out of place only (the case refuses in place).
+//
+// Each collective is written once, as one rank's steps in order (a StepSequence made on demand,
+// `*_steps` below); the stored schedule is those sequences made to the end, rank by rank.
 
 namespace {
 
 using generators::at;
 using generators::block_of;
 using generators::check;
-using generators::copy_alone;
+using generators::copy_needed;
+using generators::copy_step;
 using generators::modulo;
-using generators::recv;
-using generators::recv_reduce;
-using generators::send;
+using generators::recv_reduce_step;
+using generators::recv_step;
+using generators::send_step;
+
+// What every rank's steps are made from, shared by all ranks' sequences.
+struct RingPlan {
+  Case shape;
+  Knobs knobs;
+  std::vector<std::size_t> starts;  // the v forms: block_starts(shape)
+};
+using SharedPlan = std::shared_ptr<const RingPlan>;
+using RankSteps = StepSequence (*)(SharedPlan plan, int r);
 
 // Where every block of a v-collective starts, and one past the last: n+1 offsets.
 std::vector<std::size_t> block_starts(const Case& shape) {
@@ -87,195 +103,201 @@ std::size_t rounds_of(Slice part, int n, std::size_t chunk) {
   return generators::chunk_count(slice(part.count, static_cast<std::size_t>(n), 0).count, chunk);
 }
 
-// At most four steps per round and step of the ring; reserving spares large rings a regrowth.
-void reserve_ring_steps(Schedule& schedule, const Knobs& knobs) {
-  const int n = schedule.shape.nranks;
-  std::size_t most_steps = 0;
-  for (int channel = 0; channel < knobs.channels; ++channel) {
-    const Slice part =
-        slice(schedule.shape.count, static_cast<std::size_t>(knobs.channels), static_cast<std::size_t>(channel));
-    most_steps += rounds_of(part, n, knobs.chunk) * 4 * static_cast<std::size_t>(n - 1);
-  }
-  for (Participant& participant : schedule.participants) participant.steps.reserve(most_steps);
+// A single rank copies its whole input of `count` elements into its output, out of place.
+StepSequence alone_steps(const Case& shape, std::size_t count) {
+  const Range input = at(BufferKind::Input, 0, count);
+  const Range output = at(BufferKind::Output, 0, count);
+  if (!shape.in_place && copy_needed(input, output)) co_yield copy_step(input, output, 0);
 }
 
-// All-reduce's reduce-scatter phase for rank r: block r-s goes to `next`, block r-s-1 comes
-// from `previous` and is reduced with the rank's input.
-void reduce_scatter_phase(Schedule& schedule, const RingChunks& chunks, int r, int channel) {
-  const int n = chunks.nranks;
-  const int next = modulo(r + 1, n);
-  const int previous = modulo(r - 1, n);
-  for (int s = 0; s < n - 1; ++s) {
-    const Slice sent = chunks.of_block(r - s);
-    // Step 0 sends the rank's own input; later steps forward the partial it just made.
-    if (sent.count > 0) send(schedule, r, next, at(s == 0 ? BufferKind::Input : BufferKind::Output, sent), channel);
-    const Slice received = chunks.of_block(r - s - 1);
-    if (received.count > 0) {
-      recv_reduce(schedule, r, previous, at(BufferKind::Input, received), at(BufferKind::Output, received), channel);
-    }
-  }
-}
-
-// All-reduce's all-gather phase for rank r: it starts from its complete block r+1.
-void all_gather_phase(Schedule& schedule, const RingChunks& chunks, int r, int channel) {
-  const int n = chunks.nranks;
-  const int next = modulo(r + 1, n);
-  const int previous = modulo(r - 1, n);
-  for (int s = 0; s < n - 1; ++s) {
-    const Slice sent = chunks.of_block(r + 1 - s);
-    if (sent.count > 0) send(schedule, r, next, at(BufferKind::Output, sent), channel);
-    const Slice received = chunks.of_block(r - s);
-    if (received.count > 0) recv(schedule, r, previous, at(BufferKind::Output, received), channel);
-  }
-}
-
-}  // namespace
-
-Schedule ring_allreduce(const Case& shape, const Knobs& knobs) {
-  Schedule schedule = generators::start(shape, "ring");
+// All-reduce for rank r, channel by channel and round by round: the reduce-scatter phase (block
+// r-s goes to `next`, block r-s-1 comes from `previous` and is reduced with the rank's input),
+// then the all-gather phase, which starts from its complete block r+1.
+StepSequence allreduce_steps(SharedPlan plan, int r) {
+  const Case& shape = plan->shape;
+  const Knobs& knobs = plan->knobs;
   const int n = shape.nranks;
   if (n == 1) {
-    copy_alone(schedule, shape.count);
-    return schedule;
+    for (StepSequence alone = alone_steps(shape, shape.count); alone.next();) co_yield alone.step();
+    co_return;
   }
-  reserve_ring_steps(schedule, knobs);
+  const int next = modulo(r + 1, n);
+  const int previous = modulo(r - 1, n);
   for (int channel = 0; channel < knobs.channels; ++channel) {
     const Slice part = slice(shape.count, static_cast<std::size_t>(knobs.channels), static_cast<std::size_t>(channel));
     const std::size_t rounds = rounds_of(part, n, knobs.chunk);
     for (std::size_t round = 0; round < rounds; ++round) {
       const RingChunks chunks{part, n, knobs.chunk, round};
-      for (int r = 0; r < n; ++r) {
-        reduce_scatter_phase(schedule, chunks, r, channel);
-        all_gather_phase(schedule, chunks, r, channel);
-      }
-    }
-  }
-  return schedule;
-}
-
-Schedule ring_allgather(const Case& shape, const Knobs& knobs) {
-  Schedule schedule = generators::start(shape, "ring");
-  const int n = shape.nranks;
-  const std::size_t count = shape.count;  // one block: what each rank contributes
-  for (const generators::Piece& piece : generators::pieces(count, knobs)) {
-    for (int r = 0; r < n; ++r) {
-      const int next = modulo(r + 1, n);
-      const int previous = modulo(r - 1, n);
-      const Range own_input = at(BufferKind::Input, piece.offset, piece.count);
-      // Step 0 sends the rank's own input; its local copy follows, off the ring's path.
-      if (n > 1) send(schedule, r, next, own_input, piece.channel);
-      if (!shape.in_place) {
-        generators::copy(schedule, r, own_input, at(BufferKind::Output, block_of(r, count, piece)), piece.channel);
+      for (int s = 0; s < n - 1; ++s) {
+        const Slice sent = chunks.of_block(r - s);
+        // Step 0 sends the rank's own input; later steps forward the partial it just made.
+        if (sent.count > 0)
+          co_yield send_step(next, at(s == 0 ? BufferKind::Input : BufferKind::Output, sent), channel);
+        const Slice received = chunks.of_block(r - s - 1);
+        if (received.count > 0) {
+          co_yield recv_reduce_step(previous, at(BufferKind::Input, received), at(BufferKind::Output, received),
+                                    channel);
+        }
       }
       for (int s = 0; s < n - 1; ++s) {
-        // Later steps forward the block received in the step before.
-        if (s > 0)
-          send(schedule, r, next, at(BufferKind::Output, block_of(modulo(r - s, n), count, piece)), piece.channel);
-        const int received = modulo(r - s - 1, n);
-        check(received != r, "all-gather never receives the rank's own block");
-        recv(schedule, r, previous, at(BufferKind::Output, block_of(received, count, piece)), piece.channel);
+        const Slice sent = chunks.of_block(r + 1 - s);
+        if (sent.count > 0) co_yield send_step(next, at(BufferKind::Output, sent), channel);
+        const Slice received = chunks.of_block(r - s);
+        if (received.count > 0) co_yield recv_step(previous, at(BufferKind::Output, received), channel);
       }
     }
   }
-  return schedule;
 }
 
-Schedule ring_reducescatter(const Case& shape, const Knobs& knobs) {
-  Schedule schedule = generators::start(shape, "ring");
+StepSequence allgather_steps(SharedPlan plan, int r) {
+  const Case& shape = plan->shape;
+  const int n = shape.nranks;
+  const std::size_t count = shape.count;  // one block: what each rank contributes
+  const int next = modulo(r + 1, n);
+  const int previous = modulo(r - 1, n);
+  for (const generators::Piece& piece : generators::pieces(count, plan->knobs)) {
+    const Range own_input = at(BufferKind::Input, piece.offset, piece.count);
+    // Step 0 sends the rank's own input; its local copy follows, off the ring's path.
+    if (n > 1) co_yield send_step(next, own_input, piece.channel);
+    const Range own_output = at(BufferKind::Output, block_of(r, count, piece));
+    if (!shape.in_place && copy_needed(own_input, own_output)) co_yield copy_step(own_input, own_output, piece.channel);
+    for (int s = 0; s < n - 1; ++s) {
+      // Later steps forward the block received in the step before.
+      if (s > 0)
+        co_yield send_step(next, at(BufferKind::Output, block_of(modulo(r - s, n), count, piece)), piece.channel);
+      const int received = modulo(r - s - 1, n);
+      check(received != r, "all-gather never receives the rank's own block");
+      co_yield recv_step(previous, at(BufferKind::Output, block_of(received, count, piece)), piece.channel);
+    }
+  }
+}
+
+StepSequence reducescatter_steps(SharedPlan plan, int r) {
+  const Case& shape = plan->shape;
   const int n = shape.nranks;
   const std::size_t count = shape.count;  // one block: what each rank ends with
   if (n == 1) {
-    copy_alone(schedule, count);
-    return schedule;
+    for (StepSequence alone = alone_steps(shape, count); alone.next();) co_yield alone.step();
+    co_return;
   }
-  // Partial reductions of the blocks a rank forwards live in scratch, at the block's place.
-  if (n > 2) {
-    for (Participant& participant : schedule.participants) participant.scratch = static_cast<std::size_t>(n) * count;
-  }
-  for (const generators::Piece& piece : generators::pieces(count, knobs)) {
-    for (int r = 0; r < n; ++r) {
-      const int next = modulo(r + 1, n);
-      const int previous = modulo(r - 1, n);
-      for (int s = 0; s < n - 1; ++s) {
-        const Slice sent = block_of(modulo(r - s - 1, n), count, piece);
-        send(schedule, r, next, at(s == 0 ? BufferKind::Input : BufferKind::Scratch, sent), piece.channel);
-        const int received = modulo(r - s - 2, n);
-        const bool last = s == n - 2;
-        check(last == (received == r), "the last step completes the rank's own block, and only it");
-        const Range into = last ? at(BufferKind::Output, piece.offset, piece.count)
-                                : at(BufferKind::Scratch, block_of(received, count, piece));
-        recv_reduce(schedule, r, previous, at(BufferKind::Input, block_of(received, count, piece)), into,
-                    piece.channel);
-      }
-    }
-  }
-  return schedule;
-}
-
-Schedule ring_allgatherv(const Case& shape, const Knobs& knobs) {
-  Schedule schedule = generators::start(shape, "ring");
-  const int n = shape.nranks;
-  const std::vector<std::size_t> starts = block_starts(shape);
-  check(starts.size() == static_cast<std::size_t>(n) + 1, "allgatherv has a count per rank");
-  for (int r = 0; r < n; ++r) {
-    const int next = modulo(r + 1, n);
-    const int previous = modulo(r - 1, n);
-    // Step 0 sends the rank's own input; its local copy goes to block r of the output.
-    for (const generators::Piece& own : block_pieces(starts, r, knobs)) {
-      const Range own_input = at(BufferKind::Input, own.offset - starts[static_cast<std::size_t>(r)], own.count);
-      if (n > 1) send(schedule, r, next, own_input, own.channel);
-      generators::copy(schedule, r, own_input, at(BufferKind::Output, own.offset, own.count), own.channel);
-    }
+  const int next = modulo(r + 1, n);
+  const int previous = modulo(r - 1, n);
+  for (const generators::Piece& piece : generators::pieces(count, plan->knobs)) {
     for (int s = 0; s < n - 1; ++s) {
-      // Later steps forward the block received in the step before.
-      if (s > 0) {
-        for (const generators::Piece& piece : block_pieces(starts, modulo(r - s, n), knobs)) {
-          send(schedule, r, next, at(BufferKind::Output, piece.offset, piece.count), piece.channel);
-        }
-      }
-      const int received = modulo(r - s - 1, n);
-      check(received != r, "all-gather never receives the rank's own block");
-      for (const generators::Piece& piece : block_pieces(starts, received, knobs)) {
-        recv(schedule, r, previous, at(BufferKind::Output, piece.offset, piece.count), piece.channel);
-      }
-    }
-  }
-  return schedule;
-}
-
-Schedule ring_reducescatterv(const Case& shape, const Knobs& knobs) {
-  Schedule schedule = generators::start(shape, "ring");
-  const int n = shape.nranks;
-  const std::vector<std::size_t> starts = block_starts(shape);
-  check(starts.size() == static_cast<std::size_t>(n) + 1, "reducescatterv has a count per rank");
-  if (n == 1) {
-    copy_alone(schedule, starts[1]);
-    return schedule;
-  }
-  // Partial reductions of the blocks a rank forwards live in scratch, at the block's place.
-  if (n > 2) {
-    for (Participant& participant : schedule.participants) participant.scratch = starts.back();
-  }
-  for (int r = 0; r < n; ++r) {
-    const int next = modulo(r + 1, n);
-    const int previous = modulo(r - 1, n);
-    const std::size_t own_start = starts[static_cast<std::size_t>(r)];
-    for (int s = 0; s < n - 1; ++s) {
-      for (const generators::Piece& piece : block_pieces(starts, modulo(r - s - 1, n), knobs)) {
-        send(schedule, r, next, at(s == 0 ? BufferKind::Input : BufferKind::Scratch, piece.offset, piece.count),
-             piece.channel);
-      }
+      const Slice sent = block_of(modulo(r - s - 1, n), count, piece);
+      co_yield send_step(next, at(s == 0 ? BufferKind::Input : BufferKind::Scratch, sent), piece.channel);
       const int received = modulo(r - s - 2, n);
       const bool last = s == n - 2;
       check(last == (received == r), "the last step completes the rank's own block, and only it");
-      for (const generators::Piece& piece : block_pieces(starts, received, knobs)) {
-        const Range into = last ? at(BufferKind::Output, piece.offset - own_start, piece.count)
-                                : at(BufferKind::Scratch, piece.offset, piece.count);
-        recv_reduce(schedule, r, previous, at(BufferKind::Input, piece.offset, piece.count), into, piece.channel);
-      }
+      const Range into = last ? at(BufferKind::Output, piece.offset, piece.count)
+                              : at(BufferKind::Scratch, block_of(received, count, piece));
+      co_yield recv_reduce_step(previous, at(BufferKind::Input, block_of(received, count, piece)), into, piece.channel);
     }
   }
+}
+
+StepSequence allgatherv_steps(SharedPlan plan, int r) {
+  const int n = plan->shape.nranks;
+  const std::vector<std::size_t>& starts = plan->starts;
+  const int next = modulo(r + 1, n);
+  const int previous = modulo(r - 1, n);
+  // Step 0 sends the rank's own input; its local copy goes to block r of the output.
+  for (const generators::Piece& own : block_pieces(starts, r, plan->knobs)) {
+    const Range own_input = at(BufferKind::Input, own.offset - starts[static_cast<std::size_t>(r)], own.count);
+    if (n > 1) co_yield send_step(next, own_input, own.channel);
+    const Range own_output = at(BufferKind::Output, own.offset, own.count);
+    if (copy_needed(own_input, own_output)) co_yield copy_step(own_input, own_output, own.channel);
+  }
+  for (int s = 0; s < n - 1; ++s) {
+    // Later steps forward the block received in the step before.
+    if (s > 0) {
+      for (const generators::Piece& piece : block_pieces(starts, modulo(r - s, n), plan->knobs)) {
+        co_yield send_step(next, at(BufferKind::Output, piece.offset, piece.count), piece.channel);
+      }
+    }
+    const int received = modulo(r - s - 1, n);
+    check(received != r, "all-gather never receives the rank's own block");
+    for (const generators::Piece& piece : block_pieces(starts, received, plan->knobs)) {
+      co_yield recv_step(previous, at(BufferKind::Output, piece.offset, piece.count), piece.channel);
+    }
+  }
+}
+
+StepSequence reducescatterv_steps(SharedPlan plan, int r) {
+  const int n = plan->shape.nranks;
+  const std::vector<std::size_t>& starts = plan->starts;
+  if (n == 1) {
+    for (StepSequence alone = alone_steps(plan->shape, starts[1]); alone.next();) co_yield alone.step();
+    co_return;
+  }
+  const int next = modulo(r + 1, n);
+  const int previous = modulo(r - 1, n);
+  const std::size_t own_start = starts[static_cast<std::size_t>(r)];
+  for (int s = 0; s < n - 1; ++s) {
+    for (const generators::Piece& piece : block_pieces(starts, modulo(r - s - 1, n), plan->knobs)) {
+      co_yield send_step(next, at(s == 0 ? BufferKind::Input : BufferKind::Scratch, piece.offset, piece.count),
+                         piece.channel);
+    }
+    const int received = modulo(r - s - 2, n);
+    const bool last = s == n - 2;
+    check(last == (received == r), "the last step completes the rank's own block, and only it");
+    for (const generators::Piece& piece : block_pieces(starts, received, plan->knobs)) {
+      const Range into = last ? at(BufferKind::Output, piece.offset - own_start, piece.count)
+                              : at(BufferKind::Scratch, piece.offset, piece.count);
+      co_yield recv_reduce_step(previous, at(BufferKind::Input, piece.offset, piece.count), into, piece.channel);
+    }
+  }
+}
+
+// The schedule whose rank r's steps are rank_steps(plan, r), made on demand; `scratch` elements each.
+Schedule ring_on_demand(const Case& shape, const Knobs& knobs, RankSteps rank_steps, std::size_t scratch = 0) {
+  std::vector<std::size_t> starts;
+  if (per_rank_counts(shape.collective)) {
+    starts = block_starts(shape);
+    check(starts.size() == static_cast<std::size_t>(shape.nranks) + 1, "a v-collective has a count per rank");
+  }
+  auto plan = std::make_shared<const RingPlan>(RingPlan{shape, knobs, std::move(starts)});
+  Schedule schedule = generators::on_demand(shape, "ring", [plan, rank_steps](int r) { return rank_steps(plan, r); });
+  for (Participant& participant : schedule.participants) participant.scratch = scratch;
   return schedule;
+}
+
+// Partial reductions of the blocks a rank forwards live in scratch, at the block's place.
+std::size_t forwarded_partials(int n, std::size_t elements) { return n > 2 ? elements : 0; }
+
+}  // namespace
+
+Schedule ring_allreduce_on_demand(const Case& shape, const Knobs& knobs) {
+  return ring_on_demand(shape, knobs, allreduce_steps);
+}
+Schedule ring_allgather_on_demand(const Case& shape, const Knobs& knobs) {
+  return ring_on_demand(shape, knobs, allgather_steps);
+}
+Schedule ring_reducescatter_on_demand(const Case& shape, const Knobs& knobs) {
+  return ring_on_demand(shape, knobs, reducescatter_steps,
+                        forwarded_partials(shape.nranks, static_cast<std::size_t>(shape.nranks) * shape.count));
+}
+Schedule ring_allgatherv_on_demand(const Case& shape, const Knobs& knobs) {
+  return ring_on_demand(shape, knobs, allgatherv_steps);
+}
+Schedule ring_reducescatterv_on_demand(const Case& shape, const Knobs& knobs) {
+  return ring_on_demand(shape, knobs, reducescatterv_steps, forwarded_partials(shape.nranks, shape.count));
+}
+
+Schedule ring_allreduce(const Case& shape, const Knobs& knobs) {
+  return stored(ring_allreduce_on_demand(shape, knobs));
+}
+Schedule ring_allgather(const Case& shape, const Knobs& knobs) {
+  return stored(ring_allgather_on_demand(shape, knobs));
+}
+Schedule ring_reducescatter(const Case& shape, const Knobs& knobs) {
+  return stored(ring_reducescatter_on_demand(shape, knobs));
+}
+Schedule ring_allgatherv(const Case& shape, const Knobs& knobs) {
+  return stored(ring_allgatherv_on_demand(shape, knobs));
+}
+Schedule ring_reducescatterv(const Case& shape, const Knobs& knobs) {
+  return stored(ring_reducescatterv_on_demand(shape, knobs));
 }
 
 }  // namespace collcheck

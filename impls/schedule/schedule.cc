@@ -50,7 +50,8 @@ Status validate_ranges(const Schedule& s, int p, int index, const Step& step, st
   return Ok{};
 }
 
-// One step on its own: its peer, the steps it waits for, its ranges.
+}  // namespace
+
 Status validate_step(const Schedule& s, int p, int index, const Step& step, std::size_t slack) {
   if (step.sends() || step.receives()) {
     if (step.peer < 0 || step.peer >= s.nparticipants() || step.peer == p) {
@@ -63,6 +64,30 @@ Status validate_step(const Schedule& s, int p, int index, const Step& step, std:
     }
   }
   return validate_ranges(s, p, index, step, slack);
+}
+
+namespace {
+
+// The stored steps of one participant, as a sequence.
+StepSequence stored_steps(const std::vector<Step>& steps) {
+  for (const Step& step : steps) co_yield step;
+}
+
+// A schedule made on demand, participant by participant, each step once.
+Status validate_on_demand(const Schedule& s, std::size_t slack) {
+  for (int p = 0; p < s.nparticipants(); ++p) {
+    const Participant& participant = s.participants[static_cast<std::size_t>(p)];
+    int index = 0;
+    for (StepSequence steps = s.steps_of(p); steps.next(); ++index) {
+      Status valid = validate_step(s, p, index, steps.step(), slack);
+      if (!valid) return valid;
+    }
+    if (!participant.waits.empty() && participant.waits.rbegin()->first >= index) {
+      return Error{"schedule", participant_name(s, p) + ": step " + std::to_string(participant.waits.rbegin()->first) +
+                                   " waits for earlier steps, but there are only " + std::to_string(index) + " steps"};
+    }
+  }
+  return Ok{};
 }
 
 // Messages per (from, to, channel), in order: the counts of the sends, or of the receives.
@@ -186,17 +211,49 @@ Alias in_place_alias(const Case& shape, int rank) {
   return {layout.input_inside ? BufferKind::Input : BufferKind::Output, layout.offset};
 }
 
+StepSequence Schedule::steps_of(int participant) const {
+  if (on_demand()) return make_steps(participant);
+  return stored_steps(participants.at(static_cast<std::size_t>(participant)).steps);
+}
+
+std::optional<Step> step_at(const Schedule& s, int participant, int index) {
+  if (!s.on_demand()) {
+    const std::vector<Step>& steps = s.participants.at(static_cast<std::size_t>(participant)).steps;
+    if (index < 0 || index >= static_cast<int>(steps.size())) return std::nullopt;
+    return steps[static_cast<std::size_t>(index)];
+  }
+  StepSequence steps = s.make_steps(participant);
+  for (int k = 0; k <= index; ++k) {
+    if (!steps.next()) return std::nullopt;
+  }
+  return index < 0 ? std::nullopt : std::optional<Step>(steps.step());
+}
+
+Schedule stored(Schedule schedule) {
+  if (!schedule.on_demand()) return schedule;
+  for (int p = 0; p < schedule.nparticipants(); ++p) {
+    std::vector<Step>& steps = schedule.participants[static_cast<std::size_t>(p)].steps;
+    for (StepSequence sequence = schedule.make_steps(p); sequence.next();) steps.push_back(sequence.step());
+    steps.shrink_to_fit();
+  }
+  schedule.make_steps = {};
+  return schedule;
+}
+
 Status validate(const Schedule& s, std::size_t slack) {
   if (s.nparticipants() < s.nranks()) {
     return Error{"schedule",
                  std::to_string(s.nparticipants()) + " participants for " + std::to_string(s.nranks()) + " ranks"};
   }
+  for (int p = 0; p < s.nparticipants(); ++p) {
+    if ((p < s.nranks()) == s.participants[static_cast<std::size_t>(p)].is_switch) {
+      return Error{"schedule", participant_name(s, p) + ": ranks come first, switches after them"};
+    }
+  }
+  if (s.on_demand()) return validate_on_demand(s, slack);
   Messages sent;
   for (int p = 0; p < s.nparticipants(); ++p) {
     const Participant& participant = s.participants[static_cast<std::size_t>(p)];
-    if ((p < s.nranks()) == participant.is_switch) {
-      return Error{"schedule", participant_name(s, p) + ": ranks come first, switches after them"};
-    }
     if (!participant.waits.empty() && participant.waits.rbegin()->first >= static_cast<int>(participant.steps.size())) {
       return Error{"schedule", participant_name(s, p) + ": step " + std::to_string(participant.waits.rbegin()->first) +
                                    " waits for earlier steps, but there are only " +
@@ -217,9 +274,10 @@ Status validate(const Schedule& s, std::size_t slack) {
 
 std::string describe(const Schedule& s, int p, int index) {
   std::string out = participant_name(s, p) + " step " + std::to_string(index);
-  const auto& steps = s.participants.at(static_cast<std::size_t>(p)).steps;
-  if (index < 0 || index >= static_cast<int>(steps.size())) return out;
-  const Step& step = steps[static_cast<std::size_t>(index)];
+  if (p < 0 || p >= s.nparticipants() || index < 0) return out;
+  const std::optional<Step> made = step_at(s, p, index);
+  if (!made) return out;
+  const Step& step = *made;
   out += " (" + std::string(name(step.kind));
   if (step.sends()) out += " " + show(step.from) + " to " + participant_name(s, step.peer);
   if (step.receives()) out += " from " + participant_name(s, step.peer) + " into " + show(step.to);

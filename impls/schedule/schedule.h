@@ -4,11 +4,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "impls/schedule/step_sequence.h"
 #include "reference/case.h"
 #include "reference/collective.h"
 #include "reference/memory.h"
@@ -77,10 +80,22 @@ struct Participant {
   void add_after(int step, int earlier) { waits[step].push_back(earlier); }
 };
 
+// A participant's steps made on demand, in order (a generator's per-participant form).
+using MakeSteps = std::function<StepSequence(int participant)>;
+
 struct Schedule {
   std::string algorithm;                  // `ring`, `tree`, ...
   Case shape;                             // collective, count, nranks, root, in_place (dtype, op, values unused)
   std::vector<Participant> participants;  // ranks 0..nranks-1 first, then switches
+  // Set: the schedule is made on demand. Every participant's steps come from make_steps(p), each
+  // call a fresh sequence from its first step, and participants[p].steps stay empty (who the
+  // participants are, their scratch and waits are still here). Unset: the steps are stored.
+  MakeSteps make_steps;
+
+  bool on_demand() const { return static_cast<bool>(make_steps); }
+  // Participant p's steps in order, made on demand or read from the stored ones: the one way to
+  // read a schedule of either form.
+  StepSequence steps_of(int participant) const;
 
   int nranks() const { return shape.nranks; }
   int nparticipants() const { return static_cast<int>(participants.size()); }
@@ -109,7 +124,20 @@ Alias in_place_alias(const Case& shape, int rank);
 // earlier steps of existing ones. The error names the participant, step and field. `slack` lets ranges run
 // that many elements past the end of a buffer (into an executor's guard zone, where a
 // broken schedule's overrun is caught afterwards instead of refused up front).
+//
+// A schedule made on demand is checked participant by participant, its steps made once: all of
+// the above but whether sends and receives match, which its executor checks as it matches them.
 Status validate(const Schedule&, std::size_t slack = 0);
+// One step on its own: its peer, the steps it waits for, its ranges (part of validate()).
+Status validate_step(const Schedule&, int participant, int index, const Step& step, std::size_t slack = 0);
+
+// Step `index` of a participant (none past its last): made again from the top when the
+// schedule is made on demand, for an error's words.
+std::optional<Step> step_at(const Schedule&, int participant, int index);
+
+// The same schedule with every participant's steps stored: a schedule made on demand is made
+// once, participant by participant; a stored one is returned as it is.
+Schedule stored(Schedule schedule);
 
 std::string describe(const Schedule&, int participant, int step);  // "rank 3 step 7 (send to 4)"
 std::string participant_name(const Schedule&, int participant);    // "rank 3", or "switch 0" past the ranks

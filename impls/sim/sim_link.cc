@@ -21,23 +21,6 @@ std::string seconds(double value) {
 
 void Simulation::set_up_protocol() {
   protocol_ = resolve(options_.protocol, kVirtualClock, hook_.deadline());
-  // Every send's and receive's stream, looked up once: the event loop asks for it on every event.
-  step_link_.resize(static_cast<std::size_t>(schedule_.nparticipants()));
-  for (int p = 0; p < schedule_.nparticipants(); ++p) {
-    const auto q = static_cast<std::size_t>(p);
-    const StepCursor& steps = steps_[q];
-    step_link_[q].assign(steps.size(), kNoLink);
-    for (std::size_t k = 0; k < steps.size(); ++k) {
-      const Step& step = steps[k];
-      if (step.sends()) {
-        step_link_[q][k] = link_of({p, step.peer, step.channel});
-        ++links_[step_link_[q][k]].outbox.per_call;
-      } else if (step.receives()) {
-        step_link_[q][k] = link_of({step.peer, p, step.channel});
-      }
-    }
-  }
-  link_index_ = {};
   // Source by source, so that the topology works out each source's routes together (its cache
   // of shortest-path trees is bounded, see topology.h).
   std::vector<std::uint32_t> by_source(links_.size());
@@ -55,8 +38,28 @@ std::uint32_t Simulation::link_of(const StreamKey& key) {
   if (added) {
     links_.emplace_back();
     links_.back().key = key;
+    const auto [from, to, channel] = key;
+    peer_links_[static_cast<std::size_t>(from)].push_back(PeerLink{to, channel, true, found->second});
+    peer_links_[static_cast<std::size_t>(to)].push_back(PeerLink{from, channel, false, found->second});
   }
   return found->second;
+}
+
+// The link of p's send or receive `step`, from p's few links (sorted: searched by halves when many).
+std::uint32_t Simulation::link_of(int p, const Step& step) const {
+  const std::vector<PeerLink>& links = peer_links_[static_cast<std::size_t>(p)];
+  const PeerLink wanted{step.peer, step.channel, step.sends(), 0};
+  auto same = [&wanted](const PeerLink& link) {
+    return link.peer == wanted.peer && link.channel == wanted.channel && link.sends == wanted.sends;
+  };
+  if (links.size() <= 8) {
+    for (const PeerLink& link : links) {
+      if (same(link)) return link.link;
+    }
+    return kNoLink;
+  }
+  const auto found = std::lower_bound(links.begin(), links.end(), wanted);
+  return found != links.end() && same(*found) ? found->link : kNoLink;
 }
 
 // A stream as a link fault names it, at message `sequence` (of call sequence / per_call).
@@ -84,7 +87,9 @@ void Simulation::arrive(std::size_t index) {
   if (verdict == Verdict::Take) {
     receiver.take(bytes, bytes, now_);
     ++inbox.waiting_count;
-    if (options_.numeric) inbox.waiting.push_back(std::move(message.payload));
+    if (schedule_.on_demand()) inbox.waiting_bytes.push(message.bytes);
+    if (options_.numeric) inbox.waiting.push(std::move(message.payload));
+    forget_taken(link);
     return;
   }
   ++result_.discarded;
@@ -100,6 +105,7 @@ void Simulation::arrive(std::size_t index) {
 // to the sender.
 void Simulation::ask_again(std::uint32_t link) {
   const auto [from, to, channel] = links_[link].key;
+  ++links_[link].outbox.asks_pending;
   const std::size_t request = add_go_back(GoBack{link, links_[link].inbox.receiver.due_message()});
   push(now_ + latency(to, from), EventKind::GoBack, from, -1, request);
 }
@@ -123,60 +129,57 @@ void Simulation::expire(int p, int k, std::size_t call, std::size_t slot) {
   const auto q = static_cast<std::size_t>(p);
   double& armed_at = timer_armed_[slot];
   if (armed_at == kNoTimer) return;
-  if (static_cast<std::size_t>(call_[q]) != call || done_[q][static_cast<std::size_t>(k)]) {
+  const Stream& stream = streams_[q][slot - first_slot_[q]];
+  // Another call, or the stream has moved on from the step: the timer is over.
+  if (static_cast<std::size_t>(call_[q]) != call || stream.busy || stream.steps.finished() ||
+      stream.steps.index() != k || !waits_for_message(p, stream)) {
     armed_at = kNoTimer;
     return;
   }
-  const Step& step = steps_[q][static_cast<std::size_t>(k)];
+  const Step& step = stream.steps.step();
   const StreamKey key{step.peer, p, step.channel};
-  if (!waits_for_message(p, k)) {
-    armed_at = kNoTimer;
-    return;
-  }
-  const double interval = wait_interval(p, k);
-  const std::uint32_t link = step_link_[q][static_cast<std::size_t>(k)];
-  Inbox& inbox = links_[link].inbox;
+  const double interval = wait_interval(stream);
+  Inbox& inbox = links_[stream.link].inbox;
   const double quiet_since = std::max(armed_at, inbox.receiver.quiet_since());
   if (now_ < quiet_since + interval * (1 - 1e-9)) {
     timers_.arm(slot, timer_event(quiet_since + interval, p, k, call));
     return;
   }
   if (!protocol_.reliable) {
-    const double travel = message_travel(p, k);
+    const double travel = message_travel(stream);
     return detect(key, describe(schedule_, p, k) + ": no message for " + seconds(protocol_.timeout) +
                            " s (the link timeout)" +
                            (travel > 0 ? " beyond the " + seconds(travel) + " s it needs on its route" : ""));
   }
   armed_at = now_;
   inbox.receiver.ask_anyway(now_, protocol_, nullptr);  // a timer asks whenever it runs out
-  ask_again(link);
+  ask_again(stream.link);
   timers_.arm(slot, timer_event(now_ + interval, p, k, call));
 }
 
 // How long receive step k of p stays quiet before it acts: the timeout, or when reliable the
 // retransmission interval, jittered (drawn from the seed); either plus what its message needs on
 // its route (LinkSettings::timeout_for), so that a large message on a slow link is waited for.
-double Simulation::wait_interval(int p, int k) {
-  const double travel = message_travel(p, k);
+double Simulation::wait_interval(const Stream& stream) {
+  const double travel = message_travel(stream);
   if (!protocol_.reliable) return protocol_.timeout_for(travel);
   return timer_jitter_.draw(protocol_.retransmit) + travel;
 }
 
 // What the message of receive step k of p needs on its route, the route idle.
-double Simulation::message_travel(int p, int k) const {
-  const auto q = static_cast<std::size_t>(p);
-  const Step& step = steps_[q][static_cast<std::size_t>(k)];
-  const StreamLink& link = links_[step_link_[q][static_cast<std::size_t>(k)]];
+double Simulation::message_travel(const Stream& stream) const {
+  const Step& step = stream.steps.step();
+  const StreamLink& link = links_[stream.link];
   return link.route == nullptr ? 0 : link.latency + static_cast<double>(step.to.count * element_) / link.narrowest;
 }
 
 // Whether receive step k of p could start but for its message.
-bool Simulation::waits_for_message(int p, int k) const {
+bool Simulation::waits_for_message(int p, const Stream& stream) const {
   const auto q = static_cast<std::size_t>(p);
-  for (int earlier : steps_[q].after(static_cast<std::size_t>(k))) {
+  for (int earlier : schedule_.participants[q].after(stream.steps.index())) {
     if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
   }
-  return links_[step_link_[q][static_cast<std::size_t>(k)]].inbox.waiting_count == 0;
+  return links_[stream.link].inbox.waiting_count == 0;
 }
 
 // Arms a timer for every receive step of p that is waiting for its message.
@@ -185,13 +188,12 @@ void Simulation::arm_timers(int p) {
   const auto q = static_cast<std::size_t>(p);
   for (std::size_t s = 0; s < streams_[q].size(); ++s) {
     const Stream& stream = streams_[q][s];
-    if (stream.busy || stream.next == stream.count) continue;
-    const int k = stream.step_at(stream.next);
-    const Step& step = steps_[q][static_cast<std::size_t>(k)];
+    if (stream.busy || stream.steps.finished()) continue;
     const std::size_t slot = first_slot_[q] + s;
-    if (!step.receives() || timer_armed_[slot] != kNoTimer || !waits_for_message(p, k)) continue;
+    if (!stream.steps.step().receives() || timer_armed_[slot] != kNoTimer || !waits_for_message(p, stream)) continue;
     timer_armed_[slot] = now_;
-    timers_.arm(slot, timer_event(now_ + wait_interval(p, k), p, k, static_cast<std::size_t>(call_[q])));
+    timers_.arm(slot,
+                timer_event(now_ + wait_interval(stream), p, stream.steps.index(), static_cast<std::size_t>(call_[q])));
   }
 }
 
@@ -206,8 +208,9 @@ void Simulation::detect(const StreamKey& key, std::string what) {
   result_.error = std::move(what) + "; every participant stopped by " + seconds(told) + " s";
 }
 
-void Simulation::send(int p, int k, const Step& step) {
-  const std::uint32_t link = step_link_[static_cast<std::size_t>(p)][static_cast<std::size_t>(k)];
+void Simulation::send(int p, const Stream& stream) {
+  const Step& step = stream.steps.step();
+  const std::uint32_t link = stream.link;
   Outbox& outbox = links_[link].outbox;
   const std::uint64_t sequence = outbox.sent++;
   std::vector<std::byte> payload;
@@ -217,11 +220,7 @@ void Simulation::send(int p, int k, const Step& step) {
   }
   const std::size_t bytes = step.from.count * element_;
   const std::uint64_t sum = checksum(payload);
-  if (protocol_.reliable) {
-    outbox.kept.push_back(payload);
-    outbox.sums.push_back(sum);
-    outbox.sizes.push_back(bytes);
-  }
+  if (protocol_.reliable) outbox.kept.push(KeptMessage{payload, sum, bytes});
   transmit_message(link, sequence, 0, bytes, sum, std::move(payload));
 }
 
@@ -235,7 +234,7 @@ void Simulation::transmit_message(std::uint32_t link, std::uint64_t sequence, in
   const Message message{from, to, channel, sequence, bytes, now_, attempt, outbox.per_call};
   const SendDecision decision = hook_.on_send(message, payload);
   ++result_.messages;
-  InFlight flight{link, attempt, sequence, sum, std::move(payload)};
+  InFlight flight{link, attempt, sequence, sum, bytes, std::move(payload)};
   const double wire = transmit(stream, bytes);
   double arrival = wire + decision.delay;
   if (!decision.drop && decision.reorder && LinkSender::may_hold(sequence, outbox.per_call) && !outbox.holding) {
@@ -290,37 +289,56 @@ void Simulation::deliver_at(double time, InFlight flight) {
 void Simulation::resend(const GoBack& request) {
   StreamLink& link = links_[request.link];
   Outbox& outbox = link.outbox;
+  --outbox.asks_pending;
   const std::uint64_t sent = outbox.sent;
   if (request.from < sent && !outbox.sender.asked_again(request.from, protocol_)) {
     return detect(link.key, stream_name(link, request.from) + ": " + link_gave_up_text(request.from, protocol_));
   }
   for (std::uint64_t sequence = request.from; sequence < sent && !result_.detected; ++sequence) {
-    const auto index = static_cast<std::size_t>(sequence);
     const auto attempt = static_cast<int>(outbox.sender.retransmit(sequence));
     ++result_.retransmissions;
-    transmit_message(request.link, sequence, attempt, outbox.sizes[index], outbox.sums[index], outbox.kept[index]);
+    const KeptMessage& kept = outbox.kept[static_cast<std::size_t>(sequence - outbox.kept_from)];
+    transmit_message(request.link, sequence, attempt, kept.bytes, kept.sum, kept.payload);
   }
 }
 
-void Simulation::receive(int p, int k, const Step& step) {
-  Inbox& inbox = links_[step_link_[static_cast<std::size_t>(p)][static_cast<std::size_t>(k)]].inbox;
+void Simulation::receive(int p, const Stream& stream) {
+  const Step& step = stream.steps.step();
+  Inbox& inbox = links_[stream.link].inbox;
   --inbox.waiting_count;
-  if (!options_.numeric) return;
-  std::vector<std::byte> payload = std::move(inbox.waiting[inbox.first++]);
-  if (inbox.first == inbox.waiting.size()) {
-    inbox.waiting.clear();
-    inbox.first = 0;
-  } else if (inbox.first * 2 > inbox.waiting.size()) {  // taken half: drop their empty places
-    inbox.waiting.erase(inbox.waiting.begin(), inbox.waiting.begin() + static_cast<std::ptrdiff_t>(inbox.first));
-    inbox.first = 0;
+  // Made on demand: the k-th receive takes the k-th message of its link, which must fit it.
+  if (schedule_.on_demand()) {
+    const std::size_t bytes = inbox.waiting_bytes.pop();
+    if (bytes != step.to.count * element_) {
+      const auto [from, to, channel] = links_[stream.link].key;
+      fail(p, stream.steps.index(),
+           "takes " + std::to_string(step.to.count) + " elements but the message from " +
+               participant_name(schedule_, from) + " on channel " + std::to_string(channel) + " has " +
+               std::to_string(bytes / element_));
+    }
   }
-  if (step.to.count == 0) return;
+  if (!options_.numeric) return;
+  std::vector<std::byte> payload = inbox.waiting.pop();
+  if (step.to.count == 0 || payload.size() != step.to.count * element_) return;
   std::byte* to = at(p, step.to.buffer, step.to.offset);
   if (step.kind == StepKind::Recv) {
     std::memcpy(to, payload.data(), payload.size());
     return;
   }
   reduce(at(p, step.from.buffer, step.from.offset), payload.data(), to, step.to.count);
+}
+
+// Reliable: what the receiver has taken will never be asked for again, unless a request to go
+// back is on its way; the sender forgets it (a run keeps only the messages not yet taken).
+void Simulation::forget_taken(StreamLink& link) {
+  Outbox& outbox = link.outbox;
+  if (!protocol_.reliable || outbox.asks_pending > 0) return;
+  const std::uint64_t taken = link.inbox.receiver.due_message();
+  if (taken <= outbox.kept_from) return;
+  const std::uint64_t forget = std::min<std::uint64_t>(taken - outbox.kept_from, outbox.kept.size());
+  outbox.kept.drop(static_cast<std::size_t>(forget));
+  outbox.kept_from += forget;
+  outbox.sender.acknowledged(outbox.kept_from);
 }
 
 }  // namespace collcheck::sim

@@ -39,35 +39,84 @@ namespace collcheck::sim {
 // fault the protocol cannot survive stops every participant once the news has reached them.
 // A run of several calls starts a participant's next call as soon as its last step is done.
 
-struct Stream {
-  std::vector<int> steps;  // empty: the stream is all its participant's steps, in order
-  std::size_t count = 0;
-  std::size_t next = 0;
-  bool busy = false;
-  int step_at(std::size_t i) const { return steps.empty() ? static_cast<int>(i) : steps[i]; }
-};
-
-// A participant's steps as the engine reads them, by index. Today the schedule's own vector; a
-// source that makes a participant's steps on demand plugs in here, and nothing else reads steps.
+// One stream's steps as the engine reads them, in order, one at a time: the step it stands at
+// and that step's number among its participant's steps. Over stored steps (all of a
+// participant's, or the stream's listed ones) or over a sequence made on demand (filtered to the
+// stream where the participant has several). Nothing else in the engine reads steps.
 class StepCursor {
  public:
-  explicit StepCursor(const Participant& participant) : participant_(&participant), steps_(&participant.steps) {}
-  std::size_t size() const { return steps_->size(); }
-  const Step& operator[](std::size_t k) const { return (*steps_)[k]; }
-  // The earlier steps step k also waits for.
-  std::span<const int> after(std::size_t k) const { return participant_->after(static_cast<int>(k)); }
-  // A hint that step k is read soon: steps are read in order per participant but interleaved
-  // across thousands of them, so each would otherwise be a miss in the cache.
-  void prefetch(std::size_t k) const {
-    if (k >= steps_->size()) return;
-    const char* at = reinterpret_cast<const char*>(steps_->data() + k);
-    __builtin_prefetch(at);
-    __builtin_prefetch(at + sizeof(Step) - 1);
-  }
+  static constexpr int kEveryStream = -1;
+  // Stored: `listed` the stream's step numbers, or empty for all of `steps`.
+  StepCursor(const std::vector<Step>& steps, std::vector<int> listed, std::size_t count);
+  // Made on demand: participant p's steps of `stream` (kEveryStream: all), `count` of them.
+  StepCursor(const Schedule& schedule, int participant, int stream, std::size_t count);
+
+  std::size_t count() const { return count_; }
+  std::size_t position() const { return position_; }  // steps of the stream passed so far
+  bool finished() const { return position_ == count_; }
+  int index() const { return index_; }
+  const Step& step() const { return *step_; }
+  void next();
+  void restart();  // back to the first step (the next call of a run of several)
 
  private:
-  const Participant* participant_;
-  const std::vector<Step>* steps_;
+  void settle();
+
+  const std::vector<Step>* stored_ = nullptr;
+  std::vector<int> listed_;
+  const Schedule* schedule_ = nullptr;
+  int participant_ = 0;
+  int stream_ = kEveryStream;
+  StepSequence made_;
+  std::size_t count_ = 0;
+  std::size_t position_ = 0;
+  int index_ = -1;
+  const Step* step_ = nullptr;
+};
+
+static constexpr std::uint32_t kNoLink = ~std::uint32_t{0};
+
+struct Stream {
+  StepCursor steps;
+  bool busy = false;
+  std::uint32_t link = kNoLink;  // the current step's stream link, when it sends or receives
+};
+
+// A participant's end of one stream link, found from a step's (peer, channel): a participant
+// has few (a ring two), so they are a short sorted list instead of a number per step.
+struct PeerLink {
+  int peer = 0;
+  int channel = 0;
+  bool sends = false;
+  std::uint32_t link = kNoLink;
+  friend auto operator<=>(const PeerLink&, const PeerLink&) = default;
+};
+
+// A queue read from the front that keeps its items in one vector (a deque would allocate a block
+// for every stream before it holds anything); taken items' places are dropped once they are half.
+template <typename Item>
+struct Fifo {
+  std::vector<Item> items;
+  std::size_t first = 0;
+
+  std::size_t size() const { return items.size() - first; }
+  Item& operator[](std::size_t k) { return items[first + k]; }
+  void push(Item item) { items.push_back(std::move(item)); }
+  Item pop() {
+    Item front = std::move(items[first]);
+    drop(1);
+    return front;
+  }
+  void drop(std::size_t how_many) {
+    first += how_many;
+    if (first == items.size()) {
+      items.clear();
+      first = 0;
+    } else if (first * 2 > items.size()) {
+      items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(first));
+      first = 0;
+    }
+  }
 };
 
 using StreamKey = std::tuple<int, int, int>;  // from, to, channel
@@ -88,28 +137,37 @@ struct InFlight {
   int attempt = 0;
   std::uint64_t sequence = 0;
   std::uint64_t sum = 0;           // the checksum of what the sender meant to send
+  std::size_t bytes = 0;           // the message's size
   std::vector<std::byte> payload;  // what the wire carries (timing only: nothing)
 };
 
 // A receiver's end of a stream: the protocol's receiver, and the messages it took, waiting for
-// their receive step (timing only: counted, not kept).
+// their receive step (timing only: counted, not kept); a schedule made on demand also keeps their
+// sizes, to check each against its receive (a stored one was checked before the run).
 struct Inbox {
   LinkReceiver receiver;
   std::size_t waiting_count = 0;
-  // Numeric: the payloads taken, oldest at `first` (a vector, not a deque, which would allocate
-  // a block for every stream before it holds anything).
-  std::vector<std::vector<std::byte>> waiting;
-  std::size_t first = 0;
+  Fifo<std::vector<std::byte>> waiting;  // numeric: the payloads taken, oldest first
+  Fifo<std::size_t> waiting_bytes;
+  std::uint64_t per_call = 0;  // receives of one call
 };
 
-// A sender's end: the protocol's sender, what it sent (kept while reliable, to send again), and a
-// message held back by a reorder fault until the next one has been sent.
+// What a reliable sender keeps of a message it sent, to send it again.
+struct KeptMessage {
+  std::vector<std::byte> payload;
+  std::uint64_t sum = 0;
+  std::size_t bytes = 0;
+};
+
+// A sender's end: the protocol's sender, what it sent and the receiver has not yet taken (kept
+// while reliable, to send again; message `kept_from` first), and a message held back by a
+// reorder fault until the next one has been sent.
 struct Outbox {
   LinkSender sender;
   std::uint64_t sent = 0;
-  std::vector<std::vector<std::byte>> kept;
-  std::vector<std::uint64_t> sums;
-  std::vector<std::size_t> sizes;
+  Fifo<KeptMessage> kept;
+  std::uint64_t kept_from = 0;
+  int asks_pending = 0;  // requests to go back on their way: nothing they may ask for is forgotten
   std::uint64_t per_call = 0;
   double last_arrival = 0;  // the link is FIFO: later messages do not overtake
   bool holding = false;
@@ -142,18 +200,21 @@ class Simulation {
  private:
   // The step runner (simulator.cc).
   bool place_participants();
-  void set_up_participants();
-  void set_up_streams(int p);
+  bool set_up_participants();
+  bool set_up_streams(int p);
+  bool check_messages_match();
+  void settle_link(int p, Stream& stream);
   void push(double time, EventKind kind, int p, int step, std::size_t message);
   Event timer_event(double time, int p, int step, std::size_t call);
   void record(const Event& event);
   void handle(const Event& event);
-  bool call_finished(std::size_t q) const { return finished_steps_[q] == steps_[q].size(); }
+  bool call_finished(std::size_t q) const { return finished_steps_[q] == step_count_[q]; }
   std::vector<std::byte> final_output(int rank);
   void next_call(int p);
   void advance(int p);
-  bool ready(int p, int k);
-  double start(int p, int k);
+  bool ready(int p, const Stream& stream);
+  double start(int p, const Stream& stream);
+  void fail(int p, int k, const std::string& what);
   void finish(double deadline);
 
   // Guarded memory (sim_memory.cc).
@@ -172,22 +233,24 @@ class Simulation {
   // The link protocol on virtual time (sim_link.cc).
   void set_up_protocol();
   std::uint32_t link_of(const StreamKey& key);
+  std::uint32_t link_of(int p, const Step& step) const;
   std::string stream_name(const StreamLink& link, std::uint64_t sequence) const;
   void arrive(std::size_t index);
   void ask_again(std::uint32_t link);
   void expire(int p, int k, std::size_t call, std::size_t slot);
-  double wait_interval(int p, int k);
-  double message_travel(int p, int k) const;
-  bool waits_for_message(int p, int k) const;
+  double wait_interval(const Stream& stream);
+  double message_travel(const Stream& stream) const;
+  bool waits_for_message(int p, const Stream& stream) const;
   void arm_timers(int p);
   void detect(const StreamKey& key, std::string what);
-  void send(int p, int k, const Step& step);
+  void send(int p, const Stream& stream);
   void transmit_message(std::uint32_t link, std::uint64_t sequence, int attempt, std::size_t bytes, std::uint64_t sum,
                         std::vector<std::byte> payload);
   void release(const GoBack& held);
   void deliver_at(double time, InFlight flight);
   void resend(const GoBack& request);
-  void receive(int p, int k, const Step& step);
+  void receive(int p, const Stream& stream);
+  void forget_taken(StreamLink& link);
   std::size_t add_go_back(GoBack request);
 
   const Schedule& schedule_;
@@ -212,12 +275,15 @@ class Simulation {
   };
   std::vector<LinkState> link_state_;
   std::vector<GuardedBuffer> input_, output_, scratch_;
-  std::vector<StepCursor> steps_;
   std::vector<std::vector<Stream>> streams_;
+  std::vector<std::size_t> step_count_;  // per participant: its steps in one call
   std::vector<std::size_t> first_slot_;  // per participant: its first stream's timer slot
   std::vector<std::size_t> finished_steps_;
   std::vector<int> call_;  // per participant: the call it is running (0-based)
+  // Per participant whose steps wait for others (Participant::waits), per step: done this call;
+  // empty for every other participant (a stream's step is done once the stream is past it).
   std::vector<std::vector<bool>> done_;
+  std::vector<std::vector<PeerLink>> peer_links_;  // per participant, sorted
   std::vector<InFlight> in_flight_;
   std::vector<std::uint32_t> free_in_flight_;  // records of in_flight_ that have arrived, to reuse
   LinkSettings protocol_;
@@ -226,10 +292,8 @@ class Simulation {
   std::unordered_map<StreamKey, std::uint32_t, StreamKeyHash> link_index_;  // while setting up
   std::vector<GoBack> go_back_;
   std::vector<std::uint32_t> free_go_back_;
-  static constexpr std::uint32_t kNoLink = ~std::uint32_t{0};
-  std::vector<std::vector<std::uint32_t>> step_link_;  // per participant and step: a send's or receive's link
-  static constexpr double kNoTimer = -1;               // (virtual times are never negative)
-  std::vector<double> timer_armed_;                    // per timer slot: when its wait timer was armed, or kNoTimer
+  static constexpr double kNoTimer = -1;  // (virtual times are never negative)
+  std::vector<double> timer_armed_;       // per timer slot: when its wait timer was armed, or kNoTimer
 };
 
 }  // namespace collcheck::sim

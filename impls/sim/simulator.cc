@@ -15,25 +15,16 @@
 
 namespace collcheck {
 namespace sim {
-namespace {
-
-// How far ahead of the step a stream starts it asks for the cache lines of a later one: far enough
-// that they have come by the time the stream gets there.
-constexpr std::size_t kPrefetchSteps = 4;
-
-}  // namespace
-
 Simulation::Simulation(const Schedule& schedule, const Topology& topology, const SimulationOptions& options)
     : schedule_(schedule), topology_(topology), options_(options), hook_(options.hook ? *options.hook : default_hook_),
       element_(size_of(schedule.shape.dtype)), timer_jitter_(options.seed) {}
 
 SimulatedRun Simulation::run() {
-  if (!place_participants()) return std::move(result_);
-  set_up_participants();
+  if (!place_participants() || !set_up_participants() || !check_messages_match()) return std::move(result_);
   set_up_protocol();
   for (int p = 0; p < schedule_.nparticipants(); ++p) push(0, EventKind::Wake, p, -1, 0);
   const double deadline = hook_.deadline();
-  while ((!events_.empty() || !timers_.empty()) && !result_.detected) {
+  while ((!events_.empty() || !timers_.empty()) && !result_.detected && result_.error.empty()) {
     const bool timer = !timers_.empty() && (events_.empty() || timers_.top().before(events_.top()));
     const Event event = timer ? timers_.top() : events_.top();
     const std::size_t slot = timer ? timers_.top_slot() : 0;
@@ -80,26 +71,26 @@ bool Simulation::place_participants() {
   return true;
 }
 
-void Simulation::set_up_participants() {
+bool Simulation::set_up_participants() {
   const auto n = static_cast<std::size_t>(schedule_.nparticipants());
   input_.resize(n);
   output_.resize(n);
   scratch_.resize(n);
   streams_.resize(n);
+  step_count_.assign(n, 0);
+  peer_links_.resize(n);
   first_slot_.assign(n + 1, 0);
   finished_steps_.assign(n, 0);
   call_.assign(n, 0);
   result_.earlier_outputs.assign(static_cast<std::size_t>(std::max(options_.calls, 1) - 1),
                                  std::vector<std::vector<std::byte>>(static_cast<std::size_t>(schedule_.nranks())));
   done_.resize(n);
-  steps_.reserve(n);
   const InputGenerator inputs(schedule_.shape);
   for (int p = 0; p < schedule_.nparticipants(); ++p) {
     const auto q = static_cast<std::size_t>(p);
-    steps_.emplace_back(schedule_.participants[q]);
-    done_[q].assign(steps_[q].size(), false);
-    set_up_streams(p);
+    if (!set_up_streams(p)) return false;
     first_slot_[q + 1] = first_slot_[q] + streams_[q].size();
+    if (!schedule_.participants[q].waits.empty()) done_[q].assign(step_count_[q], false);
     if (!options_.numeric) continue;
     allocate(scratch_[q], schedule_.buffer_size(p, BufferKind::Scratch));
     if (schedule_.participants[q].is_switch) continue;
@@ -116,28 +107,95 @@ void Simulation::set_up_participants() {
       std::copy_n(given.begin(), std::min(given.size(), count * element_), input);
     }
   }
+  for (std::vector<PeerLink>& links : peer_links_) std::sort(links.begin(), links.end());
+  for (int p = 0; p < schedule_.nparticipants(); ++p) {
+    for (Stream& stream : streams_[static_cast<std::size_t>(p)]) settle_link(p, stream);
+  }
+  link_index_ = {};
   timers_ = TimerQueue(first_slot_[n]);
   timer_armed_.assign(first_slot_[n], kNoTimer);
+  return true;
 }
 
-// Splits p's steps into its streams, in order of stream number; a participant with one stream
-// (most) keeps no list of its steps.
-void Simulation::set_up_streams(int p) {
+// Reads p's steps once: checks each on its own when made on demand (a stored schedule was
+// checked whole), counts them per stream and finds their stream links. Each stream gets a cursor
+// of its own, in order of stream number; a participant with one stream (most) reads all its steps
+// through one, and a stored participant with several keeps the list of each stream's steps.
+bool Simulation::set_up_streams(int p) {
   const auto q = static_cast<std::size_t>(p);
-  const StepCursor& steps = steps_[q];
-  std::map<int, std::vector<int>> by_stream;
-  bool one_stream = true;
-  for (std::size_t k = 0; k < steps.size(); ++k) one_stream = one_stream && steps[k].stream == steps[0].stream;
-  if (one_stream && steps.size() > 0) {
-    streams_[q].push_back(Stream{{}, steps.size(), 0, false});
-    return;
+  const Participant& participant = schedule_.participants[q];
+  std::map<int, std::vector<int>> listed;
+  std::map<int, std::size_t> per_stream;
+  // The last two links found: a participant's steps mostly alternate between two (a ring's).
+  StreamKey recent[2] = {{-1, -1, -1}, {-1, -1, -1}};
+  std::uint32_t recent_link[2] = {kNoLink, kNoLink};
+  int index = 0;
+  for (StepSequence steps = schedule_.steps_of(p); steps.next(); ++index) {
+    const Step& step = steps.step();
+    if (schedule_.on_demand()) {
+      Status valid = validate_step(schedule_, p, index, step, options_.guard);
+      if (!valid) {
+        result_.error = valid.error().message;
+        return false;
+      }
+    }
+    ++per_stream[step.stream];
+    if (!schedule_.on_demand()) listed[step.stream].push_back(index);
+    if (!step.sends() && !step.receives()) continue;
+    const StreamKey key = step.sends() ? StreamKey{p, step.peer, step.channel} : StreamKey{step.peer, p, step.channel};
+    const int hit = key == recent[0] ? 0 : key == recent[1] ? 1 : -1;
+    const std::uint32_t link = hit >= 0 ? recent_link[hit] : link_of(key);
+    if (hit != 0) {
+      recent[1] = recent[0];
+      recent_link[1] = recent_link[0];
+      recent[0] = key;
+      recent_link[0] = link;
+    }
+    if (step.sends()) {
+      ++links_[link].outbox.per_call;
+    } else {
+      ++links_[link].inbox.per_call;
+    }
   }
-  for (int k = 0; k < static_cast<int>(steps.size()); ++k)
-    by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
-  for (auto& entry : by_stream) {
-    const std::size_t count = entry.second.size();
-    streams_[q].push_back(Stream{std::move(entry.second), count, 0, false});
+  step_count_[q] = static_cast<std::size_t>(index);
+  if (!participant.waits.empty() && participant.waits.rbegin()->first >= index) {
+    result_.error = participant_name(schedule_, p) + ": step " + std::to_string(participant.waits.rbegin()->first) +
+                    " waits for earlier steps, but there are only " + std::to_string(index) + " steps";
+    return false;
   }
+  const bool one_stream = per_stream.size() == 1;
+  for (const auto& [stream, count] : per_stream) {
+    if (schedule_.on_demand()) {
+      streams_[q].push_back(Stream{StepCursor(schedule_, p, one_stream ? StepCursor::kEveryStream : stream, count)});
+    } else {
+      streams_[q].push_back(
+          Stream{StepCursor(participant.steps, one_stream ? std::vector<int>{} : std::move(listed[stream]), count)});
+    }
+  }
+  return true;
+}
+
+// Every stream link has as many receives as sends per call: a schedule made on demand was not
+// checked for it before (a stored one was, by validate), and a message no receive takes, or a
+// receive no message comes for, would otherwise show only as a hang.
+bool Simulation::check_messages_match() {
+  for (const StreamLink& link : links_) {
+    if (link.outbox.per_call == link.inbox.per_call) continue;
+    const auto [from, to, channel] = link.key;
+    result_.error = participant_name(schedule_, from) + " -> " + participant_name(schedule_, to) + " on channel " +
+                    std::to_string(channel) + ": " + std::to_string(link.outbox.per_call) + " sends but " +
+                    std::to_string(link.inbox.per_call) + " receives";
+    return false;
+  }
+  return true;
+}
+
+// The stream's current step's link, looked up once when the stream comes to the step.
+void Simulation::settle_link(int p, Stream& stream) {
+  stream.link = kNoLink;
+  if (stream.steps.finished()) return;
+  const Step& step = stream.steps.step();
+  if (step.sends() || step.receives()) stream.link = link_of(p, step);
 }
 
 void Simulation::push(double time, EventKind kind, int p, int step, std::size_t message) {
@@ -166,12 +224,13 @@ void Simulation::handle(const Event& event) {
     case EventKind::Wake: break;
     case EventKind::StepDone: {
       last_step_ = now_;
-      done_[q][static_cast<std::size_t>(event.step)] = true;
+      if (!done_[q].empty()) done_[q][static_cast<std::size_t>(event.step)] = true;
       ++finished_steps_[q];
       for (Stream& stream : streams_[q]) {
-        if (stream.busy && stream.step_at(stream.next) == event.step) {
+        if (stream.busy && stream.steps.index() == event.step) {
           stream.busy = false;
-          ++stream.next;
+          stream.steps.next();
+          settle_link(event.participant, stream);
         }
       }
       break;
@@ -222,51 +281,47 @@ void Simulation::next_call(int p) {
   finished_steps_[q] = 0;
   done_[q].assign(done_[q].size(), false);
   for (Stream& stream : streams_[q]) {
-    stream.next = 0;
+    stream.steps.restart();
     stream.busy = false;
+    settle_link(p, stream);
   }
 }
 
 void Simulation::advance(int p) {
   const auto q = static_cast<std::size_t>(p);
-  while (call_finished(q) && call_[q] + 1 < options_.calls && steps_[q].size() > 0) next_call(p);
-  if (steps_[q].size() == 0) {
+  while (call_finished(q) && call_[q] + 1 < options_.calls && step_count_[q] > 0) next_call(p);
+  if (step_count_[q] == 0) {
     while (call_[q] + 1 < options_.calls) next_call(p);
   }
   for (std::size_t s = 0; s < streams_[q].size(); ++s) {
     Stream& stream = streams_[q][s];
-    if (stream.busy || stream.next == stream.count) continue;
-    const int k = stream.step_at(stream.next);
-    if (!ready(p, k)) continue;
+    if (stream.busy || stream.steps.finished() || !ready(p, stream)) continue;
     stream.busy = true;
-    if (stream.next + kPrefetchSteps < stream.count) {
-      steps_[q].prefetch(static_cast<std::size_t>(stream.step_at(stream.next + kPrefetchSteps)));
-    }
     // A receive that starts has its message: its wait timer is over.
     const std::size_t slot = first_slot_[q] + s;
     timers_.cancel(slot);
     timer_armed_[slot] = kNoTimer;
-    push(now_ + start(p, k), EventKind::StepDone, p, k, 0);
+    push(now_ + start(p, stream), EventKind::StepDone, p, stream.steps.index(), 0);
   }
   arm_timers(p);
 }
 
-bool Simulation::ready(int p, int k) {
+bool Simulation::ready(int p, const Stream& stream) {
   const auto q = static_cast<std::size_t>(p);
-  for (int earlier : steps_[q].after(static_cast<std::size_t>(k))) {
+  for (int earlier : schedule_.participants[q].after(stream.steps.index())) {
     if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
   }
-  if (!steps_[q][static_cast<std::size_t>(k)].receives()) return true;
-  return links_[step_link_[q][static_cast<std::size_t>(k)]].inbox.waiting_count > 0;
+  if (!stream.steps.step().receives()) return true;
+  return links_[stream.link].inbox.waiting_count > 0;
 }
 
-// Starts step k of p now; returns how long it takes.
-double Simulation::start(int p, int k) {
-  const Step& step = steps_[static_cast<std::size_t>(p)][static_cast<std::size_t>(k)];
+// Starts the stream's current step now; returns how long it takes.
+double Simulation::start(int p, const Stream& stream) {
+  const Step& step = stream.steps.step();
   switch (step.kind) {
-    case StepKind::Send: send(p, k, step); return 0;  // buffered: the fabric carries it on
+    case StepKind::Send: send(p, stream); return 0;  // buffered: the fabric carries it on
     case StepKind::Recv:
-    case StepKind::RecvReduce: receive(p, k, step); return compute_time(step.to.count);
+    case StepKind::RecvReduce: receive(p, stream); return compute_time(step.to.count);
     case StepKind::Copy:
       if (options_.numeric && step.to.count > 0) {
         std::memmove(at(p, step.to.buffer, step.to.offset), at(p, step.from.buffer, step.from.offset),
@@ -288,12 +343,16 @@ void Simulation::finish(double deadline) {
     result_.time = result_.detected_at;
     return;
   }
+  if (!result_.error.empty()) return;  // the schedule was wrong (fail)
   for (int p = 0; p < schedule_.nparticipants(); ++p) {
     const auto q = static_cast<std::size_t>(p);
     if (call_finished(q) && call_[q] + 1 >= options_.calls) continue;
-    const auto first = std::find(done_[q].begin(), done_[q].end(), false);
-    result_.error = describe(schedule_, p, static_cast<int>(first - done_[q].begin())) +
-                    " was still waiting at the deadline (" + std::to_string(deadline) + " s)";
+    int first = static_cast<int>(step_count_[q]);
+    for (const Stream& stream : streams_[q]) {
+      if (!stream.steps.finished()) first = std::min(first, stream.steps.index());
+    }
+    result_.error =
+        describe(schedule_, p, first) + " was still waiting at the deadline (" + std::to_string(deadline) + " s)";
     result_.time = deadline;
     return;
   }
@@ -310,10 +369,16 @@ void Simulation::finish(double deadline) {
   }
 }
 
+// The schedule run ends at p's step k, which the schedule got wrong.
+void Simulation::fail(int p, int k, const std::string& what) {
+  if (result_.error.empty()) result_.error = describe(schedule_, p, k) + ": " + what;
+}
+
 }  // namespace sim
 
 SimulatedRun simulate(const Schedule& schedule, const Topology& topology, const SimulationOptions& options) {
-  Status valid = validate(schedule, options.guard);
+  // Made on demand: checked participant by participant as the engine reads it first.
+  Status valid = schedule.on_demand() ? Status(Ok{}) : validate(schedule, options.guard);
   if (!valid) {
     SimulatedRun run;
     run.error = valid.error().message;
