@@ -28,10 +28,8 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <span>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -64,8 +62,7 @@ struct Queue {
   bool empty() const { return head == messages.size(); }
 };
 
-// Queue keys are (from, to, channel) packed into 64 bits; mixed (splitmix64's finalizer) so
-// that a ring's keys, all alike in their low bits, spread over the buckets.
+// Queue keys (from, to, channel) in 64 bits, mixed (splitmix64's finalizer) to spread a ring's.
 struct QueueKeyHash {
   std::size_t operator()(std::uint64_t key) const {
     key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -102,8 +99,7 @@ class Interpreter {
     }
   }
 
-  // Which step writes `element` last is recorded (for the report of a wrong output).
-  void watch(const Watch& element) { watched_ = element; }
+  void watch(const Watch& element) { watched_ = element; }  // records the step that writes it last
   std::optional<Watch> mismatch() const { return mismatch_; }
 
   Proof run() {
@@ -282,16 +278,6 @@ class Interpreter {
     return queue(0, (s_.nranks() - step.peer) % s_.nranks(), step.channel);
   }
 
-  // A message from rank 0 turned into the one rank `by` sends (with a rotation).
-  void turn(Contents& message, int by) const {
-    for (Element& element : message) {
-      std::vector<Run> runs(element.runs().begin(), element.runs().end());
-      for (Run& run : runs) run = rotation_->contributions(run, static_cast<std::uint32_t>(by), nranks());
-      if (runs.size() == 1) element.assign_single(runs[0]);
-      else element.assign(std::move(runs));
-    }
-  }
-
   // The queue of messages from one participant to another on one channel.
   Queue& queue(int from, int to, int channel) {
     const auto participants = static_cast<std::uint64_t>(s_.nparticipants());
@@ -325,7 +311,15 @@ class Interpreter {
           from.messages.clear();
           from.head = 0;
         }
-        if (rotation_) turn(payload, step.peer);
+        if (payload.size() != step.to.count) {  // validate() matches them only where the steps are stored
+          fail(proof, p, k,
+               "receives " + std::to_string(step.to.count) + " elements, but the matching send has " +
+                   std::to_string(payload.size()));
+          return false;
+        }
+        if (rotation_) {  // rank 0's own message, turned into the one rank `peer` sends
+          for (Element& element : payload) rotation_->turn(element, static_cast<std::uint32_t>(step.peer), nranks());
+        }
         if (step.kind == StepKind::RecvReduce) {
           if (!read(p, k, step.from, local_, proof) || !combine_into(p, k, step.to, local_, payload, proof)) {
             return false;
@@ -361,10 +355,24 @@ class Interpreter {
       if (first == done.end()) continue;
       if (shown++ < 4) stuck += "\n  " + describe(s_, p, static_cast<int>(first - done.begin()));
     }
-    if (shown == 0) return;
+    if (shown == 0) return check_received(proof);
     proof.ok = false;
     proof.message =
         "deadlock: " + std::to_string(shown) + " participant" + (shown > 1 ? "s" : "") + " wait forever, e.g." + stuck;
+  }
+
+  // Every message sent was received (validate() matches them only where the steps are stored).
+  void check_received(Proof& proof) {
+    const auto participants = static_cast<std::uint64_t>(s_.nparticipants());
+    for (const auto& [key, waiting] : queues_) {
+      if (waiting.empty()) continue;
+      const std::uint64_t link = key / 65536;
+      proof.ok = false;
+      proof.message = participant_name(s_, static_cast<int>(link / participants)) + " sends " +
+                      participant_name(s_, static_cast<int>(link % participants)) + " a message on channel " +
+                      std::to_string(key % 65536) + " that is never received";
+      return;
+    }
   }
 
   void check_outputs(Proof& proof) {
@@ -389,9 +397,8 @@ class Interpreter {
     }
   }
 
-  // With a rotation rank 0's outputs stand for every rank's turned; that proves every rank only
-  // where what the collective requires turns alike: rank r's element T_r(i) must need what rank
-  // 0's element i needs, turned by r.
+  // Rank 0's outputs stand for every rank's only where the collective's requirement turns alike:
+  // rank r's element T_r(i) must need what rank 0's element i needs, turned by r.
   void check_outputs_turn(Proof& proof) const {
     const Turning& output = rotation_->of(BufferKind::Output);
     const VectorBlocks blocks0 = vector_blocks(s_.shape, 0);
@@ -443,10 +450,10 @@ class Interpreter {
 
 }  // namespace
 
-Proof prove(const Schedule& schedule) {
-  Status valid = validate(schedule);
-  if (!valid) return Proof{false, valid.error().message, 0, 0};
-  const std::optional<Rotation> rotation = provenance::find_rotation(schedule);
+namespace {
+
+// The proof of a valid schedule, with its rotation if it has one.
+Proof prove_valid(const Schedule& schedule, const std::optional<Rotation>& rotation) {
   std::optional<Watch> wrong;
   {
     Interpreter interpreter(schedule, rotation);
@@ -460,24 +467,34 @@ Proof prove(const Schedule& schedule) {
   return again.run();
 }
 
-MemoryEstimate proof_memory(const Case& shape, const ScheduleSize& size) {
-  MemoryEstimate estimate = schedule_memory(size);
-  // Out of place the input is implicit; every output and scratch element is an Element, and a
-  // reduced one may hold a few runs of contributions besides (an allocation of its own).
-  const auto nranks = static_cast<std::uint64_t>(shape.nranks);
-  const std::uint64_t outputs = saturating_product(
-      nranks, shape.in_place ? std::max(input_elements(shape), output_elements(shape)) : output_elements(shape));
-  const std::uint64_t elements = saturating_sum(outputs, size.scratch_elements);
-  const std::uint64_t per_element =
-      sizeof(Element) + (reduces(shape.collective) ? sizeof(std::vector<Run>) + 3 * sizeof(Run) : 0);
-  // Sends are buffered: at worst a rank's whole share waits in a queue at once.
-  const std::uint64_t queued = saturating_product(
-      nranks, saturating_product(std::max(input_elements(shape), output_elements(shape)), sizeof(Element)));
-  estimate.add("proof state",
-               saturating_sum(saturating_product(elements, per_element),
-                              saturating_sum(queued, saturating_product(size.steps, sizeof(int) + 1))),
-               std::to_string(elements) + " elements x " + std::to_string(per_element) + " B, messages queued");
-  return estimate;
+}  // namespace
+
+// Rank 0's steps checked and stored, the others' compared with them (a valid step turned is valid).
+std::optional<Proof> prove_by_rotation(const Schedule& schedule) {
+  if (!schedule.on_demand()) {
+    const std::optional<Rotation> rotation = provenance::find_rotation(schedule);
+    if (!rotation) return std::nullopt;
+    Status valid = validate(schedule);
+    return valid ? prove_valid(schedule, rotation) : Proof{false, valid.error().message, 0, 0};
+  }
+  Schedule rank0 = schedule;
+  rank0.make_steps = {};
+  std::vector<Step>& steps = rank0.participants.front().steps;
+  for (StepSequence made = schedule.steps_of(0); made.next();) {
+    Status valid = validate_step(schedule, 0, static_cast<int>(steps.size()), made.step());
+    if (!valid) return Proof{false, valid.error().message, 0, 0};
+    steps.push_back(made.step());
+  }
+  const std::optional<Rotation> rotation = provenance::find_rotation(schedule, steps);
+  if (!rotation) return std::nullopt;
+  return prove_valid(rank0, rotation);
+}
+
+Proof prove(const Schedule& schedule) {
+  if (std::optional<Proof> proof = prove_by_rotation(schedule)) return *proof;
+  if (schedule.on_demand()) return prove(stored(schedule));
+  Status valid = validate(schedule);
+  return valid ? prove_valid(schedule, std::nullopt) : Proof{false, valid.error().message, 0, 0};
 }
 
 }  // namespace collcheck

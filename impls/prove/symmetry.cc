@@ -25,6 +25,15 @@ Run Rotation::contributions(const Run& run, std::uint32_t by, std::uint32_t nran
                   static_cast<std::uint32_t>((std::uint64_t{run.first} + by) % nranks), run.count, nranks);
 }
 
+void Rotation::turn(Element& element, std::uint32_t by, std::uint32_t nranks) const {
+  const std::span<const Run> runs = element.runs();
+  if (runs.size() == 1) return element.assign_single(contributions(runs[0], by, nranks));
+  std::vector<Run> turned;
+  turned.reserve(runs.size());
+  for (const Run& run : runs) turned.push_back(contributions(run, by, nranks));
+  if (!turned.empty()) element.assign(std::move(turned));
+}
+
 namespace {
 
 bool same_range(const Range& mine, const Range& rank0, const Turning& turning, std::uint32_t by, std::uint32_t n) {
@@ -33,30 +42,41 @@ bool same_range(const Range& mine, const Range& rank0, const Turning& turning, s
   return turned && *turned == mine;
 }
 
-// Whether participant r's steps are rank 0's turned by r, looking at the ranges of `only` (all
-// buffers where it is empty) with `rotation`'s turnings.
-bool turns_into(const Schedule& s, int r, const Rotation& rotation, std::optional<BufferKind> only) {
-  const auto n = static_cast<std::uint32_t>(s.nranks());
-  const auto by = static_cast<std::uint32_t>(r);
-  const Participant& rank0 = s.participants.front();
-  const Participant& mine = s.participants[static_cast<std::size_t>(r)];
-  if (mine.steps.size() != rank0.steps.size() || mine.waits != rank0.waits || mine.scratch != rank0.scratch) {
+// Whether `step` is `model` (rank 0's) turned by `by`, looking at the ranges of `only` (all
+// buffers where it is empty).
+bool turns_into(const Step& step, const Step& model, std::uint32_t by, std::uint32_t n, const Rotation& rotation,
+                std::optional<BufferKind> only) {
+  if (step.kind != model.kind || step.channel != model.channel || step.stream != model.stream) return false;
+  if ((step.sends() || step.receives()) &&
+      static_cast<std::uint32_t>(step.peer) != (static_cast<std::uint32_t>(model.peer) + by) % n) {
     return false;
   }
-  for (std::size_t k = 0; k < mine.steps.size(); ++k) {
-    const Step& step = mine.steps[k];
-    const Step& model = rank0.steps[k];
-    if (step.kind != model.kind || step.channel != model.channel || step.stream != model.stream) return false;
-    if ((step.sends() || step.receives()) &&
-        static_cast<std::uint32_t>(step.peer) != (static_cast<std::uint32_t>(model.peer) + by) % n) {
-      return false;
-    }
-    for (const auto& [range, model_range] : {std::pair{&step.from, &model.from}, std::pair{&step.to, &model.to}}) {
-      if (only && range->buffer != *only) continue;
-      if (!same_range(*range, *model_range, rotation.of(range->buffer), by, n)) return false;
-    }
+  for (const auto& [range, model_range] : {std::pair{&step.from, &model.from}, std::pair{&step.to, &model.to}}) {
+    if (only && range->buffer != *only) continue;
+    if (!same_range(*range, *model_range, rotation.of(range->buffer), by, n)) return false;
   }
   return true;
+}
+
+// Whether participant r's steps (stored, or made on demand) are `rank0` turned by r.
+bool turns_into(const Schedule& s, int r, std::span<const Step> rank0, const Rotation& rotation,
+                std::optional<BufferKind> only) {
+  const auto n = static_cast<std::uint32_t>(s.nranks());
+  const auto by = static_cast<std::uint32_t>(r);
+  const Participant& mine = s.participants[static_cast<std::size_t>(r)];
+  if (mine.waits != s.participants.front().waits || mine.scratch != s.participants.front().scratch) return false;
+  if (!s.on_demand()) {
+    if (mine.steps.size() != rank0.size()) return false;
+    for (std::size_t k = 0; k < rank0.size(); ++k) {
+      if (!turns_into(mine.steps[k], rank0[k], by, n, rotation, only)) return false;
+    }
+    return true;
+  }
+  std::size_t k = 0;
+  for (StepSequence steps = s.steps_of(r); steps.next(); ++k) {
+    if (k == rank0.size() || !turns_into(steps.step(), rank0[k], by, n, rotation, only)) return false;
+  }
+  return k == rank0.size();
 }
 
 // What find_rotation requires before it compares steps.
@@ -64,6 +84,7 @@ bool could_be_symmetric(const Schedule& s) {
   const int n = s.nranks();
   if (n < 2 || s.nparticipants() != n) return false;
   for (int r = 0; r < n; ++r) {
+    if (s.participants[static_cast<std::size_t>(r)].is_switch) return false;
     for (BufferKind kind : {BufferKind::Input, BufferKind::Output, BufferKind::Scratch}) {
       if (s.buffer_size(r, kind) != s.buffer_size(0, kind)) return false;
     }
@@ -75,6 +96,11 @@ bool could_be_symmetric(const Schedule& s) {
 }  // namespace
 
 std::optional<Rotation> find_rotation(const Schedule& s) {
+  if (s.participants.empty()) return std::nullopt;
+  return find_rotation(s, s.participants.front().steps);
+}
+
+std::optional<Rotation> find_rotation(const Schedule& s, std::span<const Step> rank0) {
   if (!could_be_symmetric(s)) return std::nullopt;
   const auto n = static_cast<std::uint64_t>(s.nranks());
   Rotation rotation;
@@ -85,7 +111,7 @@ std::optional<Rotation> find_rotation(const Schedule& s) {
       if (parts > 0 && (size % parts != 0 || size / parts % n != 0 || size == 0)) continue;
       Turning& turning = rotation.buffers[static_cast<std::size_t>(kind)];
       turning = parts == 0 ? Turning{} : Turning{size / parts, size / parts / n};
-      found = turns_into(s, 1, rotation, kind);
+      found = turns_into(s, 1, rank0, rotation, kind);
     }
     if (!found) return std::nullopt;
   }
@@ -94,7 +120,7 @@ std::optional<Rotation> find_rotation(const Schedule& s) {
     return std::nullopt;
   }
   for (int r = 1; r < s.nranks(); ++r) {
-    if (!turns_into(s, r, rotation, std::nullopt)) return std::nullopt;
+    if (!turns_into(s, r, rank0, rotation, std::nullopt)) return std::nullopt;
   }
   return rotation;
 }

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "impls/prove/provenance.h"
 #include "impls/schedule/schedule.h"
@@ -30,6 +31,8 @@ struct Rotation {
   const Turning& of(BufferKind kind) const { return buffers[static_cast<std::size_t>(kind)]; }
   // Contributions turned: rank s becomes s+by, an input index i the input turned by `by`.
   Run contributions(const Run&, std::uint32_t by, std::uint32_t nranks) const;
+  // An element's contributions turned, in place.
+  void turn(Element&, std::uint32_t by, std::uint32_t nranks) const;
 };
 
 // The rotation under which the schedule is symmetric, or nothing. It is found on rank 1 and
@@ -39,5 +42,8 @@ struct Rotation {
 // where the input is the output. (That the collective's required outputs turn the same way is
 // checked by the proof, which knows them.)
 std::optional<Rotation> find_rotation(const Schedule&);
+// The same for a schedule whose steps are made on demand: rank 0's steps, stored, are `rank0`,
+// and every other rank's are made once, one at a time, and compared.
+std::optional<Rotation> find_rotation(const Schedule&, std::span<const Step> rank0);
 
 }  // namespace collcheck::provenance

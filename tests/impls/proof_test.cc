@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "impls/algorithms/algorithms.h"
@@ -231,6 +232,48 @@ TEST(Proof, RefusesTheSymmetricPathWhereOneRankDiffers) {
   EXPECT_FALSE(proof.by_rotation);
   // The step that wrote the wrong element last is found by running the proof again.
   EXPECT_NE(proof.message.find("(last written by rank 5 step "), std::string::npos) << proof.message;
+}
+
+// A stored schedule made on demand again, each participant's steps replayed from a copy.
+StepSequence replay(std::shared_ptr<const Schedule> schedule, int participant) {
+  for (const Step& step : schedule->participants[static_cast<std::size_t>(participant)].steps) co_yield step;
+}
+
+Schedule on_demand(const Schedule& stored_schedule) {
+  auto copy = std::make_shared<const Schedule>(stored_schedule);
+  Schedule made = stored_schedule;
+  for (Participant& participant : made.participants) participant.steps.clear();
+  made.make_steps = [copy](int participant) { return replay(copy, participant); };
+  return made;
+}
+
+// Made on demand, a symmetric ring is proven on rank 0 alone, holding rank 0's steps only, and
+// one that is not symmetric in full; what validate() checks only for stored steps (every send
+// received, with the receive's count) the proof checks itself, even on rank 0 alone.
+TEST(Proof, ProvesSchedulesMadeOnDemand) {
+  for (auto [count, symmetric] : {std::pair{16, true}, std::pair{17, false}}) {
+    Result<Schedule> schedule = make_schedule(
+        "ring", shape_of(Collective::AllReduce, static_cast<std::size_t>(count), 8), Knobs{}, Form::OnDemand);
+    ASSERT_TRUE(schedule.ok() && schedule->on_demand());
+    const Proof proof = prove(*schedule);
+    EXPECT_TRUE(proof.ok) << proof.message;
+    EXPECT_EQ(proof.by_rotation, symmetric) << count;
+  }
+  Result<Schedule> ring = make_schedule("ring", shape_of(Collective::AllReduce, 16, 8), Knobs{});
+  ASSERT_TRUE(ring.ok());
+  Schedule unreceived = *ring;  // every rank sends its next rank one message more
+  for (int r = 0; r < 8; ++r)
+    unreceived.add(r,
+                   Step{StepKind::Send, (r + 1) % 8, Range{BufferKind::Input, 2 * static_cast<std::uint64_t>(r), 2}});
+  Proof proof = prove(on_demand(unreceived));
+  EXPECT_FALSE(proof.ok);
+  EXPECT_TRUE(proof.by_rotation);
+  EXPECT_NE(proof.message.find("never received"), std::string::npos) << proof.message;
+  Schedule short_send = *ring;  // every rank's first send is one element short
+  for (Participant& participant : short_send.participants) participant.steps.front().from.count -= 1;
+  proof = prove(on_demand(short_send));
+  EXPECT_FALSE(proof.ok);
+  EXPECT_NE(proof.message.find("the matching send has 1"), std::string::npos) << proof.message;
 }
 
 TEST(Proof, RingAllReduceAt4096RanksProvesInSeconds) {
