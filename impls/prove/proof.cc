@@ -1,19 +1,41 @@
-// The symbolic interpreter behind prove(): every element is a set of (rank, index) input
-// contributions, kept as runs of consecutive ranks per index, so ring and tree partial sums
-// stay a run or two even at thousands of ranks.
+// The symbolic interpreter behind prove() works as follows. Every element is a set of (rank,
+// index) input contributions, kept as runs of consecutive ranks modulo the rank count per index,
+// so every ring partial sum (even one that wraps round rank n-1 to rank 0) stays one run and a
+// tree's a run or two, even at thousands of ranks. Participants run from a worklist, each step
+// as soon as it can; sends are buffered in per-link FIFO queues.
+//
+// Rotation symmetry. Let rho_r turn rank s into s+r (mod n), an offset of each buffer by the
+// buffer's Turning (block b of every part becomes block b+r, element j of a block staying j),
+// and a contribution (s, i) into (s+r, i turned as an input offset). find_rotation checks, for
+// every rank r and step k, that rank r's step k is rho_r of rank 0's step k: same kind, channel,
+// stream and waits, the peer turned, every range turned (a range inside one block, so that its
+// image is one range with its elements in the same order). Then rho_1, and so every rho_r, maps
+// the schedule onto itself. The run is determinate: a stream's steps run in order, the k-th
+// send from a to b on a channel is met by the k-th receive there whatever the interleaving, so
+// what every message and element holds, and whether a step ever runs, depend on the schedule
+// alone (where a rank's streams race on an element, both proofs prove one interleaving). Run the ranks in lockstep
+// rounds (each round every rank runs every step that is ready): by induction over the rounds rank r holds rho_r of what
+// rank 0 holds and has run the same steps, and the k-th message from rank p to rank 0 on channel c is rho_p of the k-th
+// message from rank 0 to rank -p on c. That is how `rotation_` runs rank 0 alone: a receive from p takes rank 0's own
+// sends to -p, turned by p, and is ready exactly when that send has run. So rank 0 reads an undefined element, combines
+// a contribution twice or waits forever exactly when every rank does, and rank r's outputs are rho_r of rank 0's. The
+// last link is not assumed but checked (check_outputs_turn): for every rank r and output element i, what the collective
+// requires of rank r's element T_r(i) is rho_r of what it requires of rank 0's i. Where any check fails, every rank
+// runs (the full proof).
 #include "impls/prove/proof.h"
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <span>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
+#include "impls/prove/expected.h"
 #include "impls/prove/provenance.h"
+#include "impls/prove/symmetry.h"
 #include "reference/counts.h"
 
 namespace collcheck {
@@ -21,9 +43,14 @@ namespace {
 
 using provenance::combine;
 using provenance::Element;
+using provenance::Rotation;
 using provenance::Run;
 using provenance::show;
+using provenance::Turning;
 using provenance::Union;
+using provenance::vector_blocks;
+using provenance::VectorBlocks;
+using provenance::wanted;
 
 using Contents = std::vector<Element>;
 
@@ -35,8 +62,7 @@ struct Queue {
   bool empty() const { return head == messages.size(); }
 };
 
-// Queue keys are (from, to, channel) packed into 64 bits; mixed (splitmix64's finalizer) so
-// that a ring's keys, all alike in their low bits, spread over the buckets.
+// Queue keys (from, to, channel) in 64 bits, mixed (splitmix64's finalizer) to spread a ring's.
 struct QueueKeyHash {
   std::size_t operator()(std::uint64_t key) const {
     key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -45,16 +71,25 @@ struct QueueKeyHash {
   }
 };
 
+// An output element of a rank, and the step that wrote it last (-1: none yet).
+struct Watch {
+  int rank;
+  std::size_t element;
+  int writer;
+};
+
 class Interpreter {
  public:
-  explicit Interpreter(const Schedule& s) : s_(s) {
-    const auto n = static_cast<std::size_t>(s.nparticipants());
+  // With a rotation only rank 0 runs (the prose above says why that proves every rank).
+  Interpreter(const Schedule& s, std::optional<Rotation> rotation)
+      : s_(s), rotation_(rotation), simulated_(rotation ? 1 : s.nparticipants()) {
+    const auto n = static_cast<std::size_t>(simulated_);
     output_.resize(n);
     scratch_.resize(n);
     input_.resize(n);
     done_.resize(n);
     streams_.resize(n);
-    for (int p = 0; p < s.nparticipants(); ++p) {
+    for (int p = 0; p < simulated_; ++p) {
       const auto q = static_cast<std::size_t>(p);
       output_[q].resize(s.buffer_size(p, BufferKind::Output));
       scratch_[q].resize(s.buffer_size(p, BufferKind::Scratch));
@@ -64,18 +99,21 @@ class Interpreter {
     }
   }
 
+  void watch(const Watch& element) { watched_ = element; }  // records the step that writes it last
+  std::optional<Watch> mismatch() const { return mismatch_; }
+
   Proof run() {
     Proof proof;
     // A worklist of participants that may be able to move; a send wakes its receiver.
     std::deque<int> work;
-    std::vector<bool> queued(static_cast<std::size_t>(s_.nparticipants()), true);
-    for (int p = 0; p < s_.nparticipants(); ++p) work.push_back(p);
+    std::vector<bool> queued(static_cast<std::size_t>(simulated_), true);
+    for (int p = 0; p < simulated_; ++p) work.push_back(p);
     while (!work.empty() && proof.ok) {
       const int p = work.front();
       work.pop_front();
       queued[static_cast<std::size_t>(p)] = false;
       advance(p, proof, [&](int woken) {
-        if (!queued[static_cast<std::size_t>(woken)]) {
+        if (woken < simulated_ && !queued[static_cast<std::size_t>(woken)]) {
           queued[static_cast<std::size_t>(woken)] = true;
           work.push_back(woken);
         }
@@ -83,6 +121,12 @@ class Interpreter {
     }
     if (proof.ok) check_finished(proof);
     if (proof.ok) check_outputs(proof);
+    if (proof.ok && rotation_) check_outputs_turn(proof);
+    if (rotation_) {  // every rank ran rank 0's steps, turned
+      proof.by_rotation = true;
+      proof.steps *= static_cast<std::size_t>(s_.nranks());
+      proof.messages *= static_cast<std::size_t>(s_.nranks());
+    }
     return proof;
   }
 
@@ -160,33 +204,33 @@ class Interpreter {
 
   void write(int p, int step, const Range& range, Contents& values) {
     Element* stored = storage(p, range.buffer) + range.offset;
-    for (std::size_t i = 0; i < range.count; ++i) {
-      values[i].set_writer(step);
-      stored[i] = std::move(values[i]);
-    }
+    for (std::size_t i = 0; i < range.count; ++i) stored[i] = std::move(values[i]);
+    if (!watched_ || watched_->rank != p) return;
+    const Element* target = storage(p, BufferKind::Output) + watched_->element;  // in place: any buffer may hold it
+    const std::less<const Element*> before;
+    if (!before(target, stored) && before(target, stored + range.count)) watched_->writer = step;
   }
 
   // The common case without allocating: two single runs of one index that meet end to end.
-  static bool merge_single(Element& a, const Element& b) {
+  bool merge_single(Element& a, const Element& b) const {
     if (a.runs().size() != 1 || b.runs().size() != 1) return false;
-    const Run x = a.runs()[0], y = b.runs()[0];
-    if (x.index != y.index) return false;
-    if (x.end == y.first) a.assign_single(Run{x.index, x.first, y.end});
-    else if (y.end == x.first) a.assign_single(Run{x.index, y.first, x.end});
-    else return false;
-    return true;
+    const std::optional<Run> joined = provenance::join(a.runs()[0], b.runs()[0], nranks());
+    if (joined) a.assign_single(*joined);
+    return joined.has_value();
   }
+
+  std::uint32_t nranks() const { return static_cast<std::uint32_t>(s_.nranks()); }
 
   // a ⊕ b elementwise; fails on a contribution combined twice.
   bool combine_into(int p, int step, const Range& range, std::vector<Element>& a, const std::vector<Element>& b,
                     Proof& proof) {
     for (std::size_t i = 0; i < a.size(); ++i) {
       if (merge_single(a[i], b[i])) continue;
-      Union u = combine(a[i].runs(), b[i].runs());
+      Union u = combine(a[i].runs(), b[i].runs(), nranks());
       if (u.shared) {
         fail(proof, p, step,
              std::string(name(range.buffer)) + " element " + std::to_string(range.offset + i) + " would combine " +
-                 show(std::span<const Run>(&*u.shared, 1)) + " twice");
+                 show(std::span<const Run>(&*u.shared, 1), nranks()) + " twice");
         return false;
       }
       a[i].assign(std::move(u.runs));
@@ -224,7 +268,14 @@ class Interpreter {
     for (int earlier : s_.participants[q].after(k)) {
       if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
     }
-    return !step.receives() || !queue(step.peer, p, step.channel).empty();
+    return !step.receives() || !incoming(p, step).empty();
+  }
+
+  // The messages that the receive `step` of p takes. With a rotation, rank 0 receives from peer
+  // p what rank 0 itself sends to rank -p, turned by p.
+  Queue& incoming(int p, const Step& step) {
+    if (!rotation_) return queue(step.peer, p, step.channel);
+    return queue(0, (s_.nranks() - step.peer) % s_.nranks(), step.channel);
   }
 
   // The queue of messages from one participant to another on one channel.
@@ -254,11 +305,20 @@ class Interpreter {
       }
       case StepKind::Recv:
       case StepKind::RecvReduce: {
-        Queue& from = queue(step.peer, p, step.channel);
+        Queue& from = incoming(p, step);
         Contents payload = std::move(from.messages[from.head++]);
         if (from.empty()) {
           from.messages.clear();
           from.head = 0;
+        }
+        if (payload.size() != step.to.count) {  // validate() matches them only where the steps are stored
+          fail(proof, p, k,
+               "receives " + std::to_string(step.to.count) + " elements, but the matching send has " +
+                   std::to_string(payload.size()));
+          return false;
+        }
+        if (rotation_) {  // rank 0's own message, turned into the one rank `peer` sends
+          for (Element& element : payload) rotation_->turn(element, static_cast<std::uint32_t>(step.peer), nranks());
         }
         if (step.kind == StepKind::RecvReduce) {
           if (!read(p, k, step.from, local_, proof) || !combine_into(p, k, step.to, local_, payload, proof)) {
@@ -289,88 +349,72 @@ class Interpreter {
   void check_finished(Proof& proof) {
     std::string stuck;
     int shown = 0;
-    for (int p = 0; p < s_.nparticipants(); ++p) {
+    for (int p = 0; p < simulated_; ++p) {
       const auto& done = done_[static_cast<std::size_t>(p)];
       const auto first = std::find(done.begin(), done.end(), false);
       if (first == done.end()) continue;
       if (shown++ < 4) stuck += "\n  " + describe(s_, p, static_cast<int>(first - done.begin()));
     }
-    if (shown == 0) return;
+    if (shown == 0) return check_received(proof);
     proof.ok = false;
     proof.message =
         "deadlock: " + std::to_string(shown) + " participant" + (shown > 1 ? "s" : "") + " wait forever, e.g." + stuck;
   }
 
-  // A v-collective's output on one rank: where the block from each source starts in it (n+1
-  // offsets), and where that block starts in the source's input. Made once per rank, so that
-  // each element's source is a binary search, not a walk over the ranks.
-  struct VectorBlocks {
-    std::vector<std::size_t> starts;
-    std::vector<std::size_t> sent_from;
-  };
-
-  VectorBlocks vector_blocks(int rank) const {
-    const Case& c = s_.shape;
-    VectorBlocks blocks;
-    if (c.collective != Collective::AllGatherV && c.collective != Collective::AllToAllV) return blocks;
-    blocks.starts.push_back(0);
-    for (int source = 0; source < c.nranks; ++source) {
-      const bool gather = c.collective == Collective::AllGatherV;
-      blocks.starts.push_back(blocks.starts.back() +
-                              (gather ? c.counts[static_cast<std::size_t>(source)] : pair_count(c, source, rank)));
-      blocks.sent_from.push_back(gather ? 0 : send_start(c, source, rank));
-    }
-    return blocks;
-  }
-
-  // What output element i of `rank` must hold (`blocks`: vector_blocks(rank)).
-  Run wanted(int rank, std::size_t i, const VectorBlocks& blocks) const {
-    const Case& c = s_.shape;
-    const auto n = static_cast<std::uint32_t>(c.nranks);
-    const auto r = static_cast<std::size_t>(rank);
-    switch (c.collective) {
-      case Collective::AllGatherV:   // block s of counts[s] elements is rank s's input
-      case Collective::AllToAllV: {  // block s is what rank s sent this rank
-        // The last block starting at or before i (empty blocks start where the next does).
-        const auto after = std::upper_bound(blocks.starts.begin(), blocks.starts.end(), i);
-        const auto source = static_cast<std::size_t>(after - blocks.starts.begin() - 1);
-        const auto from = static_cast<std::uint32_t>(source);
-        return Run{blocks.sent_from[source] + i - blocks.starts[source], from, from + 1};
-      }
-      case Collective::ReduceScatterV: return Run{block_start(c, rank) + i, 0, n};
-      case Collective::AllGather: {
-        const auto source = static_cast<std::uint32_t>(i / std::max<std::size_t>(c.count, 1));
-        return Run{i % std::max<std::size_t>(c.count, 1), source, source + 1};
-      }
-      case Collective::AllToAll: {
-        const auto source = static_cast<std::uint32_t>(i / std::max<std::size_t>(c.count, 1));
-        return Run{r * c.count + i % std::max<std::size_t>(c.count, 1), source, source + 1};
-      }
-      case Collective::Broadcast: {
-        const auto root = static_cast<std::uint32_t>(c.root);
-        return Run{i, root, root + 1};
-      }
-      case Collective::ReduceScatter: return Run{r * c.count + i, 0, n};
-      default: return Run{i, 0, n};  // all-reduce, reduce (root)
+  // Every message sent was received (validate() matches them only where the steps are stored).
+  void check_received(Proof& proof) {
+    const auto participants = static_cast<std::uint64_t>(s_.nparticipants());
+    for (const auto& [key, waiting] : queues_) {
+      if (waiting.empty()) continue;
+      const std::uint64_t link = key / 65536;
+      proof.ok = false;
+      proof.message = participant_name(s_, static_cast<int>(link / participants)) + " sends " +
+                      participant_name(s_, static_cast<int>(link % participants)) + " a message on channel " +
+                      std::to_string(key % 65536) + " that is never received";
+      return;
     }
   }
 
   void check_outputs(Proof& proof) {
-    for (int rank = 0; rank < s_.nranks() && proof.ok; ++rank) {
+    for (int rank = 0; rank < std::min(s_.nranks(), simulated_) && proof.ok; ++rank) {
       const std::size_t size = s_.buffer_size(rank, BufferKind::Output);
       const Element* output = storage(rank, BufferKind::Output);
-      const VectorBlocks blocks = vector_blocks(rank);
+      const VectorBlocks blocks = vector_blocks(s_.shape, rank);
       for (std::size_t i = 0; i < size; ++i) {
         const Element& element = output[i];
-        const Run want = wanted(rank, i, blocks);
+        const Run want = wanted(s_.shape, rank, i, blocks);
         if (element.defined() && element.runs().size() == 1 && element.runs()[0] == want) continue;
-        const std::string holds = element.defined() ? show(element.runs()) : "nothing (never written)";
-        const std::string where =
-            element.writer() >= 0 ? " (last written by " + describe(s_, rank, element.writer()) + ")" : "";
+        const std::string holds = element.defined() ? show(element.runs(), nranks()) : "nothing (never written)";
+        const int writer = watched_ ? watched_->writer : -1;
+        const std::string where = writer >= 0 ? " (last written by " + describe(s_, rank, writer) + ")" : "";
+        mismatch_ = Watch{rank, i, -1};
         proof.ok = false;
         proof.message = "rank " + std::to_string(rank) + " output element " + std::to_string(i) + " holds " + holds +
                         where + ", but " + std::string(name(s_.shape.collective)) + " needs " +
-                        show(std::span<const Run>(&want, 1));
+                        show(std::span<const Run>(&want, 1), nranks());
+        return;
+      }
+    }
+  }
+
+  // Rank 0's outputs stand for every rank's only where the collective's requirement turns alike:
+  // rank r's element T_r(i) must need what rank 0's element i needs, turned by r.
+  void check_outputs_turn(Proof& proof) const {
+    const Turning& output = rotation_->of(BufferKind::Output);
+    const VectorBlocks blocks0 = vector_blocks(s_.shape, 0);
+    const std::size_t size = s_.buffer_size(0, BufferKind::Output);
+    for (int rank = 1; rank < s_.nranks(); ++rank) {
+      const auto by = static_cast<std::uint32_t>(rank);
+      const VectorBlocks blocks = vector_blocks(s_.shape, rank);
+      for (std::size_t i = 0; i < size; ++i) {
+        const std::size_t turned = output.offset(i, by, nranks());
+        if (wanted(s_.shape, rank, turned, blocks) ==
+            rotation_->contributions(wanted(s_.shape, 0, i, blocks0), by, nranks()))
+          continue;
+        proof.ok = false;
+        proof.message = "rank " + std::to_string(rank) + "'s program is rank 0's turned, but " +
+                        std::string(name(s_.shape.collective)) + " does not require its output element " +
+                        std::to_string(turned) + " to hold rank 0's element " + std::to_string(i) + " turned";
         return;
       }
     }
@@ -392,6 +436,10 @@ class Interpreter {
   };
 
   const Schedule& s_;
+  std::optional<Watch> watched_;   // the output element whose last writer a report names
+  std::optional<Watch> mismatch_;  // the output element that was found wrong
+  std::optional<Rotation> rotation_;
+  int simulated_;  // participants run: all, or rank 0 alone with a rotation
   std::vector<std::vector<Stream>> streams_;
   std::vector<Contents> output_, scratch_, input_;
   std::vector<std::vector<bool>> done_;
@@ -402,30 +450,51 @@ class Interpreter {
 
 }  // namespace
 
-Proof prove(const Schedule& schedule) {
-  Status valid = validate(schedule);
-  if (!valid) return Proof{false, valid.error().message, 0, 0};
-  return Interpreter(schedule).run();
+namespace {
+
+// The proof of a valid schedule, with its rotation if it has one.
+Proof prove_valid(const Schedule& schedule, const std::optional<Rotation>& rotation) {
+  std::optional<Watch> wrong;
+  {
+    Interpreter interpreter(schedule, rotation);
+    Proof proof = interpreter.run();
+    if (proof.ok || !interpreter.mismatch()) return proof;
+    wrong = interpreter.mismatch();
+  }
+  // A wrong output: run again, watching that element, to name the step that wrote it last.
+  Interpreter again(schedule, rotation);
+  again.watch(*wrong);
+  return again.run();
 }
 
-MemoryEstimate proof_memory(const Case& shape, const ScheduleSize& size) {
-  MemoryEstimate estimate = schedule_memory(size);
-  // Out of place the input is implicit; every output and scratch element is an Element, and a
-  // reduced one may hold a few runs of contributions besides (an allocation of its own).
-  const auto nranks = static_cast<std::uint64_t>(shape.nranks);
-  const std::uint64_t outputs = saturating_product(
-      nranks, shape.in_place ? std::max(input_elements(shape), output_elements(shape)) : output_elements(shape));
-  const std::uint64_t elements = saturating_sum(outputs, size.scratch_elements);
-  const std::uint64_t per_element =
-      sizeof(Element) + (reduces(shape.collective) ? sizeof(std::vector<Run>) + 3 * sizeof(Run) : 0);
-  // Sends are buffered: at worst a rank's whole share waits in a queue at once.
-  const std::uint64_t queued = saturating_product(
-      nranks, saturating_product(std::max(input_elements(shape), output_elements(shape)), sizeof(Element)));
-  estimate.add("proof state",
-               saturating_sum(saturating_product(elements, per_element),
-                              saturating_sum(queued, saturating_product(size.steps, sizeof(int) + 1))),
-               std::to_string(elements) + " elements x " + std::to_string(per_element) + " B, messages queued");
-  return estimate;
+}  // namespace
+
+// Rank 0's steps checked and stored, the others' compared with them (a valid step turned is valid).
+std::optional<Proof> prove_by_rotation(const Schedule& schedule) {
+  if (!schedule.on_demand()) {
+    const std::optional<Rotation> rotation = provenance::find_rotation(schedule);
+    if (!rotation) return std::nullopt;
+    Status valid = validate(schedule);
+    return valid ? prove_valid(schedule, rotation) : Proof{false, valid.error().message, 0, 0};
+  }
+  Schedule rank0 = schedule;
+  rank0.make_steps = {};
+  std::vector<Step>& steps = rank0.participants.front().steps;
+  for (StepSequence made = schedule.steps_of(0); made.next();) {
+    Status valid = validate_step(schedule, 0, static_cast<int>(steps.size()), made.step());
+    if (!valid) return Proof{false, valid.error().message, 0, 0};
+    steps.push_back(made.step());
+  }
+  const std::optional<Rotation> rotation = provenance::find_rotation(schedule, steps);
+  if (!rotation) return std::nullopt;
+  return prove_valid(rank0, rotation);
+}
+
+Proof prove(const Schedule& schedule) {
+  if (std::optional<Proof> proof = prove_by_rotation(schedule)) return *proof;
+  if (schedule.on_demand()) return prove(stored(schedule));
+  Status valid = validate(schedule);
+  return valid ? prove_valid(schedule, std::nullopt) : Proof{false, valid.error().message, 0, 0};
 }
 
 }  // namespace collcheck

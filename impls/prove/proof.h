@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "impls/schedule/schedule.h"
@@ -16,6 +17,7 @@ struct Proof {
   std::string message;
   std::size_t steps = 0;     // steps executed
   std::size_t messages = 0;  // sends matched
+  bool by_rotation = false;  // every rank's program is rank 0's turned: rank 0 ran, for all
 };
 
 // Proves, without numbers, that after the schedule runs (sends buffered, participants
@@ -25,8 +27,14 @@ struct Proof {
 //   - every output element of every rank holds exactly the contributions the collective
 //     defines (all-reduce: (r, i) for every rank r; all-gather: the one input it copies; ...);
 //   - nothing writes an out-of-place input, and no participant is left waiting (deadlock).
-// In-place schedules run with the input aliased into the output as NCCL lays it out.
+// In-place schedules run with the input aliased into the output as NCCL lays it out. Where
+// every rank's program is rank 0's turned, rank 0 alone runs (Proof::by_rotation); a schedule
+// made on demand is stored for the proof only where it is not so.
 Proof prove(const Schedule&);
+// The proof on rank 0 alone where every rank's program is rank 0's turned by its rank (proof.cc
+// says why that proves every rank), or nothing where it is not so. Made on demand, the schedule
+// is then never stored: rank 0's steps are, the others' are made once each and compared.
+std::optional<Proof> prove_by_rotation(const Schedule&);
 
 // What proving a schedule of that size for `shape` will hold, the schedule included, estimated
 // before it is built (ScheduleSize from impls/algorithms: estimate_schedule).

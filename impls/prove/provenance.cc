@@ -1,4 +1,8 @@
-// The provenance sets' text form and their union (provenance.h).
+// The provenance sets' text form and their union, runs taken modulo the rank count
+// (provenance.h). A union splits every run that wraps round rank n-1 into its two straight
+// pieces, merges the pieces in order (two pieces of one index that overlap are a contribution
+// combined twice: exact, since no run holds more than n ranks), and joins again the pieces that
+// end at rank n-1 and start at rank 0.
 #include "impls/prove/provenance.h"
 
 #include <algorithm>
@@ -6,36 +10,80 @@
 
 namespace collcheck::provenance {
 
-std::string show(std::span<const Run> runs) {
+std::string show(std::span<const Run> runs, std::uint32_t nranks) {
   if (runs.empty()) return "{}";
   std::string out = "{";
   for (const Run& run : runs) {
     if (out.size() > 1) out += ", ";
-    out += "index " + std::to_string(run.index) + ": rank" + (run.end - run.first > 1 ? "s " : " ") +
-           std::to_string(run.first) + (run.end - run.first > 1 ? ".." + std::to_string(run.end - 1) : "");
+    const std::uint32_t last = static_cast<std::uint32_t>((std::uint64_t{run.first} + run.count - 1) % nranks);
+    out += "index " + std::to_string(run.index) + ": rank" + (run.count > 1 ? "s " : " ") + std::to_string(run.first) +
+           (run.count > 1 ? ".." + std::to_string(last) : "");
   }
   return out + "}";
 }
 
-Union combine(std::span<const Run> a, std::span<const Run> b) {
+std::optional<Run> join(const Run& a, const Run& b, std::uint32_t nranks) {
+  if (a.index != b.index || std::uint64_t{a.count} + b.count > nranks) return std::nullopt;  // overlap: combine()
+  const std::uint32_t count = a.count + b.count;
+  if ((std::uint64_t{a.first} + a.count) % nranks == b.first) return make_run(a.index, a.first, count, nranks);
+  if ((std::uint64_t{b.first} + b.count) % nranks == a.first) return make_run(a.index, b.first, count, nranks);
+  return std::nullopt;
+}
+
+namespace {
+
+// A run as straight pieces [first, end) that do not wrap.
+struct Piece {
+  std::uint64_t index;
+  std::uint64_t first;
+  std::uint64_t end;
+};
+
+void add_pieces(std::span<const Run> runs, std::uint32_t nranks, std::vector<Piece>& pieces) {
+  for (const Run& run : runs) {
+    const std::uint64_t end = std::uint64_t{run.first} + run.count;
+    pieces.push_back(Piece{run.index, run.first, std::min<std::uint64_t>(end, nranks)});
+    if (end > nranks) pieces.push_back(Piece{run.index, 0, end - nranks});
+  }
+}
+
+}  // namespace
+
+Union combine(std::span<const Run> a, std::span<const Run> b, std::uint32_t nranks) {
+  std::vector<Piece> pieces;
+  pieces.reserve(2 * (a.size() + b.size()));
+  add_pieces(a, nranks, pieces);
+  add_pieces(b, nranks, pieces);
+  std::sort(pieces.begin(), pieces.end(),
+            [](const Piece& x, const Piece& y) { return std::tie(x.index, x.first) < std::tie(y.index, y.first); });
+  std::vector<Piece> merged;
   Union u;
-  u.runs.reserve(a.size() + b.size());
-  auto less = [](const Run& x, const Run& y) { return std::tie(x.index, x.first) < std::tie(y.index, y.first); };
-  std::size_t i = 0, j = 0;
-  while (i < a.size() || j < b.size()) {
-    const Run next = (j == b.size() || (i < a.size() && less(a[i], b[j]))) ? a[i++] : b[j++];
-    if (!u.runs.empty() && u.runs.back().index == next.index) {
-      Run& last = u.runs.back();
+  for (const Piece& next : pieces) {
+    if (!merged.empty() && merged.back().index == next.index && next.first <= merged.back().end) {
+      Piece& last = merged.back();
       if (next.first < last.end) {
-        u.shared = Run{next.index, next.first, std::min(last.end, next.end)};
+        const auto first = static_cast<std::uint32_t>(next.first);
+        u.shared = Run{next.index, first, static_cast<std::uint32_t>(std::min(last.end, next.end) - first)};
         return u;
       }
-      if (next.first == last.end) {
-        last.end = next.end;
-        continue;
-      }
+      last.end = next.end;
+      continue;
     }
-    u.runs.push_back(next);
+    merged.push_back(next);
+  }
+  // Join each index's piece ending at rank n-1 with its piece starting at rank 0.
+  u.runs.reserve(merged.size());
+  for (std::size_t begin = 0; begin < merged.size();) {
+    std::size_t end = begin;
+    while (end < merged.size() && merged[end].index == merged[begin].index) ++end;
+    const bool wraps = end - begin > 1 && merged[begin].first == 0 && merged[end - 1].end == nranks;
+    for (std::size_t i = begin + (wraps ? 1 : 0); i < end; ++i) {
+      const Piece& piece = merged[i];
+      const std::uint64_t extra = wraps && i == end - 1 ? merged[begin].end : 0;
+      u.runs.push_back(make_run(piece.index, static_cast<std::uint32_t>(piece.first),
+                                static_cast<std::uint32_t>(piece.end - piece.first + extra), nranks));
+    }
+    begin = end;
   }
   return u;
 }

@@ -3,11 +3,15 @@
 // where; and it scales (generators_test.cc proves every generator over the shapes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "impls/algorithms/algorithms.h"
 #include "impls/prove/proof.h"
+#include "impls/prove/provenance.h"
+#include "impls/prove/symmetry.h"
 #include "reference/counts.h"
 
 namespace collcheck {
@@ -134,6 +138,143 @@ std::string test_name(const ::testing::TestParamInfo<std::size_t>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Generators, EveryAlgorithm, ::testing::Range<std::size_t>(0, all_algorithms().size()),
                          test_name);
+
+// Runs are taken modulo the rank count: ranks {4094, 4095, 0, 1, 2} are one run, and two runs
+// that meet end to end but together hold more than n ranks share one (joining them would make a
+// run that covers a rank twice).
+TEST(Provenance, RunsWrapRoundRankZeroExactly) {
+  using provenance::Run;
+  constexpr std::uint32_t n = 4096;
+  const Run wrapping{7, 4094, 2}, low{7, 0, 3};
+  EXPECT_EQ(provenance::join(wrapping, low, n), (Run{7, 4094, 5}));
+  const provenance::Union u = provenance::combine(std::span(&wrapping, 1), std::span(&low, 1), n);
+  ASSERT_FALSE(u.shared);
+  EXPECT_EQ(u.runs, std::vector<Run>{(Run{7, 4094, 5})});
+  const Run all_but_zero{7, 1, n - 1}, zero{7, 0, 1};
+  EXPECT_EQ(provenance::join(all_but_zero, zero, n), (Run{7, 0, n}));  // every rank starts at 0
+  // Ranks 1..4095 and 0..1 meet end to end (4095 + 1 = 0 mod n) but share rank 1.
+  const Run zero_one{7, 0, 2};
+  EXPECT_FALSE(provenance::join(all_but_zero, zero_one, n));
+  const provenance::Union twice = provenance::combine(std::span(&all_but_zero, 1), std::span(&zero_one, 1), n);
+  ASSERT_TRUE(twice.shared);
+  EXPECT_EQ(*twice.shared, (Run{7, 1, 1}));
+  // Both wrap: ranks 4090..1 and 4095..2 share 4095, 0 and 1.
+  const Run a{7, 4090, 8}, b{7, 4095, 4};
+  EXPECT_TRUE(provenance::combine(std::span(&a, 1), std::span(&b, 1), n).shared);
+  EXPECT_EQ(provenance::show(std::span(&a, 1), n), "{index 7: ranks 4090..1}");
+}
+
+// A hand-made all-reduce of one element over 4 ranks: a chain 3 -> 0 -> 1 -> 2 sums the inputs
+// (the partial sum {3, 0, 1} wraps round rank 0), then the sum goes on round the ring. Sent to
+// rank 0 once more and reduced with its input, the sum would cover rank 0 twice.
+TEST(Proof, CatchesAWrappingPartialSumThatCoversARankTwice) {
+  Schedule good;
+  good.algorithm = "hand";
+  good.shape = shape_of(Collective::AllReduce, 1, 4);
+  good.participants.resize(4);
+  const Range input{BufferKind::Input, 0, 1}, output{BufferKind::Output, 0, 1};
+  good.send_recv_reduce(3, input, 0, input, output);
+  good.send_recv_reduce(0, output, 1, input, output);
+  good.send_recv_reduce(1, output, 2, input, output);  // rank 2 holds {3, 0, 1, 2}
+  for (int from = 2; from != 1; from = (from + 1) % 4) good.send_recv(from, output, (from + 1) % 4, output);
+  Proof proof = prove(good);
+  EXPECT_TRUE(proof.ok) << proof.message;
+  Schedule twice = good;  // rank 2 sends the whole sum to rank 0 once more, reduced with 0's input
+  twice.send_recv_reduce(2, output, 0, input, output);
+  proof = prove(twice);
+  EXPECT_FALSE(proof.ok);
+  EXPECT_NE(proof.message.find("rank 0 step"), std::string::npos) << proof.message;
+  EXPECT_NE(proof.message.find("twice"), std::string::npos) << proof.message;
+}
+
+// Where every channel's part splits into n equal blocks, every rank's ring program is rank 0's
+// turned by its rank: rank 0 alone is run, and the proof says so. Elsewhere the full proof runs.
+TEST(Proof, ProvesASymmetricRingOnRankZeroAndSaysSo) {
+  for (auto [count, channels, symmetric] : {std::tuple{16, 1, true}, std::tuple{32, 2, true}, std::tuple{0, 1, true},
+                                            std::tuple{17, 1, false}, std::tuple{24, 2, false}}) {
+    for (bool in_place : {false, true}) {
+      Result<Schedule> schedule =
+          make_schedule("ring", shape_of(Collective::AllReduce, static_cast<std::size_t>(count), 8, 0, in_place),
+                        Knobs{1 << 20, channels, 2});
+      ASSERT_TRUE(schedule.ok());
+      const Proof proof = prove(*schedule);
+      EXPECT_TRUE(proof.ok) << proof.message;
+      EXPECT_EQ(proof.by_rotation, symmetric) << count << " elements, " << channels << " channels";
+    }
+  }
+}
+
+// The ring of 8 ranks at count 16 with rank 5's program changed: the symmetric path must refuse
+// it, and the full proof decide. A step added that changes nothing (a copy of a block onto
+// itself) is proven; the last receive landing in the next block is caught, although rank 0's
+// program, run alone, would prove.
+TEST(Proof, RefusesTheSymmetricPathWhereOneRankDiffers) {
+  const Case shape = shape_of(Collective::AllReduce, 16, 8);
+  Result<Schedule> harmless = make_schedule("ring", shape, Knobs{});
+  ASSERT_TRUE(harmless.ok());
+  ASSERT_TRUE(provenance::find_rotation(*harmless));
+  const Range block{BufferKind::Output, 2, 2};
+  harmless.value().copy(5, block, block);
+  EXPECT_FALSE(provenance::find_rotation(*harmless));
+  Proof proof = prove(*harmless);
+  EXPECT_TRUE(proof.ok) << proof.message;
+  EXPECT_FALSE(proof.by_rotation);
+
+  Result<Schedule> broken = make_schedule("ring", shape, Knobs{});
+  ASSERT_TRUE(broken.ok());
+  auto& steps = broken.value().participants[5].steps;
+  const auto last = std::find_if(steps.rbegin(), steps.rend(), [](const Step& step) { return step.receives(); });
+  ASSERT_NE(last, steps.rend());
+  last->to.offset = (last->to.offset + 2) % 16;  // the next block: in range, but wrong
+  EXPECT_FALSE(provenance::find_rotation(*broken));
+  proof = prove(*broken);
+  EXPECT_FALSE(proof.ok);
+  EXPECT_FALSE(proof.by_rotation);
+  // The step that wrote the wrong element last is found by running the proof again.
+  EXPECT_NE(proof.message.find("(last written by rank 5 step "), std::string::npos) << proof.message;
+}
+
+// A stored schedule made on demand again, each participant's steps replayed from a copy.
+StepSequence replay(std::shared_ptr<const Schedule> schedule, int participant) {
+  for (const Step& step : schedule->participants[static_cast<std::size_t>(participant)].steps) co_yield step;
+}
+
+Schedule on_demand(const Schedule& stored_schedule) {
+  auto copy = std::make_shared<const Schedule>(stored_schedule);
+  Schedule made = stored_schedule;
+  for (Participant& participant : made.participants) participant.steps.clear();
+  made.make_steps = [copy](int participant) { return replay(copy, participant); };
+  return made;
+}
+
+// Made on demand, a symmetric ring is proven on rank 0 alone, holding rank 0's steps only, and
+// one that is not symmetric in full; what validate() checks only for stored steps (every send
+// received, with the receive's count) the proof checks itself, even on rank 0 alone.
+TEST(Proof, ProvesSchedulesMadeOnDemand) {
+  for (auto [count, symmetric] : {std::pair{16, true}, std::pair{17, false}}) {
+    Result<Schedule> schedule = make_schedule(
+        "ring", shape_of(Collective::AllReduce, static_cast<std::size_t>(count), 8), Knobs{}, Form::OnDemand);
+    ASSERT_TRUE(schedule.ok() && schedule->on_demand());
+    const Proof proof = prove(*schedule);
+    EXPECT_TRUE(proof.ok) << proof.message;
+    EXPECT_EQ(proof.by_rotation, symmetric) << count;
+  }
+  Result<Schedule> ring = make_schedule("ring", shape_of(Collective::AllReduce, 16, 8), Knobs{});
+  ASSERT_TRUE(ring.ok());
+  Schedule unreceived = *ring;  // every rank sends its next rank one message more
+  for (int r = 0; r < 8; ++r)
+    unreceived.add(r,
+                   Step{StepKind::Send, (r + 1) % 8, Range{BufferKind::Input, 2 * static_cast<std::uint64_t>(r), 2}});
+  Proof proof = prove(on_demand(unreceived));
+  EXPECT_FALSE(proof.ok);
+  EXPECT_TRUE(proof.by_rotation);
+  EXPECT_NE(proof.message.find("never received"), std::string::npos) << proof.message;
+  Schedule short_send = *ring;  // every rank's first send is one element short
+  for (Participant& participant : short_send.participants) participant.steps.front().from.count -= 1;
+  proof = prove(on_demand(short_send));
+  EXPECT_FALSE(proof.ok);
+  EXPECT_NE(proof.message.find("the matching send has 1"), std::string::npos) << proof.message;
+}
 
 TEST(Proof, RingAllReduceAt4096RanksProvesInSeconds) {
   Result<Schedule> schedule = make_schedule("ring", shape_of(Collective::AllReduce, 1000, 4096), Knobs{});

@@ -1,0 +1,26 @@
+// What a collective requires of every output element, as one run of contributions (impls/prove
+// only): the definition that the prover checks every output against.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "impls/prove/provenance.h"
+#include "reference/case.h"
+
+namespace collcheck::provenance {
+
+// A v-collective's output on one rank: where the block from each source starts in it (n+1
+// offsets), and where that block starts in the source's input. Made once per rank, so that
+// each element's source is a binary search, not a walk over the ranks.
+struct VectorBlocks {
+  std::vector<std::size_t> starts;
+  std::vector<std::size_t> sent_from;
+};
+
+VectorBlocks vector_blocks(const Case&, int rank);
+
+// What output element i of `rank` must hold (`blocks`: vector_blocks(rank)).
+Run wanted(const Case&, int rank, std::size_t i, const VectorBlocks& blocks);
+
+}  // namespace collcheck::provenance

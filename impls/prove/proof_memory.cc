@@ -1,0 +1,34 @@
+// What proving a schedule holds, estimated before it is built (proof.h: proof_memory).
+#include <algorithm>
+#include <vector>
+
+#include "impls/prove/proof.h"
+#include "impls/prove/provenance.h"
+#include "reference/counts.h"
+
+namespace collcheck {
+
+using provenance::Element;
+using provenance::Run;
+
+MemoryEstimate proof_memory(const Case& shape, const ScheduleSize& size) {
+  MemoryEstimate estimate = schedule_memory(size);
+  // Out of place the input is implicit; every output and scratch element is an Element, and a
+  // reduced one may hold a few runs of contributions besides (an allocation of its own).
+  const auto nranks = static_cast<std::uint64_t>(shape.nranks);
+  const std::uint64_t outputs = saturating_product(
+      nranks, shape.in_place ? std::max(input_elements(shape), output_elements(shape)) : output_elements(shape));
+  const std::uint64_t elements = saturating_sum(outputs, size.scratch_elements);
+  const std::uint64_t per_element =
+      sizeof(Element) + (reduces(shape.collective) ? sizeof(std::vector<Run>) + 3 * sizeof(Run) : 0);
+  // Sends are buffered: at worst a rank's whole share waits in a queue at once.
+  const std::uint64_t queued = saturating_product(
+      nranks, saturating_product(std::max(input_elements(shape), output_elements(shape)), sizeof(Element)));
+  estimate.add("proof state",
+               saturating_sum(saturating_product(elements, per_element),
+                              saturating_sum(queued, saturating_product(size.steps, sizeof(int) + 1))),
+               std::to_string(elements) + " elements x " + std::to_string(per_element) + " B, messages queued");
+  return estimate;
+}
+
+}  // namespace collcheck

@@ -1,0 +1,128 @@
+// Rotation symmetry (symmetry.h): the turning of each buffer is found on rank 1, trying "does
+// not turn" and then parts of S/k elements for k = 1..64 (k channels' shares, each of n equal
+// blocks), and then every step of every rank is compared with rank 0's turned.
+#include "impls/prove/symmetry.h"
+
+namespace collcheck::provenance {
+
+std::uint64_t Turning::offset(std::uint64_t offset, std::uint32_t by, std::uint32_t nranks) const {
+  if (part == 0) return offset;
+  const std::uint64_t base = offset / part * part, within = offset % part;
+  return base + (within / block + by) % nranks * block + within % block;
+}
+
+std::optional<Range> Turning::range(const Range& range, std::uint32_t by, std::uint32_t nranks) const {
+  Range turned = range;
+  if (part == 0 || range.count == 0) return turned;  // an empty range's offset is never used
+  const std::uint64_t within = range.offset % part;
+  if (within / block != (within + range.count - 1) / block) return std::nullopt;
+  turned.offset = offset(range.offset, by, nranks);
+  return turned;
+}
+
+Run Rotation::contributions(const Run& run, std::uint32_t by, std::uint32_t nranks) const {
+  return make_run(of(BufferKind::Input).offset(run.index, by, nranks),
+                  static_cast<std::uint32_t>((std::uint64_t{run.first} + by) % nranks), run.count, nranks);
+}
+
+void Rotation::turn(Element& element, std::uint32_t by, std::uint32_t nranks) const {
+  const std::span<const Run> runs = element.runs();
+  if (runs.size() == 1) return element.assign_single(contributions(runs[0], by, nranks));
+  std::vector<Run> turned;
+  turned.reserve(runs.size());
+  for (const Run& run : runs) turned.push_back(contributions(run, by, nranks));
+  if (!turned.empty()) element.assign(std::move(turned));
+}
+
+namespace {
+
+bool same_range(const Range& mine, const Range& rank0, const Turning& turning, std::uint32_t by, std::uint32_t n) {
+  if (mine.count == 0 && rank0.count == 0) return mine.buffer == rank0.buffer;
+  const std::optional<Range> turned = turning.range(rank0, by, n);
+  return turned && *turned == mine;
+}
+
+// Whether `step` is `model` (rank 0's) turned by `by`, looking at the ranges of `only` (all
+// buffers where it is empty).
+bool turns_into(const Step& step, const Step& model, std::uint32_t by, std::uint32_t n, const Rotation& rotation,
+                std::optional<BufferKind> only) {
+  if (step.kind != model.kind || step.channel != model.channel || step.stream != model.stream) return false;
+  if ((step.sends() || step.receives()) &&
+      static_cast<std::uint32_t>(step.peer) != (static_cast<std::uint32_t>(model.peer) + by) % n) {
+    return false;
+  }
+  for (const auto& [range, model_range] : {std::pair{&step.from, &model.from}, std::pair{&step.to, &model.to}}) {
+    if (only && range->buffer != *only) continue;
+    if (!same_range(*range, *model_range, rotation.of(range->buffer), by, n)) return false;
+  }
+  return true;
+}
+
+// Whether participant r's steps (stored, or made on demand) are `rank0` turned by r.
+bool turns_into(const Schedule& s, int r, std::span<const Step> rank0, const Rotation& rotation,
+                std::optional<BufferKind> only) {
+  const auto n = static_cast<std::uint32_t>(s.nranks());
+  const auto by = static_cast<std::uint32_t>(r);
+  const Participant& mine = s.participants[static_cast<std::size_t>(r)];
+  if (mine.waits != s.participants.front().waits || mine.scratch != s.participants.front().scratch) return false;
+  if (!s.on_demand()) {
+    if (mine.steps.size() != rank0.size()) return false;
+    for (std::size_t k = 0; k < rank0.size(); ++k) {
+      if (!turns_into(mine.steps[k], rank0[k], by, n, rotation, only)) return false;
+    }
+    return true;
+  }
+  std::size_t k = 0;
+  for (StepSequence steps = s.steps_of(r); steps.next(); ++k) {
+    if (k == rank0.size() || !turns_into(steps.step(), rank0[k], by, n, rotation, only)) return false;
+  }
+  return k == rank0.size();
+}
+
+// What find_rotation requires before it compares steps.
+bool could_be_symmetric(const Schedule& s) {
+  const int n = s.nranks();
+  if (n < 2 || s.nparticipants() != n) return false;
+  for (int r = 0; r < n; ++r) {
+    if (s.participants[static_cast<std::size_t>(r)].is_switch) return false;
+    for (BufferKind kind : {BufferKind::Input, BufferKind::Output, BufferKind::Scratch}) {
+      if (s.buffer_size(r, kind) != s.buffer_size(0, kind)) return false;
+    }
+    if (s.shape.in_place && in_place_alias(s.shape, r).offset != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<Rotation> find_rotation(const Schedule& s) {
+  if (s.participants.empty()) return std::nullopt;
+  return find_rotation(s, s.participants.front().steps);
+}
+
+std::optional<Rotation> find_rotation(const Schedule& s, std::span<const Step> rank0) {
+  if (!could_be_symmetric(s)) return std::nullopt;
+  const auto n = static_cast<std::uint64_t>(s.nranks());
+  Rotation rotation;
+  for (BufferKind kind : {BufferKind::Input, BufferKind::Output, BufferKind::Scratch}) {
+    const std::uint64_t size = s.buffer_size(0, kind);
+    bool found = false;
+    for (std::uint64_t parts = 0; parts <= 64 && !found; ++parts) {  // 0: the buffer does not turn
+      if (parts > 0 && (size % parts != 0 || size / parts % n != 0 || size == 0)) continue;
+      Turning& turning = rotation.buffers[static_cast<std::size_t>(kind)];
+      turning = parts == 0 ? Turning{} : Turning{size / parts, size / parts / n};
+      found = turns_into(s, 1, rank0, rotation, kind);
+    }
+    if (!found) return std::nullopt;
+  }
+  // In place the input is the output: both must turn alike.
+  if (s.shape.in_place && (rotation.of(BufferKind::Input).part != rotation.of(BufferKind::Output).part)) {
+    return std::nullopt;
+  }
+  for (int r = 1; r < s.nranks(); ++r) {
+    if (!turns_into(s, r, rank0, rotation, std::nullopt)) return std::nullopt;
+  }
+  return rotation;
+}
+
+}  // namespace collcheck::provenance
