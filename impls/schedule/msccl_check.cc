@@ -61,8 +61,8 @@ struct Message {
 // The messages of each end of each link, in order: (from, to, channel) -> sends or receives.
 using Ends = std::map<std::tuple<int, int, int>, std::vector<Message>>;
 
-Status check_messages_pair(const MscclAlgorithm& a) {
-  Ends sent, received;
+// The sends and the receives of every link, each in order.
+void collect_messages(const MscclAlgorithm& a, Ends& sent, Ends& received) {
   for (int g = 0; g < a.ngpus; ++g) {
     const auto& blocks = a.gpus[g].blocks;
     for (int b = 0; b < static_cast<int>(blocks.size()); ++b) {
@@ -74,6 +74,10 @@ Status check_messages_pair(const MscclAlgorithm& a) {
       }
     }
   }
+}
+
+// Every receive has its send, with the same count.
+Status check_receipts(const MscclAlgorithm& a, const Ends& sent, const Ends& received) {
   for (const auto& [link, receipts] : received) {
     const auto& [from, to, channel] = link;
     const auto found = sent.find(link);
@@ -95,6 +99,11 @@ Status check_messages_pair(const MscclAlgorithm& a) {
       }
     }
   }
+  return Ok{};
+}
+
+// Every send has its receive.
+Status check_sends(const MscclAlgorithm& a, const Ends& sent, const Ends& received) {
   for (const auto& [link, sends_on_link] : sent) {
     const auto& [from, to, channel] = link;
     const auto found = received.find(link);
@@ -110,6 +119,39 @@ Status check_messages_pair(const MscclAlgorithm& a) {
   return Ok{};
 }
 
+// The step whose signal ends the wait of step k of block b on gpu g (which has a dependency).
+Result<int> signalling_step(const MscclAlgorithm& a, int g, int b, int k) {
+  const auto& blocks = a.gpus[g].blocks;
+  const MscclStep& step = blocks[b].steps[k];
+  const int target = step.depends_block;
+  if (target >= static_cast<int>(blocks.size())) {
+    return step_error(a, g, b, k,
+                      "depid=\"" + std::to_string(target) + "\": gpu " + std::to_string(g) + " has thread blocks 0.." +
+                          std::to_string(blocks.size() - 1));
+  }
+  const auto& steps = blocks[target].steps;
+  const int nsteps = static_cast<int>(steps.size());
+  if (step.depends_step < 0 || step.depends_step >= nsteps) {
+    return step_error(a, g, b, k,
+                      "deps=\"" + std::to_string(step.depends_step) + "\": tb " + std::to_string(target) +
+                          " has steps 0.." + std::to_string(nsteps - 1));
+  }
+  int signal = step.depends_step;
+  while (signal < nsteps && (steps[signal].op == MscclOp::Nop || !steps[signal].signals)) ++signal;
+  if (signal == nsteps) {
+    return step_error(a, g, b, k,
+                      "waits for " + msccl_step_name(a, g, target, step.depends_step) +
+                          ", but neither it nor a later step of tb " + std::to_string(target) +
+                          " signals (hasdep=\"1\"): it would wait forever");
+  }
+  if (target == b && signal >= k) {
+    return step_error(a, g, b, k,
+                      "waits for its own thread block's " + msccl_step_name(a, g, b, signal) +
+                          ", which comes after it: it would wait forever");
+  }
+  return signal;
+}
+
 // Resolves every dependency to the signalling step that ends its wait; nops pass theirs on.
 Status resolve_dependencies(MscclAlgorithm& a) {
   for (int g = 0; g < a.ngpus; ++g) {
@@ -119,34 +161,9 @@ Status resolve_dependencies(MscclAlgorithm& a) {
       for (int k = 0; k < static_cast<int>(blocks[b].steps.size()); ++k) {
         MscclStep& step = blocks[b].steps[k];
         if (step.depends_block >= 0) {
-          const int target = step.depends_block;
-          if (target >= static_cast<int>(blocks.size())) {
-            return step_error(a, g, b, k,
-                              "depid=\"" + std::to_string(target) + "\": gpu " + std::to_string(g) +
-                                  " has thread blocks 0.." + std::to_string(blocks.size() - 1));
-          }
-          const auto& steps = blocks[target].steps;
-          if (step.depends_step < 0 || step.depends_step >= static_cast<int>(steps.size())) {
-            return step_error(a, g, b, k,
-                              "deps=\"" + std::to_string(step.depends_step) + "\": tb " + std::to_string(target) +
-                                  " has steps 0.." + std::to_string(static_cast<int>(steps.size()) - 1));
-          }
-          int signal = step.depends_step;
-          while (signal < static_cast<int>(steps.size()) &&
-                 (steps[signal].op == MscclOp::Nop || !steps[signal].signals))
-            ++signal;
-          if (signal == static_cast<int>(steps.size())) {
-            return step_error(a, g, b, k,
-                              "waits for " + msccl_step_name(a, g, target, step.depends_step) +
-                                  ", but neither it nor a later step of tb " + std::to_string(target) +
-                                  " signals (hasdep=\"1\"): it would wait forever");
-          }
-          if (target == b && signal >= k) {
-            return step_error(a, g, b, k,
-                              "waits for its own thread block's " + msccl_step_name(a, g, b, signal) +
-                                  ", which comes after it: it would wait forever");
-          }
-          if (target != b) pending.emplace_back(target, signal);
+          Result<int> signal = signalling_step(a, g, b, k);
+          if (!signal) return signal.error();
+          if (step.depends_block != b) pending.emplace_back(step.depends_block, *signal);
         }
         if (step.op == MscclOp::Nop) continue;
         step.waits = std::move(pending);
@@ -222,8 +239,12 @@ Status flatten(MscclAlgorithm& a) {
 Status check_msccl(MscclAlgorithm& a) {
   Status links = check_one_block_per_link(a);
   if (!links) return links;
-  Status paired = check_messages_pair(a);
-  if (!paired) return paired;
+  Ends sent, received;
+  collect_messages(a, sent, received);
+  Status received_sent = check_receipts(a, sent, received);
+  if (!received_sent) return received_sent;
+  Status sent_received = check_sends(a, sent, received);
+  if (!sent_received) return sent_received;
   Status resolved = resolve_dependencies(a);
   if (!resolved) return resolved;
   return flatten(a);

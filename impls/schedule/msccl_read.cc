@@ -120,6 +120,19 @@ Status check_range(const Reader& reader, const pugi::xml_node& node, const std::
                           " chunks");
 }
 
+// A step's range: buffer PREFIXbuf and offset PREFIXoff ("src" or "dst"), inside the buffer.
+Status read_range(const Reader& reader, const pugi::xml_node& node, const std::string& where, const MscclGpu& gpu,
+                  const std::string& prefix, int count, BufferKind& buffer, int& offset) {
+  Result<BufferKind> kind = reader.buffer(node, where, (prefix + "buf").c_str());
+  Result<int> start = reader.integer(node, where, (prefix + "off").c_str(), 0, kMaxChunks);
+  if (!kind) return kind.error();
+  if (!start) return start.error();
+  buffer = *kind;
+  offset = *start;
+  return check_range(reader, node, where, gpu, *kind, *start, count,
+                     prefix == "src" ? "its source" : "its destination");
+}
+
 Result<MscclStep> read_step(const Reader& reader, const pugi::xml_node& node, const std::string& block_where,
                             const MscclGpu& gpu, const MscclThreadBlock& block, int index) {
   const std::string where = "<step s=\"" + std::string(node.attribute("s").value()) + "\"> of " + block_where;
@@ -163,24 +176,13 @@ Result<MscclStep> read_step(const Reader& reader, const pugi::xml_node& node, co
   if (receives && block.recv_peer < 0)
     return reader.error(node, where, "receives, but its thread block has no receive peer (recv=\"-1\")");
   if (reads_source) {
-    Result<BufferKind> kind = reader.buffer(node, where, "srcbuf");
-    Result<int> offset = reader.integer(node, where, "srcoff", 0, kMaxChunks);
-    if (!kind) return kind.error();
-    if (!offset) return offset.error();
-    step.source_buffer = *kind;
-    step.source_offset = *offset;
-    Status inside = check_range(reader, node, where, gpu, *kind, *offset, step.count, "its source");
-    if (!inside) return inside.error();
+    Status read = read_range(reader, node, where, gpu, "src", step.count, step.source_buffer, step.source_offset);
+    if (!read) return read.error();
   }
   if (uses_destination) {
-    Result<BufferKind> kind = reader.buffer(node, where, "dstbuf");
-    Result<int> offset = reader.integer(node, where, "dstoff", 0, kMaxChunks);
-    if (!kind) return kind.error();
-    if (!offset) return offset.error();
-    step.destination_buffer = *kind;
-    step.destination_offset = *offset;
-    Status inside = check_range(reader, node, where, gpu, *kind, *offset, step.count, "its destination");
-    if (!inside) return inside.error();
+    Status read =
+        read_range(reader, node, where, gpu, "dst", step.count, step.destination_buffer, step.destination_offset);
+    if (!read) return read.error();
   }
   return step;
 }

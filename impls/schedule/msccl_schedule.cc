@@ -122,7 +122,7 @@ std::string msccl_shapes(const MscclAlgorithm& a) {
 }
 
 std::string msccl_refusal(const MscclAlgorithm& a, const Case& c) {
-  const std::string shapes = "the file runs only " + msccl_shapes(a);
+  std::string shapes = "the file runs only " + msccl_shapes(a);
   if (c.collective != a.collective || c.nranks != a.ngpus || c.in_place != a.in_place) return shapes;
   if (c.count % msccl_count_multiple(a) != 0) return shapes;
   if (reduces(c.collective)) {
