@@ -1,6 +1,6 @@
 # Detects the optional parts collcheck can use; a missing part never fails the configure.
 # Sets COLLCHECK_HAVE_<PART> (ON/OFF) and COLLCHECK_<PART>_REASON for each, then prints one summary.
-# Required parts (nlohmann-json, header-only, in Debian) stop the configure with the package to
+# Required parts (nlohmann-json, header-only, and pugixml, both in Debian) stop the configure with the package to
 # install, and the summary lists them too.
 #
 # Parts: CUDA, CUDA_HEADERS, NCCL, MPI, GLOO, IBVERBS, RAPIDCHECK, GTEST, BENCHMARK.
@@ -273,6 +273,15 @@ function(_collcheck_require_nlohmann_json)
   set(COLLCHECK_NLOHMANN_JSON_REASON "${nlohmann_json_VERSION}, ${nlohmann_json_DIR}" PARENT_SCOPE)
 endfunction()
 
+# pugixml reads MSCCL's XML algorithm files (impls/schedule/msccl_xml.cc).
+function(_collcheck_require_pugixml)
+  find_package(pugixml CONFIG QUIET)
+  if(NOT pugixml_FOUND OR NOT TARGET pugixml::pugixml)
+    message(FATAL_ERROR "collcheck needs pugixml: install libpugixml-dev (ci/install-deps), or set pugixml_DIR")
+  endif()
+  set(COLLCHECK_PUGIXML_REASON "${pugixml_VERSION}, ${pugixml_DIR}" PARENT_SCOPE)
+endfunction()
+
 # The name a person reads for each part, in the summary and in `collcheck version`.
 set(COLLCHECK_CUDA_TITLE "CUDA")
 set(COLLCHECK_CUDA_HEADERS_TITLE "CUDA headers")
@@ -287,6 +296,7 @@ set(COLLCHECK_BENCHMARK_TITLE "Google Benchmark")
 function(_collcheck_print_summary)
   message(STATUS "collcheck required parts:")
   message(STATUS "  nlohmann-json     required  ${COLLCHECK_NLOHMANN_JSON_REASON}")
+  message(STATUS "  pugixml           required  ${COLLCHECK_PUGIXML_REASON}")
   message(STATUS "collcheck optional parts:")
   foreach(part IN LISTS COLLCHECK_PARTS)
     set(title "${COLLCHECK_${part}_TITLE}")
@@ -313,4 +323,5 @@ _collcheck_detect_rapidcheck()
 _collcheck_detect_gtest()
 _collcheck_detect_benchmark()
 _collcheck_require_nlohmann_json()
+_collcheck_require_pugixml()
 _collcheck_print_summary()

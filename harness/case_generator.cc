@@ -222,6 +222,13 @@ bool precondition_possible(const Capabilities& capabilities, const CaseLimits& l
               .empty();
 }
 
+// The multiple of `multiple` at or below `count`, or the next one up where that is below `low`
+// and the next one fits under `high` (a backend that runs only multiples: check draws only those).
+std::size_t multiple_within(std::size_t count, std::size_t multiple, std::size_t low, std::size_t high) {
+  const std::size_t below = count / multiple * multiple;
+  return below < low && below + multiple <= high ? below + multiple : below;
+}
+
 // Whether some rank's input or output holds no element.
 bool has_empty_buffer(const Case& c) {
   for (int rank = 0; rank < c.nranks; ++rank) {
@@ -258,6 +265,8 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
     weights.push_back(static_cast<std::size_t>(weight));
   }
   const bool in_place = capabilities.in_place;
+  const bool out_of_place = capabilities.out_of_place;
+  const std::size_t count_multiple = capabilities.count_multiple;
   const std::size_t chunk = capabilities.chunk;
   const std::vector<std::size_t> edge_bytes = capabilities.edge_bytes;
   const std::size_t min_count = limits.min_count, max_count = limits.max_count;
@@ -271,7 +280,7 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
     if (edge.bytes > 0) c.count = bytes_at_edge(edge, c.dtype, min_count, max_count);
     c.op = reduces(c.collective) ? *pick(ops) : RedOp::Sum;
     c.root = rooted(c.collective) ? *rc::gen::inRange(0, c.nranks) : 0;
-    c.in_place = in_place && *kind({3, 1}) == 1;
+    c.in_place = in_place && (!out_of_place || *kind({3, 1}) == 1);
     c.offset = *kind({3, 1}) == 1 ? *rc::gen::inRange<std::size_t>(1, 16) : 0;
     // Empty buffers as null pointers or valid ones, where a buffer is empty.
     c.empty_as_null = c.count == 0 && *kind({1, 1}) == 1;
@@ -281,6 +290,7 @@ rc::Gen<Case> case_generator(const Capabilities& capabilities, const CaseLimits&
     const std::size_t blocks =
         input_elements(c.collective, 1, c.nranks) + output_elements(c.collective, 1, c.nranks) - 1;
     if (blocks > 1) c.count = std::min(c.count, std::max(min_count, max_count / blocks));
+    if (count_multiple > 1) c.count = multiple_within(c.count, count_multiple, min_count, max_count);
     // v-collectives: c.count so far is the typical count of one rank (or pair of ranks), from
     // which the counts are drawn; entries reach twice it, and they run out of place.
     if (per_rank_counts(c.collective)) {

@@ -336,7 +336,8 @@ const CommandHelp& check_help() {
       "run random cases on backends, check every property, shrink failures",
       kCheckOptions,
       "",
-      "backends: ALGORITHM@sim[:chunk=N,channels=N,fan-in=N], all@sim, mutant:NAME@sim; the same @proc\n"
+      "backends: ALGORITHM@sim[:chunk=N,channels=N,fan-in=N], all@sim, mutant:NAME@sim, schedule:FILE@sim; the same "
+      "@proc\n"
       "[:...,transport=auto|shm|tcp]; mpi[:COLL=ALG,...|:all-algorithms]; gloo[:NAME[:OPTIONS]|:all-algorithms]\n"
       "(collcheck list names them). Under mpirun or srun every rank runs in lockstep. Exit status: 0 held,\n"
       "1 failed, 2 usage error, 77 nothing could run here. The reports: docs/cli.md.",

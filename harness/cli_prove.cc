@@ -1,5 +1,6 @@
 // `collcheck prove --algorithm ring --collective allreduce --ranks 1..1024`: builds every
 // schedule of the sweep, proves it, and prints one table row per band of rank counts.
+// `collcheck prove --schedule FILE` proves an MSCCL algorithm file (cli_prove_schedule.cc).
 #include "harness/cli_prove.h"
 
 #include <algorithm>
@@ -21,7 +22,8 @@ namespace collcheck::cli {
 namespace {
 
 constexpr Option kOptions[] = {
-    {"algorithm", "A|all", "", "the algorithm to prove (collcheck list names them), or all", Use::Required},
+    {"algorithm", "A|all", "", "the algorithm to prove (collcheck list names them), or all; or --schedule"},
+    {"schedule", "FILE", "", "instead, an MSCCL XML algorithm file: every shape it admits (docs/schedules.md)"},
     {"collective", "C", "", "only its schedules for these collectives; default: every one it implements",
      Use::Repeatable},
     {"ranks", "LIST", "1..64", "rank counts, up to 16384"},
@@ -111,7 +113,9 @@ Status sweep_fits(const Arguments& args, const Sweep& sweep) {
 Result<Sweep> parse_sweep(const Arguments& args) {
   Sweep sweep;
   const std::string algorithm = args.get("algorithm");
-  if (algorithm.empty()) return Error{"--algorithm", "is required: one of " + algorithm_names() + ", or all"};
+  if (algorithm.empty()) {
+    return Error{"--algorithm", "is required: one of " + algorithm_names() + ", or all (or --schedule FILE)"};
+  }
   std::vector<Collective> collectives;
   for (const std::string& text : args.all("collective")) {
     Result<Collective> c = parse_collective(text);
@@ -254,7 +258,8 @@ const CommandHelp& prove_help() {
       "",
       "LIST: 1,2,8..16; counts take K, M, G (powers of 1024). Without --counts each rank count n gets\n"
       "{0, 1, n-1, n, n+1, 7, 3n+2, chunk+-1, n*chunk+-1, and 64n+13 up to 64 ranks} (docs/algorithms.md).",
-      "collcheck prove --algorithm ring --collective allreduce --ranks 1..1024"};
+      "collcheck prove --algorithm ring --collective allreduce --ranks 1..1024\n"
+      "collcheck prove --schedule allreduce_ring.xml"};
   return help;
 }
 
@@ -264,6 +269,7 @@ int run_prove(std::span<const std::string_view> raw, std::ostream& out, std::ost
     err << "collcheck prove: " << args.error().text() << '\n';
     return kUsageError;
   }
+  if (args->has("schedule")) return run_prove_schedule(*args, out, err);
   Result<Sweep> sweep = parse_sweep(*args);
   if (!sweep) {
     err << "collcheck prove: " << sweep.error().text() << '\n';

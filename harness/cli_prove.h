@@ -6,6 +6,7 @@
 #include <span>
 #include <string_view>
 
+#include "harness/arguments.h"
 #include "harness/command_help.h"
 
 namespace collcheck::cli {
@@ -14,5 +15,9 @@ namespace collcheck::cli {
 const CommandHelp& prove_help();
 
 int run_prove(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
+
+// `prove --schedule FILE`: reads and checks an MSCCL XML file, then proves it for every count it
+// admits; exit status 1 when the file is refused or a proof fails (cli_prove_schedule.cc).
+int run_prove_schedule(const Arguments& args, std::ostream& out, std::ostream& err);
 
 }  // namespace collcheck::cli

@@ -1,6 +1,6 @@
 // The registry: the backend grammar (`ALGORITHM@sim[:key=value,...]`, `mutant:NAME@sim`,
-// `all@sim`, `ALGORITHM@proc`, `mpi[...]`, `gloo[...]`, `plugin:PATH[...]`) and the backends each
-// spec names.
+// `schedule:FILE@sim`, `all@sim`, `ALGORITHM@proc`, `mpi[...]`, `gloo[...]`, `plugin:PATH[...]`)
+// and the backends each spec names.
 #include "impls/registry.h"
 
 #include <algorithm>
@@ -92,7 +92,7 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
         "must be ALGORITHM@TRANSPORT[:OPTIONS], e.g. ring@sim or 'ring@sim:chunk=4096,channels=2'; "
         "backends: all@sim, " +
             backend_names() +
-            ", mutant:NAME@sim, the same @proc, "
+            ", mutant:NAME@sim, schedule:FILE@sim (an MSCCL XML file), the same @proc, "
             "mpi[:COLL=ALG,...|:all-algorithms], gloo[:NAME|:all-algorithms], plugin:PATH[:key=value,...]");
   }
   const std::string_view what = spec.substr(0, at);
@@ -125,7 +125,8 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
     return backends;
   }
   Result<SimVariant> variant = algorithm_variant(what);
-  if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME");
+  if (!variant && what.starts_with("schedule:")) return spec_error(spec, variant.error().message);
+  if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME, or schedule:FILE");
   backends.push_back(make_sim_backend(std::move(variant).value(), knobs, std::string(what) + suffix));
   return backends;
 }

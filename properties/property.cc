@@ -78,6 +78,7 @@ PropertyResult in_place(const Case& c, Backend& backend, const RepeatedRun& base
   if (!completed(base)) return skip("the run did not complete (see liveness)");
   Case other = c;
   other.in_place = !c.in_place;
+  if (!backend.capabilities().supports(other)) return skip("the backend runs in place only");
   const RepeatedRun run = backend.run(other, context.run_options(context.schedule_seed));
   if (auto stop = incomplete(run, context, std::string(other.in_place ? "in place" : "out of place") + " the run"))
     return *stop;

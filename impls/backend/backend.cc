@@ -40,6 +40,10 @@ std::string Capabilities::unsupported(const Case& c) const {
   if (!has(dtypes, c.dtype)) return "it runs the dtypes " + names(dtypes);
   if (reduces(c.collective) && !has(ops, c.op)) return "it runs the ops " + names(ops);
   if (c.in_place && !in_place) return "it runs out of place only";
+  if (!c.in_place && !out_of_place) return "it runs in place only";
+  if (count_multiple > 1 && c.count % count_multiple != 0) {
+    return "it runs counts that are multiples of " + std::to_string(count_multiple);
+  }
   if (c.nranks < min_ranks || c.nranks > max_ranks) {
     return "it runs on " + std::to_string(min_ranks) + ".." + std::to_string(max_ranks) + " ranks";
   }

@@ -49,6 +49,8 @@ struct Capabilities {
   std::vector<DType> dtypes;
   std::vector<RedOp> ops;
   bool in_place = true;
+  bool out_of_place = true;        // false: it runs in place only (an in-place MSCCL file)
+  std::size_t count_multiple = 1;  // it runs only counts that are multiples of this
   int min_ranks = 1;
   int max_ranks = kMaxRanks;
   std::string memory = "host";  // where its buffers live: host, device

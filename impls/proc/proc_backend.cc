@@ -285,6 +285,7 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Proc
   // workers, which build the run's schedule with them.
   spec.capabilities.knobs = free_schedule_knobs(name, variant.name, knobs.chunk);
   spec.capabilities.knobs_per_run = true;
+  if (variant.narrow) variant.narrow(spec.capabilities);
   spec.world_memory = [algorithm = variant.name, knobs, links, spaces = spec.capabilities.knobs](const Case& c) {
     return drawn_world_memory(algorithm, c, knobs, links, spaces);
   };
@@ -357,7 +358,8 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
     return specs;
   }
   Result<SimVariant> variant = algorithm_variant(what);
-  if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME");
+  if (!variant && what.starts_with("schedule:")) return spec_error(spec, variant.error().message);
+  if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME, or schedule:FILE");
   specs.push_back(
       make_spec(std::move(variant).value(), algorithm_knobs, links, ProcessSabotage::None, std::string(what) + suffix));
   return specs;

@@ -32,6 +32,7 @@ class SimBackend final : public Backend {
     c.reliable = knobs_.protocol.reliable;
     c.knobs = free_schedule_knobs(spec_, variant_.name, 0);
     c.independent_instances = true;
+    if (variant_.narrow) variant_.narrow(c);
     return c;
   }
 
@@ -189,6 +190,7 @@ std::vector<std::string> algorithm_variant_names() {
 }
 
 Result<SimVariant> algorithm_variant(std::string_view algorithm) {
+  if (algorithm.starts_with("schedule:")) return schedule_file_variant(algorithm.substr(9));
   SimVariant variant;
   variant.name = std::string(algorithm);
   for (const Algorithm& a : all_algorithms()) {

@@ -28,10 +28,16 @@ struct SimVariant {
   bool skip_checksums = false;      // broken: receivers use bytes without checking them
   bool skip_last_checksum = false;  // broken: a stream's last message of each call is used unchecked
   bool never_time_out = false;      // broken: a wait for a message that never comes never ends
+  // Narrows what the backend declares it runs (a schedule file's fixed shapes); null: nothing.
+  std::function<void(Capabilities&)> narrow;
 };
 
-// The variant of a registered algorithm name (every collective it implements).
+// The variant of a registered algorithm name (every collective it implements), or of a
+// schedule file, `schedule:FILE` (schedule_file_variant).
 Result<SimVariant> algorithm_variant(std::string_view algorithm);
+// An MSCCL XML algorithm file as a variant (schedule_file.cc): its schedules, and only the
+// shapes it admits declared (its ranks, layout, count multiple, ops), no knobs drawn.
+Result<SimVariant> schedule_file_variant(std::string_view file);
 std::vector<std::string> algorithm_variant_names();  // ring, tree, ... without repeats
 
 // `spec` is the name the backend reports (`ring@sim:chunk=4`).

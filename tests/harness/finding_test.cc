@@ -54,6 +54,34 @@ TEST(CaseGenerator, OnlyAdmittedRankCountsAreDrawnAndEachOfThem) {
             (std::set<int>{3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39}));
 }
 
+// A backend that runs only multiples of a count, or only in place (an MSCCL file), is drawn only
+// those; without the limits, both kinds of case come up.
+TEST(CaseGenerator, OnlyCountMultiplesAndTheAdmittedLayoutAreDrawn) {
+  Capabilities capabilities = backend_of("ring@sim")->capabilities();
+  CaseLimits limits;
+  limits.max_count = 1000;
+  limits.collectives = {Collective::AllReduce, Collective::AllGather};  // a v-collective draws counts of its own
+  const auto drawn = [&](std::size_t multiple, bool out_of_place) {
+    capabilities.count_multiple = multiple;
+    capabilities.out_of_place = out_of_place;
+    const rc::Gen<Case> cases = case_generator(capabilities, limits);
+    rc::Random random(11);
+    std::set<std::pair<std::size_t, bool>> seen;  // (count % 8, in place)
+    for (int i = 0; i < 300; ++i) {
+      const Case c = cases(random.split(), std::min(10 + i, 100)).value();
+      seen.insert({c.count % 8, c.in_place});
+    }
+    return seen;
+  };
+  for (const auto& [remainder, in_place] : drawn(8, false)) {
+    EXPECT_EQ(remainder, 0u);
+    EXPECT_TRUE(in_place);
+  }
+  const auto free = drawn(1, true);
+  EXPECT_TRUE(std::any_of(free.begin(), free.end(), [](const auto& seen) { return seen.first != 0; }));
+  EXPECT_TRUE(std::any_of(free.begin(), free.end(), [](const auto& seen) { return !seen.second; }));
+}
+
 CheckReport check_broken(std::function<bool(int)> broken, int low, int high, std::uint64_t seed) {
   std::vector<std::unique_ptr<Backend>> list;
   list.push_back(std::make_unique<BrokenWhere>(

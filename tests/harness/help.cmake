@@ -7,7 +7,7 @@
 set(help_version_options "")
 set(help_list_options "")
 set(help_help_options "")
-set(help_prove_options --algorithm --collective --ranks --counts --roots --layout --chunk --channels --fan-in
+set(help_prove_options --algorithm --schedule --collective --ranks --counts --roots --layout --chunk --channels --fan-in
   --memory-limit)
 set(help_simulate_options --algorithm --collective --ranks --counts --dtype --op --values --seed --schedule-seed
   --topology --root --chunk --channels --fan-in --faults --inplace --memory-limit)
@@ -51,7 +51,7 @@ collcheck_add_cli_test(bench_help_after_flags bench -b 8 -r -1 --help STATUS 0 S
 collcheck_add_cli_test(bench_help_as_a_value bench -d -h STATUS 2 STDERR "^collcheck bench: -d " EMPTY stdout)
 # The overview names every command and how to get one command's help.
 collcheck_add_cli_test(help_overview help STATUS 0
-  STDOUT "^usage: collcheck <command>" "\n  collcheck prove --algorithm A\\|all " "\n  collcheck bench \\[-b BYTES\\] "
+  STDOUT "^usage: collcheck <command>" "\n  collcheck prove \\[--algorithm A\\|all\\] \\[--schedule FILE\\] " "\n  collcheck bench \\[-b BYTES\\] "
   "collcheck help COMMAND \\(or collcheck COMMAND --help\\)" EMPTY stderr)
 collcheck_add_cli_test(help_unknown_command help nosuchcommand STATUS 2
   STDERR "^collcheck help: unknown command 'nosuchcommand': allowed: version, list, prove, simulate, (check, replay, )?bench, worker, help\n$"

@@ -263,8 +263,8 @@ TEST(Proof, ProvesSchedulesMadeOnDemand) {
   ASSERT_TRUE(ring.ok());
   Schedule unreceived = *ring;  // every rank sends its next rank one message more
   for (int r = 0; r < 8; ++r)
-    unreceived.add(r,
-                   Step{StepKind::Send, (r + 1) % 8, Range{BufferKind::Input, 2 * static_cast<std::uint64_t>(r), 2}});
+    unreceived.add(
+        r, Step{StepKind::Send, (r + 1) % 8, Range{BufferKind::Input, 2 * static_cast<std::uint64_t>(r), 2}, Range{}});
   Proof proof = prove(on_demand(unreceived));
   EXPECT_FALSE(proof.ok);
   EXPECT_TRUE(proof.by_rotation);
