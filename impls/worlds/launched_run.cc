@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <poll.h>
@@ -60,6 +60,9 @@ SteadyTime hear_until(const Hearing& hearing, SteadyTime deadline) {
   return hearing.first_trouble ? std::min(deadline, *hearing.first_trouble + kCrashGrace) : deadline;
 }
 
+// How a rank whose connection closed without a word died.
+constexpr std::string_view kEndedWithoutWords = "its process ended";
+
 // Waits (a second at most, and not past `until`) for any rank still waited for to say something.
 void poll_waiting(const std::vector<ControlSocket>& ranks, const Hearing& hearing, SteadyTime until) {
   std::vector<pollfd> polls;
@@ -97,7 +100,7 @@ void hear_from(std::size_t r, ControlSocket& rank, std::map<std::size_t, std::st
   for (;;) {
     Result<bool> got = rank.receive_some(hearing.frames[r]);
     if (!got) {
-      hearing.died[r] = dying_words[r].empty() ? "its process ended" : dying_words[r];
+      hearing.died[r] = dying_words[r].empty() ? std::string(kEndedWithoutWords) : dying_words[r];
       ++hearing.settled;
       hearing.trouble();
       return;
@@ -140,16 +143,18 @@ RepeatedRun LaunchedWorld::judge(std::vector<std::optional<RankRun>> replies, co
   const bool any_words = !dying_words_.empty();
   excuse_waiting_for_exception(replies, died, planned);
   std::string dead, silent;
+  bool unexplained = false;  // a rank ended without a word: the log may say why
   for (std::size_t r = 0; r < replies.size(); ++r) {
     if (!died[r].empty() && (!any_words || dying_words_.contains(r))) {
       dead += (dead.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " died: " + died[r];
+      unexplained = unexplained || died[r] == kEndedWithoutWords;
     } else if (!replies[r] && died[r].empty() && planned[r].empty()) {
       silent += (silent.empty() ? "" : ", ") + std::to_string(r);
     }
   }
   if (!dead.empty()) {
-    stop(false);
-    return ended(Outcome::Crash, dead + signal_lines());
+    stop(false);  // mpirun has written what it saw by the time it exits
+    return ended(Outcome::Crash, dead + (unexplained ? last_log_notes_ : std::string()));
   }
   if (!silent.empty()) {
     stop(false);
@@ -169,15 +174,6 @@ RepeatedRun LaunchedWorld::judge(std::vector<std::optional<RankRun>> replies, co
     broken_ = broken_ || all.back().world_broken;
   }
   return wire::combine(std::move(all));
-}
-
-std::string LaunchedWorld::signal_lines() {
-  std::string out;
-  std::ifstream in(log_);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("signal") != std::string::npos || line.find("Aborted") != std::string::npos) out += "\n    " + line;
-  }
-  return out;
 }
 
 RepeatedRun LaunchedWorld::ended(Outcome outcome, std::string error) {

@@ -4,6 +4,7 @@
 #include "impls/worlds/launched_world.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -12,6 +13,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -54,6 +58,26 @@ std::string tail_of(const std::string& path, std::size_t lines) {
   for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "\n    " + all[i];
   return out;
 }
+
+}  // namespace
+
+std::string notable_log_lines(const std::string& log_text, std::size_t most) {
+  static constexpr std::array<std::string_view, 7> kMarks = {
+      "signal", "Aborted", "Sanitizer", "runtime error:", "terminate called", "Segmentation fault", "core dumped"};
+  std::string out;
+  std::size_t taken = 0;
+  std::istringstream lines(log_text);
+  for (std::string line; taken < most && std::getline(lines, line);) {
+    if (std::any_of(kMarks.begin(), kMarks.end(),
+                    [&](std::string_view mark) { return line.find(mark) != line.npos; })) {
+      out += "\n    " + line;
+      ++taken;
+    }
+  }
+  return out;
+}
+
+namespace {
 
 // A fresh directory for one world, collcheck-world-PID-N, and its job name, mpi-PID-N; what dead
 // owners left is swept first.
@@ -270,7 +294,11 @@ void LaunchedWorld::finish() {
   pids_.clear();
   mpirun_ = -1;
   std::error_code ignored;
-  if (!directory_.empty()) std::filesystem::remove_all(directory_, ignored);
+  if (!directory_.empty()) {
+    std::ifstream log(log_);
+    last_log_notes_ = notable_log_lines(std::string(std::istreambuf_iterator<char>(log), {}));
+    std::filesystem::remove_all(directory_, ignored);
+  }
   directory_.clear();
   forget_world(remembered_);
   remembered_ = 0;

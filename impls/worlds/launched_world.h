@@ -18,6 +18,11 @@
 
 namespace collcheck {
 
+// The lines of a world's log (mpirun's output and the ranks' stderr) that say how a process
+// ended: signals, aborts, sanitizer reports, uncaught exceptions; each on its own indented line,
+// the first `most` of them.
+std::string notable_log_lines(const std::string& log_text, std::size_t most = 6);
+
 // Whether the socket interposer (kInterposerFile) lies next to this collcheck binary.
 bool interposer_built();
 
@@ -61,7 +66,6 @@ class LaunchedWorld {
   RepeatedRun collect(SteadyTime deadline, double seconds);
   RepeatedRun judge(std::vector<std::optional<RankRun>> replies, const std::vector<std::string>& died,
                     const std::vector<std::string>& planned, double seconds);
-  std::string signal_lines();
   static RepeatedRun ended(Outcome outcome, std::string error);
 
   pid_t mpirun_ = -1;
@@ -75,6 +79,7 @@ class LaunchedWorld {
   std::map<std::size_t, std::string> dying_words_;
   std::string directory_;
   std::string log_;
+  std::string last_log_notes_;  // notable_log_lines of the last world's log, kept as finish() removes it
   std::string command_;
 };
 

@@ -1,6 +1,6 @@
 // What worlds leave on a host: the owner pid each name carries (today's names, older builds'
 // and names that are not ours), and the removal by owner and the sweep of dead owners' files,
-// which never touches a live owner's.
+// which never touches a live owner's; and the lines of a world's log kept as its directory goes.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "impls/worlds/launched_world.h"
 #include "impls/worlds/leftovers.h"
 
 namespace collcheck {
@@ -72,6 +73,26 @@ TEST(Leftovers, TheSweepRemovesDeadOwnersFilesAndSparesLiveOnes) {
   EXPECT_TRUE(std::filesystem::exists(live_segment));
   std::filesystem::remove_all(live_world);
   std::filesystem::remove(live_segment);
+}
+
+// What a dead world's log says of how its processes ended, and nothing else; a long report is cut.
+TEST(Leftovers, WorldLogsKeepTheLinesThatSayHowAProcessEnded) {
+  const std::string log =
+      "rank 0 is up\n"
+      "/usr/include/c++/12/bits/stl_vector.h:1124:34: runtime error: reference binding to null pointer\n"
+      "    #0 0x561240deba71 in std::vector<signed char>::operator[](unsigned long)\n"
+      "==12==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602\n"
+      "terminate called after throwing an instance of 'std::runtime_error'\n"
+      "mpirun noticed that process rank 1 with PID 0 on node host exited on signal 6 (Aborted).\n"
+      "a last ordinary line\n";
+  EXPECT_EQ(notable_log_lines(log),
+            "\n    /usr/include/c++/12/bits/stl_vector.h:1124:34: runtime error: reference binding to null pointer"
+            "\n    ==12==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602"
+            "\n    terminate called after throwing an instance of 'std::runtime_error'"
+            "\n    mpirun noticed that process rank 1 with PID 0 on node host exited on signal 6 (Aborted).");
+  EXPECT_EQ(notable_log_lines(log, 1),
+            "\n    /usr/include/c++/12/bits/stl_vector.h:1124:34: runtime error: reference binding to null pointer");
+  EXPECT_EQ(notable_log_lines("all well\nstill well\n"), "");
 }
 
 }  // namespace
