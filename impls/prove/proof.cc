@@ -480,7 +480,7 @@ std::optional<Proof> prove_by_rotation(const Schedule& schedule) {
   Schedule rank0 = schedule;
   rank0.make_steps = {};
   std::vector<Step>& steps = rank0.participants.front().steps;
-  for (StepSequence made = schedule.steps_of(0); made.next();) {
+  for (StepReader made = schedule.steps_of(0); made.next();) {
     Status valid = validate_step(schedule, 0, static_cast<int>(steps.size()), made.step());
     if (!valid) return Proof{false, valid.error().message, 0, 0};
     steps.push_back(made.step());

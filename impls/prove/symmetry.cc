@@ -73,7 +73,7 @@ bool turns_into(const Schedule& s, int r, std::span<const Step> rank0, const Rot
     return true;
   }
   std::size_t k = 0;
-  for (StepSequence steps = s.steps_of(r); steps.next(); ++k) {
+  for (StepReader steps = s.steps_of(r); steps.next(); ++k) {
     if (k == rank0.size() || !turns_into(steps.step(), rank0[k], by, n, rotation, only)) return false;
   }
   return k == rank0.size();

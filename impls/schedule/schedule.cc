@@ -68,17 +68,12 @@ Status validate_step(const Schedule& s, int p, int index, const Step& step, std:
 
 namespace {
 
-// The stored steps of one participant, as a sequence.
-StepSequence stored_steps(const std::vector<Step>& steps) {
-  for (const Step& step : steps) co_yield step;
-}
-
 // A schedule made on demand, participant by participant, each step once.
 Status validate_on_demand(const Schedule& s, std::size_t slack) {
   for (int p = 0; p < s.nparticipants(); ++p) {
     const Participant& participant = s.participants[static_cast<std::size_t>(p)];
     int index = 0;
-    for (StepSequence steps = s.steps_of(p); steps.next(); ++index) {
+    for (StepReader steps = s.steps_of(p); steps.next(); ++index) {
       Status valid = validate_step(s, p, index, steps.step(), slack);
       if (!valid) return valid;
     }
@@ -211,9 +206,9 @@ Alias in_place_alias(const Case& shape, int rank) {
   return {layout.input_inside ? BufferKind::Input : BufferKind::Output, layout.offset};
 }
 
-StepSequence Schedule::steps_of(int participant) const {
-  if (on_demand()) return make_steps(participant);
-  return stored_steps(participants.at(static_cast<std::size_t>(participant)).steps);
+StepReader Schedule::steps_of(int participant) const {
+  if (on_demand()) return StepReader(make_steps(participant));
+  return StepReader(participants.at(static_cast<std::size_t>(participant)).steps);
 }
 
 std::optional<Step> step_at(const Schedule& s, int participant, int index) {

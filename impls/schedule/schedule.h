@@ -83,6 +83,29 @@ struct Participant {
 // A participant's steps made on demand, in order (a generator's per-participant form).
 using MakeSteps = std::function<StepSequence(int participant)>;
 
+// A participant's steps read in order through one cursor, whichever form the schedule has: the
+// stored ones straight from their vector (no coroutine to resume per step), else those its
+// StepSequence makes. `next()` moves to the next step and says whether there was one; `step()`
+// is that step until the following `next()`.
+class StepReader {
+ public:
+  explicit StepReader(const std::vector<Step>& stored) : stored_(&stored) {}
+  explicit StepReader(StepSequence made) : made_(std::move(made)) {}
+
+  bool next() {
+    if (stored_ == nullptr) return made_.next();
+    if (read_ == stored_->size()) return false;
+    ++read_;
+    return true;
+  }
+  const Step& step() const { return stored_ != nullptr ? (*stored_)[read_ - 1] : made_.step(); }
+
+ private:
+  const std::vector<Step>* stored_ = nullptr;
+  std::size_t read_ = 0;  // of the stored steps
+  StepSequence made_;
+};
+
 struct Schedule {
   std::string algorithm;                  // `ring`, `tree`, ...
   Case shape;                             // collective, count, nranks, root, in_place (dtype, op, values unused)
@@ -95,7 +118,7 @@ struct Schedule {
   bool on_demand() const { return static_cast<bool>(make_steps); }
   // Participant p's steps in order, made on demand or read from the stored ones: the one way to
   // read a schedule of either form.
-  StepSequence steps_of(int participant) const;
+  StepReader steps_of(int participant) const;
 
   int nranks() const { return shape.nranks; }
   int nparticipants() const { return static_cast<int>(participants.size()); }

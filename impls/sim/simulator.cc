@@ -124,7 +124,7 @@ bool Simulation::set_up_streams(int p) {
   std::map<int, std::size_t> per_stream;
   RecentLinks recent;
   int index = 0;
-  for (StepSequence steps = schedule_.steps_of(p); steps.next(); ++index) {
+  for (StepReader steps = schedule_.steps_of(p); steps.next(); ++index) {
     const Step& step = steps.step();
     if (schedule_.on_demand()) {
       Status valid = validate_step(schedule_, p, index, step, options_.guard);

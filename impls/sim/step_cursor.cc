@@ -32,7 +32,7 @@ void StepCursor::next() {
 void StepCursor::restart() {
   position_ = 0;
   index_ = -1;
-  if (schedule_ != nullptr) made_ = schedule_->steps_of(participant_);
+  if (schedule_ != nullptr) made_ = schedule_->make_steps(participant_);
   settle();
 }
 

@@ -26,7 +26,7 @@ std::optional<std::string> first_difference(const Schedule& whole, const Schedul
         on_demand.participants[static_cast<std::size_t>(p)].scratch)
       return participant_name(whole, p) + ": scratch differs";
     std::size_t k = 0;
-    for (StepSequence made = on_demand.steps_of(p); made.next(); ++k) {
+    for (StepReader made = on_demand.steps_of(p); made.next(); ++k) {
       const Step& step = made.step();
       const std::string where = participant_name(whole, p) + " step " + std::to_string(k);
       if (k >= steps.size()) return where + ": made on demand, past the stored steps";
