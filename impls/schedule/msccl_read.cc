@@ -45,13 +45,11 @@ constexpr Named<Collective> kCollectives[] = {
     {"alltoall", Collective::AllToAll},
 };
 
-// The entry of `names` whose XML value is `text`, or null.
-template <typename T, std::size_t N>
-const Named<T>* find_named(const Named<T> (&names)[N], std::string_view text) {
-  const auto* found =
-      std::find_if(std::begin(names), std::end(names), [&](const Named<T>& n) { return n.xml == text; });
-  return found == std::end(names) ? nullptr : found;
-}
+constexpr Named<BufferKind> kBuffers[] = {
+    {"i", BufferKind::Input},
+    {"o", BufferKind::Output},
+    {"s", BufferKind::Scratch},
+};
 
 // What the reader knows while it walks the document: the text (for line numbers) and where it is.
 class Reader {
@@ -86,12 +84,17 @@ class Reader {
     return parsed;
   }
 
-  Result<BufferKind> buffer(const pugi::xml_node& node, const std::string& where, const char* attribute) const {
+  // An attribute naming one entry of `names`; an unknown value is refused with the allowed ones.
+  template <typename T, std::size_t N>
+  Result<T> named(const pugi::xml_node& node, const std::string& where, const char* attribute,
+                  const Named<T> (&names)[N]) const {
     const std::string_view value = node.attribute(attribute).value();
-    if (value == "i") return BufferKind::Input;
-    if (value == "o") return BufferKind::Output;
-    if (value == "s") return BufferKind::Scratch;
-    return error(node, where, std::string(attribute) + "=\"" + std::string(value) + "\": must be i, o or s");
+    std::string allowed;
+    for (const Named<T>& entry : names) {
+      if (entry.xml == value) return entry.value;
+      allowed += (allowed.empty() ? "" : ", ") + std::string(entry.xml);
+    }
+    return error(node, where, std::string(attribute) + "=\"" + std::string(value) + "\": must be one of " + allowed);
   }
 
   const std::string& file() const { return file_; }
@@ -123,7 +126,7 @@ Status check_range(const Reader& reader, const pugi::xml_node& node, const std::
 // A step's range: buffer PREFIXbuf and offset PREFIXoff ("src" or "dst"), inside the buffer.
 Status read_range(const Reader& reader, const pugi::xml_node& node, const std::string& where, const MscclGpu& gpu,
                   const std::string& prefix, int count, BufferKind& buffer, int& offset) {
-  Result<BufferKind> kind = reader.buffer(node, where, (prefix + "buf").c_str());
+  Result<BufferKind> kind = reader.named(node, where, (prefix + "buf").c_str(), kBuffers);
   Result<int> start = reader.integer(node, where, (prefix + "off").c_str(), 0, kMaxChunks);
   if (!kind) return kind.error();
   if (!start) return start.error();
@@ -144,13 +147,9 @@ Result<MscclStep> read_step(const Reader& reader, const pugi::xml_node& node, co
                             std::to_string(index));
   MscclStep step;
   step.line = reader.line_of(node);
-  const std::string_view type = node.attribute("type").value();
-  const Named<MscclOp>* op = find_named(kOps, type);
-  if (op == nullptr) {
-    return reader.error(node, where,
-                        "type=\"" + std::string(type) + "\": must be one of s, r, rcs, rrs, rrc, rrcs, cpy, re, nop");
-  }
-  step.op = op->value;
+  Result<MscclOp> op = reader.named(node, where, "type", kOps);
+  if (!op) return op.error();
+  step.op = *op;
   Result<int> depends_block = reader.integer(node, where, "depid", -1, kMaxBlocks);
   Result<int> depends_step = reader.integer(node, where, "deps", -1, kMaxSteps);
   Result<int> signals = reader.integer(node, where, "hasdep", 0, 1);
@@ -277,13 +276,9 @@ Status read_algo(const Reader& reader, const pugi::xml_node& node, MscclAlgorith
   const std::string where = "<algo>";
   algorithm.name = node.attribute("name").value();
   algorithm.protocol = node.attribute("proto").value();
-  const std::string_view coll = node.attribute("coll").value();
-  const Named<Collective>* found = find_named(kCollectives, coll);
-  if (found == nullptr) {
-    return reader.error(node, where,
-                        "coll=\"" + std::string(coll) + "\": must be allreduce, allgather, reduce_scatter or alltoall");
-  }
-  algorithm.collective = found->value;
+  Result<Collective> collective = reader.named(node, where, "coll", kCollectives);
+  if (!collective) return collective.error();
+  algorithm.collective = *collective;
   Result<int> ngpus = reader.integer(node, where, "ngpus", 1, kMaxRanks);
   Result<int> in_place = reader.integer(node, where, "inplace", 0, 1);
   Result<int> chunks = reader.integer(node, where, "nchunksperloop", 1, kMaxChunks);

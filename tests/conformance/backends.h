@@ -13,6 +13,10 @@
 
 namespace collcheck::conformance {
 
+// The spec the suite runs on: the program's `--backend SPEC` (main.cc), else the one its build
+// wrote in (collcheck_add_conformance's kSpec; empty in the installed collcheck-conformance).
+std::string_view spec_under_test();
+
 // The single-backend specs `spec` expands to through the registry (`all@sim` gives `ring@sim`,
 // `tree@sim`, ...; `gloo` every Gloo algorithm); on an error, `spec` itself, so that the test
 // made from it reports the error instead of vanishing.

@@ -20,8 +20,6 @@
 
 namespace collcheck::conformance {
 
-extern const char* const kSpec;  // written by collcheck_add_conformance
-
 namespace {
 
 // How many failures a test prints in full; the rest are counted.
@@ -286,7 +284,8 @@ std::string test_name_of(const ::testing::TestParamInfo<std::string>& info) {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Backend, Conformance, ::testing::ValuesIn(expand(kSpec)), test_name_of);
+// Evaluated as GoogleTest starts (InitGoogleTest), after main has read --backend.
+INSTANTIATE_TEST_SUITE_P(Backend, Conformance, ::testing::ValuesIn(expand(spec_under_test())), test_name_of);
 
 }  // namespace
 }  // namespace collcheck::conformance
