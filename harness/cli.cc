@@ -12,6 +12,7 @@
 #if COLLCHECK_HAVE_RAPIDCHECK
 #include "harness/cli_check.h"
 #endif
+#include "harness/cli_export.h"
 #include "harness/cli_prove.h"
 #include "harness/cli_simulate.h"
 #include "harness/cli_version.h"
@@ -47,7 +48,7 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {&version_help, &run_version, nullptr},   {&list_help, &run_list, nullptr},     {&prove_help, nullptr, &run_prove},
-    {&simulate_help, nullptr, &run_simulate},
+    {&simulate_help, nullptr, &run_simulate}, {&export_help, nullptr, &run_export},
 #if COLLCHECK_HAVE_RAPIDCHECK
     {&check_help, nullptr, &run_check},       {&replay_help, nullptr, &run_replay},
 #endif

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/arguments.h"
+#include "harness/knob_options.h"
 #include "harness/memory_check.h"
 #include "harness/text_table.h"
 #include "impls/algorithms/algorithms.h"
@@ -23,16 +24,17 @@ namespace {
 
 constexpr Option kOptions[] = {
     {"algorithm", "A|all", "", "the algorithm to prove (collcheck list names them), or all; or --schedule"},
-    {"schedule", "FILE", "", "instead, an MSCCL XML algorithm file: every shape it admits (docs/schedules.md)"},
+    {"schedule", "FILE", "",
+     "instead, a schedule file (the text form or MSCCL XML): every shape it admits (docs/schedules.md)"},
     {"collective", "C", "", "only its schedules for these collectives; default: every one it implements",
      Use::Repeatable},
     {"ranks", "LIST", "1..64", "rank counts, up to 16384"},
     {"counts", "LIST", "", "element counts; default: the awkward counts of each rank count (below)"},
     {"roots", "some|all", "some", "rooted collectives: every root up to 16 ranks, above that 0, 1, n/2, n-1; or all"},
     {"layout", "both|inplace|outofplace", "both", "buffer layouts to prove"},
-    {"chunk", "N", "0", "pipeline chunk in elements (0: one chunk)"},
-    {"channels", "N", "1", "parallel channels, 1..64"},
-    {"fan-in", "N", "4", "switch fan-in of the in-network algorithm, 2..64"},
+    kChunkOption,
+    kChannelsOption,
+    kFanInOption,
     kMemoryLimitOption,
 };
 constexpr int kUsageError = 2;
@@ -148,13 +150,9 @@ Result<Sweep> parse_sweep(const Arguments& args) {
   else if (layout == "inplace") sweep.layouts = {true};
   else if (layout == "outofplace") sweep.layouts = {false};
   else return Error{"--layout", quoted_input(layout) + ": must be both, inplace or outofplace"};
-  Result<std::uint64_t> chunk = parse_count("--chunk", args.get("chunk"), 0, 1 << 24);
-  Result<std::uint64_t> channels = parse_count("--channels", args.get("channels"), 1, 64);
-  Result<std::uint64_t> fan_in = parse_count("--fan-in", args.get("fan-in"), 2, 64);
-  if (!chunk) return chunk.error();
-  if (!channels) return channels.error();
-  if (!fan_in) return fan_in.error();
-  sweep.knobs = Knobs{*chunk, static_cast<int>(*channels), static_cast<int>(*fan_in)};
+  Result<Knobs> knobs = parse_knob_options(args);
+  if (!knobs) return knobs.error();
+  sweep.knobs = *knobs;
   if (Status fit = sweep_fits(args, sweep); !fit) return fit.error();
   return sweep;
 }

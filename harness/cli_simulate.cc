@@ -12,6 +12,7 @@
 #include "faults/injector.h"
 #include "faults/plan.h"
 #include "harness/arguments.h"
+#include "harness/knob_options.h"
 #include "harness/memory_check.h"
 #include "harness/text_table.h"
 #include "impls/algorithms/algorithms.h"
@@ -35,9 +36,9 @@ constexpr Option kOptions[] = {
     {"schedule-seed", "S", "0", "seed of the fabric's choices and of the faults drawn"},
     {"topology", "ring:N|dgx-h100|ib-fat-tree:NODES|FILE", "", "the fabric; default: ring:RANKS"},
     {"root", "R", "0", "root of rooted collectives"},
-    {"chunk", "N", "0", "pipeline chunk in elements (0: one chunk)"},
-    {"channels", "N", "1", "parallel channels, 1..64"},
-    {"fan-in", "N", "4", "switch fan-in of the in-network algorithm, 2..64"},
+    kChunkOption,
+    kChannelsOption,
+    kFanInOption,
     {"faults", "PLAN", "none", "a fault plan for every message, e.g. 'drop:link=2->3:p=0.01;delay:rank=1:ms=5'"},
     {"inplace", "", "", "run in place (the output buffer holds the input)"},
     {"reliable", "", "", "the link protocol retransmits lost and damaged messages (as reliable=on)"},
@@ -96,15 +97,11 @@ Result<Plan> parse_plan(const Arguments& args) {
   Result<std::vector<std::uint64_t>> counts = parse_set("--counts", args.get("counts"), 0, 1ull << 28);
   if (!counts) return counts.error();
   plan.counts = *counts;
-  Result<std::uint64_t> chunk = number(args, "chunk", 0, 1ull << 28);
-  Result<std::uint64_t> channels = number(args, "channels", 1, 64);
-  Result<std::uint64_t> fan_in = number(args, "fan-in", 2, 64);
+  Result<Knobs> knobs = parse_knob_options(args);
+  if (!knobs) return knobs.error();
   Result<std::uint64_t> schedule_seed = number(args, "schedule-seed", 0, ~std::uint64_t{0});
-  if (!chunk) return chunk.error();
-  if (!channels) return channels.error();
-  if (!fan_in) return fan_in.error();
   if (!schedule_seed) return schedule_seed.error();
-  plan.knobs = Knobs{*chunk, static_cast<int>(*channels), static_cast<int>(*fan_in)};
+  plan.knobs = *knobs;
   plan.schedule_seed = *schedule_seed;
   const std::string topology = args.get("topology", "ring:" + std::to_string(plan.base.nranks));
   Result<Topology> loaded = load_topology(topology);

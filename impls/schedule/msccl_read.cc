@@ -3,14 +3,12 @@
 // The checks across elements follow in msccl_check.cc.
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <pugixml.hpp>
 
 #include "impls/schedule/msccl_xml.h"
+#include "impls/schedule/schedule_file.h"
 
 namespace collcheck {
 namespace {
@@ -19,7 +17,6 @@ constexpr int kMaxChannels = 64;     // collcheck's channels (the prover's queue
 constexpr int kMaxChunks = 1 << 20;  // chunks per loop, per buffer, per step
 constexpr int kMaxBlocks = 1024;     // thread blocks per gpu
 constexpr int kMaxSteps = 1 << 16;   // steps per thread block
-constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{256} << 20;
 
 // An XML attribute value and what it names.
 template <typename T>
@@ -335,19 +332,9 @@ Result<MscclAlgorithm> parse_msccl_xml(std::string_view text, const std::string&
 }
 
 Result<MscclAlgorithm> read_msccl_file(const std::string& path) {
-  // Only a regular file of a sane size: a device or a fifo named by mistake would never end.
-  std::error_code code;
-  if (!std::filesystem::is_regular_file(path, code)) return Error{"", path + ": not a readable file"};
-  const std::uintmax_t bytes = std::filesystem::file_size(path, code);
-  if (code || bytes > kMaxFileBytes) {
-    return Error{"",
-                 path + ": larger than " + std::to_string(kMaxFileBytes >> 20) + " MiB, more than any algorithm file"};
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"", path + ": not a readable file"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_msccl_xml(text.str(), path);
+  Result<std::string> text = read_schedule_file_text(path);
+  if (!text) return text.error();
+  return parse_msccl_xml(*text, path);
 }
 
 }  // namespace collcheck

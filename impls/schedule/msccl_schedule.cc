@@ -18,6 +18,7 @@
 #include <regex>
 
 #include "impls/schedule/msccl_xml.h"
+#include "impls/schedule/schedule_file.h"
 
 namespace collcheck {
 namespace {
@@ -94,21 +95,9 @@ std::vector<std::vector<std::pair<int, int>>> origins(const MscclAlgorithm& a) {
   return from;
 }
 
-// Past the description describe() puts after "rank R step K", " (send input[0, 4) to rank 1)",
-// whose ranges hold brackets of their own.
-std::size_t past_description(const std::string& message, std::size_t at) {
-  if (message.compare(at, 2, " (") != 0) return at;
-  int depth = 0;
-  for (std::size_t i = at + 1; i < message.size(); ++i) {
-    if (message[i] == '(' || message[i] == '[') ++depth;  // a range opens with [ and closes with )
-    if ((message[i] == ')' || message[i] == ']') && --depth == 0) return i + 1;
-  }
-  return at;
-}
-
 }  // namespace
 
-std::vector<RedOp> msccl_ops() { return {RedOp::Sum, RedOp::Prod, RedOp::Min, RedOp::Max}; }
+std::vector<RedOp> msccl_ops() { return schedule_file_ops(); }
 
 std::size_t msccl_count_multiple(const MscclAlgorithm& a) {
   const auto chunks = static_cast<std::size_t>(a.chunks_per_loop);
@@ -164,25 +153,12 @@ Result<Schedule> msccl_schedule(const MscclAlgorithm& a, const Case& c) {
 std::string msccl_explain(const MscclAlgorithm& a, const Case& c, const std::string& message) {
   const auto from = origins(a);
   const std::size_t chunk = std::max<std::size_t>(chunk_elements(a, c), 1);
-  static const std::regex step_pattern(R"(rank (\d+) step (\d+))");
   static const std::regex element_pattern(R"(output element (\d+))");
-  std::string out;
-  auto begin = std::sregex_iterator(message.begin(), message.end(), step_pattern);
-  std::size_t copied = 0;
-  for (auto it = begin; it != std::sregex_iterator(); ++it) {
-    const std::smatch& match = *it;
-    auto end = static_cast<std::size_t>(match.position(0) + match.length(0));
-    end = past_description(message, end);
-    out += message.substr(copied, end - copied);
-    copied = end;
-    const auto gpu = static_cast<std::size_t>(std::stoul(match[1].str()));
-    const auto index = static_cast<std::size_t>(std::stoul(match[2].str()));
-    if (gpu < from.size() && index < from[gpu].size()) {
-      const auto [b, k] = from[gpu][index];
-      out += " [" + msccl_step_name(a, static_cast<int>(gpu), b, k) + "]";
-    }
-  }
-  out += message.substr(copied);
+  std::string out = name_steps_in(message, [&](int gpu, int index) -> std::string {
+    const auto g = static_cast<std::size_t>(gpu), k = static_cast<std::size_t>(index);
+    if (g >= from.size() || k >= from[g].size()) return "";
+    return msccl_step_name(a, gpu, from[g][k].first, from[g][k].second);
+  });
   std::smatch element;
   if (std::regex_search(out, element, element_pattern)) {
     const std::size_t index = std::stoul(element[1].str());

@@ -1,33 +1,37 @@
-// `schedule:FILE@sim` and `schedule:FILE@proc`: an MSCCL XML algorithm file run by our executors.
-// The file is read and checked once, when the backend is made; each case admitted becomes its
-// schedule. A file is fixed to its ranks, layout and a count multiple (MSCCL runs it only there):
-// the capabilities say so, so that check draws only those shapes.
+// `schedule:FILE@sim` and `schedule:FILE@proc`: a schedule file (collcheck's text form or an
+// MSCCL XML algorithm, impls/schedule/schedule_file.h) run by our executors. The file is read and
+// checked once, when the backend is made; each case admitted becomes its schedule. A file is
+// fixed to its collective, ranks, layout (and root) and a count multiple: the capabilities say
+// so, so that check draws only those shapes.
 #include <memory>
 
-#include "impls/schedule/msccl_xml.h"
+#include "impls/schedule/schedule_file.h"
 #include "impls/sim/sim_backend.h"
 
 namespace collcheck {
 
 Result<SimVariant> schedule_file_variant(std::string_view file) {
   if (file.empty()) return Error{"backend", "schedule:FILE names no file: e.g. schedule:ring.xml@sim"};
-  Result<MscclAlgorithm> read = read_msccl_file(std::string(file));
+  Result<ScheduleFile> read = read_schedule_file(std::string(file));
   if (!read) return read.error();
-  auto algorithm = std::make_shared<const MscclAlgorithm>(std::move(read).value());
+  auto schedule_file = std::make_shared<const ScheduleFile>(std::move(read).value());
   SimVariant variant;
   variant.name = "schedule:" + std::string(file);
-  variant.description = "the MSCCL algorithm " + algorithm->name + " (" + msccl_shapes(*algorithm) + ")";
-  variant.collectives = {algorithm->collective};
-  variant.schedule = [algorithm](const Case& c, const Knobs&) -> Result<Schedule> {
-    return msccl_schedule(*algorithm, c);
+  variant.description = schedule_file->description;
+  variant.collectives = {schedule_file->collective};
+  variant.schedule = [schedule_file](const Case& c, const Knobs&) -> Result<Schedule> {
+    return schedule_file->make(c);
   };
-  variant.narrow = [algorithm](Capabilities& capabilities) {
-    capabilities.ops = msccl_ops();
-    capabilities.min_ranks = capabilities.max_ranks = algorithm->ngpus;
-    capabilities.in_place = algorithm->in_place;
-    capabilities.out_of_place = !algorithm->in_place;
-    capabilities.count_multiple = msccl_count_multiple(*algorithm);
+  variant.narrow = [schedule_file](Capabilities& capabilities) {
+    capabilities.ops = schedule_file_ops();
+    capabilities.min_ranks = capabilities.max_ranks = schedule_file->ranks;
+    capabilities.in_place = schedule_file->in_place;
+    capabilities.out_of_place = !schedule_file->in_place;
+    capabilities.count_multiple = schedule_file->count_multiple;
     capabilities.knobs.clear();  // the file fixes its chunks and channels
+    if (rooted(schedule_file->collective)) {
+      capabilities.precondition = [root = schedule_file->root](const Case& c) { return c.root == root; };
+    }
   };
   return variant;
 }

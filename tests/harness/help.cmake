@@ -54,7 +54,7 @@ collcheck_add_cli_test(help_overview help STATUS 0
   STDOUT "^usage: collcheck <command>" "\n  collcheck prove \\[--algorithm A\\|all\\] \\[--schedule FILE\\] " "\n  collcheck bench \\[-b BYTES\\] "
   "collcheck help COMMAND \\(or collcheck COMMAND --help\\)" EMPTY stderr)
 collcheck_add_cli_test(help_unknown_command help nosuchcommand STATUS 2
-  STDERR "^collcheck help: unknown command 'nosuchcommand': allowed: version, list, prove, simulate, (check, replay, )?bench, worker, help\n$"
+  STDERR "^collcheck help: unknown command 'nosuchcommand': allowed: version, list, prove, simulate, export, (check, replay, )?bench, worker, help\n$"
   EMPTY stdout)
 collcheck_add_cli_test(help_two_commands help prove bench STATUS 2
   STDERR "^collcheck help: unexpected argument 'bench': help takes one command\n$" EMPTY stdout)

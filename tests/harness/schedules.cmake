@@ -1,12 +1,13 @@
-# tests/harness/schedules.cmake, included from CMakeLists.txt (label `cli`): MSCCL's XML
-# algorithm files proven by `prove --schedule` and checked as `schedule:FILE@sim` and `@proc`.
+# tests/harness/schedules.cmake, included from CMakeLists.txt (label `cli`): schedule files, in
+# collcheck's text form (`collcheck export`) and MSCCL's XML, proven by `prove --schedule` and
+# checked as `schedule:FILE@sim` and `@proc`.
 # The eight real files live outside the repository (COLLCHECK_MSCCL_DIR, tests/impls); the two
 # small hand-written ones in tests/data: a correct two-gpu all-reduce and a copy missing a
 # reduction, which prove must refuse with the step named.
 
 set(data ${PROJECT_SOURCE_DIR}/tests/data)
 collcheck_add_cli_test(schedule_prove_2gpu prove --schedule ${data}/msccl_allreduce_2gpu.xml STATUS 0
-  STDOUT "MSCCL algorithm allreduce_pairs_2gpu, allreduce on 2 ranks in place, count a multiple of 2"
+  STDOUT "the MSCCL algorithm allreduce_pairs_2gpu \\(allreduce on 2 ranks in place, count a multiple of 2, ops sum, prod, min, max\\)"
          "\n  2 +[0-9]+ +[0-9]+ +proven" "proven: allreduce for every count it admits \\(multiples of 2\\)\n"
   EMPTY stderr)
 collcheck_add_cli_test(schedule_prove_refuses_missing_reduction
@@ -22,6 +23,28 @@ collcheck_add_cli_test(schedule_prove_missing_file prove --schedule ${data}/no_s
   STDERR "no_such.xml: not a readable file" EMPTY stdout)
 collcheck_add_cli_test(schedule_prove_with_algorithm prove --schedule ${data}/msccl_allreduce_2gpu.xml
   --algorithm ring STATUS 2 STDERR "--schedule and --algorithm: give one of them" EMPTY stdout)
+
+# The text form: `export` writes a built-in algorithm; a file it wrote (the ring all-reduce on 4
+# ranks, tests/data/ring_allreduce_4.schedule) proves for every count it admits and passes
+# check on both executors; bad requests are refused naming the field.
+collcheck_add_cli_test(export_ring export --algorithm ring --ranks 4 --count 16 STATUS 0
+  STDOUT "^collcheck-schedule 1\nalgorithm ring\ncollective allreduce\nranks 4\nlayout outofplace\nchunks 4 "
+  "\nrank 3 scratch 0\n  send 0 input:3\\+1\n" EMPTY stderr)
+collcheck_add_cli_test(export_refuses_v_collectives export --algorithm ring --collective allgatherv STATUS 2
+  STDERR "allgatherv: the text form is for collectives of one count" EMPTY stdout)
+collcheck_add_cli_test(export_refuses_unknown_algorithm export --algorithm rung STATUS 2
+  STDERR "--algorithm rung: one of ring, " EMPTY stdout)
+collcheck_add_cli_test(export_refuses_count_zero export --algorithm ring --count 0 STATUS 2 STDERR "--count" EMPTY stdout)
+collcheck_add_cli_test(schedule_prove_text prove --schedule ${data}/ring_allreduce_4.schedule STATUS 0
+  STDOUT "the schedule ring \\(allreduce on 4 ranks out of place, count a multiple of 4\\)"
+  "proven: allreduce for every count it admits \\(multiples of 4\\)" EMPTY stderr)
+if(COLLCHECK_HAVE_RAPIDCHECK)
+  foreach(executor sim proc)
+    collcheck_add_cli_test(schedule_check_text_${executor}
+      check --backend schedule:${data}/ring_allreduce_4.schedule@${executor} --cases 60 --seed 7 --jobs 1
+      STATUS 0 STDOUT " 0 failed, ")
+  endforeach()
+endif()
 
 if(NOT EXISTS "${COLLCHECK_MSCCL_DIR}/allreduce_ring_4gpu_1ch.xml")
   return()
