@@ -158,6 +158,8 @@ Summary summarize(const Report& report, std::size_t backend) {
   return s;
 }
 
+}  // namespace
+
 int print_summary(std::ostream& out, const Report& report) {
   int status = 0;
   const bool several = report.backends.size() > 1;
@@ -178,6 +180,8 @@ int print_summary(std::ostream& out, const Report& report) {
   out << "#\n";
   return status;
 }
+
+namespace {
 
 Row measure_row(Backend& backend, std::size_t index, const Case& c, const Settings& settings) {
   Row row;
@@ -242,22 +246,32 @@ std::string number_or_empty(const Measurement& m, double value, const char* patt
 
 }  // namespace
 
-void write_csv(std::ostream& out, const Report& report) {
-  out << "backend,collective,size_bytes,count,type,redop,root,placement,time_us,algbw_gbps,busbw_gbps,wrong\n";
+std::vector<std::vector<std::string>> report_cells(const Report& report) {
+  std::vector<std::vector<std::string>> rows = {{"backend", "collective", "size_bytes", "count", "type", "redop",
+                                                 "root", "placement", "time_us", "algbw_gbps", "busbw_gbps", "wrong"}};
   for (const Row& row : report.rows) {
     const Case& c = row.out_of_place;
     for (const Measurement* m : {&row.out_of_place_result, &row.in_place_result}) {
-      out << csv_field(report.backends[row.backend]) << ',' << name(c.collective) << ',' << algorithm_bytes(c) << ','
-          << c.count << ',' << nccl_tests_name(c.dtype) << ',' << op_text(c) << ',' << root_text(c) << ','
-          << (m == &row.in_place_result ? "in-place" : "out-of-place") << ','
-          << number_or_empty(*m, m->seconds * 1e6, "%.3f") << ',' << number_or_empty(*m, m->bandwidth.algbw, "%.6g")
-          << ',' << number_or_empty(*m, m->bandwidth.busbw, "%.6g") << ',' << wrong_cell(*m) << '\n';
+      rows.push_back({report.backends[row.backend], std::string(name(c.collective)), std::to_string(algorithm_bytes(c)),
+                      std::to_string(c.count), std::string(nccl_tests_name(c.dtype)), op_text(c), root_text(c),
+                      m == &row.in_place_result ? "in-place" : "out-of-place",
+                      number_or_empty(*m, m->seconds * 1e6, "%.3f"), number_or_empty(*m, m->bandwidth.algbw, "%.6g"),
+                      number_or_empty(*m, m->bandwidth.busbw, "%.6g"), wrong_cell(*m)});
     }
   }
   if (report.memory.bytes > 0) {
+    const std::string bytes = std::to_string(report.memory.bytes);
     const std::string bw = printf_text("%.6g", report.memory.bandwidth);
-    out << "memory-copy,memcpy," << report.memory.bytes << ',' << report.memory.bytes << ",uint8,none,-1,copy,"
-        << printf_text("%.3f", report.memory.seconds * 1e6) << ',' << bw << ',' << bw << ",\n";
+    rows.push_back({"memory-copy", "memcpy", bytes, bytes, "uint8", "none", "-1", "copy",
+                    printf_text("%.3f", report.memory.seconds * 1e6), bw, bw, ""});
+  }
+  return rows;
+}
+
+void write_csv(std::ostream& out, const Report& report) {
+  for (const std::vector<std::string>& row : report_cells(report)) {
+    for (std::size_t i = 0; i < row.size(); ++i) out << (i > 0 ? "," : "") << csv_field(row[i]);
+    out << '\n';
   }
 }
 

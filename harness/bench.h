@@ -105,11 +105,21 @@ struct Report {
 // `out` as it goes. Returns 0, or 1 when any run failed or any element was wrong.
 int run(const Settings&, std::span<Backend* const> backends, const MemoryCopy&, std::ostream& out, Report& report);
 
+// nccl-tests' closing lines for each backend (# Out of bounds values, # Avg bus bandwidth) and
+// the ratio of the two; 1 when any run failed or any element was wrong, else 0.
+int print_summary(std::ostream& out, const Report& report);
+
+// The report's cells, as the CSV and the HTML page show them: a header, then a row per backend,
+// size and placement, and one for the memory copy.
+std::vector<std::vector<std::string>> report_cells(const Report&);
 // The report as CSV, one line per backend, size and placement, and one for the memory copy.
 void write_csv(std::ostream&, const Report&);
 // The report as an SVG line plot: busbw against size (log2 axis), per backend a solid line out
 // of place and a dashed one in place, and the memory-copy bandwidth as a horizontal line.
 void write_svg(std::ostream&, const Report&);
+// One self-contained page (bench_html.cc): the settings, the averages, the plot inline, and the
+// table of report_cells.
+void write_html(std::ostream&, const Report&);
 
 // nccl-tests' name of a dtype in its `type` column (`float`, `half`, `bfloat16`, `int32`).
 std::string_view nccl_tests_name(DType);

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "harness/html_page.h"
 #include "reference/bandwidth.h"
 
 namespace collcheck::bench {
@@ -20,17 +21,7 @@ namespace {
 constexpr double kLeft = 70, kTop = 40, kPlotWidth = 640, kPlotHeight = 360, kRight = 200, kBottom = 50;
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
 
-std::string xml_text(const std::string& text) {
-  std::string escaped;
-  for (char ch : text) {
-    if (ch == '&') escaped += "&amp;";
-    else if (ch == '<') escaped += "&lt;";
-    else if (ch == '>') escaped += "&gt;";
-    else if (ch == '"') escaped += "&quot;";
-    else escaped += ch;
-  }
-  return escaped;
-}
+using html::xml_text;
 
 std::string bytes_label(double log2_bytes) {
   const auto bytes = static_cast<std::uint64_t>(std::llround(std::exp2(log2_bytes)));

@@ -41,6 +41,7 @@ constexpr Option kOptions[] = {
     {"ranks", "N", "4", "rank count"},
     {"csv", "FILE", "", "write the table as CSV"},
     {"svg", "FILE", "", "plot busbw against size as SVG"},
+    {"html", "FILE", "", "write the table and the plot as one self-contained HTML page"},
     {"deadline", "T", "", "a run not done by then is a hang (30, 2.5, 90s, 2m; none); default: the backend's"},
     kMemoryLimitOption,
 };
@@ -284,6 +285,8 @@ int run_bench(std::span<const std::string_view> raw, std::ostream& out, std::ost
   if (!csv) return usage_error(csv.error());
   Result<std::unique_ptr<std::ofstream>> svg = open_output(*args, "svg");
   if (!svg) return usage_error(svg.error());
+  Result<std::unique_ptr<std::ofstream>> html = open_output(*args, "html");
+  if (!html) return usage_error(html.error());
 
   std::vector<Backend*> pointers;
   pointers.reserve(backends.size());
@@ -292,6 +295,7 @@ int run_bench(std::span<const std::string_view> raw, std::ostream& out, std::ost
   const int status = bench::run(settings, pointers, bench::measure_memory_copy(kMemoryCopyBytes, 5), out, report);
   if (*csv) bench::write_csv(**csv, report);
   if (*svg) bench::write_svg(**svg, report);
+  if (*html) bench::write_html(**html, report);
   return status;
 }
 

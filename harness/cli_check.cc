@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -54,6 +53,7 @@ constexpr Option kCheckOptions[] = {
     {"property", "P", "", "only these properties (docs/properties.md); default: all", Use::Repeatable},
     {"json", "FILE", "", "write the report as JSON"},
     {"junit", "FILE", "", "write the report as JUnit XML"},
+    {"html", "FILE", "", "write the report as one self-contained HTML page"},
     {"deadline", "T", "",
      "across processes: a run not done by then is a hang (8s, 2m; none); default: 20 s + 1 s per 50 MB"},
     {"mpirun-args", "'ARGS'", "", "across processes: extra arguments for mpirun (--hostfile hosts)"},
@@ -64,6 +64,9 @@ constexpr Option kCheckOptions[] = {
     {"share-wait", "T", "60s", "campaign: how long rank 0 waits for the other shares past the time budget"},
     kMemoryLimitOption,
 };
+// The files of the report, each written by its writer where its option asks for it.
+constexpr std::pair<std::string_view, ReportWriter> kReportFiles[] = {
+    {"json", &write_json}, {"junit", &write_junit}, {"html", &write_html}};
 constexpr Option kReplayOptions[] = {
     {"backend", "B", "ring@sim", "the backend (check --help gives the grammar)"},
     {"schedule-seed", "S", "0", "the schedule seed of the failure's replay line"},
@@ -208,15 +211,6 @@ Result<std::vector<std::unique_ptr<Backend>>> backends_of(const std::vector<std:
   return all;
 }
 
-bool write_file(const std::string& path, void (*writer)(const CheckReport&, std::ostream&), const CheckReport& report,
-                std::ostream& err) {
-  std::ofstream file(path);
-  if (file) writer(report, file);
-  if (file) return true;
-  err << "collcheck check: cannot write '" << path << "'\n";
-  return false;
-}
-
 // Replay takes one concrete plan: the one a failure's replay line carries.
 Result<FaultChoice> replay_faults(const Arguments& args) {
   Result<FaultChoice> faults = parse_fault_choice(args.get("faults"), 0);
@@ -356,16 +350,17 @@ const CommandHelp& replay_help() {
   return help;
 }
 
-// The report printed (and written to --json and --junit on rank 0), and check's exit status:
+// The report printed (and written to --json, --junit and --html on rank 0), and check's exit status:
 // 0 held, 1 a property failed, 2 a report could not be written, 77 nothing or not every backend
 // could run here.
 int report_status(const CheckReport& report, const Arguments& args, Lockstep& lockstep, std::ostream& speak,
                   std::ostream& err) {
   std::ostream& complain = lockstep.quiet ? lockstep.discard : err;
   print_report(report, speak);
-  if (!lockstep.quiet) {
-    if (args.has("json") && !write_file(args.get("json"), &write_json, report, err)) return kUsageError;
-    if (args.has("junit") && !write_file(args.get("junit"), &write_junit, report, err)) return kUsageError;
+  for (const auto& [flag, writer] : kReportFiles) {
+    if (lockstep.quiet || !args.has(flag) || write_report_file(args.get(flag), writer, report)) continue;
+    err << "collcheck check: cannot write '" << args.get(flag) << "'\n";
+    return kUsageError;
   }
   for (const auto& [backend, why] : report.cannot_run_here)
     complain << "collcheck check: " << backend << " cannot run here: " << why << '\n';

@@ -1,33 +1,21 @@
-// Text, JSON and JUnit renderings of a CheckReport; under faults also the matrix backend × fault
-// kind of outcomes, and each failure's shrunk plan.
+// Text, JSON and JUnit renderings of a CheckReport (HTML: report_html.cc); under faults also the
+// matrix backend × fault kind of outcomes, and each failure's shrunk plan.
 #include "harness/report.h"
 
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "harness/html_page.h"
 #include "harness/text_table.h"
 
 namespace collcheck {
 namespace {
 
+using html::xml_text;
 using Json = nlohmann::ordered_json;  // keys in the order docs/cli.md shows them
-
-std::string xml_text(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    switch (ch) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += ch;
-    }
-  }
-  return out;
-}
 
 std::string seconds_text(double seconds) {
   char text[32];
@@ -49,21 +37,6 @@ constexpr Outcome kOutcomes[] = {Outcome::Ok, Outcome::Detected, Outcome::Hang, 
 
 std::size_t count(const OutcomeCounts& counts, Outcome outcome) {
   return counts.runs[static_cast<std::size_t>(outcome)];
-}
-
-// The matrix backend × fault kind: how the base runs under each kind ended.
-void print_outcomes(const CheckReport& report, std::ostream& out) {
-  out << "\noutcomes under faults " << report.faults << " (a run counts under every kind in its plan):\n";
-  cli::TextTable table;
-  std::vector<std::string> header = {"backend", "fault", "runs"};
-  for (Outcome outcome : kOutcomes) header.emplace_back(name(outcome));
-  table.add_row(header);
-  for (const auto& [key, counts] : report.outcomes) {
-    std::vector<std::string> row = {key.first, key.second, std::to_string(counts.total())};
-    for (Outcome outcome : kOutcomes) row.push_back(std::to_string(count(counts, outcome)));
-    table.add_row(row);
-  }
-  table.print(out);
 }
 
 // Under faults: the plan and the matrix backend × fault kind, one object per row.
@@ -119,18 +92,59 @@ std::string groups_text(const CheckReport& report, const std::string& backend, C
 
 }  // namespace
 
+std::vector<std::vector<std::string>> case_table(const CheckReport& report) {
+  std::vector<std::vector<std::string>> rows = {{"backend", "collective", "cases", "passed", "failed", "skipped"}};
+  for (const auto& [key, tally] : report.table) {
+    rows.push_back({key.first, std::string(name(key.second)), std::to_string(tally.cases), std::to_string(tally.passed),
+                    std::to_string(tally.failed), std::to_string(tally.skipped)});
+  }
+  return rows;
+}
+
+std::vector<std::vector<std::string>> outcome_table(const CheckReport& report) {
+  std::vector<std::vector<std::string>> rows = {{"backend", "fault", "runs"}};
+  for (Outcome outcome : kOutcomes) rows.front().emplace_back(name(outcome));
+  for (const auto& [key, counts] : report.outcomes) {
+    std::vector<std::string> row = {key.first, key.second, std::to_string(counts.total())};
+    for (Outcome outcome : kOutcomes) row.push_back(std::to_string(count(counts, outcome)));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string summary_line(const CheckReport& report) {
+  const Tally total = report.total();
+  return std::to_string(total.cases) + " cases in " + seconds_text(report.seconds) +
+         " s: " + std::to_string(total.passed) + " passed, " + std::to_string(total.failed) + " failed, " +
+         std::to_string(total.skipped) + " skipped (seed " + std::to_string(report.seed) + ")";
+}
+
+std::string failure_heading(const Failure& f) {
+  return f.property + " on " + f.backend + " after " + std::to_string(f.cases_until) + " case" +
+         (f.cases_until == 1 ? "" : "s") + " (" + seconds_text(f.seconds_until) + " s)" +
+         (f.count > 1 ? ", " + std::to_string(f.count) + " failing cases alike" : "") + ", shrunk in " +
+         std::to_string(f.shrink_runs) + " runs";
+}
+
+std::string unreported_text(const CheckReport& report) {
+  if (report.unreported_failures == 0) return "";
+  return std::to_string(report.unreported_failures) + " more failing case" +
+         (report.unreported_failures == 1 ? "" : "s") +
+         " in groups not shrunk (past --max-failures, or a property's details kept changing shape)";
+}
+
 void print_report(const CheckReport& report, std::ostream& out) {
   cli::TextTable table;
-  table.add_row({"backend", "collective", "cases", "passed", "failed", "skipped"});
-  for (const auto& [key, tally] : report.table) {
-    table.add_row({key.first, std::string(name(key.second)), std::to_string(tally.cases), std::to_string(tally.passed),
-                   std::to_string(tally.failed), std::to_string(tally.skipped)});
-  }
+  for (std::vector<std::string>& row : case_table(report)) table.add_row(std::move(row));
   table.print(out);
-  const Tally total = report.total();
-  out << total.cases << " cases in " << seconds_text(report.seconds) << " s: " << total.passed << " passed, "
-      << total.failed << " failed, " << total.skipped << " skipped (seed " << report.seed << ")\n";
-  if (!report.faults.empty()) print_outcomes(report, out);
+  out << summary_line(report) << "\n";
+  if (!report.faults.empty()) {
+    // The matrix backend × fault kind: how the base runs under each kind ended.
+    out << "\noutcomes under faults " << report.faults << " (a run counts under every kind in its plan):\n";
+    cli::TextTable outcomes;
+    for (std::vector<std::string>& row : outcome_table(report)) outcomes.add_row(std::move(row));
+    outcomes.print(out);
+  }
   if (report.shares > 1) out << "merged from " << report.shares << " shares of a campaign\n";
   for (const auto& [backend, why] : report.cannot_run_here) out << "\nNOT RUN " << backend << ": " << why << "\n";
   for (const CheckReport::MissingShare& missing : report.missing_shares) {
@@ -138,18 +152,11 @@ void print_report(const CheckReport& report, std::ostream& out) {
         << "\n";
   }
   for (const Failure& f : report.failures) {
-    out << "\nFAILED " << f.property << " on " << f.backend << " after " << f.cases_until << " case"
-        << (f.cases_until == 1 ? "" : "s") << " (" << seconds_text(f.seconds_until) << " s)"
-        << (f.count > 1 ? ", " + std::to_string(f.count) + " failing cases alike" : "") << ", shrunk in "
-        << f.shrink_runs << " runs to:\n  " << to_string(f.shrunk) << "\n"
+    out << "\nFAILED " << failure_heading(f) << " to:\n  " << to_string(f.shrunk) << "\n"
         << (f.plan.empty() ? "" : "  under faults " + to_string(f.plan) + "\n") << indent(f.detail, "  ")
         << "  replay: " << f.replay << "\n";
   }
-  if (report.unreported_failures > 0) {
-    out << "\n"
-        << report.unreported_failures << " more failing case" << (report.unreported_failures == 1 ? "" : "s")
-        << " in groups not shrunk (past --max-failures, or a property's details kept changing shape)\n";
-  }
+  if (report.unreported_failures > 0) out << "\n" << unreported_text(report) << "\n";
 }
 
 void write_json(const CheckReport& report, std::ostream& out) {
@@ -210,6 +217,12 @@ void write_junit(const CheckReport& report, std::ostream& out) {
     out << "</testcase>\n";
   }
   out << "  </testsuite>\n</testsuites>\n";
+}
+
+bool write_report_file(const std::string& path, ReportWriter writer, const CheckReport& report) {
+  std::ofstream file(path);
+  if (file) writer(report, file);
+  return static_cast<bool>(file);
 }
 
 }  // namespace collcheck

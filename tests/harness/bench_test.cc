@@ -1,5 +1,5 @@
 // `collcheck bench`: its flags and their errors, the size sweep, nccl-tests' bandwidth factors,
-// the check that catches a mutant, the sim backend's timed runs, and the CSV and SVG it writes.
+// the check that catches a mutant, the sim backend's timed runs, and the CSV, SVG and HTML it writes.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -16,6 +16,7 @@
 #include "impls/sim/simulator.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
+#include "tests/support/html_page.h"
 
 namespace collcheck {
 namespace {
@@ -313,6 +314,35 @@ TEST(BenchFiles, CsvAndSvgAreWellFormed) {
   EXPECT_NE(svg.find("<title>memory copy bandwidth</title>"), std::string::npos);
   EXPECT_EQ(occurrences(svg, "<"), occurrences(svg, ">"));
   std::filesystem::remove_all(dir);
+}
+
+// --html: one page that parses as XML, with the plot inline and the CSV's table, loading nothing.
+TEST(BenchFiles, HtmlPageHoldsThePlotAndTheTable) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("bench_test_" + std::to_string(::getpid()) + ".html");
+  const Ran ran = bench_cli({"--backend", "ring@sim", "--vs", "mutant:drop-remainder@sim", "--ranks", "3", "-b", "1K",
+                             "-e", "4K", "-n", "1", "-w", "0", "--html", file.string()});
+  ASSERT_EQ(ran.status, 1) << ran.err;  // the mutant's elements are wrong
+  const std::string page = read(file);
+  std::filesystem::remove(file);
+  pugi::xml_document document;
+  ASSERT_NO_FATAL_FAILURE(testing::parse_page(page, document));
+  EXPECT_EQ(document.select_nodes("//svg").size(), 1u);
+  EXPECT_EQ(document.select_nodes("//svg/polyline").size(), 4u);
+  const std::vector<std::vector<std::string>> cells = testing::table_cells(document.select_node("//table").node());
+  ASSERT_EQ(cells.size(), 1u + 3 * 2 * 2 + 1);  // header; 1K..4K, two backends, two placements; memcpy
+  EXPECT_EQ(cells[0].front(), "backend");
+  EXPECT_EQ(cells[1][0], "ring@sim");
+  EXPECT_EQ(cells[1][2], "1024");
+  EXPECT_EQ(cells[1][11], "0");
+  EXPECT_EQ(cells.back()[0], "memory-copy");
+  // The mutant drops the remainder of counts that 3 ranks do not divide: its wrong rows are marked.
+  EXPECT_GT(document.select_nodes("//tr[@class='flagged']").size(), 0u);
+  for (const pugi::xpath_node& row : document.select_nodes("//tr[@class='flagged']"))
+    EXPECT_EQ(std::string(row.node().first_child().child_value()), "mutant:drop-remainder@sim");
+  const std::string summary = document.select_node("//pre[@class='summary']").node().child_value();
+  EXPECT_NE(summary.find("# Out of bounds values : "), std::string::npos) << summary;
+  EXPECT_EQ(testing::outside_reference(document), "");
 }
 
 TEST(BenchTable, TypeColumnSpellsNcclTestsNames) {

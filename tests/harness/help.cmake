@@ -12,11 +12,11 @@ set(help_prove_options --algorithm --schedule --collective --ranks --counts --ro
 set(help_simulate_options --algorithm --collective --ranks --counts --dtype --op --values --seed --schedule-seed
   --topology --root --chunk --channels --fan-in --faults --inplace --memory-limit)
 set(help_check_options --backend --collective --dtype --op --values --ranks --count --cases --seed --time-budget
-  --property --json --junit --deadline --mpirun-args --faults --memory-limit)
+  --property --json --junit --html --deadline --mpirun-args --faults --memory-limit)
 set(help_replay_options --backend --schedule-seed --property --deadline --mpirun-args --faults --memory-limit)
 set(help_bench_options "-b, --minbytes" "-e, --maxbytes" "-f, --stepfactor" "-i, --stepbytes" "-n, --iters"
   "-w, --warmup_iters, --warmup-iters, --warmup" "-c, --check" "-d, --datatype, --dtype" "-o, --op" "-r, --root"
-  --backend --vs --collective --ranks --csv --svg --deadline --memory-limit)
+  --backend --vs --collective --ranks --csv --svg --html --deadline --memory-limit)
 set(help_worker_options --backend --connect)
 # A default each help must show, where the command has defaults.
 set(help_prove_default "--ranks LIST +rank counts, up to 16384 \\(default 1\\.\\.64\\)")
