@@ -114,4 +114,16 @@ Result<std::vector<std::uint64_t>> parse_set(std::string_view field, std::string
   return values;
 }
 
+// `A..B` or `N` (the range N..N), each end within [low, high].
+Result<std::pair<std::uint64_t, std::uint64_t>> parse_range(std::string_view flag, const std::string& text,
+                                                            std::uint64_t low, std::uint64_t high) {
+  const std::size_t dots = text.find("..");
+  Result<std::uint64_t> first = parse_count(flag, text.substr(0, dots), low, high);
+  if (!first) return first.error();
+  Result<std::uint64_t> last = dots == std::string::npos ? first : parse_count(flag, text.substr(dots + 2), low, high);
+  if (!last) return last.error();
+  if (*last < *first) return Error{std::string(flag), quoted_input(text) + ": the range is empty"};
+  return std::pair{*first, *last};
+}
+
 }  // namespace collcheck::cli

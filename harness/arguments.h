@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "reference/result.h"
@@ -55,6 +56,10 @@ class Arguments {
 
 // An integer with an optional K/M/G suffix (powers of 1024) within [low, high].
 Result<std::uint64_t> parse_count(std::string_view field, std::string_view text, std::uint64_t low, std::uint64_t high);
+
+// `A..B` or `N` (the range N..N), each end a parse_count within [low, high], A <= B.
+Result<std::pair<std::uint64_t, std::uint64_t>> parse_range(std::string_view flag, const std::string& text,
+                                                            std::uint64_t low, std::uint64_t high);
 
 // A set of integers: comma-separated items, each `N` or `A..B` (inclusive), within [low, high],
 // returned sorted without repeats: `1..4,8,16` -> {1, 2, 3, 4, 8, 16}. At most a million values in

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -77,18 +78,6 @@ constexpr Option kReplayOptions[] = {
     {"faults", "PLAN", "none", "the one plan of the failure's replay line (not random)"},
     kMemoryLimitOption,
 };
-
-// `A..B` or `N` (the range N..N), each end within [low, high].
-Result<std::pair<std::uint64_t, std::uint64_t>> parse_range(std::string_view flag, const std::string& text,
-                                                            std::uint64_t low, std::uint64_t high) {
-  const std::size_t dots = text.find("..");
-  Result<std::uint64_t> first = parse_count(flag, text.substr(0, dots), low, high);
-  if (!first) return first.error();
-  Result<std::uint64_t> last = dots == std::string::npos ? first : parse_count(flag, text.substr(dots + 2), low, high);
-  if (!last) return last.error();
-  if (*last < *first) return Error{std::string(flag), quoted_input(text) + ": the range is empty"};
-  return std::pair{*first, *last};
-}
 
 template <typename T, typename Parse>
 Status parse_list(const Arguments& args, std::string_view flag, Parse parse, std::vector<T>& out) {
@@ -305,8 +294,7 @@ bool split_replay_arguments(std::span<const std::string_view> raw, std::vector<s
   return true;
 }
 
-// Checks every property (or `only` one) on the replayed run and prints a line each; true when
-// none failed.
+// Checks every property (or `only` one) on the replayed run and prints a line each; true when none failed.
 bool print_property_checks(const Case& c, Backend& backend, const RepeatedRun& base, const PropertyContext& context,
                            const Property* only, std::ostream& out) {
   bool failed = false;
@@ -351,8 +339,7 @@ const CommandHelp& replay_help() {
 }
 
 // The report printed (and written to --json, --junit and --html on rank 0), and check's exit status:
-// 0 held, 1 a property failed, 2 a report could not be written, 77 nothing or not every backend
-// could run here.
+// 0 held, 1 a property failed, 2 a report could not be written, 77 some backend (or all) could not run here.
 int report_status(const CheckReport& report, const Arguments& args, Lockstep& lockstep, std::ostream& speak,
                   std::ostream& err) {
   std::ostream& complain = lockstep.quiet ? lockstep.discard : err;
@@ -387,6 +374,16 @@ int finish_check(const Campaign& campaign, const CheckReport& merged, const Argu
   return status;
 }
 
+// The report's files opened (made) by the process that writes them before any case runs, so
+// that hours of cases never end in "cannot write".
+Status report_files_open(const Arguments& args, const Lockstep& lockstep) {
+  for (const auto& [flag, writer] : kReportFiles) {
+    if (!lockstep.quiet && args.has(flag) && !std::ofstream(args.get(flag), std::ios::app))
+      return Error{"--" + std::string(flag), quoted_input(args.get(flag)) + ": cannot be written"};
+  }
+  return Ok{};
+}
+
 int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ostream& err) {
   Result<Arguments> args = Arguments::parse(raw, kCheckOptions);
   if (!args) {
@@ -400,8 +397,9 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   Result<CheckOptions> options = campaign ? parse_options(*args, lockstep) : Result<CheckOptions>(campaign.error());
   if (options) options->share = campaign->share;
   Result<FaultChoice> faults = options ? parse_fault_choice(options->faults, options->seed) : options.error();
+  const Status files = faults ? report_files_open(*args, lockstep) : Status(faults.error());
   auto backends =
-      faults ? backends_of(specs, *args, *faults) : Result<std::vector<std::unique_ptr<Backend>>>(faults.error());
+      files ? backends_of(specs, *args, *faults) : Result<std::vector<std::unique_ptr<Backend>>>(files.error());
   if (!backends) {
     err << "collcheck check: " << backends.error().text() << '\n';
     return kUsageError;
