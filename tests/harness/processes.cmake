@@ -69,7 +69,7 @@ collcheck_add_cli_test(check_mpi_finds_nan_dropping_min_max check --backend mpi 
   STDOUT "FAILED oracle on mpi" "expected nan")
 set_tests_properties(cli.check_mpi cli.check_mpi_finds_saturating_byte_sums
   cli.check_mpi_bytes_wrap_without_op_avx cli.check_mpi_finds_nan_dropping_min_max PROPERTIES LABELS "cli;mpi" TIMEOUT 240)
-# A minute over all 37 algorithms: the ci preset runs it, the sanitizer preset (10x slower) does not.
+# A minute over all 37 algorithms at -O2: labelled long, run by the long preset (ci/test long).
 set_tests_properties(cli.check_mpi_all_algorithms PROPERTIES LABELS "cli;mpi;long" TIMEOUT 240)
 
 # Gloo under test: every algorithm it ships on exact values, the properties that hold on this
