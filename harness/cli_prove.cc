@@ -182,19 +182,15 @@ struct Failure {
 
 void prove_one(const Algorithm& algorithm, Case shape, const Knobs& knobs, Band& band, std::vector<Failure>& failures) {
   const auto begin = std::chrono::steady_clock::now();
-  // Made on demand first: a rotation-symmetric schedule is proven on rank 0 without being stored;
-  // any other is made again, stored, for the full proof (faster than storing the on-demand one).
+  // Made on demand where the algorithm can: a rotation-symmetric schedule is proven on rank 0,
+  // any other in full as its steps are made; neither is stored.
   Result<Schedule> made = make_schedule(algorithm.name, shape, knobs, Form::OnDemand);
-  std::optional<Proof> proof = made && made->on_demand() ? prove_by_rotation(*made) : std::nullopt;
-  if (!proof) {
-    Result<Schedule> schedule = make_schedule(algorithm.name, shape, knobs);
-    proof = schedule ? prove(*schedule) : Proof{false, schedule.error().message, 0, 0};
-  }
+  const Proof proof = made ? prove(*made) : Proof{false, made.error().message, 0, 0};
   band.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   ++band.cases;
-  band.steps += proof->steps;
-  band.rotated += proof->by_rotation ? 1 : 0;
-  if (proof->ok) return;
+  band.steps += proof.steps;
+  band.rotated += proof.by_rotation ? 1 : 0;
+  if (proof.ok) return;
   ++band.failed;
   // A v-collective's sweep count is its first entry (spread_counts), its n their sum.
   const std::size_t count = per_rank_counts(shape.collective) ? shape.counts.front() : shape.count;
@@ -204,7 +200,7 @@ void prove_one(const Algorithm& algorithm, Case shape, const Knobs& knobs, Band&
                        " --chunk " + std::to_string(knobs.chunk) + " --channels " + std::to_string(knobs.channels) +
                        " --fan-in " + std::to_string(knobs.fan_in);
   if (rooted(shape.collective)) replay += " --roots all  (root " + std::to_string(shape.root) + ")";
-  failures.push_back({replay, proof->message});
+  failures.push_back({replay, proof.message});
 }
 
 std::string seconds_text(double seconds) {

@@ -179,7 +179,7 @@ Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const C
 Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs) {
   Result<ScheduleSize> size = estimate_schedule(algorithm, shape, knobs);
   if (!size) return size.error();
-  return proof_memory(shape, *size);
+  return proof_memory(shape, *size, has_on_demand_form(algorithm, shape.collective));
 }
 
 }  // namespace collcheck::cli

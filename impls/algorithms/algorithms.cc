@@ -2,6 +2,7 @@
 // the lookup that validates names and knobs, and slice().
 #include "impls/algorithms/algorithms.h"
 
+#include <algorithm>
 #include <array>
 
 #include "impls/algorithms/generators.h"
@@ -104,13 +105,16 @@ Result<Schedule> make_schedule(std::string_view algorithm, const Case& shape, co
                                 "; it implements " + implemented_by(algorithm)};
 }
 
+bool has_on_demand_form(std::string_view algorithm, Collective collective) {
+  return std::any_of(std::begin(kAlgorithms), std::end(kAlgorithms), [&](const Algorithm& entry) {
+    return entry.name == algorithm && entry.collective == collective && entry.on_demand != nullptr;
+  });
+}
+
 Form form_for(std::string_view algorithm, const Case& shape, const Knobs& knobs) {
-  for (const Algorithm& entry : kAlgorithms) {
-    if (entry.name != algorithm || entry.collective != shape.collective || entry.on_demand == nullptr) continue;
-    Result<ScheduleSize> size = estimate_schedule(algorithm, shape, knobs);
-    return size && size->steps > kStoredStepsAtMost ? Form::OnDemand : Form::Stored;
-  }
-  return Form::Stored;
+  if (!has_on_demand_form(algorithm, shape.collective)) return Form::Stored;
+  Result<ScheduleSize> size = estimate_schedule(algorithm, shape, knobs);
+  return size && size->steps > kStoredStepsAtMost ? Form::OnDemand : Form::Stored;
 }
 
 Slice slice(std::size_t count, std::size_t parts, std::size_t index) {

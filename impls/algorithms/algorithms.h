@@ -51,6 +51,8 @@ Result<Schedule> make_schedule(std::string_view name, const Case& shape, const K
 // can and its stored schedule would hold more than kStoredStepsAtMost steps (48 MiB), else stored.
 inline constexpr std::uint64_t kStoredStepsAtMost = std::uint64_t{1} << 20;
 Form form_for(std::string_view name, const Case& shape, const Knobs& = {});
+// Whether `name` can make its schedule of the collective on demand.
+bool has_on_demand_form(std::string_view name, Collective);
 
 // How big the schedule of `name` for the shape will be, estimated without building it: at least
 // its steps (within a small factor) and its scratch. An error where `name` lacks the collective.

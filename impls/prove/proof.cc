@@ -30,16 +30,21 @@
 #include <map>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
+#include "impls/prove/element_buffers.h"
 #include "impls/prove/expected.h"
+#include "impls/prove/message_queues.h"
 #include "impls/prove/provenance.h"
 #include "impls/prove/symmetry.h"
+#include "impls/schedule/step_cursor.h"
 #include "reference/counts.h"
 
 namespace collcheck {
 namespace {
+
+// The steps a participant runs before the next one in the worklist has its turn.
+constexpr std::size_t kStepsPerTurn = 64;
 
 using provenance::combine;
 using provenance::Element;
@@ -52,24 +57,8 @@ using provenance::vector_blocks;
 using provenance::VectorBlocks;
 using provenance::wanted;
 
-using Contents = std::vector<Element>;
-
-// Messages from one participant to another on one channel, in order, received from `head`.
-struct Queue {
-  std::vector<Contents> messages;
-  std::size_t head = 0;
-
-  bool empty() const { return head == messages.size(); }
-};
-
-// Queue keys (from, to, channel) in 64 bits, mixed (splitmix64's finalizer) to spread a ring's.
-struct QueueKeyHash {
-  std::size_t operator()(std::uint64_t key) const {
-    key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    key = (key ^ (key >> 27)) * 0x94d049bb133111ebULL;
-    return static_cast<std::size_t>(key ^ (key >> 31));
-  }
-};
+using provenance::Contents;
+using provenance::Queue;
 
 // An output element of a rank, and the step that wrote it last (-1: none yet).
 struct Watch {
@@ -82,25 +71,18 @@ class Interpreter {
  public:
   // With a rotation only rank 0 runs (the prose above says why that proves every rank).
   Interpreter(const Schedule& s, std::optional<Rotation> rotation)
-      : s_(s), rotation_(rotation), simulated_(rotation ? 1 : s.nparticipants()) {
+      : s_(s), rotation_(rotation), simulated_(rotation ? 1 : s.nparticipants()), buffers_(s, simulated_),
+        queues_(s.nparticipants(), simulated_) {
     const auto n = static_cast<std::size_t>(simulated_);
-    output_.resize(n);
-    scratch_.resize(n);
-    input_.resize(n);
     done_.resize(n);
     streams_.resize(n);
-    for (int p = 0; p < simulated_; ++p) {
-      const auto q = static_cast<std::size_t>(p);
-      output_[q].resize(s.buffer_size(p, BufferKind::Output));
-      scratch_[q].resize(s.buffer_size(p, BufferKind::Scratch));
-      done_[q].assign(s.participants[q].steps.size(), false);
-      make_streams(q);
-      if (!s.participants[q].is_switch) initialize_input(p);
-    }
+    for (int p = 0; p < simulated_; ++p) make_streams(p);
   }
 
   void watch(const Watch& element) { watched_ = element; }  // records the step that writes it last
   std::optional<Watch> mismatch() const { return mismatch_; }
+  // Made on demand, a participant had several streams: the proof stopped, the schedule must be stored.
+  bool needs_stored() const { return several_streams_; }
 
   Proof run() {
     Proof proof;
@@ -131,13 +113,27 @@ class Interpreter {
   }
 
  private:
-  // The steps of participant q by stream, in order; one stream, the common case, keeps no list.
-  void make_streams(std::size_t q) {
+  // One stream of a participant: its steps, the first not yet run where the cursor stands.
+  struct Stream {
+    StepCursor steps;
+    std::size_t checked = 0;  // made on demand: the steps checked so far
+    int stream = 0;           // made on demand: the stream of its first step
+  };
+
+  // The steps of participant p by stream, in order; one stream, the common case, keeps no list.
+  // Made on demand, a participant is read as one stream, its steps checked as they come (and
+  // found to have several streams, the proof stops: prove() then stores the schedule).
+  void make_streams(int p) {
+    const auto q = static_cast<std::size_t>(p);
+    if (s_.on_demand()) {
+      streams_[q].push_back(Stream{StepCursor(s_, p, StepCursor::kEveryStream, StepCursor::kUncounted)});
+      return;
+    }
     const auto& steps = s_.participants[q].steps;
     const bool one_stream =
         std::all_of(steps.begin(), steps.end(), [&](const Step& step) { return step.stream == steps.front().stream; });
     if (one_stream) {
-      streams_[q].push_back(Stream{{}, 0, steps.size()});
+      streams_[q].push_back(Stream{StepCursor(steps, {}, steps.size())});
       return;
     }
     std::map<int, std::vector<int>> by_stream;
@@ -145,68 +141,25 @@ class Interpreter {
       by_stream[steps[static_cast<std::size_t>(k)].stream].push_back(k);
     for (auto& [stream, indices] : by_stream) {
       const std::size_t size = indices.size();
-      streams_[q].push_back(Stream{std::move(indices), 0, size});
+      streams_[q].push_back(Stream{StepCursor(steps, std::move(indices), size)});
     }
   }
 
-  void initialize_input(int p) {
-    const auto q = static_cast<std::size_t>(p);
-    const std::size_t size = s_.buffer_size(p, BufferKind::Input);
-    const auto rank = static_cast<std::uint32_t>(p);
-    if (!s_.shape.in_place) return;  // out of place the input is implicit and never written
-    const Alias alias = in_place_alias(s_.shape, p);
-    if (alias.inside == BufferKind::Output) {  // reduce-scatter: the output lies in the input
-      input_[q].resize(size);
-      for (std::size_t i = 0; i < size; ++i) input_[q][i] = Element(i, rank);
-      return;
-    }
-    for (std::size_t i = 0; i < size; ++i) {
-      output_[q].at(alias.offset + i) = Element(i, rank);
-    }
-  }
-
-  // The stored elements behind `buffer` of participant p, after in-place aliasing: element i of
-  // the buffer is storage(p, buffer)[i] (worked out once per range, not per element).
-  Element* storage(int p, BufferKind buffer) {
-    const auto q = static_cast<std::size_t>(p);
-    if (buffer == BufferKind::Scratch) return scratch_[q].data();
-    if (s_.shape.in_place && !s_.participants[q].is_switch) {
-      const Alias alias = in_place_alias(s_.shape, p);
-      if (alias.inside == BufferKind::Input && buffer == BufferKind::Input) return output_[q].data() + alias.offset;
-      if (alias.inside == BufferKind::Output && buffer == BufferKind::Output) return input_[q].data() + alias.offset;
-      if (buffer == BufferKind::Input) return input_[q].data();
-    }
-    return output_[q].data();
-  }
-
-  // Reads a range into `values` (reused, so that a step allocates only where an element has
-  // many runs); out of place the input is implicit. Fails on an undefined element.
+  // Reads a range into `values`; fails on an undefined element.
   bool read(int p, int step, const Range& range, Contents& values, Proof& proof) {
-    values.clear();
-    values.reserve(range.count);
-    const auto rank = static_cast<std::uint32_t>(p);
-    if (range.buffer == BufferKind::Input && !s_.shape.in_place) {
-      for (std::size_t i = 0; i < range.count; ++i) values.emplace_back(range.offset + i, rank);
-      return true;
-    }
-    const Element* stored = storage(p, range.buffer) + range.offset;
-    for (std::size_t i = 0; i < range.count; ++i) {
-      if (!stored[i].defined()) {
-        fail(proof, p, step,
-             "reads " + std::string(name(range.buffer)) + " element " + std::to_string(range.offset + i) +
-                 ", which nothing has written");
-        return false;
-      }
-      values.push_back(stored[i]);
-    }
-    return true;
+    std::size_t undefined = 0;
+    if (buffers_.read(p, range, values, undefined)) return true;
+    fail(proof, p, step,
+         "reads " + std::string(name(range.buffer)) + " element " + std::to_string(undefined) +
+             ", which nothing has written");
+    return false;
   }
 
   void write(int p, int step, const Range& range, Contents& values) {
-    Element* stored = storage(p, range.buffer) + range.offset;
-    for (std::size_t i = 0; i < range.count; ++i) stored[i] = std::move(values[i]);
+    const Element* stored = buffers_.write(p, range, values);
     if (!watched_ || watched_->rank != p) return;
-    const Element* target = storage(p, BufferKind::Output) + watched_->element;  // in place: any buffer may hold it
+    const Element* target =
+        buffers_.storage(p, BufferKind::Output) + watched_->element;  // in place: any buffer may hold it
     const std::less<const Element*> before;
     if (!before(target, stored) && before(target, stored + range.count)) watched_->writer = step;
   }
@@ -238,51 +191,80 @@ class Interpreter {
     return true;
   }
 
-  // Runs every step of p that can run now, stream by stream, until none can.
+  // Runs the steps of p that can run now, stream by stream, until none can or the turn's
+  // kStepsPerTurn have run; then p waits at the back of the worklist. No participant runs far
+  // ahead of the rest, so few messages wait in the queues (running each rank until it blocks let
+  // rank r of a ring run r steps ahead: n^2/2 messages queued at once, 100 MB at 2048 ranks).
   template <typename Wake>
   void advance(int p, Proof& proof, Wake wake) {
     const auto q = static_cast<std::size_t>(p);
+    std::size_t turn = kStepsPerTurn;
     bool progress = true;
     while (progress && proof.ok) {
       progress = false;
       for (Stream& stream : streams_[q]) {
-        while (stream.next < stream.size && ready(p, stream.at(stream.next))) {
-          const int k = stream.at(stream.next);
-          if (!execute(p, k, proof)) return;
-          done_[q][static_cast<std::size_t>(k)] = true;
-          ++stream.next;
+        while (!stream.steps.finished() && checked(p, stream, proof) && ready(p, stream.steps)) {
+          const int k = stream.steps.index();
+          const Step& step = stream.steps.step();
+          if (!execute(p, k, step, proof)) return;
+          if (!s_.participants[q].waits.empty()) mark_done(q, k);
           ++proof.steps;
           progress = true;
-          const Step& step = s_.participants[q].steps[static_cast<std::size_t>(k)];
           if (step.sends()) wake(step.peer);
+          stream.steps.next();
+          if (--turn == 0) return wake(p);
         }
       }
     }
   }
 
-  // Whether step k of p, the head of its stream, can run: its dependencies are done and,
-  // for a receive, its message has arrived.
-  bool ready(int p, int k) {
-    const auto q = static_cast<std::size_t>(p);
-    const Step& step = s_.participants[q].steps[static_cast<std::size_t>(k)];
-    for (int earlier : s_.participants[q].after(k)) {
-      if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
+  // A step made on demand is checked on its own the first time its stream stands at it (a
+  // stored schedule was validated whole before the proof); a second stream stops the proof.
+  bool checked(int p, Stream& stream, Proof& proof) {
+    if (!s_.on_demand() || stream.checked > stream.steps.position()) return true;
+    const Step& step = stream.steps.step();
+    if (stream.steps.position() == 0) stream.stream = step.stream;
+    if (step.stream != stream.stream) {
+      several_streams_ = true;
+      proof.ok = false;
+      proof.message = describe(s_, p, stream.steps.index()) + ": a second stream, which a proof on demand cannot run";
+      return false;
     }
-    return !step.receives() || !incoming(p, step).empty();
+    Status valid = validate_step(s_, p, stream.steps.index(), step);
+    if (!valid) {
+      proof.ok = false;
+      proof.message = valid.error().message;
+      return false;
+    }
+    stream.checked = stream.steps.position() + 1;
+    return true;
+  }
+
+  void mark_done(std::size_t q, int k) {
+    const auto index = static_cast<std::size_t>(k);
+    if (done_[q].size() <= index) done_[q].resize(index + 1, false);
+    done_[q][index] = true;
+  }
+  bool is_done(std::size_t q, int k) const {
+    const auto index = static_cast<std::size_t>(k);
+    return index < done_[q].size() && done_[q][index];
+  }
+
+  // Whether the step a stream of p stands at can run: its dependencies are done and, for a
+  // receive, its message has arrived.
+  bool ready(int p, const StepCursor& steps) {
+    const auto q = static_cast<std::size_t>(p);
+    for (int earlier : s_.participants[q].after(steps.index())) {
+      if (!is_done(q, earlier)) return false;
+    }
+    return !steps.step().receives() || !incoming(p, steps.step()).empty();
   }
 
   // The messages that the receive `step` of p takes. With a rotation, rank 0 receives from peer
   // p what rank 0 itself sends to rank -p, turned by p.
   Queue& incoming(int p, const Step& step) {
-    if (!rotation_) return queue(step.peer, p, step.channel);
-    return queue(0, (s_.nranks() - step.peer) % s_.nranks(), step.channel);
-  }
-
-  // The queue of messages from one participant to another on one channel.
-  Queue& queue(int from, int to, int channel) {
-    const auto participants = static_cast<std::uint64_t>(s_.nparticipants());
-    const std::uint64_t link = static_cast<std::uint64_t>(from) * participants + static_cast<std::uint64_t>(to);
-    return queues_[link * 65536 + static_cast<std::uint64_t>(channel)];  // channels: at most 64
+    if (!rotation_) return queues_.queue(p, step.peer, p, step.channel);
+    return queues_.queue(p, 0, (s_.nranks() - step.peer) % s_.nranks(), step.channel);
   }
 
   // Message buffers are reused: a step allocates only where an element has many runs.
@@ -293,13 +275,12 @@ class Interpreter {
     return message;
   }
 
-  bool execute(int p, int k, Proof& proof) {
-    const Step& step = s_.participants[static_cast<std::size_t>(p)].steps[static_cast<std::size_t>(k)];
+  bool execute(int p, int k, const Step& step, Proof& proof) {
     switch (step.kind) {
       case StepKind::Send: {
         Contents payload = spare();
         if (!read(p, k, step.from, payload, proof)) return false;
-        queue(p, step.peer, step.channel).messages.push_back(std::move(payload));
+        queues_.queue(p, p, step.peer, step.channel).messages.push_back(std::move(payload));
         ++proof.messages;
         return true;
       }
@@ -350,10 +331,11 @@ class Interpreter {
     std::string stuck;
     int shown = 0;
     for (int p = 0; p < simulated_; ++p) {
-      const auto& done = done_[static_cast<std::size_t>(p)];
-      const auto first = std::find(done.begin(), done.end(), false);
-      if (first == done.end()) continue;
-      if (shown++ < 4) stuck += "\n  " + describe(s_, p, static_cast<int>(first - done.begin()));
+      const auto& streams = streams_[static_cast<std::size_t>(p)];
+      const auto first =
+          std::find_if(streams.begin(), streams.end(), [](const Stream& stream) { return !stream.steps.finished(); });
+      if (first == streams.end()) continue;
+      if (shown++ < 4) stuck += "\n  " + describe(s_, p, first->steps.index());
     }
     if (shown == 0) return check_received(proof);
     proof.ok = false;
@@ -363,22 +345,17 @@ class Interpreter {
 
   // Every message sent was received (validate() matches them only where the steps are stored).
   void check_received(Proof& proof) {
-    const auto participants = static_cast<std::uint64_t>(s_.nparticipants());
-    for (const auto& [key, waiting] : queues_) {
-      if (waiting.empty()) continue;
-      const std::uint64_t link = key / 65536;
-      proof.ok = false;
-      proof.message = participant_name(s_, static_cast<int>(link / participants)) + " sends " +
-                      participant_name(s_, static_cast<int>(link % participants)) + " a message on channel " +
-                      std::to_string(key % 65536) + " that is never received";
-      return;
-    }
+    const std::optional<provenance::LinkEnds> waiting = queues_.waiting();
+    if (!waiting) return;
+    proof.ok = false;
+    proof.message = participant_name(s_, waiting->from) + " sends " + participant_name(s_, waiting->to) +
+                    " a message on channel " + std::to_string(waiting->channel) + " that is never received";
   }
 
   void check_outputs(Proof& proof) {
     for (int rank = 0; rank < std::min(s_.nranks(), simulated_) && proof.ok; ++rank) {
       const std::size_t size = s_.buffer_size(rank, BufferKind::Output);
-      const Element* output = storage(rank, BufferKind::Output);
+      const Element* output = buffers_.storage(rank, BufferKind::Output);
       const VectorBlocks blocks = vector_blocks(s_.shape, rank);
       for (std::size_t i = 0; i < size; ++i) {
         const Element& element = output[i];
@@ -425,25 +402,16 @@ class Interpreter {
     proof.message = describe(s_, p, step) + ": " + what;
   }
 
-  // The steps of one stream of a participant, in order: indices[i], or step i where there is
-  // no list (the participant's only stream).
-  struct Stream {
-    std::vector<int> indices;
-    std::size_t next;  // the first not yet run
-    std::size_t size;
-
-    int at(std::size_t i) const { return indices.empty() ? static_cast<int>(i) : indices[i]; }
-  };
-
   const Schedule& s_;
   std::optional<Watch> watched_;   // the output element whose last writer a report names
   std::optional<Watch> mismatch_;  // the output element that was found wrong
   std::optional<Rotation> rotation_;
   int simulated_;  // participants run: all, or rank 0 alone with a rotation
+  bool several_streams_ = false;
   std::vector<std::vector<Stream>> streams_;
-  std::vector<Contents> output_, scratch_, input_;
-  std::vector<std::vector<bool>> done_;
-  std::unordered_map<std::uint64_t, Queue, QueueKeyHash> queues_;
+  provenance::ElementBuffers buffers_;
+  std::vector<std::vector<bool>> done_;  // the steps run, kept only where a participant has waits
+  provenance::MessageQueues queues_;
   std::vector<Contents> spare_;  // emptied messages, for the next sends
   Contents local_, target_;      // reused by every step
 };
@@ -452,12 +420,14 @@ class Interpreter {
 
 namespace {
 
-// The proof of a valid schedule, with its rotation if it has one.
-Proof prove_valid(const Schedule& schedule, const std::optional<Rotation>& rotation) {
+// The proof of a valid schedule, with its rotation if it has one; nothing where a schedule made
+// on demand turned out to need storing.
+std::optional<Proof> prove_valid(const Schedule& schedule, const std::optional<Rotation>& rotation) {
   std::optional<Watch> wrong;
   {
     Interpreter interpreter(schedule, rotation);
     Proof proof = interpreter.run();
+    if (interpreter.needs_stored()) return std::nullopt;
     if (proof.ok || !interpreter.mismatch()) return proof;
     wrong = interpreter.mismatch();
   }
@@ -475,7 +445,7 @@ std::optional<Proof> prove_by_rotation(const Schedule& schedule) {
     const std::optional<Rotation> rotation = provenance::find_rotation(schedule);
     if (!rotation) return std::nullopt;
     Status valid = validate(schedule);
-    return valid ? prove_valid(schedule, rotation) : Proof{false, valid.error().message, 0, 0};
+    return valid ? *prove_valid(schedule, rotation) : Proof{false, valid.error().message, 0, 0};
   }
   Schedule rank0 = schedule;
   rank0.make_steps = {};
@@ -487,14 +457,24 @@ std::optional<Proof> prove_by_rotation(const Schedule& schedule) {
   }
   const std::optional<Rotation> rotation = provenance::find_rotation(schedule, steps);
   if (!rotation) return std::nullopt;
-  return prove_valid(rank0, rotation);
+  return *prove_valid(rank0, rotation);
 }
 
+// A schedule made on demand is proven as it is made, never stored, where every participant has
+// one stream and no waits (the ring's); any other is stored first.
 Proof prove(const Schedule& schedule) {
   if (std::optional<Proof> proof = prove_by_rotation(schedule)) return *proof;
-  if (schedule.on_demand()) return prove(stored(schedule));
+  if (schedule.on_demand()) {
+    const bool waits = std::any_of(schedule.participants.begin(), schedule.participants.end(),
+                                   [](const Participant& participant) { return !participant.waits.empty(); });
+    if (waits) return prove(stored(schedule));
+    Status valid = validate_participants(schedule);
+    if (!valid) return Proof{false, valid.error().message, 0, 0};
+    std::optional<Proof> proof = prove_valid(schedule, std::nullopt);
+    return proof ? *proof : prove(stored(schedule));
+  }
   Status valid = validate(schedule);
-  return valid ? prove_valid(schedule, std::nullopt) : Proof{false, valid.error().message, 0, 0};
+  return valid ? *prove_valid(schedule, std::nullopt) : Proof{false, valid.error().message, 0, 0};
 }
 
 }  // namespace collcheck

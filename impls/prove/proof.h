@@ -28,8 +28,10 @@ struct Proof {
 //     defines (all-reduce: (r, i) for every rank r; all-gather: the one input it copies; ...);
 //   - nothing writes an out-of-place input, and no participant is left waiting (deadlock).
 // In-place schedules run with the input aliased into the output as NCCL lays it out. Where
-// every rank's program is rank 0's turned, rank 0 alone runs (Proof::by_rotation); a schedule
-// made on demand is stored for the proof only where it is not so.
+// every rank's program is rank 0's turned, rank 0 alone runs (Proof::by_rotation). A schedule
+// made on demand is never stored where its participants have one stream each and no waits (the
+// ring's): every rank's steps are made as the proof runs them, each checked as validate() would
+// (its matching sends and receives by the proof itself).
 Proof prove(const Schedule&);
 // The proof on rank 0 alone where every rank's program is rank 0's turned by its rank (proof.cc
 // says why that proves every rank), or nothing where it is not so. Made on demand, the schedule
@@ -37,7 +39,8 @@ Proof prove(const Schedule&);
 std::optional<Proof> prove_by_rotation(const Schedule&);
 
 // What proving a schedule of that size for `shape` will hold, the schedule included, estimated
-// before it is built (ScheduleSize from impls/algorithms: estimate_schedule).
-MemoryEstimate proof_memory(const Case& shape, const ScheduleSize&);
+// before it is built (ScheduleSize from impls/algorithms: estimate_schedule). Made on demand
+// (the proof then holds no steps), or stored.
+MemoryEstimate proof_memory(const Case& shape, const ScheduleSize&, bool on_demand = false);
 
 }  // namespace collcheck

@@ -11,8 +11,10 @@ namespace collcheck {
 using provenance::Element;
 using provenance::Run;
 
-MemoryEstimate proof_memory(const Case& shape, const ScheduleSize& size) {
-  MemoryEstimate estimate = schedule_memory(size);
+MemoryEstimate proof_memory(const Case& shape, const ScheduleSize& size, bool on_demand) {
+  ScheduleSize held = size;
+  if (on_demand) held.steps = 0;  // made as they are proven, never stored
+  MemoryEstimate estimate = schedule_memory(held);
   // Out of place the input is implicit; every output and scratch element is an Element, and a
   // reduced one may hold a few runs of contributions besides (an allocation of its own).
   const auto nranks = static_cast<std::uint64_t>(shape.nranks);
@@ -26,7 +28,7 @@ MemoryEstimate proof_memory(const Case& shape, const ScheduleSize& size) {
       nranks, saturating_product(std::max(input_elements(shape), output_elements(shape)), sizeof(Element)));
   estimate.add("proof state",
                saturating_sum(saturating_product(elements, per_element),
-                              saturating_sum(queued, saturating_product(size.steps, sizeof(int) + 1))),
+                              saturating_sum(queued, saturating_product(held.steps, sizeof(int) + 1))),
                std::to_string(elements) + " elements x " + std::to_string(per_element) + " B, messages queued");
   return estimate;
 }

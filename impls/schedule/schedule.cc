@@ -235,7 +235,7 @@ Schedule stored(Schedule schedule) {
   return schedule;
 }
 
-Status validate(const Schedule& s, std::size_t slack) {
+Status validate_participants(const Schedule& s) {
   if (s.nparticipants() < s.nranks()) {
     return Error{"schedule",
                  std::to_string(s.nparticipants()) + " participants for " + std::to_string(s.nranks()) + " ranks"};
@@ -245,6 +245,12 @@ Status validate(const Schedule& s, std::size_t slack) {
       return Error{"schedule", participant_name(s, p) + ": ranks come first, switches after them"};
     }
   }
+  return Ok{};
+}
+
+Status validate(const Schedule& s, std::size_t slack) {
+  Status participants = validate_participants(s);
+  if (!participants) return participants;
   if (s.on_demand()) return validate_on_demand(s, slack);
   Messages sent;
   for (int p = 0; p < s.nparticipants(); ++p) {

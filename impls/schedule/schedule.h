@@ -151,6 +151,8 @@ Alias in_place_alias(const Case& shape, int rank);
 // A schedule made on demand is checked participant by participant, its steps made once: all of
 // the above but whether sends and receives match, which its executor checks as it matches them.
 Status validate(const Schedule&, std::size_t slack = 0);
+// Part of validate(): as many participants as ranks at least, ranks before switches.
+Status validate_participants(const Schedule&);
 // One step on its own: its peer, the steps it waits for, its ranges (part of validate()).
 Status validate_step(const Schedule&, int participant, int index, const Step& step, std::size_t slack = 0);
 

@@ -14,6 +14,7 @@
 
 #include "impls/link/guarded_buffer.h"
 #include "impls/link/protocol.h"
+#include "impls/schedule/step_cursor.h"
 #include "impls/sim/event_queue.h"
 #include "impls/sim/simulator.h"
 
@@ -47,41 +48,6 @@ namespace collcheck::sim {
 // is on its way (forget_taken). A
 // fault the protocol cannot survive stops every participant once the news has reached them.
 // A run of several calls starts a participant's next call as soon as its last step is done.
-
-// One stream's steps as the engine reads them, in order, one at a time: the step it stands at
-// and that step's number among its participant's steps. Over stored steps (all of a
-// participant's, or the stream's listed ones) or over a sequence made on demand (filtered to the
-// stream where the participant has several). Nothing else in the engine reads steps.
-class StepCursor {
- public:
-  static constexpr int kEveryStream = -1;
-  // Stored: `listed` the stream's step numbers, or empty for all of `steps`.
-  StepCursor(const std::vector<Step>& steps, std::vector<int> listed, std::size_t count);
-  // Made on demand: participant p's steps of `stream` (kEveryStream: all), `count` of them.
-  StepCursor(const Schedule& schedule, int participant, int stream, std::size_t count);
-
-  std::size_t count() const { return count_; }
-  std::size_t position() const { return position_; }  // steps of the stream passed so far
-  bool finished() const { return position_ == count_; }
-  int index() const { return index_; }
-  const Step& step() const { return *step_; }
-  void next();
-  void restart();  // back to the first step (the next call of a run of several)
-
- private:
-  void settle();
-
-  const std::vector<Step>* stored_ = nullptr;
-  std::vector<int> listed_;
-  const Schedule* schedule_ = nullptr;
-  int participant_ = 0;
-  int stream_ = kEveryStream;
-  StepSequence made_;
-  std::size_t count_ = 0;
-  std::size_t position_ = 0;
-  int index_ = -1;
-  const Step* step_ = nullptr;
-};
 
 static constexpr std::uint32_t kNoLink = ~std::uint32_t{0};
 

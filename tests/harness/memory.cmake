@@ -18,7 +18,7 @@ collcheck_add_cli_test(memory_check_large_ranges check --ranks 64..64 --count 16
   EMPTY stdout)
 collcheck_add_cli_test(memory_prove_many_ranks prove --algorithm ring --collective allreduce --ranks 4096
   --memory-limit 1G STATUS 2
-  STDERR "^collcheck prove: ring allreduce on 4096 ranks, count 12290 needs about [0-9.]+ GiB \\(schedule [0-9.]+ GiB: [0-9]+ steps x [0-9]+ B. proof state "
+  STDERR "^collcheck prove: ring allreduce on 4096 ranks, count 12290 needs about [0-9.]+ GiB \\(schedule [0-9.]+ KiB: 0 steps x [0-9]+ B. proof state "
   "lower --ranks or --counts, or raise --memory-limit\n$" EMPTY stdout)
 collcheck_add_cli_test(memory_bench_large_size bench -e 1G --memory-limit 1G STATUS 2
   STDERR "^collcheck bench: -e 1\\.0 GiB on ring@sim needs about [0-9.]+ GiB" "lower -e or --ranks" EMPTY stdout)

@@ -276,6 +276,47 @@ TEST(Proof, ProvesSchedulesMadeOnDemand) {
   EXPECT_NE(proof.message.find("the matching send has 1"), std::string::npos) << proof.message;
 }
 
+// Made on demand and not symmetric, a schedule is proven in full as its steps are made, never
+// stored: each break below is found, with the stored proof's words where both see the same thing.
+TEST(Proof, ProvesSchedulesMadeOnDemandInFullAsTheirStepsAreMade) {
+  Result<Schedule> ring = make_schedule("ring", shape_of(Collective::AllReduce, 17, 8), Knobs{});
+  ASSERT_TRUE(ring.ok());
+  const auto first_of = [](Schedule& schedule, int rank, StepKind kind) -> Step& {
+    auto& steps = schedule.participants[static_cast<std::size_t>(rank)].steps;
+    return *std::find_if(steps.begin(), steps.end(), [&](const Step& step) { return step.kind == kind; });
+  };
+  Proof proof = prove(on_demand(*ring));
+  EXPECT_TRUE(proof.ok && !proof.by_rotation) << proof.message;
+
+  Schedule not_reduced = *ring;  // rank 3 overwrites where it should reduce: a wrong output
+  first_of(not_reduced, 3, StepKind::RecvReduce).kind = StepKind::Recv;
+  proof = prove(on_demand(not_reduced));
+  EXPECT_FALSE(proof.ok);
+  EXPECT_EQ(proof.message, prove(not_reduced).message);
+  EXPECT_NE(proof.message.find("last written by rank"), std::string::npos) << proof.message;
+
+  Schedule outside = *ring;  // rank 5 sends past the end of its input
+  first_of(outside, 5, StepKind::Send).from.offset = 17;
+  proof = prove(on_demand(outside));
+  EXPECT_FALSE(proof.ok);
+  EXPECT_NE(proof.message.find("rank 5 step 0"), std::string::npos) << proof.message;
+  EXPECT_NE(proof.message.find("lies outside the buffer"), std::string::npos) << proof.message;
+
+  Schedule never_taken = *ring;  // rank 2 stops one receive short
+  never_taken.participants[2].steps.pop_back();
+  proof = prove(on_demand(never_taken));
+  EXPECT_FALSE(proof.ok);
+  EXPECT_NE(proof.message.find("rank 1 sends rank 2 a message on channel 0 that is never received"), std::string::npos)
+      << proof.message;
+
+  Schedule two_streams = *ring;  // a participant with two streams is stored first, then proven
+  for (std::size_t k = 0; k < two_streams.participants[4].steps.size(); k += 2) {
+    two_streams.participants[4].steps[k].stream = 1;
+  }
+  proof = prove(on_demand(two_streams));
+  EXPECT_EQ(proof.ok, prove(two_streams).ok) << proof.message;
+}
+
 TEST(Proof, RingAllReduceAt4096RanksProvesInSeconds) {
   Result<Schedule> schedule = make_schedule("ring", shape_of(Collective::AllReduce, 1000, 4096), Knobs{});
   ASSERT_TRUE(schedule.ok());

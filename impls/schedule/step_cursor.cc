@@ -1,10 +1,10 @@
-// The `sim` engine's StepCursor (simulation.h): one stream's steps read in order, from a
-// participant's stored steps or from its sequence made on demand.
+// StepCursor (step_cursor.h): one stream's steps read in order, from a participant's stored
+// steps or from its sequence made on demand.
 #include <utility>
 
-#include "impls/sim/simulation.h"
+#include "impls/schedule/step_cursor.h"
 
-namespace collcheck::sim {
+namespace collcheck {
 namespace {
 
 // How far ahead of the step a stream stands at it asks for a stored step's cache lines: far
@@ -59,7 +59,7 @@ void StepCursor::settle() {
   do {
     const bool made = made_.next();
     ++index_;
-    if (!made) {  // fewer steps than counted: the sequence changed between two readings
+    if (!made) {  // the sequence's end: uncounted, or fewer steps than counted (it changed between two readings)
       count_ = position_;
       step_ = nullptr;
       return;
@@ -68,4 +68,4 @@ void StepCursor::settle() {
   step_ = &made_.step();
 }
 
-}  // namespace collcheck::sim
+}  // namespace collcheck
