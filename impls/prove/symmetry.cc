@@ -3,6 +3,8 @@
 // blocks), and then every step of every rank is compared with rank 0's turned.
 #include "impls/prove/symmetry.h"
 
+#include <vector>
+
 namespace collcheck::provenance {
 
 std::uint64_t Turning::offset(std::uint64_t offset, std::uint32_t by, std::uint32_t nranks) const {
@@ -79,6 +81,69 @@ bool turns_into(const Schedule& s, int r, std::span<const Step> rank0, const Rot
   return k == rank0.size();
 }
 
+// Rank 0's step with its ranges taken apart once for a rotation (which part, block and element of
+// the block each starts at), so that turning it by r for every rank costs no division.
+struct PreparedRange {
+  Range range;
+  bool turns = false;      // the buffer turns and the range is not empty
+  bool straddles = false;  // it crosses a block's end: no turned image
+  std::uint64_t part_start = 0, within_block = 0, block = 0;
+  std::uint32_t block_index = 0;
+
+  PreparedRange(const Range& model, const Turning& turning, std::uint32_t nranks) : range(model) {
+    if (turning.part == 0 || model.count == 0) return;
+    turns = true;
+    const std::uint64_t within = model.offset % turning.part;
+    straddles = within / turning.block != (within + model.count - 1) / turning.block;
+    part_start = model.offset - within;
+    block_index = static_cast<std::uint32_t>(within / turning.block % nranks);
+    within_block = within % turning.block;
+    block = turning.block;
+  }
+
+  // Whether `mine` is this range turned by `by` (0 < by < nranks).
+  bool turns_into(const Range& mine, std::uint32_t by, std::uint32_t nranks) const {
+    if (mine.count == 0 && range.count == 0) return mine.buffer == range.buffer;
+    if (!turns) return mine == range;
+    if (straddles || mine.buffer != range.buffer || mine.count != range.count) return false;
+    std::uint32_t turned = block_index + by;
+    if (turned >= nranks) turned -= nranks;
+    return mine.offset == part_start + turned * block + within_block;
+  }
+};
+
+struct PreparedStep {
+  const Step* model;
+  PreparedRange from, to;
+
+  PreparedStep(const Step& step, const Rotation& rotation, std::uint32_t nranks)
+      : model(&step), from(step.from, rotation.of(step.from.buffer), nranks),
+        to(step.to, rotation.of(step.to.buffer), nranks) {}
+
+  bool turns_into(const Step& step, std::uint32_t by, std::uint32_t n) const {
+    if (step.kind != model->kind || step.channel != model->channel || step.stream != model->stream) return false;
+    if (step.sends() || step.receives()) {
+      std::uint32_t peer = static_cast<std::uint32_t>(model->peer) + by;
+      if (peer >= n) peer -= n;
+      if (static_cast<std::uint32_t>(step.peer) != peer) return false;
+    }
+    return from.turns_into(step.from, by, n) && to.turns_into(step.to, by, n);
+  }
+};
+
+// Whether participant r's steps (stored, or made on demand) are rank 0's prepared steps turned by r.
+bool turns_into(const Schedule& s, int r, const std::vector<PreparedStep>& rank0) {
+  const auto n = static_cast<std::uint32_t>(s.nranks());
+  const auto by = static_cast<std::uint32_t>(r);
+  const Participant& mine = s.participants[static_cast<std::size_t>(r)];
+  if (mine.waits != s.participants.front().waits || mine.scratch != s.participants.front().scratch) return false;
+  std::size_t k = 0;
+  for (StepReader steps = s.steps_of(r); steps.next(); ++k) {
+    if (k == rank0.size() || !rank0[k].turns_into(steps.step(), by, n)) return false;
+  }
+  return k == rank0.size();
+}
+
 // What find_rotation requires before it compares steps.
 bool could_be_symmetric(const Schedule& s) {
   const int n = s.nranks();
@@ -119,8 +184,11 @@ std::optional<Rotation> find_rotation(const Schedule& s, std::span<const Step> r
   if (s.shape.in_place && (rotation.of(BufferKind::Input).part != rotation.of(BufferKind::Output).part)) {
     return std::nullopt;
   }
+  std::vector<PreparedStep> prepared;
+  prepared.reserve(rank0.size());
+  for (const Step& step : rank0) prepared.emplace_back(step, rotation, static_cast<std::uint32_t>(n));
   for (int r = 1; r < s.nranks(); ++r) {
-    if (!turns_into(s, r, rank0, rotation, std::nullopt)) return std::nullopt;
+    if (!turns_into(s, r, prepared)) return std::nullopt;
   }
   return rotation;
 }
