@@ -46,6 +46,7 @@ struct Sweep {
   bool all_roots = false;
   std::vector<bool> layouts;  // in_place values
   Knobs knobs;
+  MemoryBudget budget;
 };
 
 // Counts where schedules go wrong: none, one, around nranks, a prime, around the chunk size.
@@ -88,10 +89,19 @@ std::vector<bool> layouts_for(Collective collective, std::vector<bool> layouts) 
   return layouts;
 }
 
-// Refuses, before any proof, a sweep one of whose shapes memory could not hold.
-Status sweep_fits(const Arguments& args, const Sweep& sweep) {
+// What a shape's proof is called in a refusal.
+std::string shape_words(const Algorithm& algorithm, const Case& shape) {
+  return std::string(algorithm.name) + " " + std::string(name(shape.collective)) + " on " +
+         std::to_string(shape.nranks) + " ranks, count " + std::to_string(shape.count);
+}
+
+// Refuses, before any proof, a sweep one of whose shapes memory could not hold. A shape whose
+// full proof would not fit but whose proof on rank 0 alone would passes here: it is refused
+// when it is reached, before its full proof, if it turns out not to be rotation-symmetric.
+Status sweep_fits(const Arguments& args, Sweep& sweep) {
   Result<MemoryBudget> budget = memory_budget(args);
   if (!budget) return budget.error();
+  sweep.budget = *budget;
   for (const Algorithm* algorithm : sweep.algorithms) {
     for (std::uint64_t n : sweep.ranks) {
       const std::vector<std::size_t> counts = sweep.counts.empty()
@@ -101,11 +111,9 @@ Status sweep_fits(const Arguments& args, const Sweep& sweep) {
         const Case shape = sweep_shape(algorithm->collective, counts.back(), static_cast<int>(n), 0, in_place);
         Result<MemoryEstimate> estimate = proved_shape_memory(algorithm->name, shape, sweep.knobs);
         if (!estimate) continue;
-        Status fit = fits(*estimate, *budget,
-                          std::string(algorithm->name) + " " + std::string(name(shape.collective)) + " on " +
-                              std::to_string(n) + " ranks, count " + std::to_string(shape.count),
-                          "lower --ranks or --counts");
-        if (!fit) return fit;
+        Status fit = fits(*estimate, *budget, shape_words(*algorithm, shape), "lower --ranks or --counts");
+        Result<MemoryEstimate> rank0 = proved_shape_memory(algorithm->name, shape, sweep.knobs, true);
+        if (!fit && !(rank0 && fits(*rank0, *budget, "", ""))) return fit;
       }
     }
   }
@@ -180,17 +188,29 @@ struct Failure {
   std::string message;
 };
 
-void prove_one(const Algorithm& algorithm, Case shape, const Knobs& knobs, Band& band, std::vector<Failure>& failures) {
+// Proves one shape; an error where its full proof is needed and memory could not hold it.
+Status prove_one(const Algorithm& algorithm, Case shape, const Sweep& sweep, Band& band,
+                 std::vector<Failure>& failures) {
+  const Knobs& knobs = sweep.knobs;
   const auto begin = std::chrono::steady_clock::now();
   // Made on demand where the algorithm can: a rotation-symmetric schedule is proven on rank 0,
   // any other in full as its steps are made; neither is stored.
   Result<Schedule> made = make_schedule(algorithm.name, shape, knobs, Form::OnDemand);
-  const Proof proof = made ? prove(*made) : Proof{false, made.error().message, 0, 0};
+  std::optional<Proof> proof = made ? prove_by_rotation(*made) : Proof{false, made.error().message, 0, 0};
+  if (!proof) {
+    Result<MemoryEstimate> estimate = proved_shape_memory(algorithm.name, shape, knobs);
+    Status fit =
+        estimate ? fits(*estimate, sweep.budget, shape_words(algorithm, shape),
+                        "its schedule is not rotation-symmetric, so every rank is proven: lower --ranks or --counts")
+                 : Status(Ok{});
+    if (!fit) return fit;
+    proof = prove_in_full(*made);
+  }
   band.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   ++band.cases;
-  band.steps += proof.steps;
-  band.rotated += proof.by_rotation ? 1 : 0;
-  if (proof.ok) return;
+  band.steps += proof->steps;
+  band.rotated += proof->by_rotation ? 1 : 0;
+  if (proof->ok) return Ok{};
   ++band.failed;
   // A v-collective's sweep count is its first entry (spread_counts), its n their sum.
   const std::size_t count = per_rank_counts(shape.collective) ? shape.counts.front() : shape.count;
@@ -200,7 +220,8 @@ void prove_one(const Algorithm& algorithm, Case shape, const Knobs& knobs, Band&
                        " --chunk " + std::to_string(knobs.chunk) + " --channels " + std::to_string(knobs.channels) +
                        " --fan-in " + std::to_string(knobs.fan_in);
   if (rooted(shape.collective)) replay += " --roots all  (root " + std::to_string(shape.root) + ")";
-  failures.push_back({replay, proof.message});
+  failures.push_back({replay, proof->message});
+  return Ok{};
 }
 
 std::string seconds_text(double seconds) {
@@ -223,7 +244,9 @@ void print_bands(const Algorithm& algorithm, const std::vector<Band>& bands, std
 
 // Proves every shape of the sweep for one algorithm, band by band of rank counts; the failures
 // are appended to `failures`.
-std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep, std::vector<Failure>& failures) {
+// Stops at a shape whose full proof memory could not hold, with `refused` saying so.
+std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep, std::vector<Failure>& failures,
+                                  Status& refused) {
   std::vector<Band> bands;
   for (std::uint64_t n : sweep.ranks) {
     if (bands.empty() || bands.back().label != band_of(n)) bands.push_back(Band{band_of(n)});
@@ -234,7 +257,8 @@ std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep
       for (int root : roots_for(algorithm.collective, static_cast<int>(n), sweep.all_roots)) {
         for (bool in_place : layouts_for(algorithm.collective, sweep.layouts)) {
           const Case shape = sweep_shape(algorithm.collective, count, static_cast<int>(n), root, in_place);
-          prove_one(algorithm, shape, sweep.knobs, bands.back(), failures);
+          refused = prove_one(algorithm, shape, sweep, bands.back(), failures);
+          if (!refused) return bands;
         }
       }
     }
@@ -272,8 +296,13 @@ int run_prove(std::span<const std::string_view> raw, std::ostream& out, std::ost
   std::vector<Failure> failures;
   std::size_t total = 0;
   for (const Algorithm* algorithm : sweep->algorithms) {
-    const std::vector<Band> bands = prove_algorithm(*algorithm, *sweep, failures);
-    print_bands(*algorithm, bands, out);
+    Status refused = Ok{};
+    const std::vector<Band> bands = prove_algorithm(*algorithm, *sweep, failures, refused);
+    print_bands(*algorithm, bands, out);  // what was proven before a refusal is shown too
+    if (!refused) {
+      err << "collcheck prove: " << refused.error().text() << '\n';
+      return kUsageError;
+    }
     for (const Band& band : bands) total += band.cases;
   }
   out << total - failures.size() << " of " << total << " schedules proven";

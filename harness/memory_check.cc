@@ -176,10 +176,13 @@ Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const C
   return estimate;
 }
 
-Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs) {
+Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs,
+                                           bool rank0_alone) {
   Result<ScheduleSize> size = estimate_schedule(algorithm, shape, knobs);
   if (!size) return size.error();
-  return proof_memory(shape, *size, has_on_demand_form(algorithm, shape.collective));
+  const bool on_demand = has_on_demand_form(algorithm, shape.collective);
+  if (rank0_alone && on_demand) return rank0_proof_memory(shape, *size);
+  return proof_memory(shape, *size, on_demand);
 }
 
 }  // namespace collcheck::cli

@@ -460,18 +460,22 @@ std::optional<Proof> prove_by_rotation(const Schedule& schedule) {
   return *prove_valid(rank0, rotation);
 }
 
-// A schedule made on demand is proven as it is made, never stored, where every participant has
-// one stream and no waits (the ring's); any other is stored first.
 Proof prove(const Schedule& schedule) {
   if (std::optional<Proof> proof = prove_by_rotation(schedule)) return *proof;
+  return prove_in_full(schedule);
+}
+
+// A schedule made on demand is proven as it is made, never stored, where every participant has
+// one stream and no waits (the ring's); any other is stored first.
+Proof prove_in_full(const Schedule& schedule) {
   if (schedule.on_demand()) {
     const bool waits = std::any_of(schedule.participants.begin(), schedule.participants.end(),
                                    [](const Participant& participant) { return !participant.waits.empty(); });
-    if (waits) return prove(stored(schedule));
+    if (waits) return prove_in_full(stored(schedule));
     Status valid = validate_participants(schedule);
     if (!valid) return Proof{false, valid.error().message, 0, 0};
     std::optional<Proof> proof = prove_valid(schedule, std::nullopt);
-    return proof ? *proof : prove(stored(schedule));
+    return proof ? *proof : prove_in_full(stored(schedule));
   }
   Status valid = validate(schedule);
   return valid ? *prove_valid(schedule, std::nullopt) : Proof{false, valid.error().message, 0, 0};

@@ -37,10 +37,15 @@ Proof prove(const Schedule&);
 // says why that proves every rank), or nothing where it is not so. Made on demand, the schedule
 // is then never stored: rank 0's steps are, the others' are made once each and compared.
 std::optional<Proof> prove_by_rotation(const Schedule&);
+// The proof of every rank, whether or not the schedule is symmetric (prove() without the rotation).
+Proof prove_in_full(const Schedule&);
 
 // What proving a schedule of that size for `shape` will hold, the schedule included, estimated
 // before it is built (ScheduleSize from impls/algorithms: estimate_schedule). Made on demand
 // (the proof then holds no steps), or stored.
 MemoryEstimate proof_memory(const Case& shape, const ScheduleSize&, bool on_demand = false);
+// What the proof on rank 0 alone holds (prove_by_rotation of a schedule made on demand): rank
+// 0's steps and elements, the other ranks' steps made one at a time.
+MemoryEstimate rank0_proof_memory(const Case& shape, const ScheduleSize&);
 
 }  // namespace collcheck

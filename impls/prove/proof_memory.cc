@@ -11,26 +11,44 @@ namespace collcheck {
 using provenance::Element;
 using provenance::Run;
 
-MemoryEstimate proof_memory(const Case& shape, const ScheduleSize& size, bool on_demand) {
-  ScheduleSize held = size;
-  if (on_demand) held.steps = 0;  // made as they are proven, never stored
+namespace {
+
+// The schedule's `held` steps, and the elements and queues of `ranks` ranks run with `scratch`
+// elements of scratch among them.
+MemoryEstimate proof_state(const Case& shape, ScheduleSize held, std::uint64_t ranks) {
   MemoryEstimate estimate = schedule_memory(held);
   // Out of place the input is implicit; every output and scratch element is an Element, and a
   // reduced one may hold a few runs of contributions besides (an allocation of its own).
-  const auto nranks = static_cast<std::uint64_t>(shape.nranks);
   const std::uint64_t outputs = saturating_product(
-      nranks, shape.in_place ? std::max(input_elements(shape), output_elements(shape)) : output_elements(shape));
-  const std::uint64_t elements = saturating_sum(outputs, size.scratch_elements);
+      ranks, shape.in_place ? std::max(input_elements(shape), output_elements(shape)) : output_elements(shape));
+  const std::uint64_t elements = saturating_sum(outputs, held.scratch_elements);
   const std::uint64_t per_element =
       sizeof(Element) + (reduces(shape.collective) ? sizeof(std::vector<Run>) + 3 * sizeof(Run) : 0);
   // Sends are buffered: at worst a rank's whole share waits in a queue at once.
   const std::uint64_t queued = saturating_product(
-      nranks, saturating_product(std::max(input_elements(shape), output_elements(shape)), sizeof(Element)));
+      ranks, saturating_product(std::max(input_elements(shape), output_elements(shape)), sizeof(Element)));
   estimate.add("proof state",
                saturating_sum(saturating_product(elements, per_element),
                               saturating_sum(queued, saturating_product(held.steps, sizeof(int) + 1))),
                std::to_string(elements) + " elements x " + std::to_string(per_element) + " B, messages queued");
   return estimate;
+}
+
+}  // namespace
+
+MemoryEstimate proof_memory(const Case& shape, const ScheduleSize& size, bool on_demand) {
+  ScheduleSize held = size;
+  if (on_demand) held.steps = 0;  // made as they are proven, never stored
+  return proof_state(shape, held, static_cast<std::uint64_t>(shape.nranks));
+}
+
+MemoryEstimate rank0_proof_memory(const Case& shape, const ScheduleSize& size) {
+  const auto nranks = static_cast<std::uint64_t>(std::max(shape.nranks, 1));
+  ScheduleSize rank0 = size;
+  rank0.participants = 1;
+  rank0.steps = size.steps / nranks + 1;
+  rank0.scratch_elements = size.scratch_elements / nranks + 1;
+  return proof_state(shape, rank0, 1);
 }
 
 }  // namespace collcheck

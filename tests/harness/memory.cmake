@@ -16,10 +16,20 @@ collcheck_add_cli_test(memory_check_large_ranges check --ranks 64..64 --count 16
   STATUS 2 STDERR "^collcheck check: --count 16M\\.\\.16M on --ranks 64\\.\\.64 needs about [0-9.]+ [GT]iB \\(buffers "
   "lower --count or --ranks \\(the largest case, [a-z]+/[a-z0-9]+/[a-z]+/n=[0-9]+/ranks=64/[^ ]* on [a-z]+@sim\\), or raise --memory-limit"
   EMPTY stdout)
+# prove refuses up front a shape that not even rank 0's proof would fit in; one whose full proof
+# would not fit but rank 0's would runs if its schedule is rotation-symmetric, and is refused when
+# it is reached otherwise, after the bands proven before it are shown.
 collcheck_add_cli_test(memory_prove_many_ranks prove --algorithm ring --collective allreduce --ranks 4096
-  --memory-limit 1G STATUS 2
+  --memory-limit 1M STATUS 2
   STDERR "^collcheck prove: ring allreduce on 4096 ranks, count 12290 needs about [0-9.]+ GiB \\(schedule [0-9.]+ KiB: 0 steps x [0-9]+ B. proof state "
   "lower --ranks or --counts, or raise --memory-limit\n$" EMPTY stdout)
+collcheck_add_cli_test(memory_prove_symmetric_by_rank0 prove --algorithm ring --collective allreduce --ranks 1024
+  --counts 1024 --memory-limit 16M STATUS 0 STDOUT "  513\\.\\.1024 +2 +2 +0 +[0-9]+ +[0-9.]+ s +2\n2 of 2 schedules proven\n$"
+  EMPTY stderr)
+collcheck_add_cli_test(memory_prove_refused_when_reached prove --algorithm ring --collective allreduce --ranks 1024
+  --counts 1024,1025 --layout outofplace --memory-limit 16M STATUS 2
+  STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +1\n$"
+  STDERR "^collcheck prove: ring allreduce on 1024 ranks, count 1025 needs about [0-9.]+ MiB .* more than the --memory-limit of 16\\.0 MiB; its schedule is not rotation-symmetric, so every rank is proven: lower --ranks or --counts, or raise --memory-limit\n$")
 collcheck_add_cli_test(memory_bench_large_size bench -e 1G --memory-limit 1G STATUS 2
   STDERR "^collcheck bench: -e 1\\.0 GiB on ring@sim needs about [0-9.]+ GiB" "lower -e or --ranks" EMPTY stdout)
 # A world of processes on this host holds more than its ranks' buffers: the processes, proc's
@@ -47,5 +57,5 @@ collcheck_add_cli_test(memory_bad_limit prove --algorithm ring --ranks 4 --memor
 collcheck_add_cli_test(memory_too_small simulate --algorithm ring --ranks 4 --counts 1K --memory-limit 1K STATUS 2
   STDERR "^collcheck simulate: --counts 1024 needs about [0-9.]+ KiB" EMPTY stdout)
 set_tests_properties(cli.memory_replay_huge_case cli.memory_simulate_many_chunks cli.memory_check_large_ranges
-  cli.memory_prove_many_ranks cli.memory_bench_large_size cli.memory_replay_fits cli.memory_no_limit
+  cli.memory_prove_many_ranks cli.memory_prove_symmetric_by_rank0 cli.memory_prove_refused_when_reached cli.memory_bench_large_size cli.memory_replay_fits cli.memory_no_limit
   cli.memory_bad_limit cli.memory_too_small PROPERTIES LABELS "cli;memory")
