@@ -13,9 +13,11 @@
 
 namespace collcheck::provenance {
 
-// Messages from one participant to another on one channel, in order, received from `head`.
+// Messages from one participant to another on one channel, in order, received from `head`; with
+// the race check, each message's send's clock beside it (race_check.h).
 struct Queue {
   std::vector<Contents> messages;
+  std::vector<std::vector<std::uint32_t>> clocks;
   std::size_t head = 0;
 
   bool empty() const { return head == messages.size(); }

@@ -4,24 +4,9 @@
 // tree's a run or two, even at thousands of ranks. Participants run from a worklist, each step
 // as soon as it can; sends are buffered in per-link FIFO queues.
 //
-// Rotation symmetry. Let rho_r turn rank s into s+r (mod n), an offset of each buffer by the
-// buffer's Turning (block b of every part becomes block b+r, element j of a block staying j),
-// and a contribution (s, i) into (s+r, i turned as an input offset). find_rotation checks, for
-// every rank r and step k, that rank r's step k is rho_r of rank 0's step k: same kind, channel,
-// stream and waits, the peer turned, every range turned (a range inside one block, so that its
-// image is one range with its elements in the same order). Then rho_1, and so every rho_r, maps
-// the schedule onto itself. The run is determinate: a stream's steps run in order, the k-th
-// send from a to b on a channel is met by the k-th receive there whatever the interleaving, so
-// what every message and element holds, and whether a step ever runs, depend on the schedule
-// alone (where a rank's streams race on an element, both proofs prove one interleaving). Run the ranks in lockstep
-// rounds (each round every rank runs every step that is ready): by induction over the rounds rank r holds rho_r of what
-// rank 0 holds and has run the same steps, and the k-th message from rank p to rank 0 on channel c is rho_p of the k-th
-// message from rank 0 to rank -p on c. That is how `rotation_` runs rank 0 alone: a receive from p takes rank 0's own
-// sends to -p, turned by p, and is ready exactly when that send has run. So rank 0 reads an undefined element, combines
-// a contribution twice or waits forever exactly when every rank does, and rank r's outputs are rho_r of rank 0's. The
-// last link is not assumed but checked (check_outputs_turn): for every rank r and output element i, what the collective
-// requires of rank r's element T_r(i) is rho_r of what it requires of rank 0's i. Where any check fails, every rank
-// runs (the full proof).
+// With several streams a participant is watched for races (race_check.h), so that the one
+// interleaving run stands for all. Where every rank's program is rank 0's turned, rank 0 runs
+// alone: symmetry.cc says why that proves every rank.
 #include "impls/prove/proof.h"
 
 #include <algorithm>
@@ -36,6 +21,7 @@
 #include "impls/prove/expected.h"
 #include "impls/prove/message_queues.h"
 #include "impls/prove/provenance.h"
+#include "impls/prove/race_check.h"
 #include "impls/prove/symmetry.h"
 #include "impls/schedule/step_cursor.h"
 #include "reference/counts.h"
@@ -46,19 +32,17 @@ namespace {
 // The steps a participant runs before the next one in the worklist has its turn.
 constexpr std::size_t kStepsPerTurn = 64;
 
-using provenance::combine;
 using provenance::Element;
 using provenance::Rotation;
 using provenance::Run;
 using provenance::show;
-using provenance::Turning;
-using provenance::Union;
 using provenance::vector_blocks;
 using provenance::VectorBlocks;
 using provenance::wanted;
 
 using provenance::Contents;
 using provenance::Queue;
+using provenance::RaceCheck;
 
 // An output element of a rank, and the step that wrote it last (-1: none yet).
 struct Watch {
@@ -77,6 +61,7 @@ class Interpreter {
     done_.resize(n);
     streams_.resize(n);
     for (int p = 0; p < simulated_; ++p) make_streams(p);
+    start_race_check();
   }
 
   void watch(const Watch& element) { watched_ = element; }  // records the step that writes it last
@@ -103,7 +88,12 @@ class Interpreter {
     }
     if (proof.ok) check_finished(proof);
     if (proof.ok) check_outputs(proof);
-    if (proof.ok && rotation_) check_outputs_turn(proof);
+    if (proof.ok && rotation_) {
+      if (std::optional<std::string> unlike = provenance::outputs_turn(s_, *rotation_)) {
+        proof.ok = false;
+        proof.message = *unlike;
+      }
+    }
     if (rotation_) {  // every rank ran rank 0's steps, turned
       proof.by_rotation = true;
       proof.steps *= static_cast<std::size_t>(s_.nranks());
@@ -118,7 +108,41 @@ class Interpreter {
     StepCursor steps;
     std::size_t checked = 0;  // made on demand: the steps checked so far
     int stream = 0;           // made on demand: the stream of its first step
+    std::uint32_t id = 0;     // among every participant's streams, for the race check
   };
+
+  // The race check runs where a participant has several streams (MSCCL's thread blocks), up to
+  // kRaceCheckStreams streams in all (its clocks are streams^2 numbers).
+  static constexpr std::uint32_t kRaceCheckStreams = 4096;
+  void start_race_check() {
+    std::uint32_t streams = 0;
+    bool several = false;
+    for (auto& participant : streams_) {
+      several = several || participant.size() > 1;
+      for (Stream& stream : participant) stream.id = streams++;
+    }
+    if (several && streams <= kRaceCheckStreams) races_.emplace(streams);
+  }
+
+  // Begins step k of p on a stream for the race check, after its stream's earlier steps, the
+  // steps it waits for, and the send of the message it receives.
+  void begin_race_step(int p, const Stream& stream, int k, const Step& step) {
+    const Participant& participant = s_.participants[static_cast<std::size_t>(p)];
+    const Queue* from = step.receives() ? &incoming(p, step) : nullptr;
+    races_->begin(stream.id, p, k, participant.after(k), from != nullptr ? &from->clocks[from->head] : nullptr,
+                  !participant.waits.empty());
+  }
+
+  bool raced(int p, int step, const char* verb, BufferKind buffer, std::size_t index,
+             const std::optional<RaceCheck::Access>& other, Proof& proof) {
+    if (!other) return false;
+    fail(proof, p, step,
+         std::string(verb) + " " + std::string(name(buffer)) + " element " + std::to_string(index) + ", which " +
+             describe(s_, p, other->step) +
+             " on another stream touches too, and nothing orders the two: a race between streams (the result "
+             "depends on which runs first)");
+    return true;
+  }
 
   // The steps of participant p by stream, in order; one stream, the common case, keeps no list.
   // Made on demand, a participant is read as one stream, its steps checked as they come (and
@@ -148,28 +172,31 @@ class Interpreter {
   // Reads a range into `values`; fails on an undefined element.
   bool read(int p, int step, const Range& range, Contents& values, Proof& proof) {
     std::size_t undefined = 0;
-    if (buffers_.read(p, range, values, undefined)) return true;
+    if (buffers_.read(p, range, values, undefined)) {
+      if (!races_ || (range.buffer == BufferKind::Input && !s_.shape.in_place)) return true;  // implicit input
+      const Element* stored = buffers_.storage(p, range.buffer) + range.offset;
+      for (std::size_t i = 0; i < range.count; ++i) {
+        if (raced(p, step, "reads", range.buffer, range.offset + i, races_->read(stored + i), proof)) return false;
+      }
+      return true;
+    }
     fail(proof, p, step,
          "reads " + std::string(name(range.buffer)) + " element " + std::to_string(undefined) +
              ", which nothing has written");
     return false;
   }
 
-  void write(int p, int step, const Range& range, Contents& values) {
+  bool write(int p, int step, const Range& range, Contents& values, Proof& proof) {
     const Element* stored = buffers_.write(p, range, values);
-    if (!watched_ || watched_->rank != p) return;
+    for (std::size_t i = 0; races_ && i < range.count; ++i) {
+      if (raced(p, step, "writes", range.buffer, range.offset + i, races_->write(stored + i), proof)) return false;
+    }
+    if (!watched_ || watched_->rank != p) return true;
     const Element* target =
         buffers_.storage(p, BufferKind::Output) + watched_->element;  // in place: any buffer may hold it
     const std::less<const Element*> before;
     if (!before(target, stored) && before(target, stored + range.count)) watched_->writer = step;
-  }
-
-  // The common case without allocating: two single runs of one index that meet end to end.
-  bool merge_single(Element& a, const Element& b) const {
-    if (a.runs().size() != 1 || b.runs().size() != 1) return false;
-    const std::optional<Run> joined = provenance::join(a.runs()[0], b.runs()[0], nranks());
-    if (joined) a.assign_single(*joined);
-    return joined.has_value();
+    return true;
   }
 
   std::uint32_t nranks() const { return static_cast<std::uint32_t>(s_.nranks()); }
@@ -177,18 +204,12 @@ class Interpreter {
   // a ⊕ b elementwise; fails on a contribution combined twice.
   bool combine_into(int p, int step, const Range& range, std::vector<Element>& a, const std::vector<Element>& b,
                     Proof& proof) {
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      if (merge_single(a[i], b[i])) continue;
-      Union u = combine(a[i].runs(), b[i].runs(), nranks());
-      if (u.shared) {
-        fail(proof, p, step,
-             std::string(name(range.buffer)) + " element " + std::to_string(range.offset + i) + " would combine " +
-                 show(std::span<const Run>(&*u.shared, 1), nranks()) + " twice");
-        return false;
-      }
-      a[i].assign(std::move(u.runs));
-    }
-    return true;
+    const std::optional<provenance::CombinedTwice> twice = provenance::combine_all(a, b, nranks());
+    if (!twice) return true;
+    fail(proof, p, step,
+         std::string(name(range.buffer)) + " element " + std::to_string(range.offset + twice->index) +
+             " would combine " + show(std::span<const Run>(&twice->shared, 1), nranks()) + " twice");
+    return false;
   }
 
   // Runs the steps of p that can run now, stream by stream, until none can or the turn's
@@ -204,18 +225,27 @@ class Interpreter {
       progress = false;
       for (Stream& stream : streams_[q]) {
         while (!stream.steps.finished() && checked(p, stream, proof) && ready(p, stream.steps)) {
-          const int k = stream.steps.index();
-          const Step& step = stream.steps.step();
-          if (!execute(p, k, step, proof)) return;
-          if (!s_.participants[q].waits.empty()) mark_done(q, k);
-          ++proof.steps;
+          int sent_to = -1;
+          if (!run_step(p, stream, proof, sent_to)) return;
           progress = true;
-          if (step.sends()) wake(step.peer);
-          stream.steps.next();
+          if (sent_to >= 0) wake(sent_to);
           if (--turn == 0) return wake(p);
         }
       }
     }
+  }
+
+  // Runs the step a stream of p stands at and moves past it; `sent_to` the peer of a send.
+  bool run_step(int p, Stream& stream, Proof& proof, int& sent_to) {
+    const int k = stream.steps.index();
+    const Step& step = stream.steps.step();
+    if (races_) begin_race_step(p, stream, k, step);
+    if (!execute(p, k, step, proof)) return false;
+    if (!s_.participants[static_cast<std::size_t>(p)].waits.empty()) mark_done(static_cast<std::size_t>(p), k);
+    ++proof.steps;
+    if (step.sends()) sent_to = step.peer;
+    stream.steps.next();
+    return true;
   }
 
   // A step made on demand is checked on its own the first time its stream stands at it (a
@@ -280,7 +310,9 @@ class Interpreter {
       case StepKind::Send: {
         Contents payload = spare();
         if (!read(p, k, step.from, payload, proof)) return false;
-        queues_.queue(p, p, step.peer, step.channel).messages.push_back(std::move(payload));
+        Queue& to = queues_.queue(p, p, step.peer, step.channel);
+        to.messages.push_back(std::move(payload));
+        if (races_) to.clocks.push_back(races_->clock());
         ++proof.messages;
         return true;
       }
@@ -290,6 +322,7 @@ class Interpreter {
         Contents payload = std::move(from.messages[from.head++]);
         if (from.empty()) {
           from.messages.clear();
+          from.clocks.clear();
           from.head = 0;
         }
         if (payload.size() != step.to.count) {  // validate() matches them only where the steps are stored
@@ -307,21 +340,17 @@ class Interpreter {
           }
           std::swap(payload, local_);
         }
-        write(p, k, step.to, payload);
+        const bool written = write(p, k, step.to, payload, proof);
         payload.clear();
         spare_.push_back(std::move(payload));
-        return true;
+        return written;
       }
       case StepKind::Copy: {
-        if (!read(p, k, step.from, local_, proof)) return false;
-        write(p, k, step.to, local_);
-        return true;
+        return read(p, k, step.from, local_, proof) && write(p, k, step.to, local_, proof);
       }
       case StepKind::Reduce: {
         if (!read(p, k, step.from, local_, proof) || !read(p, k, step.to, target_, proof)) return false;
-        if (!combine_into(p, k, step.to, target_, local_, proof)) return false;
-        write(p, k, step.to, target_);
-        return true;
+        return combine_into(p, k, step.to, target_, local_, proof) && write(p, k, step.to, target_, proof);
       }
     }
     return false;
@@ -374,29 +403,6 @@ class Interpreter {
     }
   }
 
-  // Rank 0's outputs stand for every rank's only where the collective's requirement turns alike:
-  // rank r's element T_r(i) must need what rank 0's element i needs, turned by r.
-  void check_outputs_turn(Proof& proof) const {
-    const Turning& output = rotation_->of(BufferKind::Output);
-    const VectorBlocks blocks0 = vector_blocks(s_.shape, 0);
-    const std::size_t size = s_.buffer_size(0, BufferKind::Output);
-    for (int rank = 1; rank < s_.nranks(); ++rank) {
-      const auto by = static_cast<std::uint32_t>(rank);
-      const VectorBlocks blocks = vector_blocks(s_.shape, rank);
-      for (std::size_t i = 0; i < size; ++i) {
-        const std::size_t turned = output.offset(i, by, nranks());
-        if (wanted(s_.shape, rank, turned, blocks) ==
-            rotation_->contributions(wanted(s_.shape, 0, i, blocks0), by, nranks()))
-          continue;
-        proof.ok = false;
-        proof.message = "rank " + std::to_string(rank) + "'s program is rank 0's turned, but " +
-                        std::string(name(s_.shape.collective)) + " does not require its output element " +
-                        std::to_string(turned) + " to hold rank 0's element " + std::to_string(i) + " turned";
-        return;
-      }
-    }
-  }
-
   void fail(Proof& proof, int p, int step, const std::string& what) {
     proof.ok = false;
     proof.message = describe(s_, p, step) + ": " + what;
@@ -412,13 +418,10 @@ class Interpreter {
   provenance::ElementBuffers buffers_;
   std::vector<std::vector<bool>> done_;  // the steps run, kept only where a participant has waits
   provenance::MessageQueues queues_;
+  std::optional<RaceCheck> races_;
   std::vector<Contents> spare_;  // emptied messages, for the next sends
   Contents local_, target_;      // reused by every step
 };
-
-}  // namespace
-
-namespace {
 
 // The proof of a valid schedule, with its rotation if it has one; nothing where a schedule made
 // on demand turned out to need storing.
@@ -439,9 +442,19 @@ std::optional<Proof> prove_valid(const Schedule& schedule, const std::optional<R
 
 }  // namespace
 
-// Rank 0's steps checked and stored, the others' compared with them (a valid step turned is valid).
+// Whether a participant's steps run on more than one stream (every rank's are rank 0's turned
+// where the rotation holds, streams included).
+bool several_streams(std::span<const Step> steps) {
+  return std::any_of(steps.begin(), steps.end(), [&](const Step& step) { return step.stream != steps[0].stream; });
+}
+
+// Rank 0's steps checked and stored, the others' compared with them (a valid step turned is
+// valid). Where rank 0's streams do not keep apart, the full proof runs, under the race check.
 std::optional<Proof> prove_by_rotation(const Schedule& schedule) {
   if (!schedule.on_demand()) {
+    if (schedule.participants.empty()) return std::nullopt;
+    const std::vector<Step>& rank0 = schedule.participants.front().steps;
+    if (several_streams(rank0) && !provenance::streams_apart(schedule, rank0)) return std::nullopt;
     const std::optional<Rotation> rotation = provenance::find_rotation(schedule);
     if (!rotation) return std::nullopt;
     Status valid = validate(schedule);
@@ -455,6 +468,7 @@ std::optional<Proof> prove_by_rotation(const Schedule& schedule) {
     if (!valid) return Proof{false, valid.error().message, 0, 0};
     steps.push_back(made.step());
   }
+  if (several_streams(steps) && !provenance::streams_apart(schedule, steps)) return std::nullopt;
   const std::optional<Rotation> rotation = provenance::find_rotation(schedule, steps);
   if (!rotation) return std::nullopt;
   return *prove_valid(rank0, rotation);

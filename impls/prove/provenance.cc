@@ -88,4 +88,19 @@ Union combine(std::span<const Run> a, std::span<const Run> b, std::uint32_t nran
   return u;
 }
 
+std::optional<CombinedTwice> combine_all(std::vector<Element>& a, const std::vector<Element>& b, std::uint32_t nranks) {
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].runs().size() == 1 && b[i].runs().size() == 1) {
+      if (const std::optional<Run> joined = join(a[i].runs()[0], b[i].runs()[0], nranks)) {
+        a[i].assign_single(*joined);
+        continue;
+      }
+    }
+    Union u = combine(a[i].runs(), b[i].runs(), nranks);
+    if (u.shared) return CombinedTwice{i, *u.shared};
+    a[i].assign(std::move(u.runs));
+  }
+  return std::nullopt;
+}
+
 }  // namespace collcheck::provenance

@@ -109,4 +109,13 @@ Union combine(std::span<const Run> a, std::span<const Run> b, std::uint32_t nran
 // to end without overlapping, or nothing (then combine() decides).
 std::optional<Run> join(const Run& a, const Run& b, std::uint32_t nranks);
 
+// a[i] = a[i] ⊕ b[i] for every i (join() where it can, else combine()). Where a contribution would
+// be combined twice the elements from there on are left as they were, and that element's index
+// and the shared run are returned.
+struct CombinedTwice {
+  std::size_t index;
+  Run shared;
+};
+std::optional<CombinedTwice> combine_all(std::vector<Element>& a, const std::vector<Element>& b, std::uint32_t nranks);
+
 }  // namespace collcheck::provenance

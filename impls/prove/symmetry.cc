@@ -1,9 +1,33 @@
 // Rotation symmetry (symmetry.h): the turning of each buffer is found on rank 1, trying "does
 // not turn" and then parts of S/k elements for k = 1..64 (k channels' shares, each of n equal
 // blocks), and then every step of every rank is compared with rank 0's turned.
+//
+// Rotation symmetry. Let rho_r turn rank s into s+r (mod n), an offset of each buffer by the
+// buffer's Turning (block b of every part becomes block b+r, element j of a block staying j),
+// and a contribution (s, i) into (s+r, i turned as an input offset). find_rotation checks, for
+// every rank r and step k, that rank r's step k is rho_r of rank 0's step k: same kind, channel,
+// stream and waits, the peer turned, every range turned (a range inside one block, so that its
+// image is one range with its elements in the same order). Then rho_1, and so every rho_r, maps
+// the schedule onto itself. The run is determinate: a stream's steps run in order, the k-th
+// send from a to b on a channel is met by the k-th receive there whatever the interleaving, so
+// what every message and element holds, and whether a step ever runs, depend on the schedule
+// alone (each rank has one stream, or streams that keep apart, streams_apart: any other is
+// proven in full, under the race check). Run the ranks in lockstep rounds (each round every rank runs every step that
+// is ready): by induction over the rounds rank r holds rho_r of what rank 0 holds and has run the same steps, and the
+// k-th message from rank p to rank 0 on channel c is rho_p of the k-th message from rank 0 to rank -p on c. That is how
+// the interpreter runs rank 0 alone: a receive from p takes rank 0's own sends to -p, turned by p, and is ready exactly
+// when that send has run. So rank 0 reads an undefined element, combines a contribution twice or waits forever exactly
+// when every rank does, and rank r's outputs are rho_r of rank 0's. The last link is not assumed but checked
+// (outputs_turn): for every rank r and output element i, what the collective requires of rank r's element T_r(i) is
+// rho_r of what it requires of rank 0's i. Where any check fails, every rank runs (the full proof).
 #include "impls/prove/symmetry.h"
 
+#include <algorithm>
+#include <string>
+#include <tuple>
 #include <vector>
+
+#include "impls/prove/expected.h"
 
 namespace collcheck::provenance {
 
@@ -191,6 +215,100 @@ std::optional<Rotation> find_rotation(const Schedule& s, std::span<const Step> r
     if (!turns_into(s, r, prepared)) return std::nullopt;
   }
   return rotation;
+}
+
+namespace {
+
+// An interval of elements one stream touches (or writes), in the storage after in-place aliasing.
+struct Touch {
+  BufferKind storage;
+  std::uint64_t begin, end;
+  int stream;
+  bool writes;
+};
+
+// Where a range of rank 0 lies once the input is aliased into the output (or the output into
+// the input) in place; out of place the input is never written, so its reads are left out.
+std::optional<Touch> touch(const Schedule& s, const Range& range, int stream, bool writes) {
+  if (range.count == 0) return std::nullopt;
+  Touch where{range.buffer, range.offset, range.offset + range.count, stream, writes};
+  if (range.buffer == BufferKind::Scratch) return where;
+  if (!s.shape.in_place) return range.buffer == BufferKind::Input ? std::nullopt : std::optional<Touch>(where);
+  const Alias alias = in_place_alias(s.shape, 0);
+  if (range.buffer == alias.inside) {
+    where.storage = alias.inside == BufferKind::Input ? BufferKind::Output : BufferKind::Input;
+    where.begin += alias.offset;
+    where.end += alias.offset;
+  }
+  return where;
+}
+
+// Each stream's touched and written intervals, merged (so that within one kind of one stream they
+// are apart).
+std::vector<Touch> merged_touches(const Schedule& s, std::span<const Step> steps) {
+  std::vector<Touch> all;
+  for (const Step& step : steps) {
+    if (step.reads()) {
+      if (const std::optional<Touch> read = touch(s, step.from, step.stream, false)) all.push_back(*read);
+    }
+    if (!step.writes()) continue;
+    if (const std::optional<Touch> written = touch(s, step.to, step.stream, true)) {
+      all.push_back(*written);  // written, and touched as well
+      all.push_back(Touch{written->storage, written->begin, written->end, written->stream, false});
+    }
+  }
+  const auto key = [](const Touch& t) { return std::tuple(t.storage, t.stream, t.writes, t.begin); };
+  std::sort(all.begin(), all.end(), [&](const Touch& a, const Touch& b) { return key(a) < key(b); });
+  std::vector<Touch> merged;
+  for (const Touch& t : all) {
+    Touch* last = merged.empty() ? nullptr : &merged.back();
+    if (last != nullptr && last->storage == t.storage && last->stream == t.stream && last->writes == t.writes &&
+        t.begin <= last->end) {
+      last->end = std::max(last->end, t.end);
+    } else {
+      merged.push_back(t);
+    }
+  }
+  return merged;
+}
+
+}  // namespace
+
+bool streams_apart(const Schedule& s, std::span<const Step> rank0) {
+  std::vector<Touch> touches = merged_touches(s, rank0);
+  std::sort(touches.begin(), touches.end(),
+            [](const Touch& a, const Touch& b) { return std::tie(a.storage, a.begin) < std::tie(b.storage, b.begin); });
+  // Swept in order of start: the intervals still open are at most two per stream (its merged
+  // touches and writes are each apart), and a new one meets each of them.
+  std::vector<Touch> open;
+  for (const Touch& t : touches) {
+    std::erase_if(open, [&](const Touch& o) { return o.storage != t.storage || o.end <= t.begin; });
+    for (const Touch& o : open) {
+      if (o.stream != t.stream && (o.writes || t.writes)) return false;
+    }
+    open.push_back(t);
+  }
+  return true;
+}
+
+std::optional<std::string> outputs_turn(const Schedule& s, const Rotation& rotation) {
+  const auto n = static_cast<std::uint32_t>(s.nranks());
+  const Turning& output = rotation.of(BufferKind::Output);
+  const VectorBlocks blocks0 = vector_blocks(s.shape, 0);
+  const std::size_t size = s.buffer_size(0, BufferKind::Output);
+  for (std::uint32_t by = 1; by < n; ++by) {
+    const VectorBlocks blocks = vector_blocks(s.shape, static_cast<int>(by));
+    for (std::size_t i = 0; i < size; ++i) {
+      const std::size_t turned = output.offset(i, by, n);
+      if (wanted(s.shape, static_cast<int>(by), turned, blocks) ==
+          rotation.contributions(wanted(s.shape, 0, i, blocks0), by, n))
+        continue;
+      return "rank " + std::to_string(by) + "'s program is rank 0's turned, but " +
+             std::string(name(s.shape.collective)) + " does not require its output element " + std::to_string(turned) +
+             " to hold rank 0's element " + std::to_string(i) + " turned";
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace collcheck::provenance

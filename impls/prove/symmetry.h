@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "impls/prove/provenance.h"
 #include "impls/schedule/schedule.h"
@@ -45,5 +46,14 @@ std::optional<Rotation> find_rotation(const Schedule&);
 // The same for a schedule whose steps are made on demand: rank 0's steps, stored, are `rank0`,
 // and every other rank's are made once, one at a time, and compared.
 std::optional<Rotation> find_rotation(const Schedule&, std::span<const Step> rank0);
+// Whether rank 0's streams keep apart: no element that one of them writes is read or written by
+// another (the input and output aliased in place), so that no race between them is possible, on
+// rank 0 nor, turned, on any rank. One stream keeps apart trivially.
+bool streams_apart(const Schedule&, std::span<const Step> rank0);
+
+// Rank 0's outputs stand for every rank's only where the collective's requirement turns alike:
+// rank r's element T_r(i) must need what rank 0's element i needs, turned by r. Nothing where it
+// does, else what does not.
+std::optional<std::string> outputs_turn(const Schedule&, const Rotation&);
 
 }  // namespace collcheck::provenance

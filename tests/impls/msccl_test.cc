@@ -128,6 +128,12 @@ TEST(Msccl, BrokenCopiesAreRefusedWithTheStepNamed) {
       {"a wrong count", "allgather_rd_8gpu.xml", R"(type="s" srcbuf="o" srcoff="0" dstbuf="o" dstoff="0" cnt="2")",
        R"(type="s" srcbuf="o" srcoff="0" dstbuf="o" dstoff="0" cnt="1")", 0,
        "gpu 2 tb 0 step 1 (r, line 35): receives 2 chunks, but its message 0 is gpu 0 tb 1 step 0 (s, line 8)"},
+      {"a race between thread blocks (a dependency dropped)", "allreduce_1step_4gpu.xml",
+       R"(type="re" srcbuf="s" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="1" deps="1")",
+       R"(type="re" srcbuf="s" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1")", 0,
+       "[gpu 0 tb 0 step 4 (re, line 8)]: reads scratch element 0, which rank 0 step 1 (recv from rank 1 into "
+       "scratch[0, 4)) [gpu 0 tb 1 step 1 (r, line 14)] on another stream touches too, and nothing orders the two: "
+       "a race between streams"},
       {"a step out of range", "allreduce_ring_4gpu_1ch.xml", R"(srcoff="3")", R"(srcoff="4")", 0,
        "broken.xml:5: <step s=\"1\"> of tb 0 of gpu 0: its source chunks [4, 5) of the input buffer lie outside its 4 "
        "chunks"},

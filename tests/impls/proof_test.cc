@@ -317,6 +317,43 @@ TEST(Proof, ProvesSchedulesMadeOnDemandInFullAsTheirStepsAreMade) {
   EXPECT_EQ(proof.ok, prove(two_streams).ok) << proof.message;
 }
 
+// Streams of one participant that nothing orders must not touch an element one of them writes:
+// the proof runs one interleaving, which stands for all only without such races. A copy onto
+// itself on a second stream of every rank changes no value, so only the race check finds it,
+// and only in full: rank 0 alone (the schedule is still symmetric) must not be taken.
+TEST(Proof, FindsRacesBetweenStreamsThatNothingOrders) {
+  // In place, so that the copy reads defined elements whenever it runs.
+  Result<Schedule> ring = make_schedule("ring", shape_of(Collective::AllReduce, 16, 8, 0, true), Knobs{});
+  ASSERT_TRUE(ring.ok());
+  Schedule racing = *ring;
+  for (int r = 0; r < 8; ++r) {
+    const Range block{BufferKind::Output, 2 * static_cast<std::uint64_t>(r), 2};
+    racing.add(r, Step{StepKind::Copy, -1, block, block, 0, 1});
+  }
+  ASSERT_TRUE(provenance::find_rotation(racing));
+  Proof proof = prove(racing);
+  EXPECT_FALSE(proof.ok);
+  EXPECT_FALSE(proof.by_rotation);
+  EXPECT_NE(proof.message.find("on another stream touches too, and nothing orders the two"), std::string::npos)
+      << proof.message;
+
+  Schedule ordered = racing;  // the copy waits for the rank's last step on stream 0: no race
+  for (int r = 0; r < 8; ++r) {
+    Participant& participant = ordered.participants[static_cast<std::size_t>(r)];
+    const int copy = static_cast<int>(participant.steps.size()) - 1;
+    participant.add_after(copy, copy - 1);
+  }
+  proof = prove(ordered);
+  EXPECT_TRUE(proof.ok) << proof.message;
+
+  // A ring on two channels runs each on a stream of its own over its own half of the buffers:
+  // they keep apart, so rank 0 alone may prove it (ProvesASymmetricRingOnRankZeroAndSaysSo).
+  Result<Schedule> two_channels = make_schedule("ring", shape_of(Collective::AllReduce, 32, 8), Knobs{1 << 20, 2, 2});
+  ASSERT_TRUE(two_channels.ok());
+  EXPECT_TRUE(provenance::streams_apart(*two_channels, two_channels->participants[0].steps));
+  EXPECT_FALSE(provenance::streams_apart(racing, racing.participants[0].steps));
+}
+
 TEST(Proof, RingAllReduceAt4096RanksProvesInSeconds) {
   Result<Schedule> schedule = make_schedule("ring", shape_of(Collective::AllReduce, 1000, 4096), Knobs{});
   ASSERT_TRUE(schedule.ok());
