@@ -97,8 +97,6 @@ std::vector<std::vector<std::pair<int, int>>> origins(const MscclAlgorithm& a) {
 
 }  // namespace
 
-std::vector<RedOp> msccl_ops() { return schedule_file_ops(); }
-
 std::size_t msccl_count_multiple(const MscclAlgorithm& a) {
   const auto chunks = static_cast<std::size_t>(a.chunks_per_loop);
   return chunks / std::gcd(chunks, total_factor(a));
@@ -115,7 +113,7 @@ std::string msccl_refusal(const MscclAlgorithm& a, const Case& c) {
   if (c.collective != a.collective || c.nranks != a.ngpus || c.in_place != a.in_place) return shapes;
   if (c.count % msccl_count_multiple(a) != 0) return shapes;
   if (reduces(c.collective)) {
-    const std::vector<RedOp> ops = msccl_ops();
+    const std::vector<RedOp> ops = schedule_file_ops();
     if (std::find(ops.begin(), ops.end(), c.op) == ops.end()) return shapes;
   }
   return "";

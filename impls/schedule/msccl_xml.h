@@ -80,7 +80,6 @@ Status check_msccl(MscclAlgorithm&);
 std::size_t msccl_count_multiple(const MscclAlgorithm&);        // what `count` must be a multiple of
 std::string msccl_refusal(const MscclAlgorithm&, const Case&);  // why it does not run a case; "" when it does
 std::string msccl_shapes(const MscclAlgorithm&);  // "allreduce on 4 ranks in place, count a multiple of 4"
-std::vector<RedOp> msccl_ops();
 
 // The schedule of an admitted case: one participant per gpu, one stream per thread block, a
 // chunk of total count / nchunksperloop elements (docs/schedules.md has the step mapping).

@@ -14,6 +14,7 @@
 // with RANGE = BUFFER:OFFSET+COUNT (BUFFER input, output or scratch) and the options channel=N,
 // stream=N and after=I,J,... (earlier steps of the participant it also waits for).
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <numeric>
 #include <optional>
@@ -86,22 +87,25 @@ struct Line {
   }
 };
 
+// The kind a word names, as name() spells each kind; nothing where it names none.
+template <typename Kind, std::size_t N>
+std::optional<Kind> kind_named(std::string_view word, const std::array<Kind, N>& kinds) {
+  const auto found = std::find_if(kinds.begin(), kinds.end(), [&](Kind kind) { return name(kind) == word; });
+  return found == kinds.end() ? std::nullopt : std::optional<Kind>(*found);
+}
+constexpr std::array kBufferKindList{BufferKind::Input, BufferKind::Output, BufferKind::Scratch};
+constexpr std::array kStepKindList{StepKind::Send, StepKind::Recv, StepKind::RecvReduce, StepKind::Copy,
+                                   StepKind::Reduce};
+
 Result<Range> read_range(const Line& line, std::string_view text) {
   const std::size_t colon = text.find(':'), plus = text.find('+');
   if (colon == text.npos || plus == text.npos || plus < colon) {
     return line.error("range `" + std::string(text) + "`: must be BUFFER:OFFSET+COUNT, e.g. input:0+2");
   }
   Range range;
-  const std::string_view buffer = text.substr(0, colon);
-  if (buffer == "input") {
-    range.buffer = BufferKind::Input;
-  } else if (buffer == "output") {
-    range.buffer = BufferKind::Output;
-  } else if (buffer == "scratch") {
-    range.buffer = BufferKind::Scratch;
-  } else {
-    return line.error("range `" + std::string(text) + "`: the buffer must be input, output or scratch");
-  }
+  const std::optional<BufferKind> buffer = kind_named(text.substr(0, colon), kBufferKindList);
+  if (!buffer) return line.error("range `" + std::string(text) + "`: the buffer must be input, output or scratch");
+  range.buffer = *buffer;
   Result<std::uint64_t> offset = line.integer("offset", text.substr(colon + 1, plus - colon - 1), 0, kMaxNumber);
   if (!offset) return offset.error();
   Result<std::uint64_t> count = line.integer("count", text.substr(plus + 1), 0, kMaxNumber);
@@ -141,20 +145,10 @@ Status read_step(const Line& line, Participant& participant) {
   const std::string& kind = line.words[0];
   Step step;
   const int index = static_cast<int>(participant.steps.size());
-  const bool peered = kind == "send" || kind == "recv" || kind == "recv-reduce";
-  if (kind == "send") {
-    step.kind = StepKind::Send;
-  } else if (kind == "recv") {
-    step.kind = StepKind::Recv;
-  } else if (kind == "recv-reduce") {
-    step.kind = StepKind::RecvReduce;
-  } else if (kind == "copy") {
-    step.kind = StepKind::Copy;
-  } else if (kind == "reduce") {
-    step.kind = StepKind::Reduce;
-  } else {
-    return line.error("`" + kind + "`: a step is " + std::string(kStepKinds));
-  }
+  const std::optional<StepKind> named = kind_named(kind, kStepKindList);
+  if (!named) return line.error("`" + kind + "`: a step is " + std::string(kStepKinds));
+  step.kind = *named;
+  const bool peered = step.sends() || step.receives();
   const std::size_t ranges = (step.reads() ? 1 : 0) + (step.writes() ? 1 : 0);
   const std::size_t operands = (peered ? 1 : 0) + ranges;
   if (line.words.size() < 1 + operands) {
