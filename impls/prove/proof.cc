@@ -111,15 +111,17 @@ class Interpreter {
     std::uint32_t id = 0;     // among every participant's streams, for the race check
   };
 
-  // The race check runs where a participant has several streams (MSCCL's thread blocks), up to
-  // kRaceCheckStreams streams in all (its clocks are streams^2 numbers).
+  // The race check runs where a participant has several streams that do not keep apart
+  // (MSCCL's thread blocks; a tree's two do), up to kRaceCheckStreams streams in all (its clocks
+  // are streams^2 numbers).
   static constexpr std::uint32_t kRaceCheckStreams = 4096;
   void start_race_check() {
     std::uint32_t streams = 0;
     bool several = false;
-    for (auto& participant : streams_) {
-      several = several || participant.size() > 1;
-      for (Stream& stream : participant) stream.id = streams++;
+    for (std::size_t q = 0; q < streams_.size(); ++q) {
+      several = several || (streams_[q].size() > 1 &&
+                            !provenance::streams_apart(s_, s_.participants[q].steps, static_cast<int>(q)));
+      for (Stream& stream : streams_[q]) stream.id = streams++;
     }
     if (several && streams <= kRaceCheckStreams) races_.emplace(streams);
   }

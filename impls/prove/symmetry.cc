@@ -229,12 +229,12 @@ struct Touch {
 
 // Where a range of rank 0 lies once the input is aliased into the output (or the output into
 // the input) in place; out of place the input is never written, so its reads are left out.
-std::optional<Touch> touch(const Schedule& s, const Range& range, int stream, bool writes) {
+std::optional<Touch> touch(const Schedule& s, int p, const Range& range, int stream, bool writes) {
   if (range.count == 0) return std::nullopt;
   Touch where{range.buffer, range.offset, range.offset + range.count, stream, writes};
   if (range.buffer == BufferKind::Scratch) return where;
   if (!s.shape.in_place) return range.buffer == BufferKind::Input ? std::nullopt : std::optional<Touch>(where);
-  const Alias alias = in_place_alias(s.shape, 0);
+  const Alias alias = in_place_alias(s.shape, p);
   if (range.buffer == alias.inside) {
     where.storage = alias.inside == BufferKind::Input ? BufferKind::Output : BufferKind::Input;
     where.begin += alias.offset;
@@ -245,14 +245,14 @@ std::optional<Touch> touch(const Schedule& s, const Range& range, int stream, bo
 
 // Each stream's touched and written intervals, merged (so that within one kind of one stream they
 // are apart).
-std::vector<Touch> merged_touches(const Schedule& s, std::span<const Step> steps) {
+std::vector<Touch> merged_touches(const Schedule& s, int p, std::span<const Step> steps) {
   std::vector<Touch> all;
   for (const Step& step : steps) {
     if (step.reads()) {
-      if (const std::optional<Touch> read = touch(s, step.from, step.stream, false)) all.push_back(*read);
+      if (const std::optional<Touch> read = touch(s, p, step.from, step.stream, false)) all.push_back(*read);
     }
     if (!step.writes()) continue;
-    if (const std::optional<Touch> written = touch(s, step.to, step.stream, true)) {
+    if (const std::optional<Touch> written = touch(s, p, step.to, step.stream, true)) {
       all.push_back(*written);  // written, and touched as well
       all.push_back(Touch{written->storage, written->begin, written->end, written->stream, false});
     }
@@ -274,8 +274,8 @@ std::vector<Touch> merged_touches(const Schedule& s, std::span<const Step> steps
 
 }  // namespace
 
-bool streams_apart(const Schedule& s, std::span<const Step> rank0) {
-  std::vector<Touch> touches = merged_touches(s, rank0);
+bool streams_apart(const Schedule& s, std::span<const Step> steps, int participant) {
+  std::vector<Touch> touches = merged_touches(s, participant, steps);
   std::sort(touches.begin(), touches.end(),
             [](const Touch& a, const Touch& b) { return std::tie(a.storage, a.begin) < std::tie(b.storage, b.begin); });
   // Swept in order of start: the intervals still open are at most two per stream (its merged

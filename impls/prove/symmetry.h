@@ -46,10 +46,11 @@ std::optional<Rotation> find_rotation(const Schedule&);
 // The same for a schedule whose steps are made on demand: rank 0's steps, stored, are `rank0`,
 // and every other rank's are made once, one at a time, and compared.
 std::optional<Rotation> find_rotation(const Schedule&, std::span<const Step> rank0);
-// Whether rank 0's streams keep apart: no element that one of them writes is read or written by
-// another (the input and output aliased in place), so that no race between them is possible, on
-// rank 0 nor, turned, on any rank. One stream keeps apart trivially.
-bool streams_apart(const Schedule&, std::span<const Step> rank0);
+// Whether a participant's streams keep apart: no element that one of them writes is read or
+// written by another (the input and output aliased in place), so that no race between them is
+// possible (for rank 0 of a symmetric schedule, on any rank, turned). One stream keeps apart
+// trivially. `steps` are the participant's (rank 0's where it is not given).
+bool streams_apart(const Schedule&, std::span<const Step> steps, int participant = 0);
 
 // Rank 0's outputs stand for every rank's only where the collective's requirement turns alike:
 // rank r's element T_r(i) must need what rank 0's element i needs, turned by r. Nothing where it
