@@ -112,8 +112,9 @@ Status sweep_fits(const Arguments& args, Sweep& sweep) {
         Result<MemoryEstimate> estimate = proved_shape_memory(algorithm->name, shape, sweep.knobs);
         if (!estimate) continue;
         Status fit = fits(*estimate, *budget, shape_words(*algorithm, shape), "lower --ranks or --counts");
+        if (fit) continue;
         Result<MemoryEstimate> rank0 = proved_shape_memory(algorithm->name, shape, sweep.knobs, true);
-        if (!fit && !(rank0 && fits(*rank0, *budget, "", ""))) return fit;
+        if (!(rank0 && fits(*rank0, *budget, "", ""))) return fit;
       }
     }
   }

@@ -44,6 +44,12 @@ using provenance::Contents;
 using provenance::Queue;
 using provenance::RaceCheck;
 
+// Whether a participant's steps run on more than one stream (every rank's are rank 0's turned
+// where the rotation holds, streams included).
+bool several_streams(std::span<const Step> steps) {
+  return std::any_of(steps.begin(), steps.end(), [&](const Step& step) { return step.stream != steps[0].stream; });
+}
+
 // An output element of a rank, and the step that wrote it last (-1: none yet).
 struct Watch {
   int rank;
@@ -156,9 +162,7 @@ class Interpreter {
       return;
     }
     const auto& steps = s_.participants[q].steps;
-    const bool one_stream =
-        std::all_of(steps.begin(), steps.end(), [&](const Step& step) { return step.stream == steps.front().stream; });
-    if (one_stream) {
+    if (!several_streams(steps)) {
       streams_[q].push_back(Stream{StepCursor(steps, {}, steps.size())});
       return;
     }
@@ -443,12 +447,6 @@ std::optional<Proof> prove_valid(const Schedule& schedule, const std::optional<R
 }
 
 }  // namespace
-
-// Whether a participant's steps run on more than one stream (every rank's are rank 0's turned
-// where the rotation holds, streams included).
-bool several_streams(std::span<const Step> steps) {
-  return std::any_of(steps.begin(), steps.end(), [&](const Step& step) { return step.stream != steps[0].stream; });
-}
 
 // Rank 0's steps checked and stored, the others' compared with them (a valid step turned is
 // valid). Where rank 0's streams do not keep apart, the full proof runs, under the race check.

@@ -15,7 +15,7 @@ void RaceCheck::begin(std::uint32_t stream, int p, int step, std::span<const int
   for (int earlier : after) join(kept_.at({p, earlier}));
   if (message != nullptr) join(*message);
   ++own[stream];
-  current_ = own;
+  current_ = &own;  // unchanged until this stream's next step begins
   now_ = Access{stream, own[stream], step};
   if (keep) kept_[{p, step}] = own;
 }

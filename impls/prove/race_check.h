@@ -42,7 +42,7 @@ class RaceCheck {
   // (`after`, whose clocks were kept) and the send of the message it receives (`message`'s clock,
   // or null). `keep`: its clock is kept, for later steps that wait for it.
   void begin(std::uint32_t stream, int p, int step, std::span<const int> after, const Clock* message, bool keep);
-  const Clock& clock() const { return current_; }  // the step's, once begun
+  const Clock& clock() const { return *current_; }  // the step's, once begun
 
   // The current step reads or writes an element: the earlier access it races with, if any.
   std::optional<Access> read(const Element* element);
@@ -53,12 +53,12 @@ class RaceCheck {
     std::optional<Access> write;
     std::vector<Access> reads;  // since the write, one per stream
   };
-  bool ordered(const Access& earlier) const { return current_[earlier.stream] >= earlier.tick; }
+  bool ordered(const Access& earlier) const { return (*current_)[earlier.stream] >= earlier.tick; }
 
   std::vector<Clock> stream_clocks_;           // each stream's last step's
   std::map<std::pair<int, int>, Clock> kept_;  // (participant, step): of steps others wait for
   std::unordered_map<const Element*, History> elements_;
-  Clock current_;
+  const Clock* current_ = nullptr;  // the current step's stream's
   Access now_;
 };
 
