@@ -1,0 +1,55 @@
+// The kernels of reduce_kernels.h as __global__ functions, one instance per dtype x op, and the
+// launchers that pick the instance at run time. Built for sm_80, sm_90 and sm_100.
+#include <cuda_runtime.h>
+
+#include "impls/cuda/device_kernels.h"
+#include "impls/cuda/reduce_kernels.h"
+
+namespace collcheck::cuda {
+namespace {
+
+constexpr unsigned kThreadsPerBlock = 256;
+constexpr unsigned kMaxBlocks = 1024;
+
+__device__ Lanes grid_lanes() {
+  return Lanes{static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+               static_cast<std::size_t>(gridDim.x) * blockDim.x};
+}
+
+template <DType kDType, RedOp kOp>
+__global__ void reduce_kernel(const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
+  reduce_span<kDType, kOp>(a, b, out, count, grid_lanes());
+}
+
+template <DType kDType>
+__global__ void finish_average_kernel(std::byte* data, std::size_t count, int nranks) {
+  finish_average_span<kDType>(data, count, nranks, grid_lanes());
+}
+
+// Enough blocks for one 16-byte vector per thread, at most kMaxBlocks (the body strides over the rest).
+unsigned blocks_for(std::size_t bytes) {
+  const std::size_t vectors = (bytes + 15) / 16;
+  const std::size_t blocks = (vectors + kThreadsPerBlock - 1) / kThreadsPerBlock;
+  return static_cast<unsigned>(blocks == 0 ? 1 : (blocks < kMaxBlocks ? blocks : kMaxBlocks));
+}
+
+}  // namespace
+
+int launch_reduce(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count,
+                  DeviceStream stream) {
+  const unsigned blocks = blocks_for(count * size_of(dtype));
+  visit_dtype_and_op(dtype, op, [&]<DType kDType, RedOp kOp>() {
+    reduce_kernel<kDType, kOp><<<blocks, kThreadsPerBlock, 0, stream>>>(a, b, out, count);
+  });
+  return static_cast<int>(cudaGetLastError());
+}
+
+int launch_finish_average(DType dtype, std::byte* data, std::size_t count, int nranks, DeviceStream stream) {
+  const unsigned blocks = blocks_for(count * size_of(dtype));
+  visit_dtype<RedOp::Sum>(dtype, [&]<DType kDType, RedOp>() {
+    finish_average_kernel<kDType><<<blocks, kThreadsPerBlock, 0, stream>>>(data, count, nranks);
+  });
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace collcheck::cuda

@@ -1,0 +1,104 @@
+// The reduction kernels on a CUDA device against the same kernels run on the host (which
+// cuda_kernels_tests holds to the contract): every dtype x op, on random bits with the specials
+// mixed in, at aligned and unaligned offsets and lengths that leave heads and tails. Exits 77
+// (skipped) where no device is present.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "impls/cuda/device_kernels.h"
+#include "impls/cuda/host_kernels.h"
+#include "reference/collective.h"
+#include "reference/dtype.h"
+#include "reference/random.h"
+
+namespace {
+
+using collcheck::DType;
+using collcheck::RedOp;
+
+int failures = 0;
+
+bool check(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return true;
+  std::printf("FAIL %s: %s\n", what, cudaGetErrorString(status));
+  ++failures;
+  return false;
+}
+
+std::vector<std::byte> random_bytes(std::size_t bytes, std::uint64_t seed) {
+  std::vector<std::byte> out(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    out[i] = static_cast<std::byte>(collcheck::mix64(seed * 0x9e3779b97f4a7c15ull + i / 8) >> (8 * (i % 8)));
+  }
+  return out;
+}
+
+// One dtype x op at one offset and count: the device's bits must be the host kernels' bits.
+void compare(DType dtype, RedOp op, std::size_t offset, std::size_t count, std::byte* device_a, std::byte* device_b,
+             std::byte* device_out) {
+  const std::size_t size = collcheck::size_of(dtype);
+  const std::size_t bytes = count * size;
+  const std::vector<std::byte> a = random_bytes(bytes, count + 1), b = random_bytes(bytes, count + 2);
+  std::vector<std::byte> want(bytes), got(bytes);
+  collcheck::cuda::reduce_on_host(dtype, op, a.data(), b.data(), want.data(), count);
+  if (op == RedOp::Avg) collcheck::cuda::finish_average_on_host(dtype, want.data(), count, 3);
+  if (!check(cudaMemcpy(device_a + offset, a.data(), bytes, cudaMemcpyHostToDevice), "copy in") ||
+      !check(cudaMemcpy(device_b + offset, b.data(), bytes, cudaMemcpyHostToDevice), "copy in")) {
+    return;
+  }
+  check(static_cast<cudaError_t>(collcheck::cuda::launch_reduce(dtype, op, device_a + offset, device_b + offset,
+                                                                device_out + offset, count, nullptr)),
+        "launch reduce");
+  if (op == RedOp::Avg) {
+    check(
+        static_cast<cudaError_t>(collcheck::cuda::launch_finish_average(dtype, device_out + offset, count, 3, nullptr)),
+        "launch finish_average");
+  }
+  if (!check(cudaMemcpy(got.data(), device_out + offset, bytes, cudaMemcpyDeviceToHost), "copy out")) return;
+  if (std::memcmp(want.data(), got.data(), bytes) != 0) {
+    std::size_t i = 0;
+    while (std::memcmp(want.data() + i * size, got.data() + i * size, size) == 0) ++i;
+    std::printf("FAIL %s %s, %zu elements at byte offset %zu: element %zu differs\n",
+                std::string(collcheck::name(dtype)).c_str(), std::string(collcheck::name(op)).c_str(), count, offset,
+                i);
+    ++failures;
+  }
+}
+
+}  // namespace
+
+int main() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("SKIP: no CUDA device (cudaGetDeviceCount: %d devices)\n", devices);
+    return 77;
+  }
+  constexpr std::size_t kMaxBytes = (std::size_t{1} << 22) + 64;
+  std::byte *a = nullptr, *b = nullptr, *out = nullptr;
+  if (!check(cudaMalloc(&a, kMaxBytes), "cudaMalloc") || !check(cudaMalloc(&b, kMaxBytes), "cudaMalloc") ||
+      !check(cudaMalloc(&out, kMaxBytes), "cudaMalloc")) {
+    return 1;
+  }
+  int cases = 0;
+  for (DType dtype : collcheck::all_dtypes()) {
+    const std::size_t size = collcheck::size_of(dtype);
+    for (RedOp op : collcheck::all_ops()) {
+      for (std::size_t offset : {std::size_t{0}, size, 16 - size, std::size_t{16}}) {
+        for (std::size_t count :
+             {std::size_t{1}, std::size_t{7}, std::size_t{33}, std::size_t{4099}, (std::size_t{1} << 22) / size}) {
+          compare(dtype, op, offset % 16, count, a, b, out);
+          ++cases;
+        }
+      }
+    }
+  }
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(out);
+  std::printf("%d cases, %d failures\n", cases, failures);
+  return failures == 0 ? 0 : 1;
+}
