@@ -7,6 +7,7 @@
 
 #include "collcheck/config.h"
 #include "impls/backend/rank_backend.h"
+#include "impls/cuda/cuda_host_backend.h"
 #include "impls/mutants/mutants.h"
 #include "impls/plugin/plugin_backend.h"
 #include "impls/proc/proc_backend.h"
@@ -20,7 +21,7 @@
 namespace collcheck {
 namespace {
 
-constexpr std::string_view kTransports = "sim or proc (mpi and gloo are named alone: mpi, gloo:NAME)";
+constexpr std::string_view kTransports = "sim, cuda-host or proc (mpi and gloo are named alone: mpi, gloo:NAME)";
 
 Error spec_error(std::string_view spec, const std::string& message) {
   return Error{"--backend", quoted_input(spec) + ": " + message};
@@ -81,6 +82,36 @@ Result<std::vector<std::unique_ptr<Backend>>> make_process_backends(std::string_
   return backends;
 }
 
+// The backends in this process (`sim`, `cuda-host`) that `what` names (`all`, `mutant:NAME`, an
+// algorithm, `schedule:FILE`), each made by `make` and named what + suffix (`@sim:chunk=4`).
+using InProcessFactory = std::unique_ptr<Backend> (*)(SimVariant, Knobs, std::string);
+Result<std::vector<std::unique_ptr<Backend>>> make_in_process_backends(std::string_view spec, std::string_view what,
+                                                                       InProcessFactory make, const Knobs& knobs,
+                                                                       const std::string& suffix) {
+  std::vector<std::unique_ptr<Backend>> backends;
+  if (what == "all") {
+    for (const std::string& algorithm : algorithm_variant_names()) {
+      backends.push_back(make(algorithm_variant(algorithm).value(), knobs, algorithm + suffix));
+    }
+    return backends;
+  }
+  if (what.starts_with("mutant:")) {
+    const Mutant* mutant = find_mutant(what);
+    if (mutant == nullptr) {
+      std::string names;
+      for (const Mutant& m : all_mutants()) names += (names.empty() ? "" : ", ") + m.variant.name;
+      return spec_error(spec, "no such mutant: mutants are " + names);
+    }
+    backends.push_back(make(mutant->variant, knobs, std::string(what) + suffix));
+    return backends;
+  }
+  Result<SimVariant> variant = algorithm_variant(what);
+  if (!variant && what.starts_with("schedule:")) return spec_error(spec, variant.error().message);
+  if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME, or schedule:FILE");
+  backends.push_back(make(std::move(variant).value(), knobs, std::string(what) + suffix));
+  return backends;
+}
+
 // The backends a spec names, as they are made (make_backends wraps each).
 Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_view spec,
                                                                     const BackendOptions& process_options) {
@@ -92,7 +123,7 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
         "must be ALGORITHM@TRANSPORT[:OPTIONS], e.g. ring@sim or 'ring@sim:chunk=4096,channels=2'; "
         "backends: all@sim, " +
             backend_names() +
-            ", mutant:NAME@sim, schedule:FILE@sim (an MSCCL XML file), the same @proc, "
+            ", mutant:NAME@sim, schedule:FILE@sim (an MSCCL XML file), the same @cuda-host and @proc, "
             "mpi[:COLL=ALG,...|:all-algorithms], gloo[:NAME|:all-algorithms], plugin:PATH[:key=value,...]");
   }
   const std::string_view what = spec.substr(0, at);
@@ -100,35 +131,16 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
   const std::size_t colon = rest.find(':');
   const std::string_view transport = rest.substr(0, colon);
   const std::string_view options = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
-  if (transport != "sim")
+  if (transport != "sim" && transport != "cuda-host")
     return spec_error(spec, "transport " + quoted_input(transport) + ": must be " + std::string(kTransports));
   Knobs knobs;
   Status parsed = parse_knobs(spec, options, knobs);
   if (!parsed) return parsed.error();
-
-  std::vector<std::unique_ptr<Backend>> backends;
-  const std::string suffix = "@sim" + (options.empty() ? "" : ":" + std::string(options));
-  if (what == "all") {
-    for (const std::string& algorithm : algorithm_variant_names()) {
-      backends.push_back(make_sim_backend(algorithm_variant(algorithm).value(), knobs, algorithm + suffix));
-    }
-    return backends;
-  }
-  if (what.starts_with("mutant:")) {
-    const Mutant* mutant = find_mutant(what);
-    if (mutant == nullptr) {
-      std::string names;
-      for (const Mutant& m : all_mutants()) names += (names.empty() ? "" : ", ") + m.variant.name;
-      return spec_error(spec, "no such mutant: mutants are " + names);
-    }
-    backends.push_back(make_sim_backend(mutant->variant, knobs, std::string(what) + suffix));
-    return backends;
-  }
-  Result<SimVariant> variant = algorithm_variant(what);
-  if (!variant && what.starts_with("schedule:")) return spec_error(spec, variant.error().message);
-  if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME, or schedule:FILE");
-  backends.push_back(make_sim_backend(std::move(variant).value(), knobs, std::string(what) + suffix));
-  return backends;
+  if (transport == "cuda-host" && knobs.protocol.reliable)
+    return spec_error(spec, "reliable=on: cuda-host does not retransmit yet (sim and proc do)");
+  const InProcessFactory make = transport == "cuda-host" ? &make_cuda_host_backend : &make_sim_backend;
+  const std::string suffix = "@" + std::string(transport) + (options.empty() ? "" : ":" + std::string(options));
+  return make_in_process_backends(spec, what, make, knobs, suffix);
 }
 
 }  // namespace

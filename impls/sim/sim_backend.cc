@@ -21,20 +21,7 @@ class SimBackend final : public Backend {
 
   std::string name() const override { return spec_; }
 
-  Capabilities capabilities() const override {
-    Capabilities c;
-    c.collectives = variant_.collectives;
-    c.dtypes.assign(all_dtypes().begin(), all_dtypes().end());
-    c.ops.assign(all_ops().begin(), all_ops().end());
-    c.deterministic = variant_.deterministic;
-    c.chunk = knobs_.chunk;
-    c.hook = true;
-    c.reliable = knobs_.protocol.reliable;
-    c.knobs = free_schedule_knobs(spec_, variant_.name, 0);
-    c.independent_instances = true;
-    if (variant_.narrow) variant_.narrow(c);
-    return c;
-  }
+  Capabilities capabilities() const override { return variant_capabilities(variant_, knobs_, spec_); }
 
   // The schedule and the simulation that runs it; a variant that is no registered algorithm
   // (a mutant) is estimated by its buffers alone.
@@ -70,29 +57,12 @@ class SimBackend final : public Backend {
     SimulatedRun run = simulate(*schedule, sim_fabric(c.nranks), sim);
     if (!run.completed) return failed(run);
     result.trace = run.trace;
-    for (auto& outputs : run.earlier_outputs) {
-      std::vector<RankResult> ranks;
-      ranks.reserve(outputs.size());
-      for (auto& output : outputs) ranks.push_back(RankResult{std::move(output), {}, true});
-      result.calls.push_back(std::move(ranks));
-    }
-    std::vector<RankResult> last(static_cast<std::size_t>(c.nranks));
-    for (std::size_t r = 0; r < last.size(); ++r) {
-      last[r] = RankResult{std::move(run.outputs[r]), std::move(run.inputs[r]), run.guards_intact[r]};
-    }
-    result.calls.push_back(std::move(last));
+    result.calls = calls_of(run.earlier_outputs, run.outputs, run.inputs, run.guards_intact);
     return result;
   }
 
  private:
-  // The knobs' link protocol, broken as the variant asks.
-  LinkProtocol protocol() const {
-    LinkProtocol protocol = knobs_.protocol;
-    if (variant_.skip_checksums) protocol.checksums = false;
-    if (variant_.skip_last_checksum) protocol.check_last = false;
-    if (variant_.never_time_out) protocol.timeout = -1;
-    return protocol;
-  }
+  LinkProtocol protocol() const { return variant_protocol(variant_, knobs_); }
 
   // Detected: the protocol stopped every rank; a deadline: a hang; anything else: a crash.
   static RepeatedRun failed(const SimulatedRun& run) {
@@ -171,6 +141,48 @@ Topology build_sim_fabric(int nranks) {
 }
 
 }  // namespace
+
+Capabilities variant_capabilities(const SimVariant& variant, const Knobs& knobs, std::string_view spec) {
+  Capabilities c;
+  c.collectives = variant.collectives;
+  c.dtypes.assign(all_dtypes().begin(), all_dtypes().end());
+  c.ops.assign(all_ops().begin(), all_ops().end());
+  c.deterministic = variant.deterministic;
+  c.chunk = knobs.chunk;
+  c.hook = true;
+  c.reliable = knobs.protocol.reliable;
+  c.knobs = free_schedule_knobs(spec, variant.name, 0);
+  c.independent_instances = true;
+  if (variant.narrow) variant.narrow(c);
+  return c;
+}
+
+LinkProtocol variant_protocol(const SimVariant& variant, const Knobs& knobs) {
+  LinkProtocol protocol = knobs.protocol;
+  if (variant.skip_checksums) protocol.checksums = false;
+  if (variant.skip_last_checksum) protocol.check_last = false;
+  if (variant.never_time_out) protocol.timeout = -1;
+  return protocol;
+}
+
+std::vector<std::vector<RankResult>> calls_of(std::vector<std::vector<std::vector<std::byte>>>& earlier_outputs,
+                                              std::vector<std::vector<std::byte>>& outputs,
+                                              std::vector<std::vector<std::byte>>& inputs,
+                                              const std::vector<bool>& guards_intact) {
+  std::vector<std::vector<RankResult>> calls;
+  for (auto& call : earlier_outputs) {
+    std::vector<RankResult> ranks;
+    ranks.reserve(call.size());
+    for (auto& output : call) ranks.push_back(RankResult{std::move(output), {}, true});
+    calls.push_back(std::move(ranks));
+  }
+  std::vector<RankResult> last(outputs.size());
+  for (std::size_t r = 0; r < last.size(); ++r) {
+    last[r] = RankResult{std::move(outputs[r]), std::move(inputs[r]), guards_intact[r]};
+  }
+  calls.push_back(std::move(last));
+  return calls;
+}
 
 // One set of fabrics per thread: a Topology fills its route cache as it is asked, which is not
 // thread-safe, and `check --jobs N` runs simulations on several threads at once.

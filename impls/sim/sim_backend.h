@@ -40,6 +40,19 @@ Result<SimVariant> algorithm_variant(std::string_view algorithm);
 Result<SimVariant> schedule_file_variant(std::string_view file);
 std::vector<std::string> algorithm_variant_names();  // ring, tree, ... without repeats
 
+// What a backend running `variant` with `knobs` in this process declares (`@sim`, `@cuda-host`):
+// its collectives, every dtype and op, hooks, its free knobs, independent instances, narrowed as
+// the variant says.
+Capabilities variant_capabilities(const SimVariant& variant, const Knobs& knobs, std::string_view spec);
+// The knobs' link protocol, broken as the variant asks.
+LinkProtocol variant_protocol(const SimVariant& variant, const Knobs& knobs);
+// An in-process run's buffers as the harness takes them: the earlier calls' outputs, then the last
+// call's outputs, inputs and guard verdicts, rank by rank (all moved from).
+std::vector<std::vector<RankResult>> calls_of(std::vector<std::vector<std::vector<std::byte>>>& earlier_outputs,
+                                              std::vector<std::vector<std::byte>>& outputs,
+                                              std::vector<std::vector<std::byte>>& inputs,
+                                              const std::vector<bool>& guards_intact);
+
 // `spec` is the name the backend reports (`ring@sim:chunk=4`).
 std::unique_ptr<Backend> make_sim_backend(SimVariant variant, Knobs knobs, std::string spec);
 

@@ -101,7 +101,8 @@ class Conformance : public ::testing::TestWithParam<std::string> {
 // every dtype, op and root, counts from 0 up, exact values bit for bit, real and special ones
 // within the oracle's bound; in-process backends also every dtype with every op on 3 ranks.
 TEST_P(Conformance, MatchesTheOracleOnFixedCases) {
-  const bool in_process = GetParam().find("@sim") != std::string::npos;
+  const bool in_process =
+      GetParam().find("@sim") != std::string::npos || GetParam().find("@cuda-host") != std::string::npos;
   std::vector<int> wanted = {1, 2, 3, 4, 5};
   if (in_process) wanted.insert(wanted.end(), {7, 8, 12});
   for (int nranks : rank_counts(capabilities_, wanted)) {

@@ -178,6 +178,9 @@ TEST(BackendGrammar, NamesEveryPartThatIsWrong) {
   EXPECT_NE(message("ring@sim:speed=2").find("unknown option 'speed'"), std::string::npos);
   EXPECT_NE(message("mutant:nope@sim").find("no such mutant: mutants are mutant:"), std::string::npos);
   EXPECT_NE(message("ring\x01@sim").find("'ring\\x01@sim'"), std::string::npos) << message("ring\x01@sim");
+  EXPECT_EQ(make_backends("all@cuda-host:chunk=3").value().front()->name(), "ring@cuda-host:chunk=3");
+  EXPECT_NE(message("ring@cuda-host:reliable=on").find("reliable=on: cuda-host does not retransmit"),
+            std::string::npos);
 }
 
 // Every knob has a range, checked when the spec is parsed: a value beyond it is a usage error that

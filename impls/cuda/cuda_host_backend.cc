@@ -1,0 +1,92 @@
+// `ALGORITHM@cuda-host` backends: each case's schedule on the slot engine (slot_engine.h), every
+// participant a host thread, buffers between guard zones, the kernels run on the host.
+#include "impls/cuda/cuda_host_backend.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "impls/cuda/slot_engine.h"
+#include "impls/link/guarded_buffer.h"
+#include "impls/worlds/launched_backend.h"
+
+namespace collcheck {
+namespace {
+
+// Participants are threads: beyond this many a run is mostly threads waiting for a core.
+constexpr int kMaxHostRanks = 64;
+constexpr std::size_t kRingBytes = std::size_t{64} << 20;
+
+class CudaHostBackend final : public Backend {
+ public:
+  CudaHostBackend(SimVariant variant, Knobs knobs, std::string spec)
+      : variant_(std::move(variant)), knobs_(knobs), spec_(std::move(spec)) {}
+
+  std::string name() const override { return spec_; }
+
+  Capabilities capabilities() const override {
+    Capabilities c = variant_capabilities(variant_, knobs_, spec_);
+    c.max_ranks = std::min(c.max_ranks, kMaxHostRanks);
+    c.reliable = false;
+    // A message's pieces: one slot each, so counts near a slot's multiples reach the last piece's edges.
+    c.edge_bytes = {cuda::ring_shape(1, kRingBytes).slot_bytes};
+    return c;
+  }
+
+  // The default's buffers and results, the rings, and every message staged once.
+  MemoryEstimate estimate_memory(const Case& c) const override {
+    MemoryEstimate estimate = Backend::estimate_memory(c);
+    estimate.add("rings", kRingBytes, "the slots of every message stream");
+    estimate.add("staged", case_buffers(c, 0).total() * 2, "messages staged by their senders");
+    return estimate;
+  }
+
+  RepeatedRun run(const Case& c, const RunOptions& options) override {
+    Result<Schedule> schedule = variant_.schedule(c, knobs_);
+    if (!schedule) return RepeatedRun::ended(Outcome::Crash, schedule.error().text());
+    const Schedule whole = stored(std::move(schedule).value());
+    cuda::EngineOptions engine;
+    engine.guard = kGuardElements;
+    engine.inputs = options.inputs;
+    engine.calls =
+        options.timed ? std::max(options.warmup, 0) + std::max(options.iterations, 1) : std::max(options.calls, 1);
+    // Timed calls all read the case's inputs (bench checks only out of place).
+    engine.call_seed_step = options.timed || variant_.stale_inputs ? 0 : 1;
+    engine.hook = options.without_faults ? nullptr : options.hook;
+    engine.protocol = protocol();
+    engine.deadline = run_deadline(c, options, {});
+    engine.reduction = variant_.reduction;
+    engine.ring_bytes = kRingBytes;
+    const auto start = std::chrono::steady_clock::now();
+    cuda::EngineRun run = cuda::run_engine(whole, engine);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!run.completed) {
+      return RepeatedRun::ended(run.detected ? Outcome::Detected
+                                : run.hang   ? Outcome::Hang
+                                             : Outcome::Crash,
+                                run.error);
+    }
+    RepeatedRun result;
+    result.calls = calls_of(run.earlier_outputs, run.outputs, run.inputs, run.guards_intact);
+    if (options.timed) {
+      result.seconds = seconds / engine.calls;
+      if (!options.checked) result.calls.clear();
+      else result.calls.erase(result.calls.begin(), result.calls.begin() + std::max(options.warmup, 0));
+    }
+    return result;
+  }
+
+ private:
+  LinkProtocol protocol() const { return variant_protocol(variant_, knobs_); }
+
+  SimVariant variant_;
+  Knobs knobs_;
+  std::string spec_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_host_backend(SimVariant variant, Knobs knobs, std::string spec) {
+  return std::make_unique<CudaHostBackend>(std::move(variant), knobs, std::move(spec));
+}
+
+}  // namespace collcheck

@@ -1,0 +1,69 @@
+// The `cuda` transport's engine: every participant of a schedule on a thread of its own, messages
+// through receiver-side rings of slots with completion flags, data moved and reduced by the
+// kernels. `cuda-host` runs it with every buffer in host memory and the kernels on the host.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "impls/link/hook.h"
+#include "impls/link/protocol.h"
+#include "impls/schedule/schedule.h"
+#include "impls/sim/simulator.h"
+
+namespace collcheck::cuda {
+
+// The engine works as follows. Each participant (rank or switch) is one thread that runs its
+// streams of steps as far as each can go without waiting, then pushes what it has posted, and
+// yields when nothing moved. Every message stream (from, to, channel) has a `SlotRing` in the
+// receiver's memory: `kSlots` slots of `slot_bytes` bytes, each with a header (the piece's
+// sequence number, offset, length and checksum) and a completion flag, the number of the piece it
+// holds plus one, stored with release order after the payload. The receiver reads the flag with
+// acquire order, judges the piece with link/'s LinkReceiver (sequence, offset, checksum), copies
+// or reduces it into place with a kernel, and counts it in the ring's `taken` word, which is the
+// sender's credit. A send step stages its message in an `Outgoing` (one copy, checksummed per
+// piece as it is copied) and completes at once, so that no schedule deadlocks on the bounded
+// rings; the sender's thread pushes staged pieces into free slots as they come. The send hook
+// sees each message once when it is staged: drop, delay, duplicate, hold back behind the next
+// message (reorder) or change its bytes (after they were checksummed). A receive that hears
+// nothing for the link timeout ends the run `detected` for every participant; a participant still
+// waiting at the deadline ends it as a hang. Calls after the first follow at once on the same
+// buffers, sequence numbers continuing.
+
+struct EngineOptions {
+  std::size_t guard = 0;  // elements of guard zone around every buffer; ranges may run into it
+  const std::vector<std::vector<std::byte>>* inputs = nullptr;  // given inputs, rank by rank
+  int calls = 1;
+  std::uint64_t call_seed_step = 1;  // call k's inputs: the case with seed + k * this
+  LinkHook* hook = nullptr;
+  LinkProtocol protocol;
+  double deadline = 60;                            // seconds from the start
+  ReductionOverride reduction;                     // null members: the kernels
+  std::size_t ring_bytes = std::size_t{64} << 20;  // the slots of every ring together, at most
+};
+
+struct EngineRun {
+  bool completed = false;
+  bool detected = false;  // the link protocol stopped the run (a fault, a silent stream)
+  bool hang = false;      // a participant was still waiting at the deadline
+  std::string error;
+  std::vector<std::vector<std::vector<std::byte>>> earlier_outputs;  // [call][rank], calls before the last
+  std::vector<std::vector<std::byte>> outputs, inputs;               // the last call's, per rank
+  std::vector<bool> guards_intact;
+};
+
+// Runs `schedule` (stored, validated with options.guard of slack) on the engine.
+EngineRun run_engine(const Schedule& schedule, const EngineOptions& options);
+
+// The slots of one ring when `rings` rings share `ring_bytes`: 8 slots of 64 KiB, fewer and
+// smaller (down to 2 of 1 KiB) where many rings share the bytes.
+struct RingShape {
+  std::size_t slots = 8;
+  std::size_t slot_bytes = std::size_t{64} << 10;
+};
+RingShape ring_shape(std::size_t rings, std::size_t ring_bytes);
+
+}  // namespace collcheck::cuda

@@ -1,0 +1,70 @@
+// The message streams of the cuda transport's engine (slot_engine.h says how they are used): a
+// ring of slots in the receiver's memory with completion flags and a credit word, and the
+// messages a sender has staged for it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "impls/cuda/slot_engine.h"
+#include "impls/link/protocol.h"
+
+namespace collcheck::cuda {
+
+using Clock = std::chrono::steady_clock;
+
+// One slot's header: the completion flag (the number of the piece the slot holds, plus one) and
+// the piece's label, written before the flag.
+struct SlotHeader {
+  std::atomic<std::uint64_t> ready{0};
+  PieceLabel label;
+};
+
+// A message staged by its sender: its bytes as they will travel (the hook may have changed them
+// after their checksums were taken) and what the hook decided.
+struct Outgoing {
+  std::uint64_t sequence = 0;
+  std::vector<std::byte> bytes;
+  std::vector<std::uint64_t> sums;  // per piece, of the bytes the sender meant to send
+  std::size_t next_piece = 0;       // over every transmission: pieces * (1 + duplicates)
+  Clock::time_point not_before;
+  bool dropped = false;
+  int duplicates = 0;
+};
+
+// One message stream (from, to, channel): the slots (the receiver's memory), the credit word, and
+// each end's own state, touched only by that end's thread.
+struct SlotRing {
+  int from = 0, to = 0, channel = 0;
+  std::uint64_t per_call = 0;  // messages per call
+  RingShape shape;
+  std::vector<std::byte> payload;
+  std::unique_ptr<SlotHeader[]> headers;
+  alignas(64) std::atomic<std::uint64_t> taken{0};  // pieces the receiver has consumed
+  // The sender's.
+  std::uint64_t pushed = 0;
+  std::uint64_t next_sequence = 0;
+  std::deque<Outgoing> outbox;  // by sequence
+  // The receiver's.
+  LinkReceiver receiver;
+
+  std::byte* slot(std::uint64_t piece) { return payload.data() + (piece % shape.slots) * shape.slot_bytes; }
+  SlotHeader& header(std::uint64_t piece) { return headers[piece % shape.slots]; }
+  std::size_t pieces(std::size_t bytes) const {
+    return bytes == 0 ? 1 : (bytes + shape.slot_bytes - 1) / shape.slot_bytes;
+  }
+};
+
+// A receive or send step's ring, and its ordinal there (the k-th send on a ring in step order is
+// message k of the call, and the k-th receive takes it).
+struct StepLink {
+  int ring = -1;
+  std::uint64_t ordinal = 0;
+};
+
+}  // namespace collcheck::cuda
