@@ -6,6 +6,9 @@
 
 #include "collcheck/config.h"
 #include "harness/text_table.h"
+#if COLLCHECK_HAVE_CUDA
+#include "impls/cuda/cuda_device.h"
+#endif
 
 namespace collcheck::cli {
 namespace {
@@ -24,6 +27,10 @@ void print_optional_parts(std::ostream& out) {
     table.add_row({std::string(part.name), part.enabled ? "enabled" : "disabled", std::string(part.reason)});
   }
   table.print(out);
+#if COLLCHECK_HAVE_CUDA
+  // What ALGORITHM@cuda would run on (docs/gpu.md): the devices and the peer links between them.
+  out << "CUDA devices: " << cuda::cuda_devices_text() << '\n';
+#endif
 }
 
 }  // namespace collcheck::cli

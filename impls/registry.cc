@@ -7,7 +7,7 @@
 
 #include "collcheck/config.h"
 #include "impls/backend/rank_backend.h"
-#include "impls/cuda/cuda_host_backend.h"
+#include "impls/cuda/engine_backend.h"
 #include "impls/mutants/mutants.h"
 #include "impls/plugin/plugin_backend.h"
 #include "impls/proc/proc_backend.h"
@@ -112,6 +112,14 @@ Result<std::vector<std::unique_ptr<Backend>>> make_in_process_backends(std::stri
   return backends;
 }
 
+// What makes the backends of an in-process transport (sim, cuda-host, cuda where built).
+InProcessFactory in_process_factory(std::string_view transport) {
+#if COLLCHECK_HAVE_CUDA
+  if (transport == "cuda") return &make_cuda_backend;
+#endif
+  return transport == "cuda-host" ? &make_cuda_host_backend : &make_sim_backend;
+}
+
 // The backends a spec names, as they are made (make_backends wraps each).
 Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_view spec,
                                                                     const BackendOptions& process_options) {
@@ -123,7 +131,7 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
         "must be ALGORITHM@TRANSPORT[:OPTIONS], e.g. ring@sim or 'ring@sim:chunk=4096,channels=2'; "
         "backends: all@sim, " +
             backend_names() +
-            ", mutant:NAME@sim, schedule:FILE@sim (an MSCCL XML file), the same @cuda-host and @proc, "
+            ", mutant:NAME@sim, schedule:FILE@sim (an MSCCL XML file), the same @cuda-host, @cuda and @proc, "
             "mpi[:COLL=ALG,...|:all-algorithms], gloo[:NAME|:all-algorithms], plugin:PATH[:key=value,...]");
   }
   const std::string_view what = spec.substr(0, at);
@@ -131,16 +139,18 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
   const std::size_t colon = rest.find(':');
   const std::string_view transport = rest.substr(0, colon);
   const std::string_view options = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
-  if (transport != "sim" && transport != "cuda-host")
+  if (transport != "sim" && transport != "cuda-host" && transport != "cuda")
     return spec_error(spec, "transport " + quoted_input(transport) + ": must be " + std::string(kTransports));
+#if !COLLCHECK_HAVE_CUDA
+  if (transport == "cuda") return spec_error(spec, "this build has no CUDA: " COLLCHECK_CUDA_REASON);
+#endif
   Knobs knobs;
   Status parsed = parse_knobs(spec, options, knobs);
   if (!parsed) return parsed.error();
-  if (transport == "cuda-host" && knobs.protocol.reliable)
-    return spec_error(spec, "reliable=on: cuda-host does not retransmit yet (sim and proc do)");
-  const InProcessFactory make = transport == "cuda-host" ? &make_cuda_host_backend : &make_sim_backend;
-  const std::string suffix = "@" + std::string(transport) + (options.empty() ? "" : ":" + std::string(options));
-  return make_in_process_backends(spec, what, make, knobs, suffix);
+  if (transport != "sim" && knobs.protocol.reliable)
+    return spec_error(spec, "reliable=on: " + std::string(transport) + " does not retransmit yet (sim and proc do)");
+  return make_in_process_backends(spec, what, in_process_factory(transport), knobs,
+                                  "@" + std::string(transport) + (options.empty() ? "" : ":" + std::string(options)));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "impls/cuda/device_kernels.h"
 #include "impls/cuda/reduce_kernels.h"
+#include "impls/link/checksum_body.h"
 
 namespace collcheck::cuda {
 namespace {
@@ -24,6 +25,13 @@ __global__ void reduce_kernel(const std::byte* a, const std::byte* b, std::byte*
 template <DType kDType>
 __global__ void finish_average_kernel(std::byte* data, std::size_t count, int nranks) {
   finish_average_span<kDType>(data, count, nranks, grid_lanes());
+}
+
+__global__ void checksum_kernel(const std::byte* data, std::size_t bytes, std::uint64_t* result) {
+  __shared__ std::uint64_t streams[4];
+  streams[threadIdx.x] = checksum_stream(data, bytes, static_cast<int>(threadIdx.x));
+  __syncthreads();
+  if (threadIdx.x == 0) *result = fold_checksum(bytes, streams);
 }
 
 // Enough blocks for one 16-byte vector per thread, at most kMaxBlocks (the body strides over the rest).
@@ -49,6 +57,11 @@ int launch_finish_average(DType dtype, std::byte* data, std::size_t count, int n
   visit_dtype<RedOp::Sum>(dtype, [&]<DType kDType, RedOp>() {
     finish_average_kernel<kDType><<<blocks, kThreadsPerBlock, 0, stream>>>(data, count, nranks);
   });
+  return static_cast<int>(cudaGetLastError());
+}
+
+int launch_checksum(const std::byte* data, std::size_t bytes, std::uint64_t* result, DeviceStream stream) {
+  checksum_kernel<<<1, 4, 0, stream>>>(data, bytes, result);
   return static_cast<int>(cudaGetLastError());
 }
 

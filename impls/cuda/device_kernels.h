@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "reference/collective.h"
 #include "reference/dtype.h"
@@ -18,5 +19,8 @@ int launch_reduce(DType, RedOp, const std::byte* a, const std::byte* b, std::byt
                   DeviceStream stream);
 // Avg's last step on `count` elements in device memory; returns a cudaError_t.
 int launch_finish_average(DType, std::byte* data, std::size_t count, int nranks, DeviceStream stream);
+// link/'s checksum of `bytes` bytes of device memory into *result (device memory): four threads,
+// one stream of checksum_body.h each, and the fold; returns a cudaError_t.
+int launch_checksum(const std::byte* data, std::size_t bytes, std::uint64_t* result, DeviceStream stream);
 
 }  // namespace collcheck::cuda

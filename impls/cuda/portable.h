@@ -6,11 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__CUDACC__)
-#define COLLCHECK_HOST_DEVICE __host__ __device__
-#else
-#define COLLCHECK_HOST_DEVICE
-#endif
+#include "impls/link/host_device.h"
 
 namespace collcheck::cuda {
 

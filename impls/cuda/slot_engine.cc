@@ -13,8 +13,8 @@
 #include <thread>
 #include <tuple>
 
+#include "impls/cuda/engine.h"
 #include "impls/cuda/host_kernels.h"
-#include "impls/cuda/slot_ring.h"
 #include "impls/link/guarded_buffer.h"
 #include "reference/inputs.h"
 
@@ -30,100 +30,36 @@ RingShape ring_shape(std::size_t rings, std::size_t ring_bytes) {
   return shape;
 }
 
-namespace {
-
-double seconds_between(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
+EngineRun Engine::run() {
+  start_ = Clock::now();
+  deadline_ = start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.deadline));
+  set_up();
+  std::vector<std::thread> threads;
+  threads.reserve(participants_.size());
+  for (ParticipantState& state : participants_) {
+    threads.emplace_back([this, &state] {
+      try {
+        participant_main(state);
+      } catch (const std::exception& failure) {  // a device's error: the run ends, naming it
+        stop(false, false, participant_name(schedule_, state.participant) + ": " + failure.what());
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  if (!result_.error.empty()) return std::move(result_);
+  result_.completed = true;
+  for (int rank = 0; rank < schedule_.nranks(); ++rank) {
+    ParticipantState& state = participants_[static_cast<std::size_t>(rank)];
+    result_.outputs.push_back(final_output(state));
+    std::vector<std::byte> input(schedule_.buffer_size(rank, BufferKind::Input) * element_);
+    state.device->read(input.data(), at(state, BufferKind::Input, 0), input.size());
+    result_.inputs.push_back(std::move(input));
+    Device& device = *state.device;
+    result_.guards_intact.push_back(state.input.intact(device) && state.output.intact(device) &&
+                                    state.scratch.intact(device));
+  }
+  return std::move(result_);
 }
-
-struct StreamState {
-  std::vector<int> steps;
-  std::size_t next = 0;
-  bool waiting = false;
-  Clock::time_point quiet_since;  // when the step it waits on last heard anything
-};
-
-struct ParticipantState {
-  int participant = 0;
-  std::vector<StreamState> streams;
-  std::vector<StepLink> links;  // per step
-  std::vector<std::uint8_t> done;
-  std::size_t remaining = 0;
-  std::vector<int> outbound;  // the rings it sends on
-  int call = 0;
-  GuardedBuffer input, output, scratch;
-};
-
-enum class Progress { Done, Waiting, Failed };
-
-// The rings found so far while the participants' steps are read, and each participant's sends and
-// receives counted per ring.
-struct RingIndex {
-  std::map<std::tuple<int, int, int>, int> ring_of;              // (from, to, channel)
-  std::map<std::pair<int, int>, std::uint64_t> sends, receives;  // (ring, participant): steps so far
-};
-
-class Engine {
- public:
-  Engine(const Schedule& schedule, const EngineOptions& options)
-      : schedule_(schedule), options_(options), element_(size_of(schedule.shape.dtype)),
-        settings_(resolve(options.protocol, kRealClock, options.deadline)) {}
-
-  EngineRun run() {
-    start_ = Clock::now();
-    deadline_ = start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.deadline));
-    set_up();
-    std::vector<std::thread> threads;
-    threads.reserve(participants_.size());
-    for (ParticipantState& state : participants_) threads.emplace_back([this, &state] { participant_main(state); });
-    for (std::thread& thread : threads) thread.join();
-    if (!result_.error.empty()) return std::move(result_);
-    result_.completed = true;
-    for (int rank = 0; rank < schedule_.nranks(); ++rank) {
-      ParticipantState& state = participants_[static_cast<std::size_t>(rank)];
-      result_.outputs.push_back(final_output(state));
-      const std::size_t count = schedule_.buffer_size(rank, BufferKind::Input);
-      const std::byte* input = count > 0 ? at(state, BufferKind::Input, 0) : nullptr;
-      result_.inputs.emplace_back(input, input + count * element_);
-      result_.guards_intact.push_back(state.input.intact() && state.output.intact() && state.scratch.intact());
-    }
-    return std::move(result_);
-  }
-
- private:
-  void set_up();
-  void link_step(ParticipantState& state, std::size_t k, const Step& step, RingIndex& links);
-  void set_up_buffers(ParticipantState& state);
-  void stop_at_deadline(ParticipantState& state);
-  void participant_main(ParticipantState& state);
-  bool advance(ParticipantState& state, StreamState& stream);
-  Progress run_step(ParticipantState& state, StreamState& stream, int index);
-  Progress receive(ParticipantState& state, StreamState& stream, int index, const Step& step);
-  void post(ParticipantState& state, int index, const Step& step);
-  bool pump(SlotRing& ring);
-  void next_call(ParticipantState& state);
-  bool finished(const ParticipantState& state) const;
-  std::vector<std::byte> final_output(ParticipantState& state);
-  std::byte* at(ParticipantState& state, BufferKind buffer, std::size_t offset);
-  void reduce(const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) const;
-  // Ends the run for every participant, with the first error given.
-  void stop(bool detected, bool hang, const std::string& error);
-  std::string stream_text(const SlotRing& ring, std::uint64_t sequence) const {
-    return link_stream_text(participant_name(schedule_, ring.to), participant_name(schedule_, ring.from), ring.channel,
-                            ring.per_call == 0 ? 0 : sequence / ring.per_call);
-  }
-
-  const Schedule& schedule_;
-  const EngineOptions& options_;
-  const std::size_t element_;
-  const LinkSettings settings_;
-  Clock::time_point start_, deadline_;
-  std::vector<ParticipantState> participants_;
-  std::vector<std::unique_ptr<SlotRing>> rings_;
-  std::atomic<bool> stopped_{false};
-  std::mutex error_mutex_;
-  EngineRun result_;
-};
 
 void Engine::set_up() {
   const auto n = static_cast<std::size_t>(schedule_.nparticipants());
@@ -151,7 +87,8 @@ void Engine::set_up() {
   const RingShape shape = ring_shape(rings_.size(), options_.ring_bytes);
   for (std::unique_ptr<SlotRing>& ring : rings_) {
     ring->shape = shape;
-    ring->payload.resize(shape.slots * shape.slot_bytes);
+    ring->payload =
+        DeviceBytes(*participants_[static_cast<std::size_t>(ring->to)].device, shape.slots * shape.slot_bytes);
     ring->headers = std::make_unique<SlotHeader[]>(shape.slots);
   }
 }
@@ -180,8 +117,10 @@ void Engine::link_step(ParticipantState& state, std::size_t k, const Step& step,
 
 void Engine::set_up_buffers(ParticipantState& state) {
   const int p = state.participant;
-  const auto allocate = [&](GuardedBuffer& buffer, BufferKind kind) {
-    buffer = GuardedBuffer(schedule_.buffer_size(p, kind), element_, schedule_.shape.offset, options_.guard);
+  state.device = options_.make_device(p);
+  const auto allocate = [&](DeviceGuardedBuffer& buffer, BufferKind kind) {
+    buffer = DeviceGuardedBuffer(*state.device, schedule_.buffer_size(p, kind), element_, schedule_.shape.offset,
+                                 options_.guard);
   };
   allocate(state.scratch, BufferKind::Scratch);
   if (schedule_.participants[static_cast<std::size_t>(p)].is_switch) return;
@@ -189,14 +128,15 @@ void Engine::set_up_buffers(ParticipantState& state) {
   if (!schedule_.shape.in_place || in_place_alias(schedule_.shape, p).inside == BufferKind::Output) {
     allocate(state.input, BufferKind::Input);
   }
-  const std::size_t count = schedule_.buffer_size(p, BufferKind::Input);
-  std::byte* input = at(state, BufferKind::Input, 0);
+  const std::size_t bytes = schedule_.buffer_size(p, BufferKind::Input) * element_;
+  std::vector<std::byte> input(bytes);
   if (options_.inputs == nullptr) {
-    InputGenerator(schedule_.shape).fill(p, 0, {input, count * element_});
+    InputGenerator(schedule_.shape).fill(p, 0, input);
   } else {
     const std::vector<std::byte>& given = options_.inputs->at(static_cast<std::size_t>(p));
-    std::copy_n(given.begin(), std::min(given.size(), count * element_), input);
+    std::copy_n(given.begin(), std::min(given.size(), bytes), input.begin());
   }
+  state.device->write(at(state, BufferKind::Input, 0), input.data(), bytes);
 }
 
 std::byte* Engine::at(ParticipantState& state, BufferKind buffer, std::size_t offset) {
@@ -213,9 +153,27 @@ std::byte* Engine::at(ParticipantState& state, BufferKind buffer, std::size_t of
   return (buffer == BufferKind::Input ? state.input : state.output).data() + offset * element_;
 }
 
-void Engine::reduce(const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) const {
-  const auto apply = options_.reduction.reduce != nullptr ? options_.reduction.reduce : &reduce_on_host;
-  apply(schedule_.shape.dtype, schedule_.shape.op, a, b, out, count);
+// A variant's own reduction (a mutant's) runs on the host, where the host device's memory is.
+void Engine::reduce(Device& device, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) const {
+  if (options_.reduction.reduce != nullptr) {
+    options_.reduction.reduce(schedule_.shape.dtype, schedule_.shape.op, a, b, out, count);
+  } else {
+    device.reduce(schedule_.shape.dtype, schedule_.shape.op, a, b, out, count);
+  }
+}
+
+// A copy step's ranges may overlap without being the same (a rotation within one buffer): then
+// through a copy aside.
+void Engine::copy(Device& device, std::byte* to, const std::byte* from, std::size_t bytes) const {
+  if (to == from || bytes == 0) return;
+  const auto first = reinterpret_cast<std::uintptr_t>(to), second = reinterpret_cast<std::uintptr_t>(from);
+  if (first + bytes <= second || second + bytes <= first) {
+    device.copy(to, from, bytes);
+    return;
+  }
+  const DeviceBytes aside(device, bytes);
+  device.copy(aside.data(), from, bytes);
+  device.copy(to, aside.data(), bytes);
 }
 
 void Engine::stop(bool detected, bool hang, const std::string& error) {
@@ -235,7 +193,7 @@ void Engine::participant_main(ParticipantState& state) {
       moved = true;
     }
     for (StreamState& stream : state.streams) moved = advance(state, stream) || moved;
-    for (int ring : state.outbound) moved = pump(*rings_[static_cast<std::size_t>(ring)]) || moved;
+    for (int ring : state.outbound) moved = pump(*state.device, *rings_[static_cast<std::size_t>(ring)]) || moved;
     if (finished(state)) return;
     if (moved) continue;
     if (Clock::now() > deadline_) {
@@ -299,145 +257,34 @@ Progress Engine::run_step(ParticipantState& state, StreamState& stream, int inde
     case StepKind::Recv:
     case StepKind::RecvReduce: return receive(state, stream, index, step);
     case StepKind::Copy:
-      std::memmove(at(state, step.to.buffer, step.to.offset), at(state, step.from.buffer, step.from.offset),
-                   step.from.count * element_);
+      copy(*state.device, at(state, step.to.buffer, step.to.offset), at(state, step.from.buffer, step.from.offset),
+           step.from.count * element_);
       return Progress::Done;
     case StepKind::Reduce: {
       std::byte* to = at(state, step.to.buffer, step.to.offset);
-      reduce(to, at(state, step.from.buffer, step.from.offset), to, step.from.count);
+      reduce(*state.device, to, at(state, step.from.buffer, step.from.offset), to, step.from.count);
       return Progress::Done;
     }
   }
   return Progress::Done;
 }
 
-void Engine::post(ParticipantState& state, int index, const Step& step) {
-  const StepLink link = state.links[static_cast<std::size_t>(index)];
-  SlotRing& ring = *rings_[static_cast<std::size_t>(link.ring)];
-  Outgoing out;
-  out.sequence = static_cast<std::uint64_t>(state.call) * ring.per_call + link.ordinal;
-  const std::size_t bytes = step.from.count * element_;
-  const std::byte* source = at(state, step.from.buffer, step.from.offset);
-  out.bytes.resize(bytes);
-  const std::size_t pieces = ring.pieces(bytes);
-  for (std::size_t piece = 0; piece < pieces; ++piece) {
-    const std::size_t offset = piece * ring.shape.slot_bytes;
-    const std::size_t length = std::min(ring.shape.slot_bytes, bytes - offset);
-    out.sums.push_back(copy_with_checksum(out.bytes.data() + offset, {source + offset, length}));
-  }
-  const Clock::time_point now = Clock::now();
-  out.not_before = now;
-  if (options_.hook != nullptr) {
-    Message message;
-    message.from = ring.from;
-    message.to = ring.to;
-    message.channel = ring.channel;
-    message.sequence = out.sequence;
-    message.bytes = bytes;
-    message.time = seconds_between(start_, now);
-    message.per_call = ring.per_call;
-    const SendDecision decision = options_.hook->on_send(message, out.bytes);
-    out.dropped = decision.drop;
-    out.duplicates = decision.duplicates;
-    // The rings keep order: a message held back behind its successor is late by the reorder window.
-    const double late =
-        decision.delay +
-        (decision.reorder && LinkSender::may_hold(out.sequence, ring.per_call) ? settings_.reorder_window : 0.0);
-    out.not_before = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(late));
-  }
-  const auto later = std::upper_bound(ring.outbox.begin(), ring.outbox.end(), out.sequence,
-                                      [](std::uint64_t sequence, const Outgoing& o) { return sequence < o.sequence; });
-  ring.outbox.insert(later, std::move(out));
-}
-
-// Pushes the ring's staged pieces in sequence into free slots; whether any moved.
-bool Engine::pump(SlotRing& ring) {
-  bool moved = false;
-  while (!ring.outbox.empty()) {
-    Outgoing& front = ring.outbox.front();
-    if (front.sequence != ring.next_sequence || Clock::now() < front.not_before) return moved;
-    const std::size_t pieces = ring.pieces(front.bytes.size());
-    const std::size_t transmissions = front.dropped ? 0 : pieces * static_cast<std::size_t>(1 + front.duplicates);
-    while (front.next_piece < transmissions) {
-      if (ring.pushed - ring.taken.load(std::memory_order_acquire) >= ring.shape.slots) return moved;
-      const std::size_t piece = front.next_piece % pieces;
-      const std::size_t offset = piece * ring.shape.slot_bytes;
-      const std::size_t length =
-          std::min(ring.shape.slot_bytes, front.bytes.size() - std::min(offset, front.bytes.size()));
-      std::memcpy(ring.slot(ring.pushed), front.bytes.data() + offset, length);
-      SlotHeader& header = ring.header(ring.pushed);
-      header.label = PieceLabel{front.sequence, offset, length, front.sums[piece], 0};
-      header.ready.store(ring.pushed + 1, std::memory_order_release);
-      ++ring.pushed;
-      ++front.next_piece;
-      moved = true;
-    }
-    ring.outbox.pop_front();
-    ++ring.next_sequence;
-    moved = true;
-  }
-  return moved;
-}
-
-Progress Engine::receive(ParticipantState& state, StreamState& stream, int index, const Step& step) {
-  const StepLink link = state.links[static_cast<std::size_t>(index)];
-  SlotRing& ring = *rings_[static_cast<std::size_t>(link.ring)];
-  LinkReceiver& receiver = ring.receiver;
-  const Clock::time_point now = Clock::now();
-  if (!stream.waiting) {
-    stream.waiting = true;
-    stream.quiet_since = now;
-  }
-  const std::uint64_t wanted = static_cast<std::uint64_t>(state.call) * ring.per_call + link.ordinal;
-  const std::size_t bytes = step.to.count * element_;
-  while (receiver.due_message() == wanted) {
-    const std::uint64_t piece = ring.taken.load(std::memory_order_relaxed);
-    SlotHeader& header = ring.header(piece);
-    if (header.ready.load(std::memory_order_acquire) != piece + 1) break;
-    const PieceLabel label = header.label;
-    const std::span<const std::byte> data(ring.slot(piece), std::min(label.bytes, ring.shape.slot_bytes));
-    LinkSettings checks = settings_;
-    checks.checksums = settings_.checks(label.sequence, ring.per_call);
-    const Verdict verdict = receiver.judge(label, data, bytes, checks);
-    if (verdict != Verdict::Take && verdict != Verdict::Duplicate) {
-      stop(true, false, stream_text(ring, wanted) + ": " + link_fault_text(verdict, label, receiver, bytes));
-      return Progress::Failed;
-    }
-    if (verdict == Verdict::Take) {
-      const std::size_t first = label.offset / element_, count = label.bytes / element_;
-      std::byte* to = at(state, step.to.buffer, step.to.offset + first);
-      if (step.kind == StepKind::Recv) {
-        std::memcpy(to, data.data(), label.bytes);
-      } else {
-        reduce(at(state, step.from.buffer, step.from.offset + first), data.data(), to, count);
-      }
-    }
-    stream.quiet_since = now;
-    const bool complete = verdict == Verdict::Take && receiver.take(label.bytes, bytes, 0);
-    ring.taken.store(piece + 1, std::memory_order_release);
-    if (complete) return Progress::Done;
-  }
-  // The timeout is clamped below the deadline (resolve()): a wait the deadline ends is the link's.
-  if (!settings_.forever && (seconds_between(stream.quiet_since, now) > settings_.timeout || now >= deadline_)) {
-    stop(true, false,
-         stream_text(ring, wanted) + ": message " + std::to_string(wanted) +
-             " did not arrive within the link timeout (" + std::to_string(settings_.timeout) + " s)");
-    return Progress::Failed;
-  }
-  return Progress::Waiting;
-}
-
-// The rank's output of the call that just ended, finished as the collective requires (avg).
+// The rank's output of the call that just ended, finished as the collective requires (avg), read
+// back from its device.
 std::vector<std::byte> Engine::final_output(ParticipantState& state) {
   const std::size_t count = schedule_.buffer_size(state.participant, BufferKind::Output);
   if (count == 0) return {};
   std::byte* output = at(state, BufferKind::Output, 0);
   if (schedule_.shape.op == RedOp::Avg && reduces(schedule_.shape.collective)) {
-    const auto finish =
-        options_.reduction.finish_average != nullptr ? options_.reduction.finish_average : &finish_average_on_host;
-    finish(schedule_.shape.dtype, output, count, schedule_.nranks());
+    if (options_.reduction.finish_average != nullptr) {
+      options_.reduction.finish_average(schedule_.shape.dtype, output, count, schedule_.nranks());
+    } else {
+      state.device->finish_average(schedule_.shape.dtype, output, count, schedule_.nranks());
+    }
   }
-  return {output, output + count * element_};
+  std::vector<std::byte> out(count * element_);
+  state.device->read(out.data(), output, out.size());
+  return out;
 }
 
 // Ends the participant's call and starts its next one: keep a rank's output, write the next
@@ -450,7 +297,9 @@ void Engine::next_call(ParticipantState& state) {
     Case next = schedule_.shape;
     next.seed = schedule_.shape.seed + static_cast<std::uint64_t>(call + 1) * options_.call_seed_step;
     const std::size_t count = schedule_.buffer_size(p, BufferKind::Input);
-    if (count > 0) InputGenerator(next).fill(p, 0, {at(state, BufferKind::Input, 0), count * element_});
+    std::vector<std::byte> input(count * element_);
+    InputGenerator(next).fill(p, 0, input);
+    state.device->write(at(state, BufferKind::Input, 0), input.data(), input.size());
   }
   std::fill(state.done.begin(), state.done.end(), 0);
   state.remaining = state.done.size();
@@ -459,8 +308,6 @@ void Engine::next_call(ParticipantState& state) {
     stream.waiting = false;
   }
 }
-
-}  // namespace
 
 EngineRun run_engine(const Schedule& schedule, const EngineOptions& options) {
   Status valid = validate(schedule, options.guard);

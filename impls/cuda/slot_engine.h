@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "impls/cuda/device.h"
 #include "impls/link/hook.h"
 #include "impls/link/protocol.h"
 #include "impls/schedule/schedule.h"
@@ -41,7 +42,8 @@ struct EngineOptions {
   LinkHook* hook = nullptr;
   LinkProtocol protocol;
   double deadline = 60;                            // seconds from the start
-  ReductionOverride reduction;                     // null members: the kernels
+  ReductionOverride reduction;                     // null members: the device's kernels; set: the host device only
+  DeviceMaker make_device = make_host_device;      // each participant's device
   std::size_t ring_bytes = std::size_t{64} << 20;  // the slots of every ring together, at most
 };
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "impls/cuda/device.h"
 #include "impls/cuda/slot_engine.h"
 #include "impls/link/protocol.h"
 
@@ -29,7 +30,7 @@ struct SlotHeader {
 // after their checksums were taken) and what the hook decided.
 struct Outgoing {
   std::uint64_t sequence = 0;
-  std::vector<std::byte> bytes;
+  DeviceBytes bytes;                // in the sender's device memory
   std::vector<std::uint64_t> sums;  // per piece, of the bytes the sender meant to send
   std::size_t next_piece = 0;       // over every transmission: pieces * (1 + duplicates)
   Clock::time_point not_before;
@@ -43,7 +44,7 @@ struct SlotRing {
   int from = 0, to = 0, channel = 0;
   std::uint64_t per_call = 0;  // messages per call
   RingShape shape;
-  std::vector<std::byte> payload;
+  DeviceBytes payload;  // in the receiver's device memory
   std::unique_ptr<SlotHeader[]> headers;
   alignas(64) std::atomic<std::uint64_t> taken{0};  // pieces the receiver has consumed
   // The sender's.

@@ -1,11 +1,10 @@
-// The message checksum of impls/hook.h: CRC-32C over four interleaved streams of 8-byte words,
-// folded with the length into 64 bits; the CPU's crc32 instruction where it has one, a table
-// otherwise (the same value either way, so processes on different CPUs agree).
-#include <array>
+// The message checksum of impls/hook.h (checksum_body.h defines it): the CPU's crc32 instruction
+// over the four streams at once where it has one, checksum_body.h's loop otherwise (the same value
+// either way, so processes on different CPUs, and devices, agree).
 #include <cstring>
 
+#include "impls/link/checksum_body.h"
 #include "impls/link/hook.h"
-#include "reference/random.h"
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>
@@ -13,29 +12,6 @@
 
 namespace collcheck {
 namespace {
-
-// CRC-32C (Castagnoli, reflected polynomial 0x82f63b78), one byte at a time.
-constexpr std::array<std::uint32_t, 256> crc_table() {
-  std::array<std::uint32_t, 256> table{};
-  for (std::uint32_t i = 0; i < 256; ++i) {
-    std::uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-    table[i] = c;
-  }
-  return table;
-}
-constexpr std::array<std::uint32_t, 256> kCrcTable = crc_table();
-
-// What the crc32 instruction computes for one 8-byte word (its bytes in memory order).
-inline std::uint64_t crc_word_table(std::uint64_t crc, std::uint64_t word) {
-  auto c = static_cast<std::uint32_t>(crc);
-  for (int k = 0; k < 8; ++k) c = kCrcTable[(c ^ static_cast<std::uint32_t>(word >> (8 * k))) & 0xff] ^ (c >> 8);
-  return c;
-}
-
-struct TableCrc {
-  static std::uint64_t word(std::uint64_t crc, std::uint64_t w) { return crc_word_table(crc, w); }
-};
 
 // The checksum of [from, from + n): four streams, so that the crc32 instruction's latency
 // overlaps. With `kCopy`, the bytes also go to [to, to + n) in the same pass, from the registers
@@ -77,9 +53,8 @@ inline std::uint64_t hash(const std::byte* from, std::size_t n, std::byte* to) {
     if constexpr (kCopy) std::memcpy(to, from, n);
     c1 = Crc::word(c1, tail);
   }
-  std::uint64_t folded = mix64(size);
-  for (std::uint64_t c : {c0, c1, c2, c3}) folded = mix64(c ^ mix64(folded));
-  return folded;
+  const std::uint64_t streams[4] = {c0, c1, c2, c3};
+  return fold_checksum(size, streams);
 }
 
 #if defined(__x86_64__)
@@ -104,11 +79,18 @@ bool has_crc32() {
 }
 #endif
 
+// The streams one after another by checksum_body.h's loop, as a device thread runs each.
+std::uint64_t without_hardware(const std::byte* from, std::size_t n) {
+  std::uint64_t streams[4];
+  for (int stream = 0; stream < 4; ++stream) streams[stream] = checksum_stream(from, n, stream);
+  return fold_checksum(n, streams);
+}
+
 std::uint64_t dispatch(const std::byte* from, std::size_t n) {
 #if defined(__x86_64__)
   if (has_crc32()) return hash_hardware(from, n);
 #endif
-  return hash<TableCrc, false>(from, n, nullptr);
+  return without_hardware(from, n);
 }
 
 }  // namespace
@@ -116,14 +98,15 @@ std::uint64_t dispatch(const std::byte* from, std::size_t n) {
 std::uint64_t checksum(std::span<const std::byte> bytes) { return dispatch(bytes.data(), bytes.size()); }
 
 std::uint64_t checksum_without_hardware(std::span<const std::byte> bytes) {
-  return hash<TableCrc, false>(bytes.data(), bytes.size(), nullptr);
+  return without_hardware(bytes.data(), bytes.size());
 }
 
 std::uint64_t copy_with_checksum(std::byte* to, std::span<const std::byte> from) {
 #if defined(__x86_64__)
   if (has_crc32()) return hash_copy_hardware(from.data(), from.size(), to);
 #endif
-  return hash<TableCrc, true>(from.data(), from.size(), to);
+  if (!from.empty()) std::memcpy(to, from.data(), from.size());
+  return without_hardware(from.data(), from.size());
 }
 
 }  // namespace collcheck

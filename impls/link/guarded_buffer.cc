@@ -15,10 +15,18 @@ std::string_view name(GuardZone zone) {
   return "?";
 }
 
-GuardedBuffer::GuardedBuffer(std::size_t count, std::size_t element_size, std::size_t offset, std::size_t guard)
-    : bytes_(count * element_size), back_(guard * element_size), element_(element_size) {
+GuardLayout GuardLayout::of(std::size_t count, std::size_t element_size, std::size_t offset, std::size_t guard) {
   const std::size_t guard_bytes = guard * element_size;
-  front_ = (guard_bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment + offset * element_size;
+  return GuardLayout{(guard_bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment + offset * element_size,
+                     count * element_size, guard_bytes};
+}
+
+GuardedBuffer::GuardedBuffer(std::size_t count, std::size_t element_size, std::size_t offset, std::size_t guard)
+    : element_(element_size) {
+  const GuardLayout layout = GuardLayout::of(count, element_size, offset, guard);
+  front_ = layout.front;
+  bytes_ = layout.bytes;
+  back_ = layout.back;
   storage_.assign(kBufferAlignment + front_ + bytes_ + back_, std::byte{0});
   const auto address = reinterpret_cast<std::uintptr_t>(storage_.data());
   start_ = static_cast<std::size_t>((kBufferAlignment - address % kBufferAlignment) % kBufferAlignment);

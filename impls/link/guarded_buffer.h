@@ -19,6 +19,15 @@ inline constexpr std::size_t kBufferAlignment = 64;
 inline constexpr std::size_t kGuardElements = 8;  // the guard every backend puts around a buffer
 inline constexpr std::byte kGuardPattern{0xa5};
 
+// Where the rule puts a buffer in storage that starts at a kBufferAlignment boundary: `front`
+// bytes of zone (the guard rounded up to a boundary, plus the offset), the buffer's `bytes`, then
+// `back` bytes of zone. A device allocation, aligned at least as well, uses it as it stands.
+struct GuardLayout {
+  std::size_t front = 0, bytes = 0, back = 0;
+  std::size_t total() const { return front + bytes + back; }
+  static GuardLayout of(std::size_t count, std::size_t element_size, std::size_t offset, std::size_t guard);
+};
+
 enum class GuardZone { None, Front, Back };
 std::string_view name(GuardZone);  // none, front (before the buffer), back (after it)
 

@@ -31,6 +31,8 @@ class Conformance : public ::testing::TestWithParam<std::string> {
     Result<std::unique_ptr<Backend>> made = make_backend(GetParam());
     ASSERT_TRUE(made.ok()) << made.error().text();
     backend_ = std::move(*made);
+    const std::string cannot = backend_->cannot_run_here();
+    if (!cannot.empty()) GTEST_SKIP() << GetParam() << " cannot run on this machine: " << cannot;
     capabilities_ = backend_->capabilities();
   }
 

@@ -1,6 +1,6 @@
-// The reduction kernels on a CUDA device against the same kernels run on the host (which
-// cuda_kernels_tests holds to the contract): every dtype x op, on random bits with the specials
-// mixed in, at aligned and unaligned offsets and lengths that leave heads and tails. Exits 77
+// The kernels on a CUDA device against the same kernels run on the host (which cuda_kernels_tests
+// holds to the contract): every dtype x op, on random bits, at aligned and unaligned offsets and
+// lengths that leave heads and tails; and the checksum kernel against link/'s checksum. Exits 77
 // (skipped) where no device is present.
 #include <cuda_runtime.h>
 
@@ -11,6 +11,7 @@
 
 #include "impls/cuda/device_kernels.h"
 #include "impls/cuda/host_kernels.h"
+#include "impls/link/hook.h"
 #include "reference/collective.h"
 #include "reference/dtype.h"
 #include "reference/random.h"
@@ -69,6 +70,24 @@ void compare(DType dtype, RedOp op, std::size_t offset, std::size_t count, std::
   }
 }
 
+// The checksum kernel against link/'s checksum on the host, at lengths around its 8- and 32-byte
+// words and a slot's size.
+void compare_checksums(std::byte* device_data, std::uint64_t* device_result) {
+  for (std::size_t bytes : {0, 1, 7, 8, 9, 31, 32, 33, 100, 4096, 65536, 65541}) {
+    const std::vector<std::byte> data = random_bytes(bytes, bytes + 7);
+    if (!check(cudaMemcpy(device_data, data.data(), bytes, cudaMemcpyHostToDevice), "copy in")) return;
+    check(static_cast<cudaError_t>(collcheck::cuda::launch_checksum(device_data, bytes, device_result, nullptr)),
+          "launch checksum");
+    std::uint64_t got = 0;
+    if (!check(cudaMemcpy(&got, device_result, sizeof got, cudaMemcpyDeviceToHost), "copy out")) return;
+    if (got != collcheck::checksum(data)) {
+      std::printf("FAIL checksum of %zu bytes: device %llx, host %llx\n", bytes, static_cast<unsigned long long>(got),
+                  static_cast<unsigned long long>(collcheck::checksum(data)));
+      ++failures;
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -96,6 +115,7 @@ int main() {
       }
     }
   }
+  compare_checksums(a, reinterpret_cast<std::uint64_t*>(b));
   cudaFree(a);
   cudaFree(b);
   cudaFree(out);

@@ -1,5 +1,6 @@
-// The message checksum: the crc32 instruction and the table give the same value (processes on
-// different CPUs must agree), and flipped bits and other lengths change it.
+// The message checksum: the crc32 instruction and checksum_body.h's loop (what a device runs) give
+// the same value (processes on different CPUs and devices must agree), and flipped bits and other
+// lengths change it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,7 +19,7 @@ std::vector<std::byte> bytes_of(std::size_t size, std::uint64_t seed) {
   return bytes;
 }
 
-TEST(Checksum, HardwareAndTableAgree) {
+TEST(Checksum, HardwareAndThePortableLoopAgree) {
   for (std::size_t size : {0, 1, 7, 8, 9, 31, 32, 33, 64, 100, 4096, 131072, 131075}) {
     const std::vector<std::byte> data = bytes_of(size, size);
     EXPECT_EQ(checksum(data), checksum_without_hardware(data)) << size;

@@ -1,6 +1,6 @@
-// `ALGORITHM@cuda-host` backends: each case's schedule on the slot engine (slot_engine.h), every
-// participant a host thread, buffers between guard zones, the kernels run on the host.
-#include "impls/cuda/cuda_host_backend.h"
+// The engine's backends: each case's schedule on the slot engine (slot_engine.h), every participant
+// a host thread, buffers between guard zones on its device, the kernels run there.
+#include "impls/cuda/engine_backend.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,12 +16,15 @@ namespace {
 constexpr int kMaxHostRanks = 64;
 constexpr std::size_t kRingBytes = std::size_t{64} << 20;
 
-class CudaHostBackend final : public Backend {
+class EngineBackend final : public Backend {
  public:
-  CudaHostBackend(SimVariant variant, Knobs knobs, std::string spec)
-      : variant_(std::move(variant)), knobs_(knobs), spec_(std::move(spec)) {}
+  EngineBackend(SimVariant variant, Knobs knobs, std::string spec, EngineDevices devices)
+      : variant_(std::move(variant)), knobs_(knobs), spec_(std::move(spec)), devices_(devices) {}
 
   std::string name() const override { return spec_; }
+  std::string cannot_run_here() const override {
+    return devices_.cannot_run_here == nullptr ? std::string() : devices_.cannot_run_here();
+  }
 
   Capabilities capabilities() const override {
     Capabilities c = variant_capabilities(variant_, knobs_, spec_);
@@ -41,6 +44,9 @@ class CudaHostBackend final : public Backend {
   }
 
   RepeatedRun run(const Case& c, const RunOptions& options) override {
+    if (devices_.make != cuda::make_host_device && (variant_.reduction.reduce || variant_.reduction.finish_average)) {
+      return RepeatedRun::ended(Outcome::Crash, variant_.name + " reduces on the host: run it @cuda-host");
+    }
     Result<Schedule> schedule = variant_.schedule(c, knobs_);
     if (!schedule) return RepeatedRun::ended(Outcome::Crash, schedule.error().text());
     const Schedule whole = stored(std::move(schedule).value());
@@ -56,6 +62,7 @@ class CudaHostBackend final : public Backend {
     engine.deadline = run_deadline(c, options, {});
     engine.reduction = variant_.reduction;
     engine.ring_bytes = kRingBytes;
+    engine.make_device = devices_.make;
     const auto start = std::chrono::steady_clock::now();
     cuda::EngineRun run = cuda::run_engine(whole, engine);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -81,12 +88,17 @@ class CudaHostBackend final : public Backend {
   SimVariant variant_;
   Knobs knobs_;
   std::string spec_;
+  EngineDevices devices_;
 };
 
 }  // namespace
 
+std::unique_ptr<Backend> make_engine_backend(SimVariant variant, Knobs knobs, std::string spec, EngineDevices devices) {
+  return std::make_unique<EngineBackend>(std::move(variant), knobs, std::move(spec), devices);
+}
+
 std::unique_ptr<Backend> make_cuda_host_backend(SimVariant variant, Knobs knobs, std::string spec) {
-  return std::make_unique<CudaHostBackend>(std::move(variant), knobs, std::move(spec));
+  return make_engine_backend(std::move(variant), knobs, std::move(spec), EngineDevices{});
 }
 
 }  // namespace collcheck

@@ -1,0 +1,12 @@
+// `ALGORITHM@cuda`: the engine with every participant on a CUDA device of this process.
+#include "impls/cuda/cuda_device.h"
+#include "impls/cuda/engine_backend.h"
+
+namespace collcheck {
+
+std::unique_ptr<Backend> make_cuda_backend(SimVariant variant, Knobs knobs, std::string spec) {
+  return make_engine_backend(std::move(variant), knobs, std::move(spec),
+                             EngineDevices{cuda::make_cuda_device, cuda::cuda_cannot_run_here});
+}
+
+}  // namespace collcheck

@@ -1,0 +1,166 @@
+// CudaDevice: the cuda engine's memory in cudaMalloc'd device memory and its kernels launched on a
+// stream of the participant's own, each call waited for with a bound (device_kernels.h).
+#include "impls/cuda/cuda_device.h"
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include "impls/cuda/device_kernels.h"
+
+namespace collcheck::cuda {
+namespace {
+
+// A kernel or copy of the engine is bounded; one that has not finished by then is a stuck device.
+constexpr double kStreamSeconds = 60;
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+}
+
+class CudaDevice final : public Device {
+ public:
+  explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
+    check(cudaSetDevice(ordinal_), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check(cudaMalloc(&result_, sizeof(std::uint64_t)), "cudaMalloc");
+    cudaDeviceProp properties{};
+    if (cudaGetDeviceProperties(&properties, ordinal_) == cudaSuccess) model_ = properties.name;
+  }
+  ~CudaDevice() override {
+    cudaFree(result_);
+    cudaStreamDestroy(stream_);
+  }
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
+
+  std::string name() const override { return "cuda:" + std::to_string(ordinal_) + " (" + model_ + ")"; }
+
+  std::byte* allocate(std::size_t bytes) override {
+    select();
+    void* memory = nullptr;
+    check(cudaMalloc(&memory, bytes == 0 ? 1 : bytes), "cudaMalloc");
+    check(cudaMemsetAsync(memory, 0, bytes == 0 ? 1 : bytes, stream_), "cudaMemsetAsync");
+    wait("cudaMemsetAsync");
+    return static_cast<std::byte*>(memory);
+  }
+  void release(std::byte* memory) override { cudaFree(memory); }
+  void write(std::byte* to, const std::byte* from_host, std::size_t bytes) override { copy_any(to, from_host, bytes); }
+  void read(std::byte* to_host, const std::byte* from, std::size_t bytes) override { copy_any(to_host, from, bytes); }
+  void fill(std::byte* to, std::byte value, std::size_t bytes) override {
+    if (bytes == 0) return;
+    select();
+    check(cudaMemsetAsync(to, static_cast<int>(value), bytes, stream_), "cudaMemsetAsync");
+    wait("cudaMemsetAsync");
+  }
+  void copy(std::byte* to, const std::byte* from, std::size_t bytes) override {
+    if (to != from) copy_any(to, from, bytes);
+  }
+  std::uint64_t checksum(const std::byte* data, std::size_t bytes) override {
+    select();
+    check(static_cast<cudaError_t>(launch_checksum(data, bytes, result_, stream_)), "launch_checksum");
+    std::uint64_t sum = 0;
+    check(cudaMemcpyAsync(&sum, result_, sizeof sum, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+    wait("checksum");
+    return sum;
+  }
+  std::uint64_t copy_with_checksum(std::byte* to, const std::byte* from, std::size_t bytes) override {
+    copy(to, from, bytes);
+    return checksum(to, bytes);
+  }
+  void reduce(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
+              std::size_t count) override {
+    select();
+    check(static_cast<cudaError_t>(launch_reduce(dtype, op, a, b, out, count, stream_)), "launch_reduce");
+    wait("reduce");
+  }
+  void finish_average(DType dtype, std::byte* data, std::size_t count, int nranks) override {
+    select();
+    check(static_cast<cudaError_t>(launch_finish_average(dtype, data, count, nranks, stream_)),
+          "launch_finish_average");
+    wait("finish_average");
+  }
+
+ private:
+  void select() { check(cudaSetDevice(ordinal_), "cudaSetDevice"); }
+  // Any direction (unified addressing tells host from device, and one device from another).
+  void copy_any(void* to, const void* from, std::size_t bytes) {
+    if (bytes == 0) return;
+    select();
+    check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
+    wait("cudaMemcpyAsync");
+  }
+  // Polls the stream instead of blocking in cudaStreamSynchronize, so a stuck device ends the run.
+  void wait(const char* what) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(kStreamSeconds);
+    for (;;) {
+      const cudaError_t status = cudaStreamQuery(stream_);
+      if (status == cudaSuccess) return;
+      if (status != cudaErrorNotReady) check(status, what);
+      if (std::chrono::steady_clock::now() > give_up) {
+        throw std::runtime_error(std::string(what) + " did not finish within " + std::to_string(kStreamSeconds) + " s");
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  int ordinal_;
+  std::string model_ = "unknown";
+  cudaStream_t stream_ = nullptr;
+  std::uint64_t* result_ = nullptr;
+};
+
+int device_count(std::string* why) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    *why = std::string("no CUDA device: cudaGetDeviceCount: ") + cudaGetErrorString(status);
+    return 0;
+  }
+  if (count == 0) *why = "no CUDA device: cudaGetDeviceCount found none";
+  return count;
+}
+
+}  // namespace
+
+std::unique_ptr<Device> make_cuda_device(int participant) {
+  std::string why;
+  const int count = device_count(&why);
+  if (count == 0) throw std::runtime_error(why);
+  return std::make_unique<CudaDevice>(participant % count);
+}
+
+std::string cuda_cannot_run_here() {
+  std::string why;
+  device_count(&why);
+  return why;
+}
+
+std::string cuda_devices_text() {
+  std::string why;
+  const int count = device_count(&why);
+  if (count == 0) return why;
+  std::string text = std::to_string(count) + (count == 1 ? " device:" : " devices:");
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    cudaDeviceProp properties{};
+    if (cudaGetDeviceProperties(&properties, ordinal) != cudaSuccess) continue;
+    text += " " + std::to_string(ordinal) + " " + properties.name + " (sm_" + std::to_string(properties.major) +
+            std::to_string(properties.minor) + ", " + std::to_string(properties.totalGlobalMem >> 30) + " GiB)";
+    text += ordinal + 1 < count ? "," : "";
+  }
+  std::string peers;
+  for (int from = 0; from < count; ++from) {
+    for (int to = from + 1; to < count; ++to) {
+      int can = 0;
+      if (cudaDeviceCanAccessPeer(&can, from, to) == cudaSuccess && can != 0) {
+        peers += (peers.empty() ? "" : ", ") + std::to_string(from) + "<->" + std::to_string(to);
+      }
+    }
+  }
+  if (count > 1) text += "; peer access: " + (peers.empty() ? std::string("none") : peers);
+  return text;
+}
+
+}  // namespace collcheck::cuda

@@ -1,0 +1,23 @@
+// The CUDA devices of this process as the cuda engine's devices (`ALGORITHM@cuda`): built where
+// CUDA is found (collcheck_cuda_device), runnable where a device is present.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "impls/cuda/device.h"
+
+namespace collcheck::cuda {
+
+// Participant p's device: GPU p % (GPUs of this process), with a stream of its own; several ranks
+// share a GPU where there are fewer GPUs than ranks, each with its own buffers and stream.
+std::unique_ptr<Device> make_cuda_device(int participant);
+
+// Why this process cannot run the engine on CUDA devices ("no CUDA device: ..."); empty when it can.
+std::string cuda_cannot_run_here();
+
+// "2 devices: 0 NVIDIA H200 (sm_90, 139 GiB), 1 ...; peer access 0<->1", or why there are none:
+// what `collcheck list` prints.
+std::string cuda_devices_text();
+
+}  // namespace collcheck::cuda

@@ -1,0 +1,90 @@
+// Where the cuda engine's memory lives and how its kernels run, behind one interface: the host
+// (`cuda-host`: host memory, the kernel bodies on the calling thread) or a CUDA device (`cuda`).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "impls/link/guarded_buffer.h"
+#include "reference/collective.h"
+#include "reference/dtype.h"
+
+namespace collcheck::cuda {
+
+// One participant's view of its device: memory it allocates there, and the kernels, each finished
+// when its call returns (a CUDA device waits for its stream). Pointers are the device's; `write`
+// and `read` cross to and from host memory. A CUDA error throws std::runtime_error naming the call.
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;  // "host", "cuda:0 (NVIDIA H200)"
+
+  virtual std::byte* allocate(std::size_t bytes) = 0;  // zeroed, 256-byte aligned; bytes may be 0
+  virtual void release(std::byte* memory) = 0;
+  virtual void write(std::byte* to, const std::byte* from_host, std::size_t bytes) = 0;
+  virtual void read(std::byte* to_host, const std::byte* from, std::size_t bytes) = 0;
+  virtual void fill(std::byte* to, std::byte value, std::size_t bytes) = 0;
+
+  // to = from; the two may be the same range, not otherwise overlap.
+  virtual void copy(std::byte* to, const std::byte* from, std::size_t bytes) = 0;
+  // link/'s checksum of the bytes (impls/link/hook.h), and the copy with it.
+  virtual std::uint64_t checksum(const std::byte* data, std::size_t bytes) = 0;
+  virtual std::uint64_t copy_with_checksum(std::byte* to, const std::byte* from, std::size_t bytes) = 0;
+  // out = a ⊕ b for `count` elements (avg as sum), and avg's last step.
+  virtual void reduce(DType, RedOp, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) = 0;
+  virtual void finish_average(DType, std::byte* data, std::size_t count, int nranks) = 0;
+};
+
+// Makes participant p's device; where devices cannot be made, why.
+using DeviceMaker = std::unique_ptr<Device> (*)(int participant);
+
+std::unique_ptr<Device> make_host_device(int participant);
+
+// Bytes in a device's memory, released with this.
+class DeviceBytes {
+ public:
+  DeviceBytes() = default;
+  DeviceBytes(Device& device, std::size_t bytes) : device_(&device), data_(device.allocate(bytes)), size_(bytes) {}
+  DeviceBytes(DeviceBytes&& other) noexcept { *this = std::move(other); }
+  DeviceBytes& operator=(DeviceBytes&& other) noexcept {
+    std::swap(device_, other.device_);
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    return *this;
+  }
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  ~DeviceBytes() {
+    if (device_ != nullptr) device_->release(data_);
+  }
+
+  std::byte* data() const { return data_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  Device* device_ = nullptr;
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// A rank buffer between guard zones in a device's memory, laid out by guarded_buffer.h's rule
+// (GuardLayout), the zones checked by reading them back.
+class DeviceGuardedBuffer {
+ public:
+  DeviceGuardedBuffer() = default;
+  DeviceGuardedBuffer(Device& device, std::size_t count, std::size_t element_size, std::size_t offset,
+                      std::size_t guard);
+
+  std::byte* data() const { return storage_.size() == 0 ? nullptr : storage_.data() + layout_.front; }
+  std::size_t bytes() const { return layout_.bytes; }
+  bool intact(Device& device) const;
+
+ private:
+  GuardLayout layout_;
+  DeviceBytes storage_;
+};
+
+}  // namespace collcheck::cuda

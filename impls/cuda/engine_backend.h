@@ -1,0 +1,27 @@
+// The cuda transport's engine as a backend: `ALGORITHM@cuda-host` (every buffer in host memory, the
+// kernels on the host, so that the engine runs wherever the suite runs) and `ALGORITHM@cuda`.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "impls/backend/backend.h"
+#include "impls/cuda/device.h"
+#include "impls/sim/sim_backend.h"
+
+namespace collcheck {
+
+// Where the engine's participants run: their devices, and why they cannot run here (null: they can).
+struct EngineDevices {
+  cuda::DeviceMaker make = cuda::make_host_device;
+  std::string (*cannot_run_here)() = nullptr;
+};
+
+// `spec` is the name the backend reports (`ring@cuda-host:chunk=4`).
+std::unique_ptr<Backend> make_engine_backend(SimVariant variant, Knobs knobs, std::string spec, EngineDevices devices);
+std::unique_ptr<Backend> make_cuda_host_backend(SimVariant variant, Knobs knobs, std::string spec);
+// ALGORITHM@cuda: every participant on a CUDA device of this process (cuda_backend.cc, built
+// where CUDA is found).
+std::unique_ptr<Backend> make_cuda_backend(SimVariant variant, Knobs knobs, std::string spec);
+
+}  // namespace collcheck
