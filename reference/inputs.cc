@@ -41,8 +41,11 @@ constexpr std::uint32_t hash32(std::uint32_t x) {
 // The hot loop of generating and checking exact sums: sums[i] += the top `bits` bits of the
 // hash at position first + i of the sequence `key`. Written to vectorise, and compiled for
 // AVX-512 and AVX2 too where GCC can, the processor choosing at run time (GCC vectorises it at
-// -O2 only with its dynamic cost model).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+// -O2 only with its dynamic cost model). Not under the sanitizers: the clones' resolver runs while
+// the program is being loaded, before a sanitizer's runtime is set up (ThreadSanitizer's crashed
+// there, ending every test program of preset tsan before main).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), optimize("vect-cost-model=dynamic")))
 #endif
 void add_top_bits(std::uint32_t key, std::uint32_t first, int bits, std::span<std::uint32_t> sums) {

@@ -1,0 +1,139 @@
+// The cuda transport's engine driven directly on the host device: the same bits as the simulated
+// fabric on the same schedules (ranks and switches, several calls, messages of many pieces through
+// rings of two slots, MSCCL thread blocks with dependencies), and faults at its send hook ending
+// `detected` or `ok` as the link protocol says. Threaded: the tsan preset runs it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "impls/algorithms/algorithms.h"
+#include "impls/cuda/slot_engine.h"
+#include "impls/link/guarded_buffer.h"
+#include "impls/sim/sim_backend.h"
+#include "impls/sim/simulator.h"
+#include "reference/case.h"
+
+namespace collcheck {
+namespace {
+
+Case case_of(std::string_view text) { return parse_case(text).value(); }
+
+// The engine's run of `schedule` must end with the outputs and inputs the simulated fabric gives.
+void expect_same_as_sim(const Schedule& schedule, cuda::EngineOptions options, int calls = 1) {
+  options.guard = kGuardElements;
+  options.calls = calls;
+  SimulationOptions sim(7, nullptr, true);
+  sim.guard = kGuardElements;
+  sim.calls = calls;
+  const SimulatedRun want = simulate(schedule, sim_fabric(schedule.nranks()), sim);
+  ASSERT_TRUE(want.completed) << want.error;
+  const cuda::EngineRun got = cuda::run_engine(schedule, options);
+  ASSERT_TRUE(got.completed) << got.error;
+  ASSERT_EQ(got.earlier_outputs, want.earlier_outputs);
+  EXPECT_EQ(got.outputs, want.outputs);
+  EXPECT_EQ(got.inputs, want.inputs);
+  for (bool intact : got.guards_intact) EXPECT_TRUE(intact);
+}
+
+TEST(CudaEngine, RunsEveryAlgorithmAsTheSimulatedFabricDoes) {
+  for (const Algorithm& algorithm : all_algorithms()) {
+    Case c = case_of("allreduce/i32/sum/n=1000/ranks=5/root=1/outofplace/offset=1/values=exact/seed=3");
+    c.collective = algorithm.collective;
+    Knobs knobs;
+    knobs.chunk = 64;
+    knobs.channels = 2;
+    Result<Schedule> schedule = make_schedule(algorithm.name, c, knobs);
+    if (!schedule) continue;  // a shape the algorithm does not take
+    SCOPED_TRACE(std::string(algorithm.name) + " " + to_string(c));
+    expect_same_as_sim(stored(std::move(schedule).value()), {});
+  }
+}
+
+TEST(CudaEngine, CallsFollowEachOtherOnTheSameRings) {
+  const Case c = case_of("allreduce/f32/avg/n=777/ranks=4/root=0/inplace/offset=0/values=exact/seed=5");
+  expect_same_as_sim(make_schedule("ring", c).value(), {}, 3);
+}
+
+// Rings of two 1 KiB slots: a message of many pieces waits for credits between them.
+TEST(CudaEngine, MessagesOfManyPiecesPassThroughTwoSlots) {
+  const Case c = case_of("allreduce/f64/sum/n=5000/ranks=3/root=0/outofplace/offset=0/values=exact/seed=9");
+  cuda::EngineOptions options;
+  options.ring_bytes = 1;  // the smallest shape: 2 slots of 1 KiB
+  EXPECT_EQ(cuda::ring_shape(6, options.ring_bytes).slots, 2u);
+  EXPECT_EQ(cuda::ring_shape(6, options.ring_bytes).slot_bytes, 1024u);
+  expect_same_as_sim(make_schedule("ring", c).value(), options);
+  expect_same_as_sim(make_schedule("innet", c).value(), options);
+}
+
+// MSCCL thread blocks as streams of one participant, ordered by their dependencies.
+TEST(CudaEngine, RunsMscclThreadBlocksWithDependencies) {
+  const std::string file = std::string(COLLCHECK_MSCCL_DIR) + "/allreduce_1step_4gpu.xml";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " is not there";
+  Result<SimVariant> variant = schedule_file_variant(file);
+  ASSERT_TRUE(variant.ok()) << variant.error().text();
+  const Case c = case_of("allreduce/i64/sum/n=96/ranks=4/root=0/inplace/offset=0/values=exact/seed=2");
+  Result<Schedule> schedule = variant->schedule(c, Knobs{});
+  ASSERT_TRUE(schedule.ok()) << schedule.error().text();
+  expect_same_as_sim(*schedule, {});
+}
+
+// Does to the first message (or every one) what it is told.
+class OneFault final : public LinkHook {
+ public:
+  explicit OneFault(SendDecision decision, bool corrupt, bool every)
+      : decision_(decision), corrupt_(corrupt), every_(every) {}
+  SendDecision on_send(const Message& message, std::span<std::byte> payload) override {
+    if (!every_ && (message.from != 0 || message.sequence != 0)) return {};
+    if (corrupt_ && !payload.empty()) payload[0] ^= std::byte{1};
+    return decision_;
+  }
+  double deadline() const override { return 5; }
+
+ private:
+  SendDecision decision_;
+  bool corrupt_, every_;
+};
+
+const Case kFaultCase = case_of("allreduce/u32/sum/n=300/ranks=3/root=0/outofplace/offset=0/values=exact/seed=1");
+
+cuda::EngineRun run_with(LinkHook& hook) {
+  cuda::EngineOptions options;
+  options.hook = &hook;
+  options.deadline = 5;
+  options.protocol.timeout = 0.3;
+  return cuda::run_engine(make_schedule("ring", kFaultCase).value(), options);
+}
+
+TEST(CudaEngine, ACorruptedMessageIsDetectedByItsChecksum) {
+  OneFault corrupt({}, true, false);
+  const cuda::EngineRun run = run_with(corrupt);
+  EXPECT_FALSE(run.completed);
+  EXPECT_TRUE(run.detected) << run.error;
+  EXPECT_NE(run.error.find("from rank 0"), std::string::npos) << run.error;
+  EXPECT_NE(run.error.find("checksum"), std::string::npos) << run.error;
+}
+
+TEST(CudaEngine, ALostMessageIsDetectedByTheLinkTimeout) {
+  SendDecision drop;
+  drop.drop = true;
+  OneFault lose(drop, false, true);  // every message: no later one shows a gap, only silence
+  const cuda::EngineRun run = run_with(lose);
+  EXPECT_TRUE(run.detected) << run.error;
+  EXPECT_FALSE(run.hang);
+  EXPECT_NE(run.error.find("did not arrive within the link timeout"), std::string::npos) << run.error;
+}
+
+TEST(CudaEngine, DuplicatesAndDelaysChangeNothing) {
+  SendDecision twice;
+  twice.duplicates = 2;
+  twice.delay = 0.01;
+  OneFault again(twice, false, true);
+  const cuda::EngineRun run = run_with(again);
+  ASSERT_TRUE(run.completed) << run.error;
+  const SimulatedRun want = simulate(make_schedule("ring", kFaultCase).value(), sim_fabric(3), SimulationOptions{});
+  EXPECT_EQ(run.outputs, want.outputs);
+}
+
+}  // namespace
+}  // namespace collcheck
