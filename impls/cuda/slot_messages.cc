@@ -41,23 +41,49 @@ void Engine::post(ParticipantState& state, int index, const Step& step) {
     state.device->write(out.bytes.data(), wire.data(), bytes);
     out.dropped = decision.drop;
     out.duplicates = decision.duplicates;
-    // The rings keep order: a message held back behind its successor is late by the reorder window.
-    const double late =
-        decision.delay +
-        (decision.reorder && LinkSender::may_hold(out.sequence, ring.per_call) ? settings_.reorder_window : 0.0);
-    out.not_before = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(late));
+    out.not_before = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(decision.delay));
+    // Held back behind the stream's next message, or for the reorder window if none comes (the
+    // last message of a call is never held).
+    out.held = decision.reorder && LinkSender::may_hold(out.sequence, ring.per_call);
+    out.held_until = out.not_before + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(settings_.reorder_window));
   }
   const auto later = std::upper_bound(ring.outbox.begin(), ring.outbox.end(), out.sequence,
                                       [](std::uint64_t sequence, const Outgoing& o) { return sequence < o.sequence; });
   ring.outbox.insert(later, std::move(out));
 }
 
-// Pushes the ring's staged pieces in sequence into free slots; whether any moved.
+namespace {
+
+// A held message at the front lets the stream's next one go first once it is staged (both then go
+// out of sequence, released), or goes itself when the reorder window has passed; whether it may
+// go now.
+bool release_held(SlotRing& ring, Clock::time_point now) {
+  Outgoing& front = ring.outbox.front();
+  if (!front.held) return true;
+  if (ring.outbox.size() > 1 && ring.outbox[1].sequence == front.sequence + 1) {
+    front.held = false;
+    front.released = true;
+    ring.outbox[1].released = true;
+    std::swap(ring.outbox[0], ring.outbox[1]);
+    return true;
+  }
+  if (now < front.held_until) return false;
+  front.held = false;
+  return true;
+}
+
+}  // namespace
+
+// Pushes the ring's staged pieces in sequence (a reorder's pair released from it) into free
+// slots; whether any moved.
 bool Engine::pump(Device& device, SlotRing& ring) {
   bool moved = false;
   while (!ring.outbox.empty()) {
+    const Clock::time_point now = Clock::now();
+    if (!ring.outbox.front().released && ring.outbox.front().sequence != ring.next_sequence) return moved;
+    if (now < ring.outbox.front().not_before || !release_held(ring, now)) return moved;
     Outgoing& front = ring.outbox.front();
-    if (front.sequence != ring.next_sequence || Clock::now() < front.not_before) return moved;
     const std::size_t pieces = ring.pieces(front.bytes.size());
     const std::size_t transmissions = front.dropped ? 0 : pieces * static_cast<std::size_t>(1 + front.duplicates);
     while (front.next_piece < transmissions) {
@@ -74,8 +100,8 @@ bool Engine::pump(Device& device, SlotRing& ring) {
       ++front.next_piece;
       moved = true;
     }
+    ring.next_sequence = std::max(ring.next_sequence, front.sequence + 1);
     ring.outbox.pop_front();
-    ++ring.next_sequence;
     moved = true;
   }
   return moved;

@@ -34,6 +34,9 @@ struct Outgoing {
   std::vector<std::uint64_t> sums;  // per piece, of the bytes the sender meant to send
   std::size_t next_piece = 0;       // over every transmission: pieces * (1 + duplicates)
   Clock::time_point not_before;
+  bool held = false;  // a reorder: waits for the stream's next message, at most until held_until
+  Clock::time_point held_until;
+  bool released = false;  // goes out of sequence (a reorder's pair)
   bool dropped = false;
   int duplicates = 0;
 };

@@ -124,6 +124,17 @@ TEST(CudaEngine, ALostMessageIsDetectedByTheLinkTimeout) {
   EXPECT_NE(run.error.find("did not arrive within the link timeout"), std::string::npos) << run.error;
 }
 
+// Held back behind the stream's next message: the receiver sees a gap, which without
+// retransmission ends the run.
+TEST(CudaEngine, AReorderedMessageArrivesAfterItsSuccessorAndIsDetected) {
+  SendDecision behind;
+  behind.reorder = true;
+  OneFault reorder(behind, false, false);
+  const cuda::EngineRun run = run_with(reorder);
+  EXPECT_TRUE(run.detected) << run.error;
+  EXPECT_NE(run.error.find("message 1 arrived where message 0 was due"), std::string::npos) << run.error;
+}
+
 TEST(CudaEngine, DuplicatesAndDelaysChangeNothing) {
   SendDecision twice;
   twice.duplicates = 2;
