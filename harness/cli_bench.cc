@@ -194,6 +194,9 @@ Status parse_case_fields(const Arguments& args, const Spelled& spelled, bench::S
   return Ok{};
 }
 
+// What bench exits with when a backend cannot run on this machine: a skip, as check and replay say.
+constexpr int kCannotRunHere = 77;
+
 // Exactly one backend that implements the collective.
 Result<std::unique_ptr<Backend>> one_backend(std::string_view field, const std::string& spec,
                                              const bench::Settings& s) {
@@ -281,6 +284,13 @@ int run_bench(std::span<const std::string_view> raw, std::ostream& out, std::ost
     backends.push_back(std::move(backend).value());
   }
   if (Status fit = largest_size_fits(*args, settings, backends); !fit) return usage_error(fit.error());
+  // Not a measurement: a backend this machine cannot run (no device, no launcher) is said, not timed.
+  for (const auto& backend : backends) {
+    if (const std::string why = backend->cannot_run_here(); !why.empty()) {
+      err << "collcheck bench: " << backend->name() << " cannot run here: " << why << '\n';
+      return kCannotRunHere;
+    }
+  }
   Result<std::unique_ptr<std::ofstream>> csv = open_output(*args, "csv");
   if (!csv) return usage_error(csv.error());
   Result<std::unique_ptr<std::ofstream>> svg = open_output(*args, "svg");
