@@ -39,6 +39,7 @@ struct ParticipantState {
   std::size_t remaining = 0;
   std::vector<int> outbound;  // the rings it sends on
   int call = 0;
+  int returned = -1;  // the last call whose steps have all run (a rank returned from it)
   std::unique_ptr<Device> device;
   DeviceGuardedBuffer input, output, scratch;
 };
@@ -65,6 +66,7 @@ class Engine {
   void link_step(ParticipantState& state, std::size_t k, const Step& step, RingIndex& links);
   void set_up_buffers(ParticipantState& state);
   void stop_at_deadline(ParticipantState& state);
+  void record_return(ParticipantState& state);
   void participant_main(ParticipantState& state);
   bool advance(ParticipantState& state, StreamState& stream);
   Progress run_step(ParticipantState& state, StreamState& stream, int index);
@@ -91,6 +93,7 @@ class Engine {
   const std::size_t element_;
   const LinkSettings settings_;
   Clock::time_point start_, deadline_;
+  Clock::time_point running_since_;  // the participants' threads start
   std::vector<ParticipantState> participants_;
   std::vector<std::unique_ptr<SlotRing>> rings_;
   std::atomic<bool> stopped_{false};

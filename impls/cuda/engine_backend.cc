@@ -3,7 +3,6 @@
 #include "impls/cuda/engine_backend.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "impls/cuda/slot_engine.h"
 #include "impls/link/guarded_buffer.h"
@@ -63,9 +62,7 @@ class EngineBackend final : public Backend {
     engine.reduction = variant_.reduction;
     engine.ring_bytes = kRingBytes;
     engine.make_device = devices_.make;
-    const auto start = std::chrono::steady_clock::now();
     cuda::EngineRun run = cuda::run_engine(whole, engine);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!run.completed) {
       return RepeatedRun::ended(run.detected ? Outcome::Detected
                                 : run.hang   ? Outcome::Hang
@@ -75,7 +72,10 @@ class EngineBackend final : public Backend {
     RepeatedRun result;
     result.calls = calls_of(run.earlier_outputs, run.outputs, run.inputs, run.guards_intact);
     if (options.timed) {
-      result.seconds = seconds / engine.calls;
+      // The timed calls only: from the slowest rank's return from the last warmup call.
+      const int warmup = std::max(options.warmup, 0);
+      const double from = warmup > 0 ? run.call_ends[static_cast<std::size_t>(warmup - 1)] : 0.0;
+      result.seconds = (run.call_ends.back() - from) / (engine.calls - warmup);
       if (!options.checked) result.calls.clear();
       else result.calls.erase(result.calls.begin(), result.calls.begin() + std::max(options.warmup, 0));
     }

@@ -34,6 +34,8 @@ EngineRun Engine::run() {
   start_ = Clock::now();
   deadline_ = start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.deadline));
   set_up();
+  result_.call_ends.assign(static_cast<std::size_t>(std::max(options_.calls, 1)), 0.0);
+  running_since_ = Clock::now();
   std::vector<std::thread> threads;
   threads.reserve(participants_.size());
   for (ParticipantState& state : participants_) {
@@ -185,15 +187,27 @@ void Engine::stop(bool detected, bool hang, const std::string& error) {
   stopped_.store(true, std::memory_order_release);
 }
 
+// A rank has run every step of its current call: the call's end is the slowest rank's.
+void Engine::record_return(ParticipantState& state) {
+  state.returned = state.call;
+  if (state.participant >= schedule_.nranks()) return;
+  const double seconds = seconds_between(running_since_, Clock::now());
+  const std::lock_guard<std::mutex> lock(error_mutex_);
+  double& end = result_.call_ends[static_cast<std::size_t>(state.call)];
+  end = std::max(end, seconds);
+}
+
 void Engine::participant_main(ParticipantState& state) {
   while (!stopped_.load(std::memory_order_acquire)) {
     bool moved = false;
+    if (state.remaining == 0 && state.returned < state.call) record_return(state);
     if (state.remaining == 0 && state.call + 1 < options_.calls) {
       next_call(state);
       moved = true;
     }
     for (StreamState& stream : state.streams) moved = advance(state, stream) || moved;
     for (int ring : state.outbound) moved = pump(*state.device, *rings_[static_cast<std::size_t>(ring)]) || moved;
+    if (state.remaining == 0 && state.returned < state.call) record_return(state);
     if (finished(state)) return;
     if (moved) continue;
     if (Clock::now() > deadline_) {

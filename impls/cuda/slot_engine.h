@@ -55,6 +55,9 @@ struct EngineRun {
   std::vector<std::vector<std::vector<std::byte>>> earlier_outputs;  // [call][rank], calls before the last
   std::vector<std::vector<std::byte>> outputs, inputs;               // the last call's, per rank
   std::vector<bool> guards_intact;
+  // Per call, when its slowest rank returned from it: seconds since the participants started
+  // (after buffers, inputs and rings were set up), for timed runs.
+  std::vector<double> call_ends;
 };
 
 // Runs `schedule` (stored, validated with options.guard of slack) on the engine.

@@ -55,6 +55,19 @@ TEST(CudaEngine, CallsFollowEachOtherOnTheSameRings) {
   expect_same_as_sim(make_schedule("ring", c).value(), {}, 3);
 }
 
+// What a timed run is measured by: when the slowest rank returned from each call, in order.
+TEST(CudaEngine, EachCallsEndIsTimed) {
+  const Case c = case_of("allreduce/f32/sum/n=4096/ranks=3/root=0/outofplace/offset=0/values=exact/seed=5");
+  cuda::EngineOptions options;
+  options.calls = 4;
+  const cuda::EngineRun run = cuda::run_engine(make_schedule("ring", c).value(), options);
+  ASSERT_TRUE(run.completed) << run.error;
+  ASSERT_EQ(run.call_ends.size(), 4u);
+  EXPECT_GT(run.call_ends.front(), 0);
+  for (std::size_t call = 1; call < run.call_ends.size(); ++call)
+    EXPECT_GE(run.call_ends[call], run.call_ends[call - 1]);
+}
+
 // Rings of two 1 KiB slots: a message of many pieces waits for credits between them.
 TEST(CudaEngine, MessagesOfManyPiecesPassThroughTwoSlots) {
   const Case c = case_of("allreduce/f64/sum/n=5000/ranks=3/root=0/outofplace/offset=0/values=exact/seed=9");
