@@ -1,7 +1,8 @@
 // The kernels on a CUDA device against the same kernels run on the host (which cuda_kernels_tests
 // holds to the contract): every dtype x op, on random bits, at aligned and unaligned offsets and
 // lengths that leave heads and tails; and the checksum kernel against link/'s checksum. Exits 77
-// (skipped) where no device is present.
+// (skipped) where no device is present, after showing that its comparison fails on a flipped bit
+// and a dropped NaN (so it fails here too if it could not see a broken kernel).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -28,6 +29,35 @@ bool check(cudaError_t status, const char* what) {
   std::printf("FAIL %s: %s\n", what, cudaGetErrorString(status));
   ++failures;
   return false;
+}
+
+std::vector<std::byte> random_bytes(std::size_t bytes, std::uint64_t seed);
+
+// The first element where `got` differs from `want` (elements of `size` bytes); past the end if none.
+std::size_t first_difference(const std::vector<std::byte>& want, const std::vector<std::byte>& got, std::size_t size) {
+  const std::size_t count = want.size() / size;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (std::memcmp(want.data() + i * size, got.data() + i * size, size) != 0) return i;
+  }
+  return count;
+}
+
+// The comparison must see what a broken kernel gets wrong, device or not: the host kernels'
+// sum set beside the same sum with one element's low bit flipped (and an f16 min that drops a
+// NaN, as __hmin does) must each be told apart at that element. Fails the test where it cannot.
+bool the_comparison_can_fail() {
+  const std::vector<std::byte> a = random_bytes(4000, 1), b = random_bytes(4000, 2);
+  std::vector<std::byte> want(4000), broken(4000);
+  collcheck::cuda::reduce_on_host(DType::Int32, RedOp::Sum, a.data(), b.data(), want.data(), 1000);
+  broken = want;
+  broken[4 * 777] ^= std::byte{1};
+  if (first_difference(want, want, 4) != 1000 || first_difference(want, broken, 4) != 777) return false;
+  const std::uint16_t nan = 0x7e00, one = 0x3c00;
+  std::vector<std::byte> x(2), y(2), min(2);
+  std::memcpy(x.data(), &nan, 2);
+  std::memcpy(y.data(), &one, 2);
+  collcheck::cuda::reduce_on_host(DType::Float16, RedOp::Min, x.data(), y.data(), min.data(), 1);
+  return first_difference(min, y, 2) == 0;  // the contract's NaN is not the one a NaN-dropping min gives
 }
 
 std::vector<std::byte> random_bytes(std::size_t bytes, std::uint64_t seed) {
@@ -60,9 +90,7 @@ void compare(DType dtype, RedOp op, std::size_t offset, std::size_t count, std::
         "launch finish_average");
   }
   if (!check(cudaMemcpy(got.data(), device_out + offset, bytes, cudaMemcpyDeviceToHost), "copy out")) return;
-  if (std::memcmp(want.data(), got.data(), bytes) != 0) {
-    std::size_t i = 0;
-    while (std::memcmp(want.data() + i * size, got.data() + i * size, size) == 0) ++i;
+  if (const std::size_t i = first_difference(want, got, size); i < count) {
     std::printf("FAIL %s %s, %zu elements at byte offset %zu: element %zu differs\n",
                 std::string(collcheck::name(dtype)).c_str(), std::string(collcheck::name(op)).c_str(), count, offset,
                 i);
@@ -91,6 +119,10 @@ void compare_checksums(std::byte* device_data, std::uint64_t* device_result) {
 }  // namespace
 
 int main() {
+  if (!the_comparison_can_fail()) {
+    std::printf("FAIL: the comparison does not see a flipped bit or a dropped NaN\n");
+    return 1;
+  }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("SKIP: no CUDA device (cudaGetDeviceCount: %d devices)\n", devices);
