@@ -1,5 +1,5 @@
 # What `cmake --install` puts under its prefix, and the CMake package a user's own project finds
-# with find_package(collcheck CONFIG): the programs (collcheck, the socket interposer beside it,
+# with find_package(collcheck CONFIG): the programs (collcheck, the socket interposer and the NCCL net plugin beside it,
 # collcheck-conformance where the tests are built), the plugin headers, and
 # lib/cmake/collcheck/ with the imported targets collcheck::collcheck, collcheck::conformance and
 # collcheck::plugin and the functions collcheck_add_test and collcheck_add_conformance
@@ -13,6 +13,8 @@ set(COLLCHECK_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/collcheck)
 install(TARGETS collcheck EXPORT collcheckTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # Launched worlds under a fault plan preload it from next to the collcheck binary.
 install(TARGETS collcheck_interpose LIBRARY DESTINATION ${CMAKE_INSTALL_BINDIR})
+# NCCL's network plugin with faults, where the nccl backend finds it: beside collcheck.
+install(TARGETS collcheck_nccl_net LIBRARY DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS collcheck_plugin_headers EXPORT collcheckTargets)
 install(FILES ${PROJECT_SOURCE_DIR}/include/collcheck/plugin.h ${PROJECT_SOURCE_DIR}/include/collcheck/plugin_v1.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/collcheck)

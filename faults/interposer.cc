@@ -14,6 +14,8 @@
 // own thread as well as the caller's).
 #include "faults/interposer.h"
 
+#include "faults/armed_callback.h"
+
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -58,12 +60,8 @@ Function resolve(std::atomic<Function>& slot, const char* name) {
   return f;
 }
 
-// The armed state. `inside` counts calls between reading the callback and returning from it,
-// so that disarm() can wait until the callback's context may be destroyed.
-std::atomic<bool> armed{false};
-std::atomic<int> inside{0};
-std::atomic<collcheck_socket_callback> callback{nullptr};
-std::atomic<void*> context{nullptr};
+// The armed state, and the descriptors the callback never sees (the worker's control socket).
+collcheck::ArmedCallback<collcheck_socket_callback> arming;
 int excluded[COLLCHECK_INTERPOSE_MAX_EXCLUDED];
 std::atomic<int> excluded_count{0};
 
@@ -84,19 +82,11 @@ bool eligible(int fd) {
   return yes;
 }
 
-void sleep_for(double seconds) {
-  timespec left{static_cast<time_t>(seconds),
-                static_cast<long>((seconds - static_cast<double>(static_cast<time_t>(seconds))) * 1e9)};
-  while (::nanosleep(&left, &left) != 0 && errno == EINTR) {
-  }
-}
-
 // Enters the armed path when armed and the socket is eligible; the caller must leave().
 bool enter(int fd) {
-  if (!armed.load(std::memory_order_acquire)) return false;
-  inside.fetch_add(1, std::memory_order_acq_rel);
-  if (armed.load(std::memory_order_acquire) && eligible(fd)) return true;
-  inside.fetch_sub(1, std::memory_order_acq_rel);
+  if (!arming.enter()) return false;
+  if (eligible(fd)) return true;
+  arming.leave();
   return false;
 }
 
@@ -108,7 +98,7 @@ ssize_t faulted(int fd, const iovec* iov, int count, int flags, bool* handled) {
   for (int i = 0; i < count; ++i) total += iov[i].iov_len;
   unsigned char* copy = total > 0 ? static_cast<unsigned char*>(std::malloc(total)) : nullptr;
   if (copy == nullptr) {
-    inside.fetch_sub(1, std::memory_order_acq_rel);
+    arming.leave();
     *handled = false;
     return 0;
   }
@@ -118,12 +108,10 @@ ssize_t faulted(int fd, const iovec* iov, int count, int flags, bool* handled) {
     at += iov[i].iov_len;
   }
   collcheck_socket_action action{0, 0};
-  if (collcheck_socket_callback decide = callback.load(std::memory_order_acquire)) {
-    decide(context.load(std::memory_order_acquire), fd, copy, total, &action);
-  }
-  inside.fetch_sub(1, std::memory_order_acq_rel);  // the context is not touched below
+  if (collcheck_socket_callback decide = arming.callback()) decide(arming.context(), fd, copy, total, &action);
+  arming.leave();  // the context is not touched below
   *handled = true;
-  if (action.delay_seconds > 0) sleep_for(action.delay_seconds);
+  if (action.delay_seconds > 0) collcheck::sleep_seconds(action.delay_seconds);
   if (action.reset) {
     ::shutdown(fd, SHUT_RDWR);
     std::free(copy);
@@ -143,21 +131,14 @@ extern "C" {
 
 __attribute__((visibility("default"))) int collcheck_interpose_arm(collcheck_socket_callback decide, void* given,
                                                                    const int* fds, int count) {
-  if (count < 0 || count > COLLCHECK_INTERPOSE_MAX_EXCLUDED || armed.load()) return -1;
+  // Armed already: refused before the excluded list of the run in progress is touched.
+  if (count < 0 || count > COLLCHECK_INTERPOSE_MAX_EXCLUDED || arming.armed()) return -1;
   for (int i = 0; i < count; ++i) excluded[i] = fds[i];
   excluded_count.store(count, std::memory_order_release);
-  context.store(given, std::memory_order_release);
-  callback.store(decide, std::memory_order_release);
-  armed.store(true, std::memory_order_release);
-  return 0;
+  return arming.arm(decide, given) ? 0 : -1;
 }
 
-__attribute__((visibility("default"))) void collcheck_interpose_disarm(void) {
-  armed.store(false, std::memory_order_release);
-  while (inside.load(std::memory_order_acquire) > 0) sleep_for(0.0005);
-  callback.store(nullptr, std::memory_order_release);
-  context.store(nullptr, std::memory_order_release);
-}
+__attribute__((visibility("default"))) void collcheck_interpose_disarm(void) { arming.disarm(); }
 
 __attribute__((visibility("default"))) ssize_t send(int fd, const void* data, size_t bytes, int flags) {
   if (enter(fd)) {

@@ -110,6 +110,24 @@ int SocketFaults::peer_of(int fd) {
   return -1;
 }
 
+SocketFaults::Decision SocketFaults::decide(Message message, std::span<std::byte> copy) {
+  message.from = rank_;
+  message.channel = 0;
+  message.bytes = copy.size();
+  message.time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const std::vector<std::uint64_t> before = injector_.affected_per_fault();
+  Decision decision{injector_.on_send(message, copy), {}};
+  const std::vector<std::uint64_t> after = injector_.affected_per_fault();
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    if (after[i] > before[i]) decision.fired[static_cast<std::size_t>(injector_.plan().faults[i].kind)] = true;
+  }
+  if (decision.send.drop || decision.fired[static_cast<std::size_t>(FaultKind::Corrupt)]) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    broke_ = true;
+  }
+  return decision;
+}
+
 collcheck_socket_action SocketFaults::on_send(int fd, std::span<std::byte> copy) {
   Message message;
   {
@@ -121,22 +139,34 @@ collcheck_socket_action SocketFaults::on_send(int fd, std::span<std::byte> copy)
     message.sequence = at->second.calls++;
     if (message.to < 0 && has_link_faults_) ++unknown_peer_calls_;
   }
-  message.from = rank_;
-  message.channel = 0;
-  message.bytes = copy.size();
-  message.time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const std::vector<std::uint64_t> before = injector_.affected_per_fault();
-  const SendDecision decision = injector_.on_send(message, copy);
-  const std::vector<std::uint64_t> after = injector_.affected_per_fault();
-  bool corrupted = false;
-  for (std::size_t i = 0; i < after.size(); ++i) {
-    corrupted = corrupted || (after[i] > before[i] && injector_.plan().faults[i].kind == FaultKind::Corrupt);
+  const Decision decision = decide(message, copy);
+  return collcheck_socket_action{decision.send.delay, decision.send.drop ? 1 : 0};
+}
+
+int SocketFaults::rank_of_pid(long pid) const {
+  for (std::size_t r = 0; r < peer_pids_.size(); ++r) {
+    if (static_cast<int>(r) != rank_ && peer_pids_[r] == pid) return static_cast<int>(r);
   }
-  if (decision.drop || corrupted) {
+  return -1;
+}
+
+collcheck_net_action SocketFaults::on_net_message(const collcheck_net_message& sent) {
+  Message message;
+  message.to = rank_of_pid(sent.peer_pid);
+  message.sequence = sent.sequence;
+  if (message.to < 0 && has_link_faults_) {
     const std::lock_guard<std::mutex> lock(mutex_);
-    broke_ = true;
+    ++unknown_peer_calls_;
   }
-  return collcheck_socket_action{decision.delay, decision.drop ? 1 : 0};
+  const Decision decision = decide(message, {reinterpret_cast<std::byte*>(sent.copy), sent.bytes});
+  const auto fired = [&](FaultKind kind) { return decision.fired[static_cast<std::size_t>(kind)] ? 1 : 0; };
+  collcheck_net_action action{decision.send.delay, 0, 0, 0};
+  if (decision.send.drop) {
+    action.close_connection = fired(FaultKind::LinkDown);
+    action.fail = fired(FaultKind::LinkFlap) & (1 - action.close_connection);
+    action.lose = action.close_connection == 0 && action.fail == 0 ? 1 : 0;
+  }
+  return action;
 }
 
 std::string SocketFaults::summary() const {
@@ -161,6 +191,14 @@ void SocketFaults::callback(void* context, int fd, unsigned char* copy, std::siz
   }
 }
 
+void SocketFaults::net_callback(void* context, const collcheck_net_message* message, collcheck_net_action* action) {
+  try {
+    *action = static_cast<SocketFaults*>(context)->on_net_message(*message);
+  } catch (...) {
+    *action = collcheck_net_action{0, 0, 0, 0};  // nothing may cross into NCCL
+  }
+}
+
 bool interposer_loaded() { return ::dlsym(RTLD_DEFAULT, COLLCHECK_INTERPOSE_ARM) != nullptr; }
 
 ArmedInterposer::ArmedInterposer(SocketFaults& faults, std::vector<int> excluded) {
@@ -174,6 +212,30 @@ ArmedInterposer::~ArmedInterposer() {
   auto disarm =
       reinterpret_cast<collcheck_interpose_disarm_function>(::dlsym(RTLD_DEFAULT, COLLCHECK_INTERPOSE_DISARM));
   if (disarm != nullptr) disarm();
+}
+
+ArmedNcclNet::ArmedNcclNet(SocketFaults& faults, const std::string& plugin_path) {
+  library_ = ::dlopen(plugin_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library_ == nullptr) {
+    const char* error = ::dlerror();
+    why_ = "cannot load the NCCL net plugin " + plugin_path + ": " + (error != nullptr ? error : "unknown error");
+    return;
+  }
+  auto arm = reinterpret_cast<collcheck_net_arm_function>(::dlsym(library_, COLLCHECK_NET_ARM));
+  if (arm == nullptr) {
+    why_ = plugin_path + " has no " COLLCHECK_NET_ARM ": not collcheck's NCCL net plugin";
+    return;
+  }
+  armed_ = arm(&SocketFaults::net_callback, &faults) == 0;
+  if (!armed_) why_ = "the NCCL net plugin " + plugin_path + " is armed by another run";
+}
+
+ArmedNcclNet::~ArmedNcclNet() {
+  if (armed_) {
+    if (auto disarm = reinterpret_cast<collcheck_net_disarm_function>(::dlsym(library_, COLLCHECK_NET_DISARM)))
+      disarm();
+  }
+  if (library_ != nullptr) ::dlclose(library_);
 }
 
 }  // namespace collcheck

@@ -2,6 +2,7 @@
 // outgoing socket call the LD_PRELOAD interposer reports, drawn by a FaultInjector from the plan.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "faults/injector.h"
 #include "faults/interposer.h"
+#include "faults/nccl_net.h"
 #include "faults/plan.h"
 
 namespace collcheck {
@@ -37,17 +39,33 @@ class SocketFaults {
   SocketFaults(const FaultPlan&, std::uint64_t seed, double deadline, int rank, std::vector<long> peer_pids);
 
   collcheck_socket_action on_send(int fd, std::span<std::byte> copy);
+  // The same plan on NCCL's messages through libnccl-net-collcheck.so: each isend is one Message
+  // {from = this rank, to = the rank whose process listened, channel 0, sequence = the message's
+  // index on its connection}. Drop loses the message (the receiver waits at the gap: a hang),
+  // link-down shuts the connection (both ends fail), link-flap fails the send's `test`, delay and
+  // straggler hold it back, corrupt flips bits in what goes.
+  collcheck_net_action on_net_message(const collcheck_net_message&);
 
   // `drop 1, corrupt 2`, then what was not injected and calls whose peer was unknown.
   std::string summary() const;
   // A reset or corrupted stream: the vendor's connections cannot be trusted for another run.
   bool broke_connections() const;
-  int peer_of(int fd);  // the rank the socket leads to, -1: unknown (cached per descriptor)
+  int peer_of(int fd);              // the rank the socket leads to, -1: unknown (cached per descriptor)
+  int rank_of_pid(long pid) const;  // the other rank whose process that is, -1: unknown
 
   // The interposer's callback; `context` is a SocketFaults. Never throws.
   static void callback(void* context, int fd, unsigned char* copy, std::size_t bytes, collcheck_socket_action* action);
+  // The net plugin's callback; `context` is a SocketFaults. Never throws.
+  static void net_callback(void* context, const collcheck_net_message* message, collcheck_net_action* action);
 
  private:
+  // The injector's decision on one message, and the kinds of the faults that fired.
+  struct Decision {
+    SendDecision send;
+    std::array<bool, fault_kind_count> fired{};
+  };
+  Decision decide(Message, std::span<std::byte> copy);
+
   struct Socket {
     int peer = -1;
     std::uint64_t calls = 0;
@@ -81,6 +99,24 @@ class ArmedInterposer {
 
  private:
   bool armed_ = false;
+};
+
+// Arms libnccl-net-collcheck.so at `plugin_path` (loading it, or finding the copy NCCL loaded
+// from the same path) with `faults` while it lives. armed() is false, with why() saying so, when
+// the library does not load or was armed already.
+class ArmedNcclNet {
+ public:
+  ArmedNcclNet(SocketFaults& faults, const std::string& plugin_path);
+  ~ArmedNcclNet();
+  ArmedNcclNet(const ArmedNcclNet&) = delete;
+  ArmedNcclNet& operator=(const ArmedNcclNet&) = delete;
+  bool armed() const { return armed_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  void* library_ = nullptr;
+  bool armed_ = false;
+  std::string why_;
 };
 
 }  // namespace collcheck
