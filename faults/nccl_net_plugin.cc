@@ -40,227 +40,29 @@
 
 #include "faults/armed_callback.h"
 #include "faults/nccl_net.h"
+#include "faults/nccl_net_connections.h"
 #include "faults/nccl_net_v8.h"
 
 namespace {
-
-constexpr std::uint32_t kHandleMagic = 0x636e6831;  // "cnh1"
-constexpr std::uint32_t kHelloMagic = 0x636e6c31;   // "cnl1"
-constexpr std::uint32_t kFrameMagic = 0x636e6631;   // "cnf1"
-constexpr int kHelloTimeoutMs = 10000;
-
-struct Handle {
-  std::uint32_t magic;
-  std::uint32_t address;  // IPv4, network order
-  std::uint16_t port;     // network order
-  std::uint16_t unused;
-  std::int64_t pid;
-};
-static_assert(sizeof(Handle) <= COLLCHECK_NCCL_NET_HANDLE_MAXSIZE);
-
-struct Hello {
-  std::uint32_t magic;
-  std::uint32_t unused;
-  std::int64_t pid;
-};
-
-struct Frame {
-  std::uint32_t magic;
-  std::int32_t tag;
-  std::uint64_t sequence;
-  std::uint64_t size;
-};
 
 collcheck::ArmedCallback<collcheck_net_callback> arming;
 std::atomic<collcheck_nccl_logger> logger{nullptr};
 std::atomic<std::uint64_t> connections{0};
 char plugin_name[] = "collcheck";
 
+}  // namespace
+
+namespace collcheck::nccl_net {
+
 void warn(const std::string& text) {
   if (collcheck_nccl_logger log = logger.load()) log(2, 16, __FILE__, __LINE__, "NET/collcheck: %s", text.c_str());
 }
 
-double now_seconds() {
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
+}  // namespace collcheck::nccl_net
 
-std::string system_error(const std::string& what) { return what + ": " + std::strerror(errno); }
+namespace {
 
-struct Connection {
-  int fd = -1;
-  long peer_pid = 0;
-  std::string error;  // set once: every request on the connection then fails with it
-
-  ~Connection() {
-    if (fd >= 0) ::close(fd);
-  }
-  collcheck_nccl_result fail(std::string text) {
-    if (error.empty()) {
-      error = std::move(text);
-      warn(error);
-    }
-    return collcheck_nccl_system_error;
-  }
-};
-
-struct SendComm;
-struct ReceiveComm;
-
-struct Request {
-  SendComm* sender = nullptr;  // exactly one of the two
-  ReceiveComm* receiver = nullptr;
-  unsigned char* data = nullptr;  // what goes (the copy when armed) or where it lands
-  std::size_t size = 0;           // bytes to send, or the receive's capacity
-  int tag = 0;
-  std::vector<unsigned char> copy;
-  Frame frame{};
-  std::size_t written = 0;  // of the frame and the bytes
-  double not_before = 0;
-  bool lose = false;
-  bool fail = false;
-  bool done = false;
-  std::size_t moved = 0;  // bytes sent or received
-};
-
-struct SendComm : Connection {
-  std::uint64_t connection = 0;
-  std::uint64_t next_sequence = 0;
-  std::deque<Request*> queue;  // in isend order; the front is the one on the wire
-};
-
-struct ReceiveComm : Connection {
-  std::uint64_t expected_sequence = 0;
-  std::deque<Request*> posted;
-  Frame header{};
-  std::size_t header_read = 0;
-  std::size_t payload_read = 0;
-  bool at_gap = false;
-};
-
-struct ListenComm {
-  int fd = -1;
-  ~ListenComm() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-bool set_non_blocking(int fd) {
-  const int flags = ::fcntl(fd, F_GETFL);
-  return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
-}
-
-void no_delay(int fd) {
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-// Sends what the front requests still have to send, without blocking.
-collcheck_nccl_result progress(SendComm& comm) {
-  while (comm.error.empty() && !comm.queue.empty()) {
-    Request& request = *comm.queue.front();
-    if (request.lose || request.fail) {
-      request.moved = request.size;  // a lost message looks sent to its sender
-      request.done = true;
-      comm.queue.pop_front();
-      continue;
-    }
-    if (now_seconds() < request.not_before) return collcheck_nccl_success;
-    const std::size_t total = sizeof(Frame) + request.size;
-    iovec parts[2];
-    int count = 0;
-    if (request.written < sizeof(Frame)) {
-      parts[count++] = {reinterpret_cast<unsigned char*>(&request.frame) + request.written,
-                        sizeof(Frame) - request.written};
-    }
-    const std::size_t payload_sent = request.written > sizeof(Frame) ? request.written - sizeof(Frame) : 0;
-    if (request.size > payload_sent) parts[count++] = {request.data + payload_sent, request.size - payload_sent};
-    msghdr message{};
-    message.msg_iov = parts;
-    message.msg_iovlen = static_cast<std::size_t>(count);
-    const ssize_t sent = count == 0 ? 0 : ::sendmsg(comm.fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (sent < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return collcheck_nccl_success;
-      return comm.fail(system_error("send to the process " + std::to_string(comm.peer_pid) + " failed"));
-    }
-    request.written += static_cast<std::size_t>(sent);
-    if (request.written < total) return collcheck_nccl_success;  // the socket's buffer is full
-    request.moved = request.size;
-    request.done = true;
-    comm.queue.pop_front();
-  }
-  return comm.error.empty() ? collcheck_nccl_success : collcheck_nccl_system_error;
-}
-
-// Reads up to `bytes` into `into` without blocking: the count read, 0 when nothing is there yet,
-// -1 after failing the connection (the peer closed it, or an error).
-ssize_t read_some(ReceiveComm& comm, void* into, std::size_t bytes) {
-  const ssize_t got = ::recv(comm.fd, into, bytes, MSG_DONTWAIT);
-  if (got > 0) return got;
-  if (got == 0) {
-    comm.fail("the connection from the process " + std::to_string(comm.peer_pid) + " was closed");
-    return -1;
-  }
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
-  comm.fail(system_error("receive from the process " + std::to_string(comm.peer_pid) + " failed"));
-  return -1;
-}
-
-// Checks a complete header against the receive it is for; false after failing the connection
-// or stopping at a gap.
-bool accept_header(ReceiveComm& comm, const Request& request) {
-  const Frame& frame = comm.header;
-  const std::string from = " from the process " + std::to_string(comm.peer_pid);
-  if (frame.magic != kFrameMagic) {
-    comm.fail("a message" + from + " does not start with a frame");
-    return false;
-  }
-  if (frame.sequence != comm.expected_sequence) {
-    comm.at_gap = true;  // the lost message never comes: nothing after it is delivered
-    warn("message " + std::to_string(comm.expected_sequence) + from + " never arrived (the next one is " +
-         std::to_string(frame.sequence) + "); the connection waits for it");
-    return false;
-  }
-  if (frame.tag != request.tag) {
-    comm.fail("message " + std::to_string(frame.sequence) + from + " has tag " + std::to_string(frame.tag) +
-              " where NCCL posted a receive for tag " + std::to_string(request.tag));
-    return false;
-  }
-  if (frame.size > request.size) {
-    comm.fail("message " + std::to_string(frame.sequence) + from + " has " + std::to_string(frame.size) +
-              " bytes, more than the " + std::to_string(request.size) + " NCCL posted");
-    return false;
-  }
-  return true;
-}
-
-// Receives into the posted requests, in order, what has arrived, without blocking.
-collcheck_nccl_result progress(ReceiveComm& comm) {
-  while (comm.error.empty() && !comm.at_gap && !comm.posted.empty()) {
-    Request& request = *comm.posted.front();
-    if (comm.header_read < sizeof(Frame)) {
-      const ssize_t got = read_some(comm, reinterpret_cast<unsigned char*>(&comm.header) + comm.header_read,
-                                    sizeof(Frame) - comm.header_read);
-      if (got <= 0) break;
-      comm.header_read += static_cast<std::size_t>(got);
-      if (comm.header_read < sizeof(Frame) || !accept_header(comm, request)) continue;
-    }
-    if (comm.payload_read < comm.header.size) {
-      const ssize_t got = read_some(comm, request.data + comm.payload_read, comm.header.size - comm.payload_read);
-      if (got <= 0) break;
-      comm.payload_read += static_cast<std::size_t>(got);
-      if (comm.payload_read < comm.header.size) continue;
-    }
-    request.moved = comm.header.size;
-    request.done = true;
-    comm.posted.pop_front();
-    ++comm.expected_sequence;
-    comm.header_read = 0;
-    comm.payload_read = 0;
-  }
-  return comm.error.empty() ? collcheck_nccl_success : collcheck_nccl_system_error;
-}
+using namespace collcheck::nccl_net;
 
 // Every entry point: no exception may cross into NCCL's C code.
 template <typename Body>

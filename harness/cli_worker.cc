@@ -77,35 +77,47 @@ class PlannedSignal {
   std::thread thread_;
 };
 
-// A vendor backend's run with the socket interposer armed by the plan (when the plan has
-// faults a socket can take), this worker's control connection excluded.
+// A vendor backend's run with its faults armed by the plan (when the plan has faults a stream of
+// bytes can take): nccl's through its network plugin (the world's NCCL_NET_PLUGIN, which NCCL
+// loaded), the others' through the socket interposer, this worker's control connection excluded.
 RankRun run_over_sockets(RankBackend& backend, const wire::RunRequest& request, const FaultPlan& plan,
                          const WorkerRank& rank) {
   const bool any =
       std::any_of(plan.faults.begin(), plan.faults.end(), [](const Fault& f) { return injectable_on_sockets(f.kind); });
   if (!any) return backend.run(request.c, request.options);
-  if (!interposer_loaded()) {
+  const std::string who = "rank " + std::to_string(rank.rank);
+  const bool nccl = names_family(backend.name(), "nccl");
+  const char* plugin = std::getenv("NCCL_NET_PLUGIN");
+  if (nccl && plugin == nullptr)
+    return RankRun::ended(Outcome::Crash, who + ": NCCL faults need the world started with NCCL_NET_PLUGIN");
+  if (!nccl && !interposer_loaded()) {
     return RankRun::ended(Outcome::Crash,
-                          "rank " + std::to_string(rank.rank) +
+                          who +
                               ": socket faults need libcollcheck-interpose.so "
                               "preloaded (launched worlds preload it from next to the collcheck binary)");
   }
   SocketFaults faults(plan, request.fault_seed, request.options.deadline, rank.rank, rank.pids);
   RankRun run;
-  {
+  if (nccl) {
+    ArmedNcclNet armed(faults, plugin);
+    if (!armed.armed()) return RankRun::ended(Outcome::Crash, who + ": " + armed.why());
+    run = backend.run(request.c, request.options);
+  } else {
     ArmedInterposer armed(faults, {rank.control_fd});
     run = backend.run(request.c, request.options);
   }
-  run.world_broken = faults.broke_connections();
-  if (run.outcome != Outcome::Ok) run.error += " [socket faults here: " + faults.summary() + "]";
+  run.world_broken = run.world_broken || faults.broke_connections();
+  if (run.outcome != Outcome::Ok) {
+    run.error += std::string(" [") + (nccl ? "NCCL net" : "socket") + " faults here: " + faults.summary() + "]";
+  }
   return run;
 }
 
 // The run under the request's fault plan. stop and kill are signals to this process on every
 // backend. The other kinds: on @proc this process's own injector, drawn from the same seed as
 // every other rank's, applied to the messages this rank sends (it also still turns a stop or
-// kill into dropped messages from `at` on, which the signal makes moot); on mpi and gloo the
-// socket interposer.
+// kill into dropped messages from `at` on, which the signal makes moot); on mpi, gloo and
+// plugins the socket interposer; on nccl its network plugin.
 RankRun run_with_faults(RankBackend& backend, wire::RunRequest& request, const WorkerRank& rank) {
   Result<FaultPlan> plan = parse_fault_plan(request.fault_plan);
   if (!plan) return RankRun::ended(Outcome::Crash, plan.error().text());

@@ -9,6 +9,9 @@
 #if COLLCHECK_HAVE_CUDA
 #include "impls/cuda/cuda_device.h"
 #endif
+#if COLLCHECK_HAVE_NCCL
+#include "impls/vendors/nccl/nccl_backend.h"
+#endif
 
 namespace collcheck::cli {
 namespace {
@@ -30,6 +33,11 @@ void print_optional_parts(std::ostream& out) {
 #if COLLCHECK_HAVE_CUDA
   // What ALGORITHM@cuda would run on (docs/gpu.md): the devices and the peer links between them.
   out << "CUDA devices: " << cuda::cuda_devices_text() << '\n';
+#endif
+#if COLLCHECK_HAVE_NCCL
+  // The runtime `nccl` backends load (it may differ from the headers built against), what
+  // nccl:all-algorithms expands to with it, and whether this machine can run them.
+  out << "NCCL: " << nccl_description() << '\n';
 #endif
 }
 

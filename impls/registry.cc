@@ -1,5 +1,6 @@
 // The registry: the backend grammar (`ALGORITHM@sim[:key=value,...]`, `mutant:NAME@sim`,
-// `schedule:FILE@sim`, `all@sim`, `ALGORITHM@proc`, `mpi[...]`, `gloo[...]`, `plugin:PATH[...]`)
+// `schedule:FILE@sim`, `all@sim`, `ALGORITHM@proc`, `mpi[...]`, `gloo[...]`, `plugin:PATH[...]`,
+// `nccl[...]`)
 // and the backends each spec names.
 #include "impls/registry.h"
 
@@ -14,6 +15,7 @@
 #include "impls/sim/sim_backend.h"
 #include "impls/vendors/gloo/gloo_backend.h"
 #include "impls/vendors/mpi/mpi_backend.h"
+#include "impls/vendors/nccl/nccl_backend.h"
 #include "impls/worlds/launched_backend.h"
 #include "impls/worlds/mpi_world.h"
 #include "reference/numbers.h"
@@ -33,6 +35,7 @@ Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
   if (names_family(spec, "mpi")) return mpi_backend_specs(family_options(spec, "mpi"), spec);
   if (names_family(spec, "gloo")) return gloo_backend_specs(family_options(spec, "gloo"), spec);
   if (names_family(spec, "plugin")) return plugin_backend_specs(family_options(spec, "plugin"), spec);
+  if (names_family(spec, "nccl")) return nccl_backend_specs(family_options(spec, "nccl"), spec);
   const std::size_t at = spec.rfind('@');
   if (at == std::string_view::npos || !runs_across_processes(spec)) {
     return Error{"--backend", quoted_input(spec) + " does not run across processes: use ALGORITHM@proc, mpi or gloo"};
@@ -45,6 +48,12 @@ Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
 #if !COLLCHECK_HAVE_MPI
 Result<std::vector<RankBackendSpec>> mpi_backend_specs(std::string_view, std::string_view spec) {
   return Error{"--backend", quoted_input(spec) + ": this build has no MPI: " COLLCHECK_MPI_REASON};
+}
+#endif
+
+#if !COLLCHECK_HAVE_NCCL
+Result<std::vector<RankBackendSpec>> nccl_backend_specs(std::string_view, std::string_view spec) {
+  return Error{"--backend", quoted_input(spec) + ": this build has no NCCL: " COLLCHECK_NCCL_REASON};
 }
 #endif
 
@@ -132,7 +141,8 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
         "backends: all@sim, " +
             backend_names() +
             ", mutant:NAME@sim, schedule:FILE@sim (an MSCCL XML file), the same @cuda-host, @cuda and @proc, "
-            "mpi[:COLL=ALG,...|:all-algorithms], gloo[:NAME|:all-algorithms], plugin:PATH[:key=value,...]");
+            "mpi[:COLL=ALG,...|:all-algorithms], gloo[:NAME|:all-algorithms], plugin:PATH[:key=value,...], "
+            "nccl[:algo=A,proto=P|:all-algorithms]");
   }
   const std::string_view what = spec.substr(0, at);
   std::string_view rest = spec.substr(at + 1);

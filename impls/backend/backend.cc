@@ -91,7 +91,8 @@ bool runs_across_processes(std::string_view spec) {
 }
 
 bool is_vendor_backend(std::string_view spec) {
-  return names_family(spec, "mpi") || names_family(spec, "gloo") || names_family(spec, "plugin");
+  return names_family(spec, "mpi") || names_family(spec, "gloo") || names_family(spec, "plugin") ||
+         names_family(spec, "nccl");
 }
 
 namespace {

@@ -67,6 +67,11 @@ struct RankBackendSpec {
   // handed back (Backend::estimate_memory): a transport's shared memory, a schedule in every
   // process, a library's temporaries. Empty: nothing more.
   std::function<MemoryEstimate(const Case&)> world_memory;
+  // Set in the processes of a world under a fault plan, in place of preloading the socket
+  // interposer (nccl: its network plugin, which takes the faults message by message).
+  std::vector<std::pair<std::string, std::string>> fault_environment;
+  // Found before any world: why the backend cannot run on this machine (no GPU); empty: it can.
+  std::string cannot_run_here;
 };
 
 // What a vendor library may allocate for one call on every rank, as the world_memory of mpi and
@@ -76,12 +81,12 @@ struct RankBackendSpec {
 MemoryEstimate library_temporaries(const Case&);
 
 // True when the spec names a backend that runs across processes: `ALGORITHM@proc[...]`,
-// `mutant:NAME@proc`, `mpi[...]`, `gloo[...]`, `plugin:PATH[...]`.
+// `mutant:NAME@proc`, `mpi[...]`, `gloo[...]`, `plugin:PATH[...]`, `nccl[...]`.
 bool runs_across_processes(std::string_view spec);
 
-// True when the spec names a vendor backend that talks over its own sockets (`mpi[...]`,
-// `gloo[...]`, a user's `plugin:PATH[...]`): faults reach it through the LD_PRELOAD interposer,
-// not through a LinkHook.
+// True when the spec names a vendor backend that talks over its own transport (`mpi[...]`,
+// `gloo[...]`, a user's `plugin:PATH[...]`, `nccl[...]`): faults reach it through the LD_PRELOAD
+// interposer (nccl: its network plugin), not through a LinkHook.
 bool is_vendor_backend(std::string_view spec);
 
 // True when the spec is `family` or `family:OPTIONS`; family_options is the OPTIONS part.

@@ -60,9 +60,21 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-RankRun timed_calls(const Case& c, const RankRunOptions& options, World& world, RankBuffers& b, const RankCall& call) {
+RankResult downloaded_result(const RankBuffers& b, const RankTransfers& transfers) {
+  if (transfers.download) transfers.download();
+  return rank_result(b);
+}
+
+void uploaded_input(const Case& c, int rank, std::uint64_t call, const std::vector<std::byte>* given, RankBuffers& b,
+                    const RankTransfers& transfers) {
+  fill_rank_input(c, rank, call, given, b);
+  if (transfers.upload) transfers.upload();
+}
+
+RankRun timed_calls(const Case& c, const RankRunOptions& options, World& world, RankBuffers& b, const RankCall& call,
+                    const RankTransfers& transfers) {
   RankRun run;
-  fill_rank_input(c, world.rank(), 0, options.input, b);
+  uploaded_input(c, world.rank(), 0, options.input, b, transfers);
   for (int k = 0; k < options.warmup; ++k) {
     if (std::string error = call(); !error.empty()) return detected_at(error, "warmup call " + std::to_string(k + 1));
   }
@@ -73,7 +85,7 @@ RankRun timed_calls(const Case& c, const RankRunOptions& options, World& world, 
     std::string error = call();
     total += seconds_since(start);
     if (!error.empty()) return detected_at(error, "timed call " + std::to_string(k + 1));
-    if (options.checked) run.calls.push_back(rank_result(b));
+    if (options.checked) run.calls.push_back(downloaded_result(b, transfers));
   }
   run.seconds = options.iterations > 0 ? total / options.iterations : 0;
   return run;
@@ -81,18 +93,18 @@ RankRun timed_calls(const Case& c, const RankRunOptions& options, World& world, 
 
 }  // namespace
 
-RankRun run_rank_calls(const Case& c, const RankRunOptions& options, World& world, RankBuffers& b,
-                       const RankCall& call) {
-  if (options.timed) return timed_calls(c, options, world, b, call);
+RankRun run_rank_calls(const Case& c, const RankRunOptions& options, World& world, RankBuffers& b, const RankCall& call,
+                       const RankTransfers& transfers) {
+  if (options.timed) return timed_calls(c, options, world, b, call, transfers);
   RankRun run;
   const auto start = std::chrono::steady_clock::now();
   const int calls = std::max(options.calls, 1);
   for (int k = 0; k < calls; ++k) {
-    fill_rank_input(c, world.rank(), static_cast<std::uint64_t>(k), k == 0 ? options.input : nullptr, b);
+    uploaded_input(c, world.rank(), static_cast<std::uint64_t>(k), k == 0 ? options.input : nullptr, b, transfers);
     if (std::string error = call(); !error.empty()) {
       return detected_at(error, "call " + std::to_string(k + 1) + " of " + std::to_string(calls));
     }
-    run.calls.push_back(rank_result(b));
+    run.calls.push_back(downloaded_result(b, transfers));
   }
   run.seconds = seconds_since(start);
   return run;

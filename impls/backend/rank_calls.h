@@ -40,6 +40,14 @@ using RankCall = std::function<std::string()>;
 // results; or timed, inputs written once, `warmup` untimed calls, the ranks started together on
 // the world, then `iterations` timed ones (seconds their mean; results when `checked`). A call's
 // error ends the run `detected`, its error followed by which call it was: "(call 2 of 3)".
-RankRun run_rank_calls(const Case&, const RankRunOptions&, World&, RankBuffers&, const RankCall& call);
+//
+// Where the call's buffers live elsewhere (a GPU), `upload` copies the rank's buffers there after
+// each write of inputs and `download` brings them back before results are read: both outside
+// the timed region, and either may be empty.
+struct RankTransfers {
+  std::function<void()> upload, download;
+};
+RankRun run_rank_calls(const Case&, const RankRunOptions&, World&, RankBuffers&, const RankCall& call,
+                       const RankTransfers& transfers = {});
 
 }  // namespace collcheck

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +46,9 @@ class GuardedBuffer {
   const std::byte* data() const { return storage_.empty() ? nullptr : storage_.data() + start_ + front_; }
   std::byte* at(std::size_t element) { return data() + element * element_; }
   std::size_t bytes() const { return bytes_; }
+  // The whole allocation, guard zones included: what a mirror of the buffer elsewhere (a GPU's
+  // memory) copies byte for byte, so that the zones are checked here after it comes back.
+  std::span<std::byte> allocation() { return storage_; }
 
   GuardZone damaged() const;
   bool intact() const { return damaged() == GuardZone::None; }

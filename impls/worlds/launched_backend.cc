@@ -18,14 +18,15 @@ namespace {
 class LaunchedBackend final : public Backend {
  public:
   LaunchedBackend(RankBackendSpec spec, BackendOptions options)
-      : spec_(std::move(spec)), options_(std::move(options)) {}
+      : spec_(std::move(spec)), options_(std::move(options)), cannot_run_here_(spec_.cannot_run_here) {}
   ~LaunchedBackend() override { abort(); }
 
   std::string name() const override { return spec_.name; }
-  // Vendor backends take faults through the socket interposer, where it was built.
+  // Vendor backends take faults through the socket interposer, where it was built, or through
+  // what their fault environment loads (nccl's network plugin).
   Capabilities capabilities() const override {
     Capabilities c = spec_.capabilities;
-    if (is_vendor_backend(spec_.name) && interposer_built()) c.hook = true;
+    if (is_vendor_backend(spec_.name) && (interposer_built() || !spec_.fault_environment.empty())) c.hook = true;
     return c;
   }
 
@@ -42,6 +43,12 @@ class LaunchedBackend final : public Backend {
   }
 
   RepeatedRun run(const Case& c, const RunOptions& options) override {
+    if (!spec_.cannot_run_here.empty()) {
+      RepeatedRun refused;
+      refused.outcome = Outcome::Crash;
+      refused.error = spec_.cannot_run_here;
+      return refused;
+    }
     const std::pair<int, bool> key{c.nranks, !options.fault_plan.empty()};
     std::unique_ptr<LaunchedWorld>& world = worlds_[key];
     if (!world) {

@@ -32,6 +32,9 @@ inline constexpr std::string_view kPlannedFaultWords = "planned fault: ";
 // The LD_PRELOAD socket interposer (faults/interposer.cc), looked for next to the collcheck
 // binary; launched mpi and gloo worlds take faults only where it is there.
 inline constexpr std::string_view kInterposerFile = "libcollcheck-interpose.so";
+// NCCL's network plugin with faults (faults/nccl_net_plugin.cc), next to the collcheck binary;
+// launched nccl worlds under a fault plan load it (NCCL_NET_PLUGIN).
+inline constexpr std::string_view kNcclNetPluginFile = "libnccl-net-collcheck.so";
 
 // Runs the spec on worlds of `collcheck worker` processes that it launches through mpirun,
 // one world per rank count (and per with or without faults), kept for the next case. A run

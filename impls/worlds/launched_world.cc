@@ -105,6 +105,10 @@ std::string worker_asan_options() {
 
 }  // namespace
 
+std::string nccl_net_plugin_path() {
+  return (std::filesystem::path(self_executable()).parent_path() / kNcclNetPluginFile).string();
+}
+
 bool interposer_built() {
   std::error_code error;
   return std::filesystem::is_regular_file(interposer_path(), error);
@@ -170,6 +174,8 @@ void LaunchedWorld::stop(bool healthy) {
 // traffic goes through the interposer, MPI's over TCP.
 void LaunchedWorld::fault_arguments(const RankBackendSpec& spec, std::vector<std::string>& argv) {
   argv.push_back("--enable-recovery");
+  for (const auto& [name, value] : spec.fault_environment) argv.insert(argv.end(), {"-x", name + "=" + value});
+  if (!spec.fault_environment.empty()) return;  // it takes faults through what these load
   if (!is_vendor_backend(spec.name) || !interposer_built()) return;
   argv.insert(argv.end(), {"-x", "LD_PRELOAD=" + interposer_path()});
 #if defined(__SANITIZE_ADDRESS__)

@@ -25,6 +25,8 @@ std::string notable_log_lines(const std::string& log_text, std::size_t most = 6)
 
 // Whether the socket interposer (kInterposerFile) lies next to this collcheck binary.
 bool interposer_built();
+// Where NCCL's network plugin with faults (kNcclNetPluginFile) lies: next to this binary.
+std::string nccl_net_plugin_path();
 
 class LaunchedWorld {
  public:

@@ -33,6 +33,7 @@ class ThreadWorldBackend final : public Backend {
 
   std::string name() const override { return spec_.name; }
   Capabilities capabilities() const override { return spec_.capabilities; }
+  std::string cannot_run_here() const override { return spec_.cannot_run_here; }
 
   RepeatedRun run(const Case& c, const RunOptions& options) override {
     Result<testing::Group*> members = world_of(c.nranks);

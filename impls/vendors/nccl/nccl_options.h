@@ -1,0 +1,67 @@
+// The grammar of `nccl[:key=value,...]` and `nccl:all-algorithms`: NCCL's algorithm and protocol
+// forced per world (NCCL_ALGO / NCCL_PROTO in its processes' environment), the collectives NCCL
+// runs with each algorithm, the pairs NCCL refuses, and the per-call knobs (buffer registration,
+// CUDA-graph capture). Plain C++: it needs neither NCCL nor CUDA, so its tests run anywhere.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "reference/collective.h"
+#include "reference/result.h"
+
+namespace collcheck {
+
+enum class NcclAlgorithm { Any, Ring, Tree, CollnetDirect, CollnetChain, Nvls, NvlsTree, Pat };
+enum class NcclProtocol { Any, Simple, LL, LL128 };
+
+// Our spelling (`collnet_direct`, `ll128`) and NCCL's (`CollnetDirect`, `LL128`, what NCCL_ALGO
+// and NCCL_PROTO take); `any` / "" for Any.
+std::string_view spec_name(NcclAlgorithm);
+std::string_view spec_name(NcclProtocol);
+std::string_view nccl_name(NcclAlgorithm);
+std::string_view nccl_name(NcclProtocol);
+
+// The collectives NCCL's tuner lets the algorithm run (NCCL's src/graph/tuning.cc: broadcast and
+// reduce only ring; all-gather and reduce-scatter ring, PAT, NVLS and CollnetDirect; PAT no
+// all-reduce); Any: all six (all-to-all is point-to-point in NCCL, no algorithm applies).
+std::vector<Collective> nccl_collectives(NcclAlgorithm);
+// Whether NCCL runs the pair at all (NVLS, NVLSTree and PAT only with Simple).
+bool nccl_accepts(NcclAlgorithm, NcclProtocol);
+// The first NCCL release (NCCL_VERSION_CODE: 22300 for 2.23.0) that knows the algorithm.
+int nccl_first_version(NcclAlgorithm);
+
+// One world's setting: the name the spec runs under and what is forced.
+struct NcclSetting {
+  std::string name;  // `nccl`, `nccl:algo=ring,proto=ll`
+  NcclAlgorithm algorithm = NcclAlgorithm::Any;
+  NcclProtocol protocol = NcclProtocol::Any;
+  // The per-call knobs the spec fixed (`register=on`); the others are drawn per run.
+  std::vector<std::pair<std::string, bool>> fixed_knobs;
+};
+
+// `OPTIONS` after `nccl:` (empty for `nccl`): `algo=A`, `proto=P`, `register=on|off`,
+// `graph=on|off`, or `all-algorithms` (first, optionally with `register`/`graph`): every pair
+// nccl_accepts that the runtime `version` knows. Errors name the option and the allowed values.
+Result<std::vector<NcclSetting>> parse_nccl_options(std::string_view options, std::string_view spec, int version);
+
+// NCCL_ALGO / NCCL_PROTO for the setting (nothing for Any).
+std::vector<std::pair<std::string, std::string>> nccl_environment(const NcclSetting&);
+
+// What sends every message of a world through libnccl-net-collcheck.so at `plugin_path`: the
+// plugin named (NCCL_NET_PLUGIN, NCCL_NET) and the paths that bypass a network on one host
+// turned off (P2P, shared memory, NVLS, CollNet), so GPUs on one host talk through it too.
+std::vector<std::pair<std::string, std::string>> nccl_fault_environment(const std::string& plugin_path);
+
+// The knobs of one call: `register=on` registers the buffers with the communicator
+// (ncclCommRegister, nccl-tests' -R), `graph=on` captures the call in a CUDA graph and launches
+// that (nccl-tests' -G). Parsed from RunOptions::knobs (`register=on,graph=off`).
+struct NcclCallKnobs {
+  bool register_buffers = false;
+  bool graph = false;
+};
+Result<NcclCallKnobs> parse_nccl_call_knobs(std::string_view knobs);
+
+}  // namespace collcheck

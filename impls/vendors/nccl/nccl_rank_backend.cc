@@ -1,0 +1,347 @@
+// One rank of an `nccl[...]` world: a communicator on this process's GPU, each call NCCL's own.
+//
+// It works as follows. `make_nccl_rank_backend` picks GPU rank mod the visible GPUs, creates a
+// stream, shares rank 0's ncclUniqueId over the world's allgather (the control channel, not
+// under test) and creates a non-blocking communicator (config.blocking = 0), waiting for it with
+// ncclCommGetAsyncError up to kInitSeconds. Each run lays the rank's buffers out in host memory
+// as every rank backend does (make_rank_buffers: NCCL's layout between guard zones) and mirrors
+// each allocation, guard zones included, in device memory (DeviceMirror): inputs are uploaded
+// after they are written and everything is downloaded before results are read, outside the timed
+// region, so a write past a buffer's end on the GPU shows as a damaged zone here. A call is
+// launched on the stream (registered buffers and CUDA-graph capture as the run's knobs say) and
+// waited for by polling: cudaStreamQuery for completion, ncclCommGetAsyncError for NCCL's errors,
+// the clock for the run's deadline. An error NCCL reports ends the run `detected` with NCCL's
+// message; the deadline ends it `hang` after ncclCommAbort. Either way the communicator is gone
+// and the world is broken: the launcher starts a fresh one (and kills this one if the abort
+// itself stalls, when the world's own deadline passes).
+#include "impls/vendors/nccl/nccl_rank_backend.h"
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "impls/backend/rank_calls.h"
+
+namespace collcheck {
+namespace {
+
+constexpr double kInitSeconds = 120;  // a communicator's creation
+constexpr auto kPoll = std::chrono::microseconds(50);
+
+using Clock = std::chrono::steady_clock;
+
+std::string cuda_failure(const char* call, cudaError_t error) {
+  return std::string(call) + ": " + cudaGetErrorString(error);
+}
+
+void check_cuda(const char* call, cudaError_t error) {
+  if (error != cudaSuccess) throw std::runtime_error(cuda_failure(call, error));
+}
+
+std::string nccl_failure(ncclResult_t result, ncclComm_t comm) {
+  std::string text = ncclGetErrorString(result);
+  const char* last = ncclGetLastError(comm);
+  if (last != nullptr && *last != '\0') text += ": " + std::string(last);
+  return text;
+}
+
+std::optional<ncclDataType_t> nccl_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::Int8: return ncclInt8;
+    case DType::UInt8: return ncclUint8;
+    case DType::Int32: return ncclInt32;
+    case DType::UInt32: return ncclUint32;
+    case DType::Int64: return ncclInt64;
+    case DType::UInt64: return ncclUint64;
+    case DType::Float16: return ncclFloat16;
+    case DType::BFloat16: return ncclBfloat16;
+    case DType::Float32: return ncclFloat32;
+    case DType::Float64: return ncclFloat64;
+    case DType::Float8E4M3: return ncclFloat8e4m3;
+    case DType::Float8E5M2: return ncclFloat8e5m2;
+  }
+  return std::nullopt;
+}
+
+ncclRedOp_t nccl_op(RedOp op) {
+  switch (op) {
+    case RedOp::Sum: return ncclSum;
+    case RedOp::Prod: return ncclProd;
+    case RedOp::Min: return ncclMin;
+    case RedOp::Max: return ncclMax;
+    case RedOp::Avg: return ncclAvg;
+  }
+  return ncclSum;
+}
+
+// Thrown by a wait that passed the run's deadline, after the communicator was aborted.
+struct PastDeadline {
+  std::string why;
+};
+
+// A device copy of one host GuardedBuffer's whole allocation.
+class DeviceMirror {
+ public:
+  explicit DeviceMirror(GuardedBuffer& host) : host_(host.allocation()) {
+    if (!host_.empty()) check_cuda("cudaMalloc", cudaMalloc(&device_, host_.size()));
+  }
+  ~DeviceMirror() {
+    if (device_ != nullptr) cudaFree(device_);
+  }
+  DeviceMirror(const DeviceMirror&) = delete;
+  DeviceMirror& operator=(const DeviceMirror&) = delete;
+
+  bool holds(const std::byte* host) const {
+    return host != nullptr && host >= host_.data() && host < host_.data() + host_.size();
+  }
+  void* map(const std::byte* host) const {
+    return holds(host) ? static_cast<std::byte*>(device_) + (host - host_.data()) : nullptr;
+  }
+  void* base() const { return device_; }
+  std::size_t bytes() const { return host_.size(); }
+  void upload() const {
+    if (device_ != nullptr)
+      check_cuda("cudaMemcpy to the GPU", cudaMemcpy(device_, host_.data(), host_.size(), cudaMemcpyHostToDevice));
+  }
+  void download() const {
+    if (device_ != nullptr)
+      check_cuda("cudaMemcpy from the GPU", cudaMemcpy(host_.data(), device_, host_.size(), cudaMemcpyDeviceToHost));
+  }
+
+ private:
+  std::span<std::byte> host_;
+  void* device_ = nullptr;
+};
+
+class NcclRankBackend final : public RankBackend {
+ public:
+  NcclRankBackend(World& world, NcclSetting setting, Capabilities capabilities, int device, cudaStream_t stream,
+                  ncclComm_t comm)
+      : world_(world), setting_(std::move(setting)), capabilities_(std::move(capabilities)), device_(device),
+        stream_(stream), comm_(comm) {}
+  ~NcclRankBackend() override {
+    cudaSetDevice(device_);
+    if (comm_ != nullptr) ncclCommAbort(comm_);  // frees everything and never waits on a peer
+    cudaStreamDestroy(stream_);
+  }
+  NcclRankBackend(const NcclRankBackend&) = delete;
+  NcclRankBackend& operator=(const NcclRankBackend&) = delete;
+
+  std::string name() const override { return setting_.name; }
+
+  RankRun run(const Case& c, const RankRunOptions& options) override {
+    const std::string who = setting_.name + " rank " + std::to_string(world_.rank());
+    if (std::string why = capabilities_.unsupported(c); !why.empty())
+      return RankRun::ended(Outcome::Detected, who + ": " + to_string(c) + ": " + why);
+    if (comm_ == nullptr) return RankRun::ended(Outcome::Detected, who + ": the communicator was aborted", true);
+    std::string knob_text;
+    for (const auto& [knob, on] : setting_.fixed_knobs) knob_text += knob + (on ? "=on," : "=off,");
+    Result<NcclCallKnobs> knobs = parse_nccl_call_knobs(knob_text + options.knobs);
+    if (!knobs) return RankRun::ended(Outcome::Detected, who + ": " + knobs.error().text());
+    deadline_ =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.deadline));
+    try {
+      check_cuda("cudaSetDevice", cudaSetDevice(device_));
+      return run_on_device(c, options, *knobs, who);
+    } catch (const PastDeadline& past) {
+      return RankRun::ended(Outcome::Hang, who + ": " + past.why, true);
+    } catch (const std::exception& e) {
+      abort();
+      return RankRun::ended(Outcome::Detected, who + ": " + e.what(), true);
+    }
+  }
+
+ private:
+  RankRun run_on_device(const Case& c, const RankRunOptions& options, const NcclCallKnobs& knobs,
+                        const std::string& who) {
+    RankBuffers buffers = make_rank_buffers(c, world_.rank());
+    DeviceMirror input(buffers.input), output(buffers.output);
+    void* in = input.holds(buffers.in) ? input.map(buffers.in) : output.map(buffers.in);
+    void* out = input.holds(buffers.out) ? input.map(buffers.out) : output.map(buffers.out);
+    std::vector<void*> registered;
+    if (knobs.register_buffers) {
+      for (const DeviceMirror* mirror : {&input, &output}) {
+        void* handle = nullptr;
+        if (mirror->base() == nullptr) continue;
+        if (ncclResult_t r = ncclCommRegister(comm_, mirror->base(), mirror->bytes(), &handle); r != ncclSuccess)
+          throw std::runtime_error("ncclCommRegister: " + nccl_failure(r, comm_));
+        registered.push_back(handle);
+      }
+    }
+    cudaGraphExec_t graph = nullptr;
+    if (knobs.graph) graph = capture(c, in, out);
+    const RankCall call = [&]() -> std::string {
+      std::string error =
+          graph != nullptr ? cuda_call("cudaGraphLaunch", cudaGraphLaunch(graph, stream_)) : enqueue(c, in, out);
+      return error.empty() ? wait_for_stream() : who + ": " + error;
+    };
+    RankRun run = run_rank_calls(c, options, world_, buffers, call,
+                                 {[&] {
+                                    input.upload();
+                                    output.upload();
+                                  },
+                                  [&] {
+                                    input.download();
+                                    output.download();
+                                  }});
+    if (graph != nullptr) cudaGraphExecDestroy(graph);
+    for (void* handle : registered) {
+      if (comm_ != nullptr) ncclCommDeregister(comm_, handle);
+    }
+    if (run.outcome != Outcome::Ok) run.world_broken = run.world_broken || comm_ == nullptr;
+    return run;
+  }
+
+  std::string cuda_call(const char* call, cudaError_t error) {
+    return error == cudaSuccess ? std::string() : cuda_failure(call, error);
+  }
+
+  // Launches the collective on the stream and waits until NCCL has taken it (a non-blocking
+  // communicator may return ncclInProgress); "" or NCCL's refusal.
+  std::string enqueue(const Case& c, void* in, void* out) {
+    const ncclDataType_t dtype = *nccl_dtype(c.dtype);
+    const ncclRedOp_t op = nccl_op(c.op);
+    ncclResult_t result = ncclInvalidArgument;
+    switch (c.collective) {
+      case Collective::AllReduce: result = ncclAllReduce(in, out, c.count, dtype, op, comm_, stream_); break;
+      case Collective::AllGather: result = ncclAllGather(in, out, c.count, dtype, comm_, stream_); break;
+      case Collective::ReduceScatter: result = ncclReduceScatter(in, out, c.count, dtype, op, comm_, stream_); break;
+      case Collective::AllToAll: result = ncclAlltoAll(in, out, c.count, dtype, comm_, stream_); break;
+      case Collective::Broadcast: result = ncclBroadcast(in, out, c.count, dtype, c.root, comm_, stream_); break;
+      case Collective::Reduce: result = ncclReduce(in, out, c.count, dtype, op, c.root, comm_, stream_); break;
+      default: return "NCCL has no " + std::string(collcheck::name(c.collective));
+    }
+    if (result == ncclInProgress) result = wait_for_comm();
+    if (result == ncclSuccess) return {};
+    const std::string text = nccl_failure(result, comm_);
+    if (result != ncclInvalidUsage && result != ncclInvalidArgument) abort();
+    return "the call failed: " + text;
+  }
+
+  // The collective captured once into a graph, launched per call (nccl-tests' -G).
+  cudaGraphExec_t capture(const Case& c, void* in, void* out) {
+    cudaGraph_t graph = nullptr;
+    check_cuda("cudaStreamBeginCapture", cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    const std::string refused = enqueue(c, in, out);
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    if (!refused.empty()) throw std::runtime_error("capturing the call: " + refused);
+    check_cuda("cudaStreamEndCapture", ended);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    check_cuda("cudaGraphInstantiate", made);
+    return exec;
+  }
+
+  // Polls the communicator until its last operation is no longer in progress.
+  ncclResult_t wait_for_comm() {
+    ncclResult_t state = ncclInProgress;
+    while (state == ncclInProgress) {
+      if (ncclResult_t r = ncclCommGetAsyncError(comm_, &state); r != ncclSuccess) return r;
+      if (state != ncclInProgress) break;
+      past_deadline_check("NCCL still had the call in progress");
+      std::this_thread::sleep_for(kPoll);
+    }
+    return state;
+  }
+
+  // Polls the stream to completion, NCCL's asynchronous errors and the deadline on the way.
+  std::string wait_for_stream() {
+    for (;;) {
+      const cudaError_t query = cudaStreamQuery(stream_);
+      if (query == cudaSuccess) return {};
+      if (query != cudaErrorNotReady) {
+        abort();
+        return cuda_failure("cudaStreamQuery", query);
+      }
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &state);
+      if (state != ncclSuccess && state != ncclInProgress) {
+        const std::string text = nccl_failure(state, comm_);
+        abort();
+        return "NCCL reported an error: " + text;
+      }
+      past_deadline_check("the call had not completed");
+      std::this_thread::sleep_for(kPoll);
+    }
+  }
+
+  void past_deadline_check(const std::string& what) {
+    if (Clock::now() < deadline_) return;
+    abort();
+    throw PastDeadline{what + " at the run's deadline; the communicator was aborted (ncclCommAbort)"};
+  }
+
+  void abort() {
+    if (comm_ != nullptr) ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+
+  World& world_;
+  NcclSetting setting_;
+  Capabilities capabilities_;
+  int device_;
+  cudaStream_t stream_;
+  ncclComm_t comm_;
+  Clock::time_point deadline_{};
+};
+
+// Rank 0's unique id, shared over the world's control channel.
+ncclUniqueId shared_unique_id(World& world) {
+  ncclUniqueId id{};
+  if (world.rank() == 0) {
+    if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
+      throw std::runtime_error(std::string("ncclGetUniqueId: ") + ncclGetErrorString(r));
+  }
+  const std::vector<std::vector<std::byte>> all = world.allgather({reinterpret_cast<const std::byte*>(&id), sizeof id});
+  if (all.empty() || all[0].size() != sizeof id) throw std::runtime_error("rank 0 sent no NCCL unique id");
+  std::memcpy(&id, all[0].data(), sizeof id);
+  return id;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RankBackend>> make_nccl_rank_backend(World& world, const NcclSetting& setting,
+                                                            const Capabilities& capabilities) {
+  const std::string who = setting.name + " rank " + std::to_string(world.rank()) + ": ";
+  int devices = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0)
+    return Error{"--backend", who + (e != cudaSuccess ? cuda_failure("cudaGetDeviceCount", e) : "no CUDA device")};
+  const int device = world.rank() % devices;
+  cudaStream_t stream = nullptr;
+  ncclComm_t comm = nullptr;
+  try {
+    check_cuda("cudaSetDevice", cudaSetDevice(device));
+    check_cuda("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const ncclUniqueId id = shared_unique_id(world);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t result = ncclCommInitRankConfig(&comm, world.size(), id, world.rank(), &config);
+    const auto end =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kInitSeconds));
+    while (result == ncclInProgress && Clock::now() < end) {
+      std::this_thread::sleep_for(kPoll);
+      if (ncclCommGetAsyncError(comm, &result) != ncclSuccess) break;
+    }
+    if (result != ncclSuccess) {
+      const std::string why = result == ncclInProgress
+                                  ? "not ready after " + std::to_string(static_cast<int>(kInitSeconds)) + " s"
+                                  : nccl_failure(result, comm);
+      if (comm != nullptr) ncclCommAbort(comm);
+      cudaStreamDestroy(stream);
+      return Error{"--backend", who + "ncclCommInitRankConfig on GPU " + std::to_string(device) + ": " + why};
+    }
+  } catch (const std::exception& e) {
+    if (stream != nullptr) cudaStreamDestroy(stream);
+    return Error{"--backend", who + e.what()};
+  }
+  return std::unique_ptr<RankBackend>(
+      std::make_unique<NcclRankBackend>(world, setting, capabilities, device, stream, comm));
+}
+
+}  // namespace collcheck
