@@ -62,9 +62,8 @@ int main() {
     for (RedOp op : all_ops()) {
       const std::size_t count = kOutputBytes / size_of(dtype);
       int launched = 0;
-      const double seconds = seconds_per_repeat([&] {
-        launched |= cuda::launch_reduce(dtype, op, a, b, out, count, nullptr);
-      });
+      const double seconds =
+          seconds_per_repeat([&] { launched |= cuda::launch_reduce(dtype, op, a, b, out, count, nullptr); });
       if (launched != 0 || cudaDeviceSynchronize() != cudaSuccess) {
         std::printf("%-8s %-5s launch failed\n", std::string(name(dtype)).c_str(), std::string(name(op)).c_str());
         status = 1;

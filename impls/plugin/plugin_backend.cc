@@ -6,7 +6,12 @@
 #include <cstring>
 #include <memory>
 
+#include "collcheck/config.h"
 #include "impls/backend/rank_calls.h"
+#if COLLCHECK_HAVE_CUDA
+#include "impls/cuda/cuda_device.h"
+#include "impls/cuda/device_rank_buffers.h"
+#endif
 #include "impls/plugin/plugin_library.h"
 #include "reference/numbers.h"
 
@@ -84,11 +89,45 @@ class PluginRankBackend final : public RankBackend {
     call.deadline = options.deadline;
     call.knobs = abi_knobs.data();
     call.knob_count = static_cast<int>(abi_knobs.size());
-    return run_rank_calls(c, options, world_, buffers, [&]() -> std::string {
+    const auto run_plugin = [&]() -> std::string {
       std::array<char, 1024> error{};
       if (plugin_.run(context_, &call, error.data(), error.size()) == COLLCHECK_PLUGIN_OK) return {};
       return who + ": " + plugin_message(error.data(), error.size(), "run failed without a message");
-    });
+    };
+    if (capabilities_.memory != "device") return run_rank_calls(c, options, world_, buffers, run_plugin);
+    return run_on_device(c, options, buffers, call, run_plugin, who);
+  }
+
+ private:
+  // Memory COLLCHECK_MEMORY_CUDA: the buffers mirrored on GPU rank mod the GPUs, the call on a
+  // stream of the rank's own, each call waited for (the stream polled up to the deadline).
+  template <typename RunPlugin>
+  RankRun run_on_device(const Case& c, const RankRunOptions& options, RankBuffers& buffers, collcheck_call_v1& call,
+                        const RunPlugin& run_plugin, const std::string& who) {
+#if COLLCHECK_HAVE_CUDA
+    try {
+      cuda::use_rank_device(world_.rank());
+      if (!stream_) stream_ = std::make_unique<cuda::RankStream>();
+      cuda::DeviceRankBuffers device(buffers);
+      call.send = device.in();
+      call.recv = device.out();
+      call.stream = stream_->get();
+      return run_rank_calls(
+          c, options, world_, buffers,
+          [&]() -> std::string {
+            std::string error = run_plugin();
+            if (!error.empty()) return error;
+            error = cuda::wait_for_stream(stream_->get(), options.deadline);
+            return error.empty() ? error : who + ": after run returned: " + error;
+          },
+          device.transfers());
+    } catch (const std::exception& e) {
+      return RankRun::ended(Outcome::Detected, who + ": " + e.what());
+    }
+#else
+    (void)c, (void)options, (void)buffers, (void)call, (void)run_plugin;
+    return RankRun::ended(Outcome::Detected, who + ": device memory in a build without CUDA");
+#endif
   }
 
  private:
@@ -97,6 +136,9 @@ class PluginRankBackend final : public RankBackend {
   std::string name_;
   Capabilities capabilities_;
   World& world_;
+#if COLLCHECK_HAVE_CUDA
+  std::unique_ptr<cuda::RankStream> stream_;
+#endif
 };
 
 }  // namespace
@@ -115,6 +157,10 @@ Result<std::vector<RankBackendSpec>> plugin_backend_specs(std::string_view optio
   made.name = std::string(spec);
   made.capabilities = *capabilities;
   made.world_memory = library_temporaries;
+#if COLLCHECK_HAVE_CUDA
+  // A plugin on device memory where there is no GPU: nothing is launched, and the reason said.
+  if (capabilities->memory == "device") made.cannot_run_here = cuda::cuda_cannot_run_here();
+#endif
   made.make = [plugin = *plugin, path, given = *parsed, name = made.name,
                capabilities = *capabilities](World& world) -> Result<std::unique_ptr<RankBackend>> {
     OutOfBand oob{world, {}};

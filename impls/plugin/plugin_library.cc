@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 
+#include "collcheck/config.h"
 #include "reference/case.h"
 #include "reference/key_values.h"
 #include "reference/numbers.h"
@@ -167,16 +168,23 @@ Result<Capabilities> plugin_capabilities(const collcheck_backend_v1& plugin, con
                                   std::to_string(given.max_ranks) +
                                   ": must be 1 <= min_ranks <= max_ranks <= " + std::to_string(kMaxRanks));
   }
-  if (given.memory != COLLCHECK_MEMORY_HOST) {
+  if (given.memory != COLLCHECK_MEMORY_HOST && given.memory != COLLCHECK_MEMORY_CUDA) {
     return plugin_error(path, "capabilities: memory " + std::to_string(given.memory) +
-                                  ": this collcheck runs plugins on host buffers only (COLLCHECK_MEMORY_HOST)");
+                                  ": must be COLLCHECK_MEMORY_HOST (0) or COLLCHECK_MEMORY_CUDA (1)");
   }
+#if !COLLCHECK_HAVE_CUDA
+  if (given.memory == COLLCHECK_MEMORY_CUDA) {
+    return plugin_error(path,
+                        "capabilities: memory COLLCHECK_MEMORY_CUDA: this build has no CUDA: " COLLCHECK_CUDA_REASON);
+  }
+#endif
   Result<std::vector<KnobSpace>> knobs = drawn_knobs(given, path, options);
   if (!knobs) return knobs.error();
   c.collectives = std::move(*collectives);
   c.dtypes = std::move(*dtypes);
   c.ops = std::move(*ops);
   c.in_place = given.in_place != 0;
+  c.memory = given.memory == COLLCHECK_MEMORY_CUDA ? "device" : "host";
   c.min_ranks = given.min_ranks;
   c.max_ranks = given.max_ranks;
   c.deterministic = given.deterministic != 0;

@@ -121,6 +121,7 @@ class LockstepBackend final : public Backend {
 
 Result<std::unique_ptr<Backend>> make_lockstep_backend(RankBackendSpec spec, World& world,
                                                        const BackendOptions& options) {
+  if (!spec.cannot_run_here.empty()) return Error{"--backend", spec.name + " cannot run here: " + spec.cannot_run_here};
   Result<std::unique_ptr<RankBackend>> backend = spec.make(world);
   if (!backend) return backend.error();
   return std::unique_ptr<Backend>(

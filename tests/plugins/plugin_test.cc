@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "collcheck/config.h"
 #include "impls/backend/world.h"
 #include "impls/registry.h"
 #include "tests/support/errors.h"
@@ -54,6 +55,27 @@ TEST(Plugin, AFailingInitIsNamedWithItsMessage) {
   });
   expect_error(*made[0], "--backend", {path, "init failed on rank 0 of 2: no transport for rank 0 here"});
   expect_error(*made[1], "--backend", {path, "init failed on rank 1 of 2: no transport for rank 1 here"});
+}
+
+// Where a plugin's buffers live: device memory (COLLCHECK_MEMORY_CUDA) is taken where CUDA was
+// built, its specs saying why they cannot run where there is no GPU; any other value is refused.
+TEST(Plugin, DeviceMemoryIsTakenAndAnUnknownMemoryRefused) {
+  const std::string bad = broken("bad_memory");
+  expect_error(rank_backend_specs("plugin:" + bad), "--backend", {bad, "memory 5: must be COLLCHECK_MEMORY_HOST"});
+  const std::string path = broken("cuda_memory");
+  Result<std::vector<RankBackendSpec>> specs = rank_backend_specs("plugin:" + path);
+#if COLLCHECK_HAVE_CUDA
+  ASSERT_TRUE(specs.ok()) << specs.error().text();
+  EXPECT_EQ(specs->front().capabilities.memory, "device");
+  if (specs->front().cannot_run_here.empty()) GTEST_SKIP() << "this machine has a GPU";
+  EXPECT_NE(specs->front().cannot_run_here.find("no CUDA device"), std::string::npos) << specs->front().cannot_run_here;
+  Result<std::vector<std::unique_ptr<Backend>>> backends = make_backends("plugin:" + path);
+  ASSERT_TRUE(backends.ok()) << backends.error().text();
+  EXPECT_EQ(backends->front()->cannot_run_here(), specs->front().cannot_run_here)
+      << "check launches nothing and says why";
+#else
+  expect_error(specs, "--backend", {path, "memory COLLCHECK_MEMORY_CUDA: this build has no CUDA"});
+#endif
 }
 
 // The plugin reads its own options: a bad one is its error, before any world starts; a bare word

@@ -5,7 +5,7 @@
 // under test) and creates a non-blocking communicator (config.blocking = 0), waiting for it with
 // ncclCommGetAsyncError up to kInitSeconds. Each run lays the rank's buffers out in host memory
 // as every rank backend does (make_rank_buffers: NCCL's layout between guard zones) and mirrors
-// each allocation, guard zones included, in device memory (DeviceMirror): inputs are uploaded
+// each allocation, guard zones included, in device memory (cuda::DeviceRankBuffers): inputs are uploaded
 // after they are written and everything is downloaded before results are read, outside the timed
 // region, so a write past a buffer's end on the GPU shows as a damaged zone here. A call is
 // launched on the stream (registered buffers and CUDA-graph capture as the run's knobs say) and
@@ -26,6 +26,7 @@
 #include <nccl.h>
 
 #include "impls/backend/rank_calls.h"
+#include "impls/cuda/device_rank_buffers.h"
 
 namespace collcheck {
 namespace {
@@ -84,50 +85,15 @@ struct PastDeadline {
   std::string why;
 };
 
-// A device copy of one host GuardedBuffer's whole allocation.
-class DeviceMirror {
- public:
-  explicit DeviceMirror(GuardedBuffer& host) : host_(host.allocation()) {
-    if (!host_.empty()) check_cuda("cudaMalloc", cudaMalloc(&device_, host_.size()));
-  }
-  ~DeviceMirror() {
-    if (device_ != nullptr) cudaFree(device_);
-  }
-  DeviceMirror(const DeviceMirror&) = delete;
-  DeviceMirror& operator=(const DeviceMirror&) = delete;
-
-  bool holds(const std::byte* host) const {
-    return host != nullptr && host >= host_.data() && host < host_.data() + host_.size();
-  }
-  void* map(const std::byte* host) const {
-    return holds(host) ? static_cast<std::byte*>(device_) + (host - host_.data()) : nullptr;
-  }
-  void* base() const { return device_; }
-  std::size_t bytes() const { return host_.size(); }
-  void upload() const {
-    if (device_ != nullptr)
-      check_cuda("cudaMemcpy to the GPU", cudaMemcpy(device_, host_.data(), host_.size(), cudaMemcpyHostToDevice));
-  }
-  void download() const {
-    if (device_ != nullptr)
-      check_cuda("cudaMemcpy from the GPU", cudaMemcpy(host_.data(), device_, host_.size(), cudaMemcpyDeviceToHost));
-  }
-
- private:
-  std::span<std::byte> host_;
-  void* device_ = nullptr;
-};
-
 class NcclRankBackend final : public RankBackend {
  public:
-  NcclRankBackend(World& world, NcclSetting setting, Capabilities capabilities, int device, cudaStream_t stream,
-                  ncclComm_t comm)
+  NcclRankBackend(World& world, NcclSetting setting, Capabilities capabilities, int device,
+                  std::unique_ptr<cuda::RankStream> stream, ncclComm_t comm)
       : world_(world), setting_(std::move(setting)), capabilities_(std::move(capabilities)), device_(device),
-        stream_(stream), comm_(comm) {}
+        owned_stream_(std::move(stream)), stream_(owned_stream_->get()), comm_(comm) {}
   ~NcclRankBackend() override {
     cudaSetDevice(device_);
     if (comm_ != nullptr) ncclCommAbort(comm_);  // frees everything and never waits on a peer
-    cudaStreamDestroy(stream_);
   }
   NcclRankBackend(const NcclRankBackend&) = delete;
   NcclRankBackend& operator=(const NcclRankBackend&) = delete;
@@ -160,15 +126,14 @@ class NcclRankBackend final : public RankBackend {
   RankRun run_on_device(const Case& c, const RankRunOptions& options, const NcclCallKnobs& knobs,
                         const std::string& who) {
     RankBuffers buffers = make_rank_buffers(c, world_.rank());
-    DeviceMirror input(buffers.input), output(buffers.output);
-    void* in = input.holds(buffers.in) ? input.map(buffers.in) : output.map(buffers.in);
-    void* out = input.holds(buffers.out) ? input.map(buffers.out) : output.map(buffers.out);
+    cuda::DeviceRankBuffers device(buffers);
+    void* in = device.in();
+    void* out = device.out();
     std::vector<void*> registered;
     if (knobs.register_buffers) {
-      for (const DeviceMirror* mirror : {&input, &output}) {
+      for (const auto& [base, bytes] : device.allocations()) {
         void* handle = nullptr;
-        if (mirror->base() == nullptr) continue;
-        if (ncclResult_t r = ncclCommRegister(comm_, mirror->base(), mirror->bytes(), &handle); r != ncclSuccess)
+        if (ncclResult_t r = ncclCommRegister(comm_, base, bytes, &handle); r != ncclSuccess)
           throw std::runtime_error("ncclCommRegister: " + nccl_failure(r, comm_));
         registered.push_back(handle);
       }
@@ -180,15 +145,7 @@ class NcclRankBackend final : public RankBackend {
           graph != nullptr ? cuda_call("cudaGraphLaunch", cudaGraphLaunch(graph, stream_)) : enqueue(c, in, out);
       return error.empty() ? wait_for_stream() : who + ": " + error;
     };
-    RankRun run = run_rank_calls(c, options, world_, buffers, call,
-                                 {[&] {
-                                    input.upload();
-                                    output.upload();
-                                  },
-                                  [&] {
-                                    input.download();
-                                    output.download();
-                                  }});
+    RankRun run = run_rank_calls(c, options, world_, buffers, call, device.transfers());
     if (graph != nullptr) cudaGraphExecDestroy(graph);
     for (void* handle : registered) {
       if (comm_ != nullptr) ncclCommDeregister(comm_, handle);
@@ -286,6 +243,7 @@ class NcclRankBackend final : public RankBackend {
   NcclSetting setting_;
   Capabilities capabilities_;
   int device_;
+  std::unique_ptr<cuda::RankStream> owned_stream_;
   cudaStream_t stream_;
   ncclComm_t comm_;
   Clock::time_point deadline_{};
@@ -309,15 +267,12 @@ ncclUniqueId shared_unique_id(World& world) {
 Result<std::unique_ptr<RankBackend>> make_nccl_rank_backend(World& world, const NcclSetting& setting,
                                                             const Capabilities& capabilities) {
   const std::string who = setting.name + " rank " + std::to_string(world.rank()) + ": ";
-  int devices = 0;
-  if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0)
-    return Error{"--backend", who + (e != cudaSuccess ? cuda_failure("cudaGetDeviceCount", e) : "no CUDA device")};
-  const int device = world.rank() % devices;
-  cudaStream_t stream = nullptr;
+  int device = 0;
+  std::unique_ptr<cuda::RankStream> stream;
   ncclComm_t comm = nullptr;
   try {
-    check_cuda("cudaSetDevice", cudaSetDevice(device));
-    check_cuda("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    device = cuda::use_rank_device(world.rank());
+    stream = std::make_unique<cuda::RankStream>();
     const ncclUniqueId id = shared_unique_id(world);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
@@ -333,15 +288,13 @@ Result<std::unique_ptr<RankBackend>> make_nccl_rank_backend(World& world, const 
                                   ? "not ready after " + std::to_string(static_cast<int>(kInitSeconds)) + " s"
                                   : nccl_failure(result, comm);
       if (comm != nullptr) ncclCommAbort(comm);
-      cudaStreamDestroy(stream);
       return Error{"--backend", who + "ncclCommInitRankConfig on GPU " + std::to_string(device) + ": " + why};
     }
   } catch (const std::exception& e) {
-    if (stream != nullptr) cudaStreamDestroy(stream);
     return Error{"--backend", who + e.what()};
   }
   return std::unique_ptr<RankBackend>(
-      std::make_unique<NcclRankBackend>(world, setting, capabilities, device, stream, comm));
+      std::make_unique<NcclRankBackend>(world, setting, capabilities, device, std::move(stream), comm));
 }
 
 }  // namespace collcheck

@@ -1,0 +1,104 @@
+// A rank's buffers mirrored on a CUDA device (see device_rank_buffers.h).
+#include "impls/cuda/device_rank_buffers.h"
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include <cuda_runtime.h>
+
+namespace collcheck::cuda {
+namespace {
+
+void check(const char* call, cudaError_t error) {
+  if (error != cudaSuccess) throw std::runtime_error(std::string(call) + ": " + cudaGetErrorString(error));
+}
+
+}  // namespace
+
+int use_rank_device(int rank) {
+  int devices = 0;
+  check("cudaGetDeviceCount", cudaGetDeviceCount(&devices));
+  if (devices == 0) throw std::runtime_error("no CUDA device");
+  const int device = rank % devices;
+  check("cudaSetDevice", cudaSetDevice(device));
+  return device;
+}
+
+RankStream::RankStream() {
+  cudaStream_t stream = nullptr;
+  check("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  stream_ = stream;
+}
+
+RankStream::~RankStream() { cudaStreamDestroy(stream_); }
+
+std::string wait_for_stream(DeviceStream stream, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                          std::chrono::duration<double>(seconds));
+  for (;;) {
+    const cudaError_t query = cudaStreamQuery(stream);
+    if (query == cudaSuccess) return {};
+    if (query != cudaErrorNotReady) return std::string("cudaStreamQuery: ") + cudaGetErrorString(query);
+    if (std::chrono::steady_clock::now() >= end)
+      return "the stream's work had not finished after " + std::to_string(seconds) + " s";
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+DeviceRankBuffers::DeviceRankBuffers(RankBuffers& host) {
+  for (auto [mirror, buffer] : {std::pair{&input_, &host.input}, std::pair{&output_, &host.output}}) {
+    mirror->host = buffer->allocation();
+    if (mirror->host.empty()) continue;
+    void* device = nullptr;
+    check("cudaMalloc", cudaMalloc(&device, mirror->host.size()));
+    mirror->device = static_cast<std::byte*>(device);
+  }
+  in_ = map(host.in);
+  out_ = map(host.out);
+}
+
+DeviceRankBuffers::~DeviceRankBuffers() {
+  for (const Mirror* mirror : {&input_, &output_}) {
+    if (mirror->device != nullptr) cudaFree(mirror->device);
+  }
+}
+
+void* DeviceRankBuffers::map(const std::byte* host) const {
+  for (const Mirror* mirror : {&input_, &output_}) {
+    if (host != nullptr && host >= mirror->host.data() && host < mirror->host.data() + mirror->host.size())
+      return mirror->device + (host - mirror->host.data());
+  }
+  return nullptr;
+}
+
+std::vector<std::pair<void*, std::size_t>> DeviceRankBuffers::allocations() const {
+  std::vector<std::pair<void*, std::size_t>> out;
+  for (const Mirror* mirror : {&input_, &output_}) {
+    if (mirror->device != nullptr) out.emplace_back(mirror->device, mirror->host.size());
+  }
+  return out;
+}
+
+RankTransfers DeviceRankBuffers::transfers() {
+  RankTransfers moves;
+  moves.upload = [this] {
+    for (const Mirror* mirror : {&input_, &output_}) {
+      if (mirror->device != nullptr) {
+        check("cudaMemcpy to the GPU",
+              cudaMemcpy(mirror->device, mirror->host.data(), mirror->host.size(), cudaMemcpyHostToDevice));
+      }
+    }
+  };
+  moves.download = [this] {
+    for (const Mirror* mirror : {&input_, &output_}) {
+      if (mirror->device != nullptr) {
+        check("cudaMemcpy from the GPU",
+              cudaMemcpy(mirror->host.data(), mirror->device, mirror->host.size(), cudaMemcpyDeviceToHost));
+      }
+    }
+  };
+  return moves;
+}
+
+}  // namespace collcheck::cuda
