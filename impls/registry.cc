@@ -18,12 +18,13 @@
 #include "impls/vendors/nccl/nccl_backend.h"
 #include "impls/worlds/launched_backend.h"
 #include "impls/worlds/mpi_world.h"
+#include "impls/worlds/thread_world_backend.h"
 #include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
 
-constexpr std::string_view kTransports = "sim, cuda-host or proc (mpi and gloo are named alone: mpi, gloo:NAME)";
+constexpr std::string_view kTransports = "sim, cuda-host, proc or ib (mpi and gloo are named alone: mpi, gloo:NAME)";
 
 Error spec_error(std::string_view spec, const std::string& message) {
   return Error{"--backend", quoted_input(spec) + ": " + message};
@@ -41,8 +42,11 @@ Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
     return Error{"--backend", quoted_input(spec) + " does not run across processes: use ALGORITHM@proc, mpi or gloo"};
   }
   const std::string_view transport = spec.substr(at + 1);
-  const std::string_view options = transport.size() > 4 ? transport.substr(5) : std::string_view{};
-  return proc_backend_specs(spec.substr(0, at), options, spec);
+  const bool ib = transport.starts_with("ib");
+  const std::size_t name_length = ib ? 2 : 4;
+  const std::string_view options =
+      transport.size() > name_length ? transport.substr(name_length + 1) : std::string_view{};
+  return proc_backend_specs(spec.substr(0, at), options, spec, ib);
 }
 
 #if !COLLCHECK_HAVE_MPI
@@ -71,12 +75,25 @@ std::string backend_names() {
 
 namespace {
 
-// Backends across processes: lockstep when a launcher started this process, else launched.
+// `ALGORITHM@ib:verbs=loopback,...`: the loopback joins queue pairs of one process, so its ranks
+// are threads of this one.
+bool on_the_loopback(std::string_view spec) {
+  const std::size_t at = spec.rfind('@');
+  return at != std::string_view::npos && spec.substr(at + 1).starts_with("ib:") &&
+         spec.find("verbs=loopback") != std::string_view::npos;
+}
+
+// Backends across processes: lockstep when a launcher started this process, else launched (on
+// the ib loopback, on worlds of threads).
 Result<std::vector<std::unique_ptr<Backend>>> make_process_backends(std::string_view spec,
                                                                     const BackendOptions& options) {
   Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
   if (!specs) return specs.error();
   std::vector<std::unique_ptr<Backend>> backends;
+  if (on_the_loopback(spec)) {
+    for (RankBackendSpec& one : *specs) backends.push_back(make_thread_world_backend(std::move(one)));
+    return backends;
+  }
   if (!launched_by_launcher()) {
     for (RankBackendSpec& one : *specs) backends.push_back(make_launched_backend(std::move(one), options));
     return backends;
@@ -140,7 +157,8 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
         "must be ALGORITHM@TRANSPORT[:OPTIONS], e.g. ring@sim or 'ring@sim:chunk=4096,channels=2'; "
         "backends: all@sim, " +
             backend_names() +
-            ", mutant:NAME@sim, schedule:FILE@sim (an MSCCL XML file), the same @cuda-host, @cuda and @proc, "
+            ", mutant:NAME@sim, schedule:FILE@sim (an MSCCL XML file), the same @cuda-host, @cuda, @proc and "
+            "@ib[:verbs=loopback], "
             "mpi[:COLL=ALG,...|:all-algorithms], gloo[:NAME|:all-algorithms], plugin:PATH[:key=value,...], "
             "nccl[:algo=A,proto=P|:all-algorithms]");
   }

@@ -87,7 +87,7 @@ bool runs_across_processes(std::string_view spec) {
   const std::size_t at = spec.rfind('@');
   if (at == std::string_view::npos) return false;
   const std::string_view transport = spec.substr(at + 1);
-  return transport == "proc" || transport.starts_with("proc:");
+  return transport == "proc" || transport.starts_with("proc:") || transport == "ib" || transport.starts_with("ib:");
 }
 
 bool is_vendor_backend(std::string_view spec) {

@@ -80,7 +80,7 @@ struct RankBackendSpec {
 // size), an estimate from above, not a measurement.
 MemoryEstimate library_temporaries(const Case&);
 
-// True when the spec names a backend that runs across processes: `ALGORITHM@proc[...]`,
+// True when the spec names a backend that runs across processes: `ALGORITHM@proc[...]`, `ALGORITHM@ib[...]`,
 // `mutant:NAME@proc`, `mpi[...]`, `gloo[...]`, `plugin:PATH[...]`, `nccl[...]`.
 bool runs_across_processes(std::string_view spec);
 

@@ -4,7 +4,7 @@
 // pair by number and every registered region by key, each region tagged with its device's
 // protection domain. Posting queues a request on its queue pair; nothing is carried out at post
 // time. Progress (run on every post and every poll of any completion queue of the fabric) walks
-// the queue pairs and carries out each one's queued writes in order, stopping at the first that
+// the queue pairs with queued writes and carries out each one's in order, stopping at the first that
 // cannot go yet: it checks the local key and range, finds the connected peer, checks the remote
 // key, range, protection domain and permission, and for a write with immediate the peer's first
 // posted receive (none: receiver not ready, retried until the limit); then it copies the bytes
@@ -21,6 +21,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 
 namespace collcheck::ib {
 namespace {
@@ -73,6 +74,7 @@ struct Fabric {
   std::uint64_t next_domain = 1;
   std::map<std::uint32_t, PairRecord> pairs;
   std::map<std::uint32_t, Region> by_local_key, by_remote_key;
+  std::set<std::uint32_t> busy;  // queue pairs with queued writes: the only ones progress visits
 
   // The queue pair enters the error state: everything outstanding on it completes as Flushed.
   void fail(PairRecord& pair) {
@@ -156,7 +158,12 @@ struct Fabric {
   }
 
   void progress_all() {
-    for (auto& [number, pair] : pairs) progress(pair);
+    for (auto it = busy.begin(); it != busy.end();) {
+      auto found = pairs.find(*it);
+      if (found != pairs.end()) progress(found->second);
+      if (found == pairs.end() || found->second.queued.empty()) it = busy.erase(it);
+      else ++it;
+    }
   }
 };
 
@@ -212,6 +219,7 @@ class LoopbackPair final : public QueuePair {
     if (pair.state == PairState::Reset)
       return Error{"ib", "a write posted to queue pair " + std::to_string(number_) + " before it was connected"};
     pair.queued.push_back(request);
+    fabric_->busy.insert(number_);
     if (pair.state == PairState::Error) fabric_->fail(pair);
     fabric_->progress_all();
     return Ok{};
@@ -299,8 +307,12 @@ class LoopbackVerbs final : public Verbs {
     auto found = fabric_->pairs.find(number);
     if (found == fabric_->pairs.end()) return false;
     found->second.link_down = true;
+    fabric_->busy.insert(number);
     auto peer = fabric_->pairs.find(found->second.peer);
-    if (peer != fabric_->pairs.end()) peer->second.link_down = true;
+    if (peer != fabric_->pairs.end()) {
+      peer->second.link_down = true;
+      fabric_->busy.insert(peer->first);
+    }
     fabric_->progress_all();
     return true;
   }
@@ -325,6 +337,11 @@ std::string_view name(CompletionStatus status) {
 }
 
 std::unique_ptr<Verbs> make_loopback_verbs(LoopbackOptions options) { return std::make_unique<LoopbackVerbs>(options); }
+
+Verbs& process_loopback() {
+  static LoopbackVerbs loopback{LoopbackOptions{}};
+  return loopback;
+}
 
 bool break_loopback_link(Verbs& loopback, std::uint32_t number) {
   auto* verbs = dynamic_cast<LoopbackVerbs*>(&loopback);

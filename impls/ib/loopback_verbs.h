@@ -20,6 +20,10 @@ struct LoopbackOptions {
 
 std::unique_ptr<Verbs> make_loopback_verbs(LoopbackOptions options = {});
 
+// This process's loopback, with the default options: what ranks that are threads of one process
+// share, so that their queue pairs can connect.
+Verbs& process_loopback();
+
 // Takes the link of queue pair `number` (of a loopback made by make_loopback_verbs) down, both
 // ways: its writes and its peer's, queued or later, fail with RetryExceeded, as when a cable is
 // pulled or the peer's process is gone. False when there is no such queue pair.

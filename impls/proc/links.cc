@@ -2,6 +2,8 @@
 // and writing the TCP connections of the proc transport, once per transport.
 #include "impls/proc/links.h"
 
+#include "impls/proc/rdma_links.h"
+
 #include <cstring>
 
 #include <arpa/inet.h>
@@ -226,6 +228,7 @@ std::string open_connections(World& world, const std::vector<bool>& need, Peers&
 }  // namespace
 
 void close_peers(Peers& peers) {
+  peers.rdma.reset();  // its queue pairs before the segment it registered
   for (std::byte* segment : peers.segments) {
     if (segment != nullptr) ::munmap(segment, kSegmentBytes);
   }
@@ -239,7 +242,8 @@ void close_peers(Peers& peers) {
 // (the allgather is the barrier), so a crash later leaves nothing behind in /dev/shm; a member
 // killed before that leaves its name to those on its host that outlive it (and, killed with
 // them, to the launcher's teardown and the next run's sweep: leftovers.h).
-Status connect_peers(World& world, ProcLinks links, Peers& peers) {
+Status connect_peers(World& world, const ProcLinkOptions& options, Peers& peers) {
+  const ProcLinks links = options.links;
   const int rank = world.rank();
   const auto size = static_cast<std::size_t>(world.size());
   char hostname[256] = {};
@@ -284,6 +288,11 @@ Status connect_peers(World& world, ProcLinks links, Peers& peers) {
     any = any || (links == ProcLinks::Tcp && size > 1) || peers.hosts[q] != peers.hosts[0];
   }
   if (error.empty() && any) error = open_connections(world, need, peers);
+  if (error.empty() && links == ProcLinks::Ib) {
+    Result<std::unique_ptr<RdmaLinks>> rdma = RdmaLinks::connect(world, own, kSegmentBytes, options);
+    if (rdma) peers.rdma = std::move(*rdma);
+    else error = rdma.error().text();
+  }
   if (error.empty()) return Ok{};
   close_peers(peers);
   return Error{"proc", error};

@@ -7,6 +7,7 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,10 +83,13 @@ struct Piece {
   std::vector<std::byte> data;
 };
 
+class RdmaLinks;
+
 struct Peers {
   std::vector<std::string> hosts;       // per rank
   std::vector<std::byte*> segments;     // per rank: its segment, where this process mapped it
   std::vector<Connection> connections;  // per rank; fd -1: none
+  std::shared_ptr<RdmaLinks> rdma;      // links `ib`: queue pairs to every other process
 };
 
 // A segment: the FIFOs into this process, then its control block.
@@ -115,7 +119,7 @@ std::string system_error(const std::string& what);
 
 // Collective: creates this process's segment, maps those of its host, and connects to the
 // processes it needs TCP for. On an error every member returns the same one, holding nothing.
-Status connect_peers(World& world, ProcLinks links, Peers& peers);
+Status connect_peers(World& world, const ProcLinkOptions& links, Peers& peers);
 void close_peers(Peers& peers);
 
 // One read, without blocking, of what the frame in progress still wants (its header, then its

@@ -8,12 +8,16 @@
 
 #include <unistd.h>
 
+#include "collcheck/config.h"
 #include "impls/algorithms/algorithms.h"
 #include "impls/backend/rank_backend.h"
 #include "impls/link/guarded_buffer.h"
 #include "impls/link/reduce_op.h"
 #include "impls/mutants/mutants.h"
 #include "impls/proc/links.h"
+#if COLLCHECK_HAVE_IBVERBS
+#include "impls/ib/ibverbs.h"
+#endif
 #include "impls/proc/proc_backend.h"
 #include "impls/proc/transport.h"
 #include "impls/sim/sim_backend.h"
@@ -59,9 +63,9 @@ struct RankMemory {
 
 class ProcBackend final : public RankBackend {
  public:
-  ProcBackend(World& world, SimVariant variant, Knobs knobs, ProcLinks links, ProcessSabotage sabotage,
+  ProcBackend(World& world, SimVariant variant, Knobs knobs, ProcLinkOptions links, ProcessSabotage sabotage,
               std::string name)
-      : world_(world), variant_(std::move(variant)), knobs_(knobs), links_(links), sabotage_(sabotage),
+      : world_(world), variant_(std::move(variant)), knobs_(knobs), links_(std::move(links)), sabotage_(sabotage),
         name_(std::move(name)) {}
 
   std::string name() const override { return name_; }
@@ -86,15 +90,17 @@ class ProcBackend final : public RankBackend {
     RankMemory memory(*schedule, rank);
     Status begun = transport_->begin(
         *schedule, ProcRunOptions{options.hook, variant_.reduction, start, options.deadline, protocol(knobs)});
-    if (!begun) return failed(begun.error().text());
+    if (!begun) return failed(begun.error().text(), transport_->broken());
     Calls calls{*schedule, memory, rank};
     RankRun result = options.timed ? timed(calls, options) : repeated(calls, options);
     if (result.outcome == Outcome::Ok) {
       Status finished = transport_->finish();
-      if (!finished) return failed(finished.error().text());
+      if (!finished) return failed(finished.error().text(), transport_->broken());
     }
     if (!options.timed)
       result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // ib: a queue pair in error stays in error; the world must be made again.
+    result.world_broken = result.world_broken || transport_->broken();
     return result;
   }
 
@@ -114,10 +120,11 @@ class ProcBackend final : public RankBackend {
     return p;
   }
 
-  static RankRun failed(std::string error) {
+  static RankRun failed(std::string error, bool broken = false) {
     RankRun run;
     run.outcome = Outcome::Detected;
     run.error = std::move(error);
+    run.world_broken = broken;
     return run;
   }
 
@@ -204,7 +211,7 @@ class ProcBackend final : public RankBackend {
   World& world_;
   SimVariant variant_;
   Knobs knobs_;
-  ProcLinks links_;
+  ProcLinkOptions links_;
   ProcessSabotage sabotage_;
   std::string name_;
   std::unique_ptr<ProcTransport> transport_;  // made on the first run, kept across cases
@@ -218,10 +225,11 @@ Error spec_error(std::string_view spec, const std::string& message) {
 // segment per rank (unless every link is TCP), and in every worker the whole schedule, which each
 // builds, and its participants' scratch. A variant that is no registered algorithm (a mutant)
 // counts its segments alone.
-MemoryEstimate proc_world_memory(std::string_view algorithm, const Case& c, const Knobs& knobs, ProcLinks links) {
+MemoryEstimate proc_world_memory(std::string_view algorithm, const Case& c, const Knobs& knobs,
+                                 const ProcLinkOptions& links) {
   MemoryEstimate estimate;
   const auto ranks = static_cast<std::uint64_t>(c.nranks);
-  if (links != ProcLinks::Tcp) {
+  if (links.links != ProcLinks::Tcp) {
     estimate.add("segments", saturating_product(ranks, proc::kSegmentBytes),
                  std::to_string(c.nranks) + " ranks x " + format_bytes(proc::kSegmentBytes) + " of shared memory");
   }
@@ -255,8 +263,8 @@ std::vector<std::string> extreme_settings(const std::vector<KnobSpace>& spaces, 
 }
 
 // The largest of proc_world_memory over the settings a drawn case may run with.
-MemoryEstimate drawn_world_memory(std::string_view algorithm, const Case& c, const Knobs& knobs, ProcLinks links,
-                                  const std::vector<KnobSpace>& spaces) {
+MemoryEstimate drawn_world_memory(std::string_view algorithm, const Case& c, const Knobs& knobs,
+                                  const ProcLinkOptions& links, const std::vector<KnobSpace>& spaces) {
   MemoryEstimate largest = proc_world_memory(algorithm, c, knobs, links);
   for (const std::string& setting : extreme_settings(spaces, c)) {
     Knobs drawn = knobs;
@@ -267,7 +275,7 @@ MemoryEstimate drawn_world_memory(std::string_view algorithm, const Case& c, con
   return largest;
 }
 
-RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, ProcessSabotage sabotage,
+RankBackendSpec make_spec(SimVariant variant, Knobs knobs, const ProcLinkOptions& links, ProcessSabotage sabotage,
                           const std::string& name) {
   RankBackendSpec spec;
   spec.name = name;
@@ -296,28 +304,68 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, ProcLinks links, Proc
   return spec;
 }
 
-// The options of a spec apart: transport=auto|shm|tcp into `links`, every other item a knob.
-Result<std::vector<KeyValue>> split_transport(std::string_view options, std::string_view spec, ProcLinks& links) {
+// One of @ib's own options (verbs, dev, port, gid) into `links`; false when `item` is none of them.
+Result<bool> apply_rdma_option(std::string_view spec, const KeyValue& item, ProcLinkOptions& links) {
+  if (item.key == "verbs") {
+    constexpr std::string_view kVerbs[] = {"ibverbs", "loopback"};
+    Result<std::size_t> which = read_choice(item, kVerbs);
+    if (!which) return spec_error(spec, which.error().message);
+    links.loopback = *which == 1;
+    return true;
+  }
+  if (item.key == "dev") {
+    if (item.value.empty()) return spec_error(spec, "dev=: must name an RDMA device (ibv_devices lists them)");
+    links.device = std::string(item.value);
+    return true;
+  }
+  if (item.key != "port" && item.key != "gid") return false;
+  Result<std::uint64_t> number = read_unsigned(item, item.key == "port" ? 1 : 0, 255);
+  if (!number) return spec_error(spec, number.error().message);
+  (item.key == "port" ? links.port : links.gid_index) = static_cast<int>(*number);
+  return true;
+}
+
+// The options of a spec apart: transport=auto|shm|tcp (on @proc) or verbs, dev, port and gid (on
+// @ib) into `links`, every other item a knob.
+Result<std::vector<KeyValue>> split_transport(std::string_view options, std::string_view spec, ProcLinkOptions& links) {
   Result<std::vector<KeyValue>> items = split_key_values(options);
   if (!items) return spec_error(spec, items.error().message);
   if (const KeyValue* again = repeated_key(*items)) return spec_error(spec, escaped_input(again->key) + " given twice");
   std::vector<KeyValue> knob_items;
+  const bool ib = links.links == ProcLinks::Ib;
   for (const KeyValue& item : *items) {
-    if (item.key != "transport") {
+    if (ib) {
+      Result<bool> taken = apply_rdma_option(spec, item, links);
+      if (!taken) return taken.error();
+      if (!*taken) knob_items.push_back(item);
+    } else if (item.key == "transport") {
+      Result<ProcLinks> parsed = parse_proc_links(item.value);
+      if (!parsed) return spec_error(spec, escaped_input(item.item) + ": must be auto, shm or tcp");
+      links.links = *parsed;
+    } else {
       knob_items.push_back(item);
-      continue;
     }
-    Result<ProcLinks> parsed = parse_proc_links(item.value);
-    if (!parsed) return spec_error(spec, escaped_input(item.item) + ": must be auto, shm or tcp");
-    links = *parsed;
   }
   return knob_items;
 }
 
+// ALGORITHM@ib over libibverbs: why this machine cannot run it (no library, no device), before any
+// world is launched; empty when it can.
+std::string rdma_cannot_run_here() {
+#if COLLCHECK_HAVE_IBVERBS
+  Result<std::unique_ptr<ib::Verbs>> verbs = ib::load_ibverbs();
+  if (!verbs) return verbs.error().message;
+  Result<std::vector<std::string>> devices = (*verbs)->devices();
+  return devices ? std::string() : devices.error().message + "; verbs=loopback runs it in one process";
+#else
+  return "this build has no libibverbs: " COLLCHECK_IBVERBS_REASON;
+#endif
+}
+
 // mutant:NAME@proc: a process mutant, else a schedule mutant; mutants keep their own pipeline
 // defaults, so that they break as they do on `sim`.
-Result<RankBackendSpec> mutant_spec(std::string_view what, const Knobs& knobs, ProcLinks links, std::string_view spec,
-                                    const std::string& name) {
+Result<RankBackendSpec> mutant_spec(std::string_view what, const Knobs& knobs, const ProcLinkOptions& links,
+                                    std::string_view spec, const std::string& name) {
   const Mutant* mutant = find_process_mutant(what);
   if (mutant == nullptr) mutant = find_mutant(what);
   if (mutant != nullptr) return make_spec(mutant->variant, knobs, links, mutant->sabotage, name);
@@ -332,22 +380,25 @@ Result<RankBackendSpec> mutant_spec(std::string_view what, const Knobs& knobs, P
 
 // `what` is ALGORITHM, all or mutant:NAME; `options` the knobs and transport=auto|shm|tcp.
 Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, std::string_view options,
-                                                        std::string_view spec) {
-  ProcLinks links = ProcLinks::Auto;
+                                                        std::string_view spec, bool ib) {
+  ProcLinkOptions links;
+  if (ib) links.links = ProcLinks::Ib;
   Result<std::vector<KeyValue>> knob_items = split_transport(options, spec, links);
   if (!knob_items) return knob_items.error();
   Knobs knobs;
   Status parsed = apply_knobs(spec, *knob_items, knobs);
   if (!parsed) return parsed.error();
-  const std::string suffix = "@proc" + (options.empty() ? "" : ":" + std::string(options));
+  const std::string suffix = (ib ? "@ib" : "@proc") + (options.empty() ? "" : ":" + std::string(options));
   Knobs algorithm_knobs = knobs;
   if (algorithm_knobs.chunk == 0) algorithm_knobs.chunk = kProcDefaultChunk;
 
   std::vector<RankBackendSpec> specs;
+  const std::string cannot_run_here = ib && !links.loopback ? rdma_cannot_run_here() : std::string();
   if (what == "all") {
     for (const std::string& algorithm : algorithm_variant_names()) {
       specs.push_back(make_spec(algorithm_variant(algorithm).value(), algorithm_knobs, links, ProcessSabotage::None,
                                 algorithm + suffix));
+      specs.back().cannot_run_here = cannot_run_here;
     }
     return specs;
   }
@@ -355,6 +406,7 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
     Result<RankBackendSpec> mutant = mutant_spec(what, knobs, links, spec, std::string(what) + suffix);
     if (!mutant) return mutant.error();
     specs.push_back(std::move(mutant).value());
+    specs.back().cannot_run_here = cannot_run_here;
     return specs;
   }
   Result<SimVariant> variant = algorithm_variant(what);
@@ -362,6 +414,7 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
   if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME, or schedule:FILE");
   specs.push_back(
       make_spec(std::move(variant).value(), algorithm_knobs, links, ProcessSabotage::None, std::string(what) + suffix));
+  for (RankBackendSpec& one : specs) one.cannot_run_here = cannot_run_here;
   return specs;
 }
 

@@ -106,6 +106,8 @@ void ProcTransport::State::pop(Inbound& in) {
     in.pieces.pop_front();
   } else {
     in.fifo.control->head.store(++in.head, std::memory_order_release);
+    in.rdma.head_dirty = in.rdma.active;  // ib: the credit goes back by RDMA
+    if (in.rdma.active) write_credits(in);
   }
 }
 
@@ -236,13 +238,20 @@ void ProcTransport::State::ask(Inbound& in) {
   } else {
     in.fifo.control->rewind_to.store(sequence, std::memory_order_relaxed);
     in.fifo.control->rewinds.fetch_add(1, std::memory_order_release);
+    in.rdma.words_dirty = in.rdma.active;
+    if (in.rdma.active) write_credits(in);
   }
 }
 
 void ProcTransport::State::acknowledge(Inbound& in) {
   const std::uint64_t taken = in.receiver.due_message();
-  if (in.tcp) send_control(host(in.key.from), FrameKind::Ack, in.key, taken);
-  else in.fifo.control->acked.store(taken, std::memory_order_release);
+  if (in.tcp) {
+    send_control(host(in.key.from), FrameKind::Ack, in.key, taken);
+    return;
+  }
+  in.fifo.control->acked.store(taken, std::memory_order_release);
+  in.rdma.words_dirty = in.rdma.active;
+  if (in.rdma.active) write_credits(in);
 }
 
 // The message to push now: the one at `next`, or, when that one is held back, the one after it.
@@ -285,12 +294,23 @@ bool ProcTransport::State::push_frame(Outbound& out, const Outgoing& message, st
 
 // The message's next `n` bytes as one piece in the receiver's FIFO; false when it is full.
 bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std::size_t n) {
-  // Room first: a full FIFO is polled again and again, the checksum taken once.
-  if (out.tail - out.head_seen >= out.fifo.shape.slots) {
-    out.head_seen = out.fifo.control->head.load(std::memory_order_acquire);
-    if (out.tail - out.head_seen >= out.fifo.shape.slots) return false;
-  }
-  std::byte* slot = out.fifo.slot(out.tail);
+  if (out.rdma.active) return push_rdma(out, message, n);
+  if (!credit(out)) return false;
+  fill_slot(out, message, n, out.fifo.slot(out.tail));
+  out.fifo.control->tail.store(++out.tail, std::memory_order_release);
+  return true;
+}
+
+// Whether the receiver's FIFO has a free slot (polled again and again when full, the checksum
+// taken once the slot is there).
+bool ProcTransport::State::credit(Outbound& out) {
+  if (out.tail - out.head_seen < out.fifo.shape.slots) return true;
+  out.head_seen = out.fifo.control->head.load(std::memory_order_acquire);
+  return out.tail - out.head_seen < out.fifo.shape.slots;
+}
+
+// The message's next `n` bytes and their header into `slot` (the receiver's, or ib's staging).
+void ProcTransport::State::fill_slot(const Outbound& out, const Outgoing& message, std::size_t n, std::byte* slot) {
   const std::byte* payload = message.payload(message.pushed);
   std::uint64_t sum = 0;
   if (settings.checksums && !message.hooked) {
@@ -301,8 +321,6 @@ bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std
   }
   const PieceHeader header{message.sequence, message.pushed, n, sum, out.sender.attempt(message.sequence)};
   std::memcpy(slot, &header, sizeof header);
-  out.fifo.control->tail.store(++out.tail, std::memory_order_release);
-  return true;
 }
 
 // Pushes the message's pieces while there is room; true when all of it is out.
@@ -468,6 +486,12 @@ bool ProcTransport::State::pump() {
   }
   if (sweeping && !meeting) {
     for (Inbound& in : inbound) progressed |= sweep(in);
+  }
+  if (peers.rdma != nullptr) {  // ib: completions, and credits that found no room on the queue pair
+    if (std::string failed = peers.rdma->poll(progressed); !failed.empty() && failure.empty()) failure = failed;
+    for (Inbound& in : inbound) {
+      if (in.rdma.head_dirty || in.rdma.words_dirty) progressed |= write_credits(in);
+    }
   }
   return progressed;
 }

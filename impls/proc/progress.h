@@ -15,6 +15,7 @@
 #include "impls/link/protocol.h"
 #include "impls/link/reduce_op.h"
 #include "impls/proc/links.h"
+#include "impls/proc/rdma_links.h"
 #include "impls/proc/transport.h"
 
 namespace collcheck::proc {
@@ -133,8 +134,29 @@ struct Outgoing {
   }
 };
 
+// ib: where a stream's FIFO lies at the receiver (`slots`, and its control block's tail word),
+// and this sender's staging slots, reused once their write has completed.
+struct RdmaOut {
+  bool active = false;
+  RemoteWords slots, tail;
+  std::uint64_t immediate = 0;  // the stream's number at the receiver, sent with each tail
+  std::byte* staging = nullptr;
+  std::size_t staging_slots = 0;
+  std::vector<std::uint64_t> staged;  // per staging slot: its last write's ordinal + 1 (0: none)
+};
+
+// ib: the sender's shadow of this stream's control block, where credits, acknowledgements and
+// rewind requests go; `dirty` when they changed here and are not written there yet.
+struct RdmaIn {
+  bool active = false;
+  RemoteWords shadow;
+  bool head_dirty = false;
+  bool words_dirty = false;
+};
+
 struct Outbound {
   Key key;
+  RdmaOut rdma;
   LinkSender sender;                 // reliable: each kept message's attempts and the asks for it
   Fifo fifo;                         // shm: in the receiver's segment
   Connection* connection = nullptr;  // tcp
@@ -150,6 +172,7 @@ struct Outbound {
 
 struct Inbound {
   Key key;
+  RdmaIn rdma;
   Fifo fifo;  // shm: in this process's segment
   bool tcp = false;
   std::deque<Piece> pieces;  // tcp: frames read, not yet taken
@@ -231,15 +254,19 @@ struct ProcTransport::State {
   int host(int participant) const { return proc_host(participant, schedule->nranks()); }
   bool via_shm(const proc::Key& key) const {
     const int from = host(key.from), to = host(key.to);
-    return from == to || (links != ProcLinks::Tcp &&
+    return from == to || (links != ProcLinks::Tcp && links != ProcLinks::Ib &&
                           peers.hosts[static_cast<std::size_t>(from)] == peers.hosts[static_cast<std::size_t>(to)]);
   }
+  bool via_rdma(const proc::Key& key) const { return links == ProcLinks::Ib && host(key.from) != host(key.to); }
   double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - options.start).count(); }
   std::string participant_name(int p) const { return collcheck::participant_name(*schedule, p); }
 
   Status plan(const Schedule&);
+  Status plan_rdma(const std::map<proc::Key, std::uint64_t>& per_call, std::map<proc::Key, std::size_t>& fifo_index,
+                   const std::vector<std::size_t>& fifos);
   void plan_hosted();
   void reset_inbound();
+  void reset_shadows();
   void configure(const LinkProtocol& protocol);
   bool overdue(bool progressed);
   void idle() const;
@@ -282,6 +309,10 @@ struct ProcTransport::State {
                           std::size_t n) const;
   bool push_frame(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
   bool push_slot(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
+  bool credit(proc::Outbound& out);
+  void fill_slot(const proc::Outbound& out, const proc::Outgoing& message, std::size_t n, std::byte* slot);
+  bool push_rdma(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
+  bool write_credits(proc::Inbound& in);
   void finished(proc::Outbound& out, proc::Outgoing& message);
   bool heed_receiver(proc::Outbound& out);
   void rewind(proc::Outbound& out, std::uint64_t to);

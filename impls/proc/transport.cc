@@ -64,6 +64,7 @@ std::string_view name(ProcLinks links) {
   switch (links) {
     case ProcLinks::Shm: return "shm";
     case ProcLinks::Tcp: return "tcp";
+    case ProcLinks::Ib: return "ib";
     default: return "auto";
   }
 }
@@ -80,14 +81,16 @@ ProcTransport::State::~State() { close_peers(peers); }
 ProcTransport::ProcTransport(std::unique_ptr<State> state) : state_(std::move(state)) {}
 ProcTransport::~ProcTransport() = default;
 
-Result<std::unique_ptr<ProcTransport>> ProcTransport::connect(World& world, ProcLinks links) {
-  auto state = std::make_unique<State>(world, links);
+Result<std::unique_ptr<ProcTransport>> ProcTransport::connect(World& world, const ProcLinkOptions& links) {
+  auto state = std::make_unique<State>(world, links.links);
   Status connected = connect_peers(world, links, state->peers);
   if (!connected) return connected.error();
   return std::unique_ptr<ProcTransport>(new ProcTransport(std::move(state)));
 }
 
+bool ProcTransport::broken() const { return state_->peers.rdma != nullptr && state_->peers.rdma->failed(); }
 std::string ProcTransport::links() const {
+  if (state_->peers.rdma != nullptr) return "ib (" + state_->peers.rdma->device_name() + ")";
   const bool tcp = std::any_of(state_->peers.connections.begin(), state_->peers.connections.end(),
                                [](const Connection& connection) { return connection.fd >= 0; });
   return tcp ? (state_->size > 1 && state_->links != ProcLinks::Tcp ? "shm+tcp" : "tcp") : "shm";
@@ -103,7 +106,8 @@ Status ProcTransport::State::plan(const Schedule& next) {
   std::vector<std::size_t> fifos(static_cast<std::size_t>(size), 0);
   std::map<Key, std::size_t> fifo_index;
   for (const auto& entry : per_call) {
-    if (via_shm(entry.first)) fifo_index[entry.first] = fifos[static_cast<std::size_t>(host(entry.first.to))]++;
+    if (via_shm(entry.first) || via_rdma(entry.first))
+      fifo_index[entry.first] = fifos[static_cast<std::size_t>(host(entry.first.to))]++;
   }
   Status room = fifos_fit(fifos);
   if (!room) return room;
@@ -120,19 +124,23 @@ Status ProcTransport::State::plan(const Schedule& next) {
       out.key = key;
       out.per_call = count;
       if (shm) out.fifo = fifo_at(peers.segments[static_cast<std::size_t>(to)], fifo_index[key], shape);
-      else out.connection = &peers.connections[static_cast<std::size_t>(to)];
-      out.piece_bytes = shm ? shape.slot_bytes : kProcSlotBytes;
+      else if (!via_rdma(key)) out.connection = &peers.connections[static_cast<std::size_t>(to)];
+      out.piece_bytes = shm || via_rdma(key) ? shape.slot_bytes : kProcSlotBytes;
       outbound.push_back(std::move(out));
     }
     if (to == rank) {
       Inbound in;
       in.key = key;
       in.per_call = count;
-      in.tcp = !shm;
-      if (shm) in.fifo = fifo_at(peers.segments[static_cast<std::size_t>(rank)], fifo_index[key], shape);
+      in.tcp = !shm && !via_rdma(key);
+      if (!in.tcp) in.fifo = fifo_at(peers.segments[static_cast<std::size_t>(rank)], fifo_index[key], shape);
       inbound_index[key] = static_cast<int>(inbound.size());
       inbound.push_back(std::move(in));
     }
+  }
+  if (peers.rdma != nullptr) {
+    Status rdma = plan_rdma(per_call, fifo_index, fifos);
+    if (!rdma) return rdma;
   }
   plan_hosted();
   constexpr std::size_t kStreamingOutputBytes = std::size_t{16} << 20;
@@ -171,6 +179,7 @@ void ProcTransport::State::plan_hosted() {
 }
 
 void ProcTransport::State::reset_inbound() {
+  reset_shadows();
   for (Inbound& in : inbound) {
     if (in.tcp) continue;
     in.head = in.tail_seen = 0;
@@ -331,6 +340,8 @@ Status ProcTransport::begin(const Schedule& schedule, const ProcRunOptions& opti
   Status planned = state.plan(schedule);
   if (!planned) return planned;
   state.meeting = true;
+  // ib: every write of the last case lands before anyone resets the words (a failed link stays so).
+  if (state.peers.rdma != nullptr) state.peers.rdma->drain(state.options.deadline);
   Status met = state.meet(1);
   if (met) {
     state.reset_inbound();

@@ -19,10 +19,22 @@ namespace collcheck {
 
 // How processes reach each other: `auto` uses shared memory between processes on one host and
 // TCP between hosts; `shm` refuses a world that spans hosts; `tcp` uses TCP (loopback on one
-// host) between every two processes, so that one host can test that path.
-enum class ProcLinks { Auto, Shm, Tcp };
+// host) between every two processes, so that one host can test that path; `ib` (the `ib`
+// transport, ALGORITHM@ib) moves every message between two processes by RDMA writes into the
+// receiver's FIFO (rdma_links.h), the processes meeting and stopping each other as with `auto`.
+enum class ProcLinks { Auto, Shm, Tcp, Ib };
 std::string_view name(ProcLinks);
 Result<ProcLinks> parse_proc_links(std::string_view text);  // auto, shm, tcp
+
+// The links, and for `ib` which verbs (the in-process loopback, whose ranks must be threads of
+// one process, or libibverbs) and which device, port and GID index.
+struct ProcLinkOptions {
+  ProcLinks links = ProcLinks::Auto;
+  bool loopback = false;
+  std::string device;  // empty: the first with an active port
+  int port = 0;        // 0: the device's first active port
+  int gid_index = 0;
+};
 
 // The shape of every message stream: a bounded FIFO of slots per (from, to, channel). A
 // message travels in pieces of at most one slot; up to kProcSlots pieces are in flight. Every
@@ -56,7 +68,7 @@ struct ProcRunOptions {
 class ProcTransport {
  public:
   // Collective: every member calls it once; maps the peers' segments and opens the sockets.
-  static Result<std::unique_ptr<ProcTransport>> connect(World&, ProcLinks);
+  static Result<std::unique_ptr<ProcTransport>> connect(World&, const ProcLinkOptions&);
   ~ProcTransport();
   ProcTransport(const ProcTransport&) = delete;
   ProcTransport& operator=(const ProcTransport&) = delete;
@@ -72,7 +84,9 @@ class ProcTransport {
   // failure anywhere (a damaged last message too) fails the run on every process.
   Status finish();
 
-  std::string links() const;  // what this process uses: "shm", "tcp" or "shm+tcp"
+  std::string links() const;  // what this process uses: "shm", "tcp", "shm+tcp" or "ib (DEVICE)"
+  // An RDMA link failed (its queue pair stays in error): no later case can run on this transport.
+  bool broken() const;
 
   struct State;
 

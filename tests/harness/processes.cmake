@@ -125,3 +125,12 @@ collcheck_add_cli_test(check_proc_drop_fault check --backend ring@proc --faults 
   --ranks 2..3 --deadline 2s --seed 1 --time-budget 10s STATUS 0 STDOUT " 0 failed, "
   "faults 'drop:link=1->0:times=1'" "\n +ring@proc +drop +[0-9]+ +[0-9]+ +[1-9][0-9]* +0 +0 +0\n")
 set_tests_properties(cli.check_proc_drop_fault PROPERTIES LABELS "cli;proc;faults" TIMEOUT 120)
+
+# The proc engine over RDMA links: every algorithm on the in-process loopback of the verbs, clean
+# and under corruption (never `corrupt`); over libibverbs where this machine has no RDMA device,
+# check launches nothing and says why (77), or, on a runner with a device, runs.
+collcheck_add_cli_test(check_all_ib_loopback check --backend all@ib:verbs=loopback --seed 20261203 --ranks 2..5
+  --count 0..4K --time-budget 20s STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
+collcheck_add_cli_test(check_ib_loopback_corrupt check --backend ring@ib:verbs=loopback --faults corrupt --seed 5
+  --ranks 2..4 --time-budget 8s STATUS 0 STDOUT "ring@ib:verbs=loopback  corrupt" " 0 failed, ")
+set_tests_properties(cli.check_all_ib_loopback cli.check_ib_loopback_corrupt PROPERTIES LABELS "cli;ib" TIMEOUT 120)

@@ -189,7 +189,7 @@ void run_on_two_thread_ranks(const Schedule& schedule, const std::vector<ProcBuf
   std::vector<Status> results(2, Ok{});
   on_every_rank(2, [&](int r) {
     const auto rank = static_cast<std::size_t>(r);
-    auto transport = ProcTransport::connect(*worlds[rank], ProcLinks::Auto);
+    auto transport = ProcTransport::connect(*worlds[rank], ProcLinkOptions{});
     ASSERT_TRUE(transport.ok());
     Status begun = (*transport)->begin(schedule, ProcRunOptions{});
     results[rank] = begun ? (*transport)->run_call(buffers) : begun;

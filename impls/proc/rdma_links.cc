@@ -1,0 +1,230 @@
+// The proc transport's RDMA links (see rdma_links.h): set-up over the world's allgather, writes,
+// and the completion queues.
+#include "impls/proc/rdma_links.h"
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "collcheck/config.h"
+#include "impls/ib/loopback_verbs.h"
+#include "impls/proc/progress.h"
+#if COLLCHECK_HAVE_IBVERBS
+#include "impls/ib/ibverbs.h"
+#endif
+
+namespace collcheck::proc {
+namespace {
+
+constexpr int kPeerShift = 48;  // a write's work id: peer << kPeerShift | ordinal
+
+std::vector<std::byte> as_bytes(const void* data, std::size_t bytes) {
+  const auto* begin = static_cast<const std::byte*>(data);
+  return {begin, begin + bytes};
+}
+
+// The first of the members' errors (every member passes its own, "" for none).
+std::string first_of(World& world, const std::string& mine) {
+  for (const std::vector<std::byte>& error : world.allgather(as_bytes(mine.data(), mine.size()))) {
+    if (!error.empty()) return {reinterpret_cast<const char*>(error.data()), error.size()};
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RdmaLinks>> RdmaLinks::connect(World& world, std::byte* segment, std::size_t bytes,
+                                                      const ProcLinkOptions& options) {
+  std::unique_ptr<RdmaLinks> links(new RdmaLinks);
+  const auto size = static_cast<std::size_t>(world.size());
+  const int rank = world.rank();
+  std::string error;
+  ib::Verbs* verbs = nullptr;
+  if (options.loopback) {
+    verbs = &ib::process_loopback();
+  } else {
+#if COLLCHECK_HAVE_IBVERBS
+    Result<std::unique_ptr<ib::Verbs>> loaded = ib::load_ibverbs();
+    if (loaded) links->owned_verbs_ = std::move(*loaded);
+    else error = loaded.error().text();
+    verbs = links->owned_verbs_.get();
+#else
+    error = "this build has no libibverbs: " COLLCHECK_IBVERBS_REASON;
+#endif
+  }
+  links->pairs_.resize(size);
+  links->pair_numbers_.assign(size, 0);
+  links->posted_.assign(size, 0);
+  links->completed_.assign(size, 0);
+  links->staging_.assign(kStagingBytes, std::byte{0});
+  links->shadow_bytes_.assign(kShadows * sizeof(FifoControl), std::byte{0});
+  Published mine;
+  std::vector<ib::QueuePairAddress> addresses(size);
+  if (error.empty()) error = links->open(*verbs, segment, bytes, options, rank, mine, addresses);
+  error = first_of(world, error);
+  if (!error.empty()) return Error{"ib", error};
+  std::vector<std::byte> blob = as_bytes(&mine, sizeof mine);
+  const std::vector<std::byte> tail = as_bytes(addresses.data(), addresses.size() * sizeof(ib::QueuePairAddress));
+  blob.insert(blob.end(), tail.begin(), tail.end());
+  const std::vector<std::vector<std::byte>> all = world.allgather(blob);
+  links->segments_.resize(size);
+  links->shadows_.resize(size);
+  for (std::size_t q = 0; q < size; ++q) {
+    Published theirs;
+    std::memcpy(&theirs, all[q].data(), sizeof theirs);
+    links->segments_[q] = Region{reinterpret_cast<std::byte*>(theirs.segment), theirs.segment_key};  // NOLINT
+    links->shadows_[q] = Region{reinterpret_cast<std::byte*>(theirs.shadows), theirs.shadow_key};    // NOLINT
+    if (q == static_cast<std::size_t>(rank) || !error.empty()) continue;
+    ib::QueuePairAddress peer;
+    std::memcpy(&peer, all[q].data() + sizeof theirs + static_cast<std::size_t>(rank) * sizeof peer, sizeof peer);
+    Status connected = links->pairs_[q]->connect(peer);
+    if (!connected) error = "connecting to rank " + std::to_string(q) + ": " + connected.error().text();
+  }
+  error = first_of(world, error);
+  if (!error.empty()) return Error{"ib", error};
+  return links;
+}
+
+// Opens the device, registers the three areas, makes a queue pair per peer with its receives
+// posted; fills in what this process publishes. "" or why not.
+std::string RdmaLinks::open(ib::Verbs& verbs, std::byte* segment, std::size_t bytes, const ProcLinkOptions& options,
+                            int rank, Published& mine, std::vector<ib::QueuePairAddress>& addresses) {
+  Result<std::unique_ptr<ib::Device>> device = verbs.open(options.device, options.port, options.gid_index);
+  if (!device) return device.error().text();
+  device_ = std::move(*device);
+  const int peers = static_cast<int>(pairs_.size());
+  Result<std::unique_ptr<ib::CompletionQueue>> sends = device_->create_completion_queue(kQueueDepth * peers);
+  Result<std::unique_ptr<ib::CompletionQueue>> receives = device_->create_completion_queue(kQueueDepth * peers);
+  if (!sends || !receives) return (sends ? receives.error() : sends.error()).text();
+  sends_ = std::move(*sends);
+  receives_ = std::move(*receives);
+  const std::pair<std::byte*, std::size_t> areas[] = {
+      {segment, bytes}, {staging_.data(), staging_.size()}, {shadow_bytes_.data(), shadow_bytes_.size()}};
+  const unsigned access[] = {ib::LocalWrite | ib::RemoteWrite, ib::LocalWrite, ib::LocalWrite | ib::RemoteWrite};
+  for (std::size_t i = 0; i < 3; ++i) {
+    Result<ib::MemoryRegion> region = device_->register_memory(areas[i].first, areas[i].second, access[i]);
+    if (!region) return region.error().text();
+    regions_.push_back(*region);
+  }
+  mine = Published{reinterpret_cast<std::uint64_t>(segment), reinterpret_cast<std::uint64_t>(shadow_bytes_.data()),
+                   regions_[0].remote_key, regions_[2].remote_key};
+  for (int q = 0; q < peers; ++q) {
+    if (q == rank) continue;
+    Result<std::unique_ptr<ib::QueuePair>> pair = device_->create_queue_pair(*sends_, *receives_, kQueueDepth);
+    if (!pair) return pair.error().text();
+    pairs_[static_cast<std::size_t>(q)] = std::move(*pair);
+    addresses[static_cast<std::size_t>(q)] = pairs_[static_cast<std::size_t>(q)]->address();
+    pair_numbers_[static_cast<std::size_t>(q)] = addresses[static_cast<std::size_t>(q)].number;
+    for (int r = 0; r < kQueueDepth; ++r) {
+      if (Status posted = pairs_[static_cast<std::size_t>(q)]->post_receive(static_cast<std::uint64_t>(q)); !posted)
+        return posted.error().text();
+    }
+  }
+  return {};
+}
+
+RdmaLinks::~RdmaLinks() {
+  pairs_.clear();
+  if (device_ != nullptr) {
+    for (const ib::MemoryRegion& region : regions_) device_->deregister(region);
+  }
+  sends_.reset();
+  receives_.reset();
+  device_.reset();
+}
+
+std::string RdmaLinks::device_name() const { return device_ != nullptr ? device_->name() : "none"; }
+
+FifoControl* RdmaLinks::shadow(std::size_t index) const {
+  return reinterpret_cast<FifoControl*>(const_cast<std::byte*>(shadow_bytes_.data()) + index * sizeof(FifoControl));
+}
+
+RemoteWords RdmaLinks::segment_of(int peer, std::size_t offset) const {
+  const Region& region = segments_[static_cast<std::size_t>(peer)];
+  return RemoteWords{peer, reinterpret_cast<std::uint64_t>(region.base + offset), region.key};
+}
+
+RemoteWords RdmaLinks::shadow_of(int peer, std::size_t index, std::size_t offset) const {
+  const Region& region = shadows_[static_cast<std::size_t>(peer)];
+  return RemoteWords{peer, reinterpret_cast<std::uint64_t>(region.base + index * sizeof(FifoControl) + offset),
+                     region.key};
+}
+
+const ib::MemoryRegion* RdmaLinks::local_region(const std::byte* at, std::size_t bytes) const {
+  for (const ib::MemoryRegion& region : regions_) {
+    if (at >= region.address && static_cast<std::size_t>(at - region.address) + bytes <= region.bytes) return &region;
+  }
+  return nullptr;
+}
+
+bool RdmaLinks::room(int peer) const {
+  const auto q = static_cast<std::size_t>(peer);
+  return posted_[q] - completed_[q] + 2 <= static_cast<std::uint64_t>(kQueueDepth);
+}
+
+Result<std::uint64_t> RdmaLinks::write(const std::byte* local, std::size_t bytes, const RemoteWords& to,
+                                       long immediate) {
+  const auto q = static_cast<std::size_t>(to.peer);
+  const ib::MemoryRegion* region = local_region(local, bytes);
+  if (region == nullptr) return Error{"ib", "an RDMA write from memory that is not registered"};
+  ib::WriteRequest request;
+  request.work_id = (static_cast<std::uint64_t>(to.peer) << kPeerShift) | posted_[q];
+  request.local = local;
+  request.bytes = bytes;
+  request.local_key = region->local_key;
+  request.remote_address = to.address;
+  request.remote_key = to.key;
+  request.with_immediate = immediate >= 0;
+  request.immediate = immediate >= 0 ? static_cast<std::uint32_t>(immediate) : 0;
+  if (Status posted = pairs_[q]->post_write(request); !posted) return posted.error();
+  return posted_[q]++;
+}
+
+std::string RdmaLinks::poll(bool& moved) {
+  ib::Completion done[32];
+  for (std::size_t n; (n = sends_->poll(done)) > 0;) {
+    moved = true;
+    for (std::size_t i = 0; i < n; ++i) sent(done[i]);
+  }
+  for (std::size_t n; (n = receives_->poll(done)) > 0;) {
+    moved = true;
+    for (std::size_t i = 0; i < n; ++i) received(done[i]);
+  }
+  return failure_;
+}
+
+// A write's completion: counted, and a failure kept.
+void RdmaLinks::sent(const ib::Completion& done) {
+  const auto peer = static_cast<std::size_t>(done.work_id >> kPeerShift);
+  if (peer < completed_.size()) ++completed_[peer];
+  if (done.status != ib::CompletionStatus::Success && failure_.empty())
+    failure_ = "the RDMA link to rank " + std::to_string(peer) + ": " + std::string(ib::name(done.status));
+}
+
+// A receive an immediate consumed: posted again, so that the peer's next write finds one.
+void RdmaLinks::received(const ib::Completion& done) {
+  const auto peer = static_cast<std::size_t>(done.work_id);
+  if (done.status != ib::CompletionStatus::Success) {
+    if (failure_.empty())
+      failure_ = "the RDMA link from rank " + std::to_string(peer) + ": " + std::string(ib::name(done.status));
+    return;
+  }
+  if (peer >= pairs_.size() || pairs_[peer] == nullptr) return;
+  if (Status again = pairs_[peer]->post_receive(peer); !again && failure_.empty()) failure_ = again.error().text();
+}
+
+std::string RdmaLinks::drain(double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    bool moved = false;
+    if (std::string failed = poll(moved); !failed.empty()) return failed;
+    bool all = true;
+    for (std::size_t q = 0; q < posted_.size(); ++q) all = all && posted_[q] == completed_[q];
+    if (all) return {};
+    if (std::chrono::steady_clock::now() >= end)
+      return "RDMA writes still outstanding after " + std::to_string(seconds) + " s";
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace collcheck::proc
