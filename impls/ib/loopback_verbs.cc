@@ -9,13 +9,14 @@
 // key, range, protection domain and permission, and for a write with immediate the peer's first
 // posted receive (none: receiver not ready, retried until the limit); then it copies the bytes
 // (read now, so a sender that changed them after posting sends the changed bytes, as hardware
-// may), completes the peer's receive with the immediate and length, and completes the write if
-// signalled. A failure completes the request with its status and puts the queue pair in error
-// (and the peer's too where the peer saw it: a remote access error), flushing everything
-// outstanding on it; later posts to it complete as Flushed.
+// may; an aligned 8-byte word with release order, see land()), completes the peer's receive with the immediate and
+// length, and completes the write if signalled. A failure completes the request with its status and puts the queue pair
+// in error (and the peer's too where the peer saw it: a remote access error), flushing everything outstanding on it;
+// later posts to it complete as Flushed.
 #include "impls/ib/loopback_verbs.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -27,6 +28,24 @@ namespace collcheck::ib {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A write's bytes at their target. An aligned 8-byte write (a counter such as a FIFO's tail or
+// head, which the peer reads with an atomic load) is stored atomically with release order, so the
+// bytes written before it on the queue pair happen before a reader that sees it; the rest is a
+// plain copy, as a NIC's DMA is.
+void land(std::byte* to, const std::byte* from, std::size_t bytes) {
+  const auto aligned = [](const std::byte* at) {
+    return reinterpret_cast<std::uintptr_t>(at) % alignof(std::uint64_t) == 0;
+  };
+  if (bytes == sizeof(std::uint64_t) && aligned(to) && aligned(from)) {
+    // The source word too may be a counter its owner is updating (another thread carries writes out).
+    auto* source = reinterpret_cast<std::uint64_t*>(const_cast<std::byte*>(from));
+    const std::uint64_t word = std::atomic_ref<std::uint64_t>(*source).load(std::memory_order_acquire);
+    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(to)).store(word, std::memory_order_release);
+    return;
+  }
+  if (bytes > 0) std::memcpy(to, from, bytes);
+}
 
 // An RDMA address travels as an integer (verbs.h); here, in one process, it is a pointer again.
 std::byte* remote_pointer(std::uint64_t address) {
@@ -143,7 +162,7 @@ struct Fabric {
         return;
       }
       pair.waiting_for_receive = false;
-      if (request.bytes > 0) std::memcpy(remote_pointer(request.remote_address), request.local, request.bytes);
+      land(remote_pointer(request.remote_address), request.local, request.bytes);
       if (request.with_immediate) {
         const std::uint64_t receive = peer->posted_receives.front();
         peer->posted_receives.pop_front();
