@@ -50,4 +50,18 @@ Run wanted(const Case& c, int rank, std::size_t i, const VectorBlocks& blocks) {
   }
 }
 
+std::size_t wanted_stretch(const Case& c, std::size_t i, std::size_t size, const VectorBlocks& blocks) {
+  switch (c.collective) {
+    case Collective::AllGatherV:
+    case Collective::AllToAllV:  // to the next block's start
+      return *std::upper_bound(blocks.starts.begin(), blocks.starts.end(), i) - i;
+    case Collective::AllGather:
+    case Collective::AllToAll: {  // to the next source's block
+      const std::size_t count = std::max<std::size_t>(c.count, 1);
+      return count - i % count;
+    }
+    default: return size - i;  // one source, or all of them, throughout
+  }
+}
+
 }  // namespace collcheck::provenance

@@ -22,5 +22,8 @@ VectorBlocks vector_blocks(const Case&, int rank);
 
 // What output element i of `rank` must hold (`blocks`: vector_blocks(rank)).
 Run wanted(const Case&, int rank, std::size_t i, const VectorBlocks& blocks);
+// How many elements from output element i on (of `size`) require alike: for k below it,
+// element i + k must hold what element i must, at the input index moved by k. At least 1.
+std::size_t wanted_stretch(const Case&, std::size_t i, std::size_t size, const VectorBlocks& blocks);
 
 }  // namespace collcheck::provenance

@@ -432,6 +432,7 @@ class Interpreter {
 // The proof of a valid schedule, with its rotation if it has one; nothing where a schedule made
 // on demand turned out to need storing.
 std::optional<Proof> prove_valid(const Schedule& schedule, const std::optional<Rotation>& rotation) {
+  if (input_elements(schedule.shape) >= Run::kIndexLimit) return Proof{false, provenance::kBeyondIndexLimit, 0, 0};
   std::optional<Watch> wrong;
   {
     Interpreter interpreter(schedule, rotation);

@@ -1,8 +1,8 @@
 // The provenance sets' text form and their union, runs taken modulo the rank count
 // (provenance.h). A union splits every run that wraps round rank n-1 into its two straight
-// pieces, merges the pieces in order (two pieces of one index that overlap are a contribution
-// combined twice: exact, since no run holds more than n ranks), and joins again the pieces that
-// end at rank n-1 and start at rank 0.
+// pieces (a run with a stride into its single ranks), merges the pieces in order (two pieces of one index that overlap
+// are a contribution combined twice: exact, since no run holds more than n ranks), and joins again the pieces that end
+// at rank n-1 and start at rank 0.
 #include "impls/prove/provenance.h"
 
 #include <algorithm>
@@ -15,18 +15,42 @@ std::string show(std::span<const Run> runs, std::uint32_t nranks) {
   std::string out = "{";
   for (const Run& run : runs) {
     if (out.size() > 1) out += ", ";
-    const std::uint32_t last = static_cast<std::uint32_t>((std::uint64_t{run.first} + run.count - 1) % nranks);
+    const std::uint32_t last = run.rank(run.count - 1, nranks);
     out += "index " + std::to_string(run.index) + ": rank" + (run.count > 1 ? "s " : " ") + std::to_string(run.first) +
-           (run.count > 1 ? ".." + std::to_string(last) : "");
+           (run.count > 1 ? ".." + std::to_string(last) : "") +
+           (run.stride > 1 ? " every " + std::to_string(run.stride) : "");
   }
   return out + "}";
 }
 
+namespace {
+
+// `x` then `y` going on with x's stride (a single rank takes the other's, two single ranks the
+// stride from x to y), where the whole still holds no rank twice.
+std::optional<Run> end_to_end(const Run& x, const Run& y, std::uint32_t nranks) {
+  std::uint64_t stride = x.stride;
+  if (x.count == 1) stride = y.count > 1 ? y.stride : (std::uint64_t{y.first} + nranks - x.first) % nranks;
+  if (stride == 0 || (y.count > 1 && y.stride != stride)) return std::nullopt;
+  const std::uint64_t count = std::uint64_t{x.count} + y.count;
+  if (count * stride > nranks || (x.first + x.count * stride) % nranks != y.first) return std::nullopt;
+  return make_run(x.index, x.first, static_cast<std::uint32_t>(count), nranks, static_cast<std::uint32_t>(stride));
+}
+
+// `x` and `y` of one count and stride s, y starting s/2 after x: the run of stride s/2.
+std::optional<Run> interleaved(const Run& x, const Run& y, std::uint32_t nranks) {
+  if (x.count != y.count || x.stride != y.stride || x.stride % 2 != 0) return std::nullopt;
+  if ((std::uint64_t{x.first} + x.stride / 2) % nranks != y.first) return std::nullopt;
+  return make_run(x.index, x.first, 2 * x.count, nranks, static_cast<std::uint32_t>(x.stride / 2));
+}
+
+}  // namespace
+
 std::optional<Run> join(const Run& a, const Run& b, std::uint32_t nranks) {
   if (a.index != b.index || std::uint64_t{a.count} + b.count > nranks) return std::nullopt;  // overlap: combine()
-  const std::uint32_t count = a.count + b.count;
-  if ((std::uint64_t{a.first} + a.count) % nranks == b.first) return make_run(a.index, a.first, count, nranks);
-  if ((std::uint64_t{b.first} + b.count) % nranks == a.first) return make_run(a.index, b.first, count, nranks);
+  for (const auto& [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    if (std::optional<Run> joined = end_to_end(*x, *y, nranks)) return joined;
+    if (std::optional<Run> joined = interleaved(*x, *y, nranks)) return joined;
+  }
   return std::nullopt;
 }
 
@@ -41,6 +65,13 @@ struct Piece {
 
 void add_pieces(std::span<const Run> runs, std::uint32_t nranks, std::vector<Piece>& pieces) {
   for (const Run& run : runs) {
+    if (run.stride > 1) {
+      for (std::uint64_t k = 0; k < run.count; ++k) {
+        const std::uint32_t rank = run.rank(k, nranks);
+        pieces.push_back(Piece{run.index, rank, std::uint64_t{rank} + 1});
+      }
+      continue;
+    }
     const std::uint64_t end = std::uint64_t{run.first} + run.count;
     pieces.push_back(Piece{run.index, run.first, std::min<std::uint64_t>(end, nranks)});
     if (end > nranks) pieces.push_back(Piece{run.index, 0, end - nranks});

@@ -3,8 +3,8 @@
 // (impls/prove only).
 #pragma once
 
-#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -12,20 +12,43 @@
 
 namespace collcheck::provenance {
 
-// Contributions (r, index) for the `count` ranks first, first+1, ... taken modulo the rank
-// count n: a run may wrap round rank n-1 to rank 0, so that every ring partial sum is one run.
-// A run holds 1..n ranks; one of all n ranks starts at rank 0 (runs compare equal by fields).
+// Contributions (r, index) for the `count` ranks first, first + stride, first + 2 stride, ...
+// taken modulo the rank count n: a run may wrap round rank n-1 to rank 0, so that every ring
+// partial sum is one run, and a stride keeps recursive halving's partial sums one run too (ranks
+// v, v + n/2 after its first round; v, v + n/4, v + n/2, v + 3n/4 after its second). A run
+// holds 1..n ranks, count x stride <= n (so no rank is in it twice), and is kept in one canonical
+// form so that runs compare equal by fields exactly when they hold the same ranks: one rank has
+// stride 1, and a run that goes all the way round (count x stride = n) starts at its smallest
+// rank (all n ranks at rank 0). The index has 40 bits and the stride 24 (ranks are at most
+// kMaxRanks), so that a run is 16 bytes.
 struct Run {
-  std::uint64_t index;
-  std::uint32_t first;
-  std::uint32_t count;
+  static constexpr std::uint64_t kIndexLimit = std::uint64_t{1} << 40;
+
+  std::uint64_t index : 40 = 0;
+  std::uint64_t stride : 24 = 1;
+  std::uint32_t first = 0;
+  std::uint32_t count = 0;
+
+  constexpr Run() = default;
+  constexpr Run(std::uint64_t index_, std::uint32_t first_, std::uint32_t count_, std::uint32_t stride_ = 1)
+      : index(index_), stride(stride_), first(first_), count(count_) {}
+
+  // The rank k strides along the run (k < count; k = count: where the run would go on).
+  std::uint32_t rank(std::uint64_t k, std::uint32_t nranks) const {
+    return static_cast<std::uint32_t>((first + k * stride) % nranks);
+  }
 
   friend bool operator==(const Run&, const Run&) = default;
 };
+static_assert(sizeof(Run) == 16);
+inline constexpr const char* kBeyondIndexLimit = "the prover numbers a rank's input elements in 40 bits: too many here";
 
-// The run of `count` ranks from `first` modulo n, all n of them starting at rank 0.
-inline Run make_run(std::uint64_t index, std::uint32_t first, std::uint32_t count, std::uint32_t nranks) {
-  return Run{index, count == nranks ? 0 : first, count};
+// The run of `count` ranks from `first` modulo n, `stride` apart, in its canonical form.
+inline Run make_run(std::uint64_t index, std::uint32_t first, std::uint32_t count, std::uint32_t nranks,
+                    std::uint32_t stride = 1) {
+  if (count == 1) stride = 1;
+  if (std::uint64_t{count} * stride == nranks) first %= stride;
+  return Run{index, first, count, stride};
 }
 
 // What one element holds: undefined (never written), or a set of contributions. One run, the
@@ -37,7 +60,7 @@ class Element {
   Element() = default;
   Element(std::uint64_t index, std::uint32_t rank) : single_{index, rank, 1} {}
   Element(const Element& other) : single_(other.single_) {
-    if (other.many()) single_.index = own(*other.many());
+    if (other.many()) own(*other.many());
   }
   Element(Element&& other) noexcept : single_(other.single_) { other.single_.count = 0; }
   Element& operator=(const Element& other) {
@@ -64,10 +87,7 @@ class Element {
     if (runs.size() == 1) return assign_single(runs[0]);
     release();
     single_ = Run{};
-    if (runs.size() > 1) {
-      single_.index = own(std::move(runs));
-      single_.count = kMany;
-    }
+    if (runs.size() > 1) own(std::move(runs));
   }
   void assign_single(const Run& run) {
     release();
@@ -77,12 +97,17 @@ class Element {
  private:
   static constexpr std::uint32_t kMany = 0xffffffff;  // no run holds that many ranks
 
+  // Several runs live behind a pointer kept in the bytes of the single run's index and stride.
   std::vector<Run>* many() const {
-    return single_.count == kMany ? std::bit_cast<std::vector<Run>*>(single_.index) : nullptr;
+    if (single_.count != kMany) return nullptr;
+    std::vector<Run>* runs = nullptr;
+    std::memcpy(static_cast<void*>(&runs), static_cast<const void*>(&single_), sizeof(void*));
+    return runs;
   }
-  static std::uint64_t own(std::vector<Run> runs) {
-    return std::bit_cast<std::uint64_t>(
-        new std::vector<Run>(std::move(runs)));  // NOLINT(cppcoreguidelines-owning-memory)
+  void own(std::vector<Run> runs) {
+    auto* kept = new std::vector<Run>(std::move(runs));  // NOLINT(cppcoreguidelines-owning-memory)
+    std::memcpy(static_cast<void*>(&single_), static_cast<const void*>(&kept), sizeof(void*));
+    single_.count = kMany;
   }
   void release() {
     delete many();  // NOLINT(cppcoreguidelines-owning-memory)
@@ -92,8 +117,10 @@ class Element {
   Run single_{};
 };
 static_assert(sizeof(Element) == 16, "the prover holds an Element per output element of every rank");
+static_assert(sizeof(void*) <= sizeof(std::uint64_t), "several runs live behind a pointer in a run's first word");
 
-// The set as text for a report: "{index 3: ranks 0..5}", "{index 3: ranks 4094..1}" (wrapping).
+// The set as text for a report: "{index 3: ranks 0..5}", "{index 3: ranks 4094..1}" (wrapping),
+// "{index 3: ranks 1..13 every 4}".
 std::string show(std::span<const Run> runs, std::uint32_t nranks);
 
 // The union of two disjoint sets of runs modulo n; `shared` names contributions they have in
@@ -105,8 +132,10 @@ struct Union {
 
 Union combine(std::span<const Run> a, std::span<const Run> b, std::uint32_t nranks);
 
-// The common case without allocating: the union of two single runs of one index that meet end
-// to end without overlapping, or nothing (then combine() decides).
+// The common case without allocating: the union of two single runs of one index, or nothing
+// (then combine() decides). Two runs join where they meet end to end with one stride (two single
+// ranks with the stride between them), or where they interleave: runs of one count and stride
+// s, the second starting s/2 after the first, make one run of twice the count and stride s/2.
 std::optional<Run> join(const Run& a, const Run& b, std::uint32_t nranks);
 
 // a[i] = a[i] ⊕ b[i] for every i (join() where it can, else combine()). Where a contribution would

@@ -19,10 +19,12 @@
 // when that send has run. So rank 0 reads an undefined element, combines a contribution twice or waits forever exactly
 // when every rank does, and rank r's outputs are rho_r of rank 0's. The last link is not assumed but checked
 // (outputs_turn): for every rank r and output element i, what the collective requires of rank r's element T_r(i) is
-// rho_r of what it requires of rank 0's i. Where any check fails, every rank runs (the full proof).
+// rho_r of what it requires of rank 0's i; where it is not, rank r's outputs, rank 0's turned, are wrong, and the
+// proof fails saying so. Where a check of the steps fails, every rank runs (the full proof).
 #include "impls/prove/symmetry.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -37,6 +39,11 @@ std::uint64_t Turning::offset(std::uint64_t offset, std::uint32_t by, std::uint3
   return base + (within / block + by) % nranks * block + within % block;
 }
 
+std::uint64_t Turning::stretch(std::uint64_t offset) const {
+  if (part == 0) return std::numeric_limits<std::uint64_t>::max();
+  return block - offset % part % block;
+}
+
 std::optional<Range> Turning::range(const Range& range, std::uint32_t by, std::uint32_t nranks) const {
   Range turned = range;
   if (part == 0 || range.count == 0) return turned;  // an empty range's offset is never used
@@ -48,7 +55,8 @@ std::optional<Range> Turning::range(const Range& range, std::uint32_t by, std::u
 
 Run Rotation::contributions(const Run& run, std::uint32_t by, std::uint32_t nranks) const {
   return make_run(of(BufferKind::Input).offset(run.index, by, nranks),
-                  static_cast<std::uint32_t>((std::uint64_t{run.first} + by) % nranks), run.count, nranks);
+                  static_cast<std::uint32_t>((std::uint64_t{run.first} + by) % nranks), run.count, nranks,
+                  static_cast<std::uint32_t>(run.stride));
 }
 
 void Rotation::turn(Element& element, std::uint32_t by, std::uint32_t nranks) const {
@@ -298,11 +306,12 @@ std::optional<std::string> outputs_turn(const Schedule& s, const Rotation& rotat
   const std::size_t size = s.buffer_size(0, BufferKind::Output);
   for (std::uint32_t by = 1; by < n; ++by) {
     const VectorBlocks blocks = vector_blocks(s.shape, static_cast<int>(by));
-    for (std::size_t i = 0; i < size; ++i) {
+    for (std::size_t i = 0, stretch = 1; i < size; i += stretch) {
       const std::size_t turned = output.offset(i, by, n);
-      if (wanted(s.shape, static_cast<int>(by), turned, blocks) ==
-          rotation.contributions(wanted(s.shape, 0, i, blocks0), by, n))
-        continue;
+      const Run rank0 = wanted(s.shape, 0, i, blocks0);
+      stretch = std::min({wanted_stretch(s.shape, i, size, blocks0), wanted_stretch(s.shape, turned, size, blocks),
+                          output.stretch(i), rotation.of(BufferKind::Input).stretch(rank0.index)});
+      if (wanted(s.shape, static_cast<int>(by), turned, blocks) == rotation.contributions(rank0, by, n)) continue;
       return "rank " + std::to_string(by) + "'s program is rank 0's turned, but " +
              std::string(name(s.shape.collective)) + " does not require its output element " + std::to_string(turned) +
              " to hold rank 0's element " + std::to_string(i) + " turned";

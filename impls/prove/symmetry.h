@@ -21,6 +21,8 @@ struct Turning {
   std::uint64_t block = 0;  // part / n
 
   std::uint64_t offset(std::uint64_t offset, std::uint32_t by, std::uint32_t nranks) const;
+  // How many offsets from `offset` on turn alike (to the end of its block; all where none turns).
+  std::uint64_t stretch(std::uint64_t offset) const;
   // The range turned, or nothing where it straddles two blocks (then it has no single image).
   std::optional<Range> range(const Range&, std::uint32_t by, std::uint32_t nranks) const;
 };
@@ -54,7 +56,8 @@ bool streams_apart(const Schedule&, std::span<const Step> steps, int participant
 
 // Rank 0's outputs stand for every rank's only where the collective's requirement turns alike:
 // rank r's element T_r(i) must need what rank 0's element i needs, turned by r. Nothing where it
-// does, else what does not.
+// does, else what does not. Checked a stretch at a time: where the turnings and the requirement
+// each move element by element, the first element of a stretch stands for the rest.
 std::optional<std::string> outputs_turn(const Schedule&, const Rotation&);
 
 }  // namespace collcheck::provenance

@@ -164,6 +164,42 @@ TEST(Provenance, RunsWrapRoundRankZeroExactly) {
   EXPECT_EQ(provenance::show(std::span(&a, 1), n), "{index 7: ranks 4090..1}");
 }
 
+// Recursive halving's partial sums are strided runs: ranks v and v + n/2 after its first round,
+// v, v + n/4, v + n/2, v + 3n/4 after its second, all n ranks after the last. Runs with a stride
+// keep one canonical form (a run round the whole ring starts at its smallest rank), and a union
+// that would hold a rank twice is refused by join() and named by combine().
+TEST(Provenance, StridedRunsKeepRecursiveHalvingOneRun) {
+  using provenance::Run;
+  constexpr std::uint32_t n = 16;
+  const Run five{3, 5, 1}, thirteen{3, 13, 1};
+  const std::optional<Run> pair = provenance::join(thirteen, five, n);
+  ASSERT_TRUE(pair);
+  EXPECT_EQ(*pair, (Run{3, 5, 2, 8}));  // {5, 13}: round the ring, so it starts at 5
+  EXPECT_EQ(provenance::join(five, thirteen, n), pair);
+  const Run other_pair{3, 1, 2, 8};  // {1, 9}, 4 after {5, 13}: they interleave
+  const std::optional<Run> four = provenance::join(*pair, other_pair, n);
+  ASSERT_TRUE(four);
+  EXPECT_EQ(*four, (Run{3, 1, 4, 4}));  // {1, 5, 9, 13}
+  EXPECT_EQ(provenance::show(std::span(&*four, 1), n), "{index 3: ranks 1..13 every 4}");
+  const std::optional<Run> odd = provenance::join(*four, Run{3, 3, 4, 4}, n);  // and {3, 7, 11, 15}
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(*odd, (Run{3, 1, 8, 2}));
+  const std::optional<Run> all = provenance::join(Run{3, 0, 8, 2}, *odd, n);  // and the even ranks
+  ASSERT_TRUE(all);
+  EXPECT_EQ(*all, (Run{3, 0, n}));  // every rank, as a ring's sum holds it
+  // End to end with a stride: {0, 3} and {6} are {0, 3, 6}.
+  EXPECT_EQ(provenance::join(Run{3, 0, 2, 3}, Run{3, 6, 1}, n), (Run{3, 0, 3, 3}));
+  // {0, 2} and {4, 0} of 6 ranks meet end to end with stride 2 but share rank 0.
+  const Run low{3, 0, 2, 2}, wrapping{3, 4, 2, 2};
+  EXPECT_FALSE(provenance::join(low, wrapping, 6));
+  const provenance::Union twice = provenance::combine(std::span(&low, 1), std::span(&wrapping, 1), 6);
+  ASSERT_TRUE(twice.shared);
+  EXPECT_EQ(*twice.shared, (Run{3, 0, 1}));
+  // A rank joined with itself is the same contribution twice, not a stride of 0.
+  EXPECT_FALSE(provenance::join(five, five, n));
+  EXPECT_TRUE(provenance::combine(std::span(&five, 1), std::span(&five, 1), n).shared);
+}
+
 // A hand-made all-reduce of one element over 4 ranks: a chain 3 -> 0 -> 1 -> 2 sums the inputs
 // (the partial sum {3, 0, 1} wraps round rank 0), then the sum goes on round the ring. Sent to
 // rank 0 once more and reduced with its input, the sum would cover rank 0 twice.
@@ -232,6 +268,28 @@ TEST(Proof, RefusesTheSymmetricPathWhereOneRankDiffers) {
   EXPECT_FALSE(proof.by_rotation);
   // The step that wrote the wrong element last is found by running the proof again.
   EXPECT_NE(proof.message.find("(last written by rank 5 step "), std::string::npos) << proof.message;
+}
+
+// Every rank copying its input to its output is a symmetric program, and right for the root of a
+// broadcast from rank 0: rank 0's outputs alone would prove it. The symmetric path must see that
+// the broadcast's outputs do not turn (every rank needs rank 0's input, not its own turned), which
+// makes rank 1's outputs, rank 0's turned, wrong.
+TEST(Proof, RefusesTheSymmetricPathWhereTheCollectiveDoesNotTurn) {
+  Schedule copies;
+  copies.algorithm = "hand";
+  copies.shape = shape_of(Collective::Broadcast, 5, 4);
+  copies.participants.resize(4);
+  for (int rank = 0; rank < 4; ++rank)
+    copies.copy(rank, Range{BufferKind::Input, 0, 5}, Range{BufferKind::Output, 0, 5});
+  const std::optional<provenance::Rotation> rotation = provenance::find_rotation(copies);
+  ASSERT_TRUE(rotation);
+  EXPECT_TRUE(provenance::outputs_turn(copies, *rotation));
+  const Proof proof = prove(copies);
+  EXPECT_FALSE(proof.ok);
+  EXPECT_NE(proof.message.find("rank 1's program is rank 0's turned, but broadcast does not require"),
+            std::string::npos)
+      << proof.message;
+  EXPECT_FALSE(prove_in_full(copies).ok);
 }
 
 // A stored schedule made on demand again, each participant's steps replayed from a copy.
