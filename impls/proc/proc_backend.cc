@@ -29,6 +29,11 @@
 namespace collcheck {
 namespace {
 
+constexpr std::uint64_t kMaxQueuePairs = 64;  // per peer, `qps=`
+// Where channels are drawn per case, channel c takes queue pair c mod this (the drawn counts
+// other than 1 being mostly 2..8).
+constexpr int kQueuePairsWhereChannelsAreDrawn = 4;
+
 // This rank's memory for one case: its own buffers (one of input and output lies inside the
 // other in place, as NCCL lays them out) and the scratch of the switches it hosts.
 struct RankMemory {
@@ -304,7 +309,7 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, const ProcLinkOptions
   return spec;
 }
 
-// One of @ib's own options (verbs, dev, port, gid) into `links`; false when `item` is none of them.
+// One of @ib's own options (verbs, dev, port, gid, qps) into `links`; false when `item` is none of them.
 Result<bool> apply_rdma_option(std::string_view spec, const KeyValue& item, ProcLinkOptions& links) {
   if (item.key == "verbs") {
     constexpr std::string_view kVerbs[] = {"ibverbs", "loopback"};
@@ -316,6 +321,12 @@ Result<bool> apply_rdma_option(std::string_view spec, const KeyValue& item, Proc
   if (item.key == "dev") {
     if (item.value.empty()) return spec_error(spec, "dev=: must name an RDMA device (ibv_devices lists them)");
     links.device = std::string(item.value);
+    return true;
+  }
+  if (item.key == "qps") {
+    Result<std::uint64_t> number = read_unsigned(item, 1, kMaxQueuePairs);
+    if (!number) return spec_error(spec, number.error().message);
+    links.queue_pairs = static_cast<int>(*number);
     return true;
   }
   if (item.key != "port" && item.key != "gid") return false;
@@ -388,6 +399,12 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
   Knobs knobs;
   Status parsed = apply_knobs(spec, *knob_items, knobs);
   if (!parsed) return parsed.error();
+  if (links.queue_pairs == 0) {  // one per channel: the spec's, or as many as the channels drawn most
+    const bool fixed = std::any_of(knob_items->begin(), knob_items->end(),
+                                   [](const KeyValue& item) { return item.key == "channels"; });
+    links.queue_pairs = fixed ? knobs.channels : kQueuePairsWhereChannelsAreDrawn;
+  }
+
   const std::string suffix = (ib ? "@ib" : "@proc") + (options.empty() ? "" : ":" + std::string(options));
   Knobs algorithm_knobs = knobs;
   if (algorithm_knobs.chunk == 0) algorithm_knobs.chunk = kProcDefaultChunk;

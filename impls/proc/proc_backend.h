@@ -11,7 +11,7 @@
 namespace collcheck {
 
 // `ib`: the same schedules over the ib links (ALGORITHM@ib[:verbs=ibverbs|loopback,dev=D,port=P,
-// gid=G,knobs]): RDMA writes through libibverbs, or the in-process loopback.
+// gid=G,qps=N,knobs]): RDMA writes through libibverbs, or the in-process loopback.
 Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, std::string_view options,
                                                         std::string_view spec, bool ib = false);
 

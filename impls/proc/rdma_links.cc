@@ -2,6 +2,7 @@
 // and the completion queues.
 #include "impls/proc/rdma_links.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -16,7 +17,7 @@
 namespace collcheck::proc {
 namespace {
 
-constexpr int kPeerShift = 48;  // a write's work id: peer << kPeerShift | ordinal
+constexpr int kPairShift = 40;  // a write's work id: queue pair << kPairShift | ordinal
 
 std::vector<std::byte> as_bytes(const void* data, std::size_t bytes) {
   const auto* begin = static_cast<const std::byte*>(data);
@@ -52,14 +53,15 @@ Result<std::unique_ptr<RdmaLinks>> RdmaLinks::connect(World& world, std::byte* s
     error = "this build has no libibverbs: " COLLCHECK_IBVERBS_REASON;
 #endif
   }
-  links->pairs_.resize(size);
-  links->pair_numbers_.assign(size, 0);
-  links->posted_.assign(size, 0);
-  links->completed_.assign(size, 0);
+  links->lanes_ = std::max(options.queue_pairs, 1);
+  const std::size_t pairs = size * static_cast<std::size_t>(links->lanes_);
+  links->pairs_.resize(pairs);
+  links->posted_.assign(pairs, 0);
+  links->completed_.assign(pairs, 0);
   links->staging_.assign(kStagingBytes, std::byte{0});
   links->shadow_bytes_.assign(kShadows * sizeof(FifoControl), std::byte{0});
   Published mine;
-  std::vector<ib::QueuePairAddress> addresses(size);
+  std::vector<ib::QueuePairAddress> addresses(pairs);
   if (error.empty()) error = links->open(*verbs, segment, bytes, options, rank, mine, addresses);
   error = first_of(world, error);
   if (!error.empty()) return Error{"ib", error};
@@ -74,27 +76,29 @@ Result<std::unique_ptr<RdmaLinks>> RdmaLinks::connect(World& world, std::byte* s
     std::memcpy(&theirs, all[q].data(), sizeof theirs);
     links->segments_[q] = Region{reinterpret_cast<std::byte*>(theirs.segment), theirs.segment_key};  // NOLINT
     links->shadows_[q] = Region{reinterpret_cast<std::byte*>(theirs.shadows), theirs.shadow_key};    // NOLINT
-    if (q == static_cast<std::size_t>(rank) || !error.empty()) continue;
-    ib::QueuePairAddress peer;
-    std::memcpy(&peer, all[q].data() + sizeof theirs + static_cast<std::size_t>(rank) * sizeof peer, sizeof peer);
-    Status connected = links->pairs_[q]->connect(peer);
-    if (!connected) error = "connecting to rank " + std::to_string(q) + ": " + connected.error().text();
+    for (int lane = 0; lane < links->lanes_ && q != static_cast<std::size_t>(rank) && error.empty(); ++lane) {
+      ib::QueuePairAddress peer;  // theirs to us on this lane
+      const std::size_t at = links->pair_of(rank, lane);
+      std::memcpy(&peer, all[q].data() + sizeof theirs + at * sizeof peer, sizeof peer);
+      Status connected = links->pairs_[links->pair_of(static_cast<int>(q), lane)]->connect(peer);
+      if (!connected) error = "connecting to rank " + std::to_string(q) + ": " + connected.error().text();
+    }
   }
   error = first_of(world, error);
   if (!error.empty()) return Error{"ib", error};
   return links;
 }
 
-// Opens the device, registers the three areas, makes a queue pair per peer with its receives
-// posted; fills in what this process publishes. "" or why not.
+// Opens the device, registers the three areas, makes the queue pairs to every peer with their
+// receives posted; fills in what this process publishes. "" or why not.
 std::string RdmaLinks::open(ib::Verbs& verbs, std::byte* segment, std::size_t bytes, const ProcLinkOptions& options,
                             int rank, Published& mine, std::vector<ib::QueuePairAddress>& addresses) {
   Result<std::unique_ptr<ib::Device>> device = verbs.open(options.device, options.port, options.gid_index);
   if (!device) return device.error().text();
   device_ = std::move(*device);
-  const int peers = static_cast<int>(pairs_.size());
-  Result<std::unique_ptr<ib::CompletionQueue>> sends = device_->create_completion_queue(kQueueDepth * peers);
-  Result<std::unique_ptr<ib::CompletionQueue>> receives = device_->create_completion_queue(kQueueDepth * peers);
+  const int pairs = static_cast<int>(pairs_.size());
+  Result<std::unique_ptr<ib::CompletionQueue>> sends = device_->create_completion_queue(kQueueDepth * pairs);
+  Result<std::unique_ptr<ib::CompletionQueue>> receives = device_->create_completion_queue(kQueueDepth * pairs);
   if (!sends || !receives) return (sends ? receives.error() : sends.error()).text();
   sends_ = std::move(*sends);
   receives_ = std::move(*receives);
@@ -108,16 +112,14 @@ std::string RdmaLinks::open(ib::Verbs& verbs, std::byte* segment, std::size_t by
   }
   mine = Published{reinterpret_cast<std::uint64_t>(segment), reinterpret_cast<std::uint64_t>(shadow_bytes_.data()),
                    regions_[0].remote_key, regions_[2].remote_key};
-  for (int q = 0; q < peers; ++q) {
-    if (q == rank) continue;
-    Result<std::unique_ptr<ib::QueuePair>> pair = device_->create_queue_pair(*sends_, *receives_, kQueueDepth);
-    if (!pair) return pair.error().text();
-    pairs_[static_cast<std::size_t>(q)] = std::move(*pair);
-    addresses[static_cast<std::size_t>(q)] = pairs_[static_cast<std::size_t>(q)]->address();
-    pair_numbers_[static_cast<std::size_t>(q)] = addresses[static_cast<std::size_t>(q)].number;
+  for (std::size_t pair = 0; pair < pairs_.size(); ++pair) {
+    if (pair / static_cast<std::size_t>(lanes_) == static_cast<std::size_t>(rank)) continue;
+    Result<std::unique_ptr<ib::QueuePair>> made = device_->create_queue_pair(*sends_, *receives_, kQueueDepth);
+    if (!made) return made.error().text();
+    pairs_[pair] = std::move(*made);
+    addresses[pair] = pairs_[pair]->address();
     for (int r = 0; r < kQueueDepth; ++r) {
-      if (Status posted = pairs_[static_cast<std::size_t>(q)]->post_receive(static_cast<std::uint64_t>(q)); !posted)
-        return posted.error().text();
+      if (Status posted = pairs_[pair]->post_receive(pair); !posted) return posted.error().text();
     }
   }
   return {};
@@ -139,15 +141,20 @@ FifoControl* RdmaLinks::shadow(std::size_t index) const {
   return reinterpret_cast<FifoControl*>(const_cast<std::byte*>(shadow_bytes_.data()) + index * sizeof(FifoControl));
 }
 
-RemoteWords RdmaLinks::segment_of(int peer, std::size_t offset) const {
+RemoteWords RdmaLinks::segment_of(int peer, int lane, std::size_t offset) const {
   const Region& region = segments_[static_cast<std::size_t>(peer)];
-  return RemoteWords{peer, reinterpret_cast<std::uint64_t>(region.base + offset), region.key};
+  return RemoteWords{peer, lane, reinterpret_cast<std::uint64_t>(region.base + offset), region.key};
 }
 
-RemoteWords RdmaLinks::shadow_of(int peer, std::size_t index, std::size_t offset) const {
+RemoteWords RdmaLinks::shadow_of(int peer, int lane, std::size_t index, std::size_t offset) const {
   const Region& region = shadows_[static_cast<std::size_t>(peer)];
-  return RemoteWords{peer, reinterpret_cast<std::uint64_t>(region.base + index * sizeof(FifoControl) + offset),
+  return RemoteWords{peer, lane, reinterpret_cast<std::uint64_t>(region.base + index * sizeof(FifoControl) + offset),
                      region.key};
+}
+
+std::vector<std::uint64_t> RdmaLinks::posted_per_lane(int peer) const {
+  const auto first = posted_.begin() + static_cast<std::ptrdiff_t>(pair_of(peer, 0));
+  return {first, first + lanes_};
 }
 
 const ib::MemoryRegion* RdmaLinks::local_region(const std::byte* at, std::size_t bytes) const {
@@ -157,18 +164,18 @@ const ib::MemoryRegion* RdmaLinks::local_region(const std::byte* at, std::size_t
   return nullptr;
 }
 
-bool RdmaLinks::room(int peer) const {
-  const auto q = static_cast<std::size_t>(peer);
-  return posted_[q] - completed_[q] + 2 <= static_cast<std::uint64_t>(kQueueDepth);
+bool RdmaLinks::room(const RemoteWords& to) const {
+  const std::size_t pair = pair_of(to.peer, to.lane);
+  return posted_[pair] - completed_[pair] + 2 <= static_cast<std::uint64_t>(kQueueDepth);
 }
 
 Result<std::uint64_t> RdmaLinks::write(const std::byte* local, std::size_t bytes, const RemoteWords& to,
                                        long immediate) {
-  const auto q = static_cast<std::size_t>(to.peer);
+  const std::size_t q = pair_of(to.peer, to.lane);
   const ib::MemoryRegion* region = local_region(local, bytes);
   if (region == nullptr) return Error{"ib", "an RDMA write from memory that is not registered"};
   ib::WriteRequest request;
-  request.work_id = (static_cast<std::uint64_t>(to.peer) << kPeerShift) | posted_[q];
+  request.work_id = (static_cast<std::uint64_t>(q) << kPairShift) | posted_[q];
   request.local = local;
   request.bytes = bytes;
   request.local_key = region->local_key;
@@ -195,22 +202,24 @@ std::string RdmaLinks::poll(bool& moved) {
 
 // A write's completion: counted, and a failure kept.
 void RdmaLinks::sent(const ib::Completion& done) {
-  const auto peer = static_cast<std::size_t>(done.work_id >> kPeerShift);
-  if (peer < completed_.size()) ++completed_[peer];
+  const auto pair = static_cast<std::size_t>(done.work_id >> kPairShift);
+  if (pair < completed_.size()) ++completed_[pair];
   if (done.status != ib::CompletionStatus::Success && failure_.empty())
-    failure_ = "the RDMA link to rank " + std::to_string(peer) + ": " + std::string(ib::name(done.status));
+    failure_ = "the RDMA link to rank " + std::to_string(pair / static_cast<std::size_t>(lanes_)) + ": " +
+               std::string(ib::name(done.status));
 }
 
 // A receive an immediate consumed: posted again, so that the peer's next write finds one.
 void RdmaLinks::received(const ib::Completion& done) {
-  const auto peer = static_cast<std::size_t>(done.work_id);
+  const auto pair = static_cast<std::size_t>(done.work_id);
   if (done.status != ib::CompletionStatus::Success) {
     if (failure_.empty())
-      failure_ = "the RDMA link from rank " + std::to_string(peer) + ": " + std::string(ib::name(done.status));
+      failure_ = "the RDMA link from rank " + std::to_string(pair / static_cast<std::size_t>(lanes_)) + ": " +
+                 std::string(ib::name(done.status));
     return;
   }
-  if (peer >= pairs_.size() || pairs_[peer] == nullptr) return;
-  if (Status again = pairs_[peer]->post_receive(peer); !again && failure_.empty()) failure_ = again.error().text();
+  if (pair >= pairs_.size() || pairs_[pair] == nullptr) return;
+  if (Status again = pairs_[pair]->post_receive(pair); !again && failure_.empty()) failure_ = again.error().text();
 }
 
 std::string RdmaLinks::drain(double seconds) {

@@ -64,8 +64,9 @@ Status ProcTransport::State::plan_rdma(const std::map<Key, std::uint64_t>& per_c
     const std::size_t at = fifo_index.at(out.key) * shape.bytes();
     out.fifo = Fifo{rdma.shadow(shadow_index.at(out.key)), nullptr, shape};
     out.rdma.active = true;
-    out.rdma.slots = rdma.segment_of(to, at + sizeof(FifoControl));
-    out.rdma.tail = rdma.segment_of(to, at + offset_in_control(&FifoControl::tail));
+    const int lane = out.key.channel % rdma.lanes();
+    out.rdma.slots = rdma.segment_of(to, lane, at + sizeof(FifoControl));
+    out.rdma.tail = rdma.segment_of(to, lane, at + offset_in_control(&FifoControl::tail));
     out.rdma.immediate = fifo_index.at(out.key);
     out.rdma.staging = staging;
     out.rdma.staging_slots = slots;
@@ -75,7 +76,7 @@ Status ProcTransport::State::plan_rdma(const std::map<Key, std::uint64_t>& per_c
   for (Inbound& in : inbound) {
     if (!via_rdma(in.key)) continue;
     in.rdma.active = true;
-    in.rdma.shadow = rdma.shadow_of(host(in.key.from), shadow_index.at(in.key), 0);
+    in.rdma.shadow = rdma.shadow_of(host(in.key.from), in.key.channel % rdma.lanes(), shadow_index.at(in.key), 0);
   }
   return Ok{};
 }
@@ -94,10 +95,9 @@ void ProcTransport::State::reset_shadows() {
 // when there is no credit, no free staging slot or no room on the queue pair yet.
 bool ProcTransport::State::push_rdma(Outbound& out, const Outgoing& message, std::size_t n) {
   RdmaLinks& rdma = *peers.rdma;
-  const int to = host(out.key.to);
   const std::size_t staging_slot = out.tail % out.rdma.staging_slots;
   const std::uint64_t last = out.rdma.staged[staging_slot];
-  if (!credit(out) || (last != 0 && rdma.completed(to) < last) || !rdma.room(to)) return false;
+  if (!credit(out) || (last != 0 && rdma.completed(out.rdma.slots) < last) || !rdma.room(out.rdma.slots)) return false;
   const std::size_t stride = out.fifo.shape.stride();
   std::byte* slot = out.rdma.staging + staging_slot * stride;
   fill_slot(out, message, n, slot);
@@ -121,7 +121,6 @@ bool ProcTransport::State::push_rdma(Outbound& out, const Outgoing& message, std
 // when anything was written.
 bool ProcTransport::State::write_credits(Inbound& in) {
   RdmaLinks& rdma = *peers.rdma;
-  const int from = host(in.key.from);
   const auto word = [&](std::atomic<std::uint64_t> FifoControl::*member) {
     return reinterpret_cast<const std::byte*>(&(in.fifo.control->*member));
   };
@@ -131,14 +130,14 @@ bool ProcTransport::State::write_credits(Inbound& in) {
     return target;
   };
   bool wrote = false;
-  if (in.rdma.head_dirty && rdma.room(from)) {
+  if (in.rdma.head_dirty && rdma.room(in.rdma.shadow)) {
     const Result<std::uint64_t> written =
         rdma.write(word(&FifoControl::head), sizeof(std::uint64_t), at(&FifoControl::head));
     if (!written) fail(written.error().text());
     in.rdma.head_dirty = false;
     wrote = true;
   }
-  if (in.rdma.words_dirty && rdma.room(from)) {  // acked, rewind_to and rewinds lie side by side
+  if (in.rdma.words_dirty && rdma.room(in.rdma.shadow)) {  // acked, rewind_to and rewinds lie side by side
     const std::size_t bytes =
         offset_in_control(&FifoControl::rewinds) + sizeof(std::uint64_t) - offset_in_control(&FifoControl::acked);
     const Result<std::uint64_t> written = rdma.write(word(&FifoControl::acked), bytes, at(&FifoControl::acked));

@@ -34,6 +34,7 @@ struct ProcLinkOptions {
   std::string device;  // empty: the first with an active port
   int port = 0;        // 0: the device's first active port
   int gid_index = 0;
+  int queue_pairs = 0;  // per peer (ib): a stream of channel c takes pair c mod this; 0: the channels
 };
 
 // The shape of every message stream: a bounded FIFO of slots per (from, to, channel). A
