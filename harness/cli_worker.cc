@@ -79,22 +79,22 @@ class PlannedSignal {
 
 // A vendor backend's run with its faults armed by the plan (when the plan has faults a stream of
 // bytes can take): nccl's through its network plugin (the world's NCCL_NET_PLUGIN, which NCCL
-// loaded), the others' through the socket interposer, this worker's control connection excluded.
+// loaded), the others' (and nccl:net=socket's) through the socket interposer, this worker's
+// control connection excluded.
 RankRun run_over_sockets(RankBackend& backend, const wire::RunRequest& request, const FaultPlan& plan,
                          const WorkerRank& rank) {
   const bool any =
       std::any_of(plan.faults.begin(), plan.faults.end(), [](const Fault& f) { return injectable_on_sockets(f.kind); });
   if (!any) return backend.run(request.c, request.options);
   const std::string who = "rank " + std::to_string(rank.rank);
-  const bool nccl = names_family(backend.name(), "nccl");
   const char* plugin = std::getenv("NCCL_NET_PLUGIN");
-  if (nccl && plugin == nullptr)
-    return RankRun::ended(Outcome::Crash, who + ": NCCL faults need the world started with NCCL_NET_PLUGIN");
+  const bool nccl = names_family(backend.name(), "nccl") && plugin != nullptr;  // through the net plugin
   if (!nccl && !interposer_loaded()) {
     return RankRun::ended(Outcome::Crash,
                           who +
-                              ": socket faults need libcollcheck-interpose.so "
-                              "preloaded (launched worlds preload it from next to the collcheck binary)");
+                              ": socket faults need libcollcheck-interpose.so preloaded (launched worlds "
+                              "preload it from next to the collcheck binary), NCCL's the world started with "
+                              "NCCL_NET_PLUGIN");
   }
   SocketFaults faults(plan, request.fault_seed, request.options.deadline, rank.rank, rank.pids);
   RankRun run;

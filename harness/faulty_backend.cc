@@ -46,8 +46,9 @@ Result<std::unique_ptr<Backend>> with_faults(std::unique_ptr<Backend> backend, F
     return Error{"--faults", backend->name() +
                                  " cannot take faults yet: it has no send hook here. Backends that take "
                                  "them: every @sim backend and launched @proc worlds (ring@proc, "
-                                 "tree@proc, ...); mpi and gloo through the socket interposer where "
-                                 "it is built; not @proc worlds in lockstep under mpirun"};
+                                 "tree@proc, ...); mpi, gloo and nccl:net=socket through the socket "
+                                 "interposer where it is built, nccl through its net plugin; not nccl:net=ib "
+                                 "(NCCL's own verbs carry its messages) nor @proc worlds in lockstep under mpirun"};
   }
   return std::unique_ptr<Backend>(std::make_unique<FaultyBackend>(std::move(backend), std::move(plan)));
 }

@@ -70,6 +70,8 @@ struct RankBackendSpec {
   // Set in the processes of a world under a fault plan, in place of preloading the socket
   // interposer (nccl: its network plugin, which takes the faults message by message).
   std::vector<std::pair<std::string, std::string>> fault_environment;
+  // Why no fault reaches this backend's messages (nccl:net=ib); empty: faults do, as above.
+  std::string takes_no_faults;
   // Found before any world: why the backend cannot run on this machine (no GPU); empty: it can.
   std::string cannot_run_here;
 };

@@ -11,13 +11,11 @@
 #include "collcheck/config.h"
 #include "impls/algorithms/algorithms.h"
 #include "impls/backend/rank_backend.h"
+#include "impls/ib/ibverbs.h"
 #include "impls/link/guarded_buffer.h"
 #include "impls/link/reduce_op.h"
 #include "impls/mutants/mutants.h"
 #include "impls/proc/links.h"
-#if COLLCHECK_HAVE_IBVERBS
-#include "impls/ib/ibverbs.h"
-#endif
 #include "impls/proc/proc_backend.h"
 #include "impls/proc/transport.h"
 #include "impls/sim/sim_backend.h"
@@ -363,14 +361,8 @@ Result<std::vector<KeyValue>> split_transport(std::string_view options, std::str
 // ALGORITHM@ib over libibverbs: why this machine cannot run it (no library, no device), before any
 // world is launched; empty when it can.
 std::string rdma_cannot_run_here() {
-#if COLLCHECK_HAVE_IBVERBS
-  Result<std::unique_ptr<ib::Verbs>> verbs = ib::load_ibverbs();
-  if (!verbs) return verbs.error().message;
-  Result<std::vector<std::string>> devices = (*verbs)->devices();
-  return devices ? std::string() : devices.error().message + "; verbs=loopback runs it in one process";
-#else
-  return "this build has no libibverbs: " COLLCHECK_IBVERBS_REASON;
-#endif
+  const std::string why = ib::rdma_cannot_run_here();
+  return why.empty() ? why : why + "; verbs=loopback runs it in one process";
 }
 
 // mutant:NAME@proc: a process mutant, else a schedule mutant; mutants keep their own pipeline

@@ -7,12 +7,9 @@
 #include <cstring>
 #include <thread>
 
-#include "collcheck/config.h"
+#include "impls/ib/ibverbs.h"
 #include "impls/ib/loopback_verbs.h"
 #include "impls/proc/progress.h"
-#if COLLCHECK_HAVE_IBVERBS
-#include "impls/ib/ibverbs.h"
-#endif
 
 namespace collcheck::proc {
 namespace {
@@ -44,14 +41,10 @@ Result<std::unique_ptr<RdmaLinks>> RdmaLinks::connect(World& world, std::byte* s
   if (options.loopback) {
     verbs = &ib::process_loopback();
   } else {
-#if COLLCHECK_HAVE_IBVERBS
     Result<std::unique_ptr<ib::Verbs>> loaded = ib::load_ibverbs();
     if (loaded) links->owned_verbs_ = std::move(*loaded);
     else error = loaded.error().text();
     verbs = links->owned_verbs_.get();
-#else
-    error = "this build has no libibverbs: " COLLCHECK_IBVERBS_REASON;
-#endif
   }
   links->lanes_ = std::max(options.queue_pairs, 1);
   const std::size_t pairs = size * static_cast<std::size_t>(links->lanes_);

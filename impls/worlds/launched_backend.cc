@@ -23,10 +23,13 @@ class LaunchedBackend final : public Backend {
 
   std::string name() const override { return spec_.name; }
   // Vendor backends take faults through the socket interposer, where it was built, or through
-  // what their fault environment loads (nccl's network plugin).
+  // what their fault environment loads (nccl's network plugin), unless nothing of ours is in
+  // their messages' path (takes_no_faults).
   Capabilities capabilities() const override {
     Capabilities c = spec_.capabilities;
-    if (is_vendor_backend(spec_.name) && (interposer_built() || !spec_.fault_environment.empty())) c.hook = true;
+    if (is_vendor_backend(spec_.name) && spec_.takes_no_faults.empty() &&
+        (interposer_built() || !spec_.fault_environment.empty()))
+      c.hook = true;
     return c;
   }
 

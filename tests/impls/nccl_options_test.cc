@@ -54,7 +54,7 @@ TEST(NcclOptions, BadInputNamesTheOptionAndTheAllowedValues) {
   EXPECT_NE(error_of("proto=ll64").find("must be simple, ll or ll128"), std::string::npos);
   EXPECT_NE(error_of("algo=nvls,proto=ll").find("only with proto=simple"), std::string::npos);
   EXPECT_NE(error_of("algo=pat,proto=ll128").find("only with proto=simple"), std::string::npos);
-  EXPECT_NE(error_of("chunk=4").find("unknown option 'chunk=4': allowed algo, proto, register, graph"),
+  EXPECT_NE(error_of("chunk=4").find("unknown option 'chunk=4': allowed algo, proto, net, register, graph"),
             std::string::npos);
   EXPECT_NE(error_of("algo=ring,algo=tree").find("given twice"), std::string::npos);
   EXPECT_NE(error_of("register=maybe").find("register=maybe"), std::string::npos);
@@ -126,6 +126,48 @@ TEST(NcclOptions, EnvironmentForcesTheSettingAndFaultsGoThroughThePlugin) {
   EXPECT_EQ(value("NCCL_NET"), "collcheck");
   EXPECT_EQ(value("NCCL_P2P_DISABLE"), "1") << "GPUs on one host must talk through the network";
   EXPECT_EQ(value("NCCL_SHM_DISABLE"), "1");
+}
+
+// net=socket and net=ib name NCCL's network and turn off every path around it, so GPUs on one host
+// talk over it; NVLS and CollNet need what is turned off, so they are refused by name there and
+// left out of all-algorithms. net=ib takes no faults and cannot run without an RDMA device.
+TEST(NcclOptions, ANamedNetworkCarriesEveryMessage) {
+  Result<std::vector<NcclSetting>> ib = parse_nccl_options("algo=ring,net=ib", "nccl:...", kRecent);
+  ASSERT_TRUE(ib.ok()) << ib.error().text();
+  EXPECT_EQ(ib->front().name, "nccl:algo=ring,net=ib");
+  const std::vector<std::pair<std::string, std::string>> expected{
+      {"NCCL_ALGO", "Ring"},     {"NCCL_NET", "IB"},        {"NCCL_P2P_DISABLE", "1"},
+      {"NCCL_SHM_DISABLE", "1"}, {"NCCL_NVLS_ENABLE", "0"}, {"NCCL_COLLNET_ENABLE", "0"}};
+  EXPECT_EQ(nccl_environment(ib->front()), expected);
+  Result<std::vector<NcclSetting>> socket = parse_nccl_options("net=socket", "nccl:net=socket", kRecent);
+  ASSERT_TRUE(socket.ok());
+  EXPECT_EQ(nccl_environment(socket->front()).front(), (std::pair<std::string, std::string>{"NCCL_NET", "Socket"}));
+
+  Result<std::vector<NcclSetting>> nvls = parse_nccl_options("algo=nvls,net=ib", "nccl:algo=nvls,net=ib", kRecent);
+  ASSERT_FALSE(nvls.ok());
+  EXPECT_NE(nvls.error().text().find("algo=nvls cannot run over it"), std::string::npos) << nvls.error().text();
+  Result<std::vector<NcclSetting>> bad = parse_nccl_options("net=tcp", "nccl:net=tcp", kRecent);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().text().find("socket"), std::string::npos) << bad.error().text();
+
+  Result<std::vector<NcclSetting>> every = parse_nccl_options("all-algorithms,net=socket", "nccl:...", kRecent);
+  ASSERT_TRUE(every.ok()) << every.error().text();
+  for (const NcclSetting& s : *every) {
+    EXPECT_TRUE(s.name.ends_with(",net=socket")) << s.name;
+    EXPECT_EQ(s.name.find("nvls"), std::string::npos) << s.name;
+    EXPECT_EQ(s.name.find("collnet"), std::string::npos) << s.name;
+  }
+  EXPECT_FALSE(every->empty());
+
+  Result<std::vector<RankBackendSpec>> specs = nccl_backend_specs("net=ib", "nccl:net=ib");
+  ASSERT_TRUE(specs.ok()) << specs.error().text();
+  EXPECT_FALSE(specs->front().takes_no_faults.empty());
+  EXPECT_TRUE(specs->front().fault_environment.empty());
+  if (specs->front().cannot_run_here.empty()) GTEST_SKIP() << "this machine has a GPU and an RDMA device";
+  Result<std::vector<RankBackendSpec>> over_sockets = nccl_backend_specs("net=socket", "nccl:net=socket");
+  ASSERT_TRUE(over_sockets.ok());
+  EXPECT_TRUE(over_sockets->front().takes_no_faults.empty()) << "the socket interposer takes its faults";
+  EXPECT_TRUE(over_sockets->front().fault_environment.empty()) << "not the plugin: NCCL_NET names Socket";
 }
 
 TEST(NcclOptions, CallKnobs) {

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include "impls/ib/ibverbs.h"
 #include "impls/vendors/nccl/nccl_options.h"
 #include "impls/vendors/nccl/nccl_rank_backend.h"
 #include "impls/worlds/launched_world.h"
@@ -87,8 +88,13 @@ Result<std::vector<RankBackendSpec>> nccl_backend_specs(std::string_view options
     made.name = setting.name;
     made.capabilities = capabilities_of(setting, machine);
     made.environment = nccl_environment(setting);
-    made.fault_environment = nccl_fault_environment(nccl_net_plugin_path());
     made.cannot_run_here = machine.cannot_run_here;
+    if (setting.net == NcclNet::Any) {  // faults through our net plugin, in place of NCCL's networks
+      made.fault_environment = nccl_fault_environment(nccl_net_plugin_path());
+    } else if (setting.net == NcclNet::Ib) {  // NCCL's own verbs: no hook of ours in its path
+      made.takes_no_faults = "NCCL's IB transport moves messages by RDMA, where no hook of ours sits";
+      if (made.cannot_run_here.empty()) made.cannot_run_here = ib::rdma_cannot_run_here();
+    }  // net=socket: faults through the socket interposer, preloaded as for mpi and gloo
     made.world_memory = library_temporaries;
     made.make = [setting, capabilities = made.capabilities](World& world) {
       return make_nccl_rank_backend(world, setting, capabilities);

@@ -19,6 +19,23 @@ constexpr std::array kProtocols{NcclProtocol::Simple, NcclProtocol::LL, NcclProt
 constexpr std::array<std::string_view, 7> kAlgorithmNames{
     "ring", "tree", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
 constexpr std::array<std::string_view, 3> kProtocolNames{"simple", "ll", "ll128"};
+constexpr std::array kNets{NcclNet::Socket, NcclNet::Ib};
+constexpr std::array<std::string_view, 2> kNetNames{"socket", "ib"};
+
+// Whether the algorithm needs what a named network turns off (NVLS, CollNet).
+bool off_the_network(NcclAlgorithm algorithm) {
+  return algorithm == NcclAlgorithm::Nvls || algorithm == NcclAlgorithm::NvlsTree ||
+         algorithm == NcclAlgorithm::CollnetDirect || algorithm == NcclAlgorithm::CollnetChain;
+}
+
+// What sends every message of a world's GPUs over the network NCCL_NET names, on one host too.
+std::vector<std::pair<std::string, std::string>> network_only(std::string net) {
+  return {{"NCCL_NET", std::move(net)},
+          {"NCCL_P2P_DISABLE", "1"},
+          {"NCCL_SHM_DISABLE", "1"},
+          {"NCCL_NVLS_ENABLE", "0"},
+          {"NCCL_COLLNET_ENABLE", "0"}};
+}
 
 Error option_error(std::string_view spec, const std::string& message) {
   return Error{"--backend", quoted_input(spec) + ": " + message};
@@ -29,6 +46,9 @@ std::string setting_name(const NcclSetting& setting) {
   if (setting.algorithm != NcclAlgorithm::Any) options += "algo=" + std::string(spec_name(setting.algorithm));
   if (setting.protocol != NcclProtocol::Any)
     options += (options.empty() ? "" : ",") + std::string("proto=") + std::string(spec_name(setting.protocol));
+  if (setting.net != NcclNet::Any)
+    options += (options.empty() ? "" : ",") + std::string("net=") +
+               std::string(kNetNames[static_cast<std::size_t>(setting.net) - 1]);
   for (const auto& [knob, on] : setting.fixed_knobs)
     options += (options.empty() ? "" : ",") + knob + (on ? "=on" : "=off");
   return options.empty() ? "nccl" : "nccl:" + options;
@@ -48,6 +68,12 @@ Status apply_option(std::string_view spec, const KeyValue& option, NcclSetting& 
     setting.protocol = kProtocols[*index];
     return Ok{};
   }
+  if (option.key == "net") {
+    Result<std::size_t> index = read_choice(option, kNetNames);
+    if (!index) return option_error(spec, index.error().message);
+    setting.net = kNets[*index];
+    return Ok{};
+  }
   if (option.key == "register" || option.key == "graph") {
     Result<bool> on = read_on_off(option);
     if (!on) return option_error(spec, on.error().message);
@@ -55,7 +81,7 @@ Status apply_option(std::string_view spec, const KeyValue& option, NcclSetting& 
     return Ok{};
   }
   return option_error(spec, "unknown option " + quoted_input(option.item) +
-                                ": allowed algo, proto, register, graph, or all-algorithms first");
+                                ": allowed algo, proto, net, register, graph, or all-algorithms first");
 }
 
 // The setting `items` give (all-algorithms' knobs only, when `every`).
@@ -77,6 +103,10 @@ Status check_setting(std::string_view spec, const NcclSetting& setting, int vers
     return option_error(spec, "NCCL runs algo=" + std::string(spec_name(setting.algorithm)) +
                                   " only with proto=simple (NCCL refuses the pair)");
   }
+  if (setting.net != NcclNet::Any && off_the_network(setting.algorithm)) {
+    return option_error(spec, "net= turns NVLS and CollNet off, so that every message takes the network: algo=" +
+                                  std::string(spec_name(setting.algorithm)) + " cannot run over it");
+  }
   if (version < nccl_first_version(setting.algorithm)) {
     return option_error(spec, "algo=" + std::string(spec_name(setting.algorithm)) + " needs NCCL " +
                                   std::to_string(nccl_first_version(setting.algorithm)) +
@@ -90,6 +120,7 @@ std::vector<NcclSetting> every_setting(const NcclSetting& knobs, int version) {
   std::vector<NcclSetting> settings;
   for (NcclAlgorithm algorithm : kAlgorithms) {
     if (version < nccl_first_version(algorithm)) continue;  // newer than the runtime: not drawn
+    if (knobs.net != NcclNet::Any && off_the_network(algorithm)) continue;
     for (NcclProtocol protocol : kProtocols) {
       if (!nccl_accepts(algorithm, protocol)) continue;
       NcclSetting one = knobs;
@@ -174,12 +205,16 @@ std::vector<std::pair<std::string, std::string>> nccl_environment(const NcclSett
   std::vector<std::pair<std::string, std::string>> environment;
   if (setting.algorithm != NcclAlgorithm::Any) environment.emplace_back("NCCL_ALGO", nccl_name(setting.algorithm));
   if (setting.protocol != NcclProtocol::Any) environment.emplace_back("NCCL_PROTO", nccl_name(setting.protocol));
+  if (setting.net != NcclNet::Any) {
+    for (auto& entry : network_only(setting.net == NcclNet::Ib ? "IB" : "Socket")) environment.push_back(entry);
+  }
   return environment;
 }
 
 std::vector<std::pair<std::string, std::string>> nccl_fault_environment(const std::string& plugin_path) {
-  return {{"NCCL_NET_PLUGIN", plugin_path}, {"NCCL_NET", "collcheck"}, {"NCCL_P2P_DISABLE", "1"},
-          {"NCCL_SHM_DISABLE", "1"},        {"NCCL_NVLS_ENABLE", "0"}, {"NCCL_COLLNET_ENABLE", "0"}};
+  std::vector<std::pair<std::string, std::string>> environment = network_only("collcheck");
+  environment.insert(environment.begin(), {"NCCL_NET_PLUGIN", plugin_path});
+  return environment;
 }
 
 Result<NcclCallKnobs> parse_nccl_call_knobs(std::string_view knobs) {

@@ -16,6 +16,11 @@ namespace collcheck {
 
 enum class NcclAlgorithm { Any, Ring, Tree, CollnetDirect, CollnetChain, Nvls, NvlsTree, Pat };
 enum class NcclProtocol { Any, Simple, LL, LL128 };
+// The network NCCL's processes must use (NCCL_NET): whichever it picks, its socket transport
+// (faults through the socket interposer), or its InfiniBand/RoCE transport (no faults: nothing of
+// ours sits in its path). Where one is named, P2P, shared memory, NVLS and CollNet are off, so
+// that GPUs on one host talk over it too; NVLS and CollNet algorithms cannot run then.
+enum class NcclNet { Any, Socket, Ib };
 
 // Our spelling (`collnet_direct`, `ll128`) and NCCL's (`CollnetDirect`, `LL128`, what NCCL_ALGO
 // and NCCL_PROTO take); `any` / "" for Any.
@@ -38,16 +43,19 @@ struct NcclSetting {
   std::string name;  // `nccl`, `nccl:algo=ring,proto=ll`
   NcclAlgorithm algorithm = NcclAlgorithm::Any;
   NcclProtocol protocol = NcclProtocol::Any;
+  NcclNet net = NcclNet::Any;
   // The per-call knobs the spec fixed (`register=on`); the others are drawn per run.
   std::vector<std::pair<std::string, bool>> fixed_knobs;
 };
 
-// `OPTIONS` after `nccl:` (empty for `nccl`): `algo=A`, `proto=P`, `register=on|off`,
-// `graph=on|off`, or `all-algorithms` (first, optionally with `register`/`graph`): every pair
-// nccl_accepts that the runtime `version` knows. Errors name the option and the allowed values.
+// `OPTIONS` after `nccl:` (empty for `nccl`): `algo=A`, `proto=P`, `net=socket|ib`,
+// `register=on|off`, `graph=on|off`, or `all-algorithms` (first, optionally with `net`,
+// `register`, `graph`): every pair nccl_accepts that the runtime `version` knows (over a named
+// network, none of NVLS and CollNet). Errors name the option and the allowed values.
 Result<std::vector<NcclSetting>> parse_nccl_options(std::string_view options, std::string_view spec, int version);
 
-// NCCL_ALGO / NCCL_PROTO for the setting (nothing for Any).
+// NCCL_ALGO / NCCL_PROTO for the setting (nothing for Any); NCCL_NET and the paths that bypass a
+// network turned off where it names one.
 std::vector<std::pair<std::string, std::string>> nccl_environment(const NcclSetting&);
 
 // What sends every message of a world through libnccl-net-collcheck.so at `plugin_path`: the
