@@ -175,8 +175,6 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
   Knobs knobs;
   Status parsed = parse_knobs(spec, options, knobs);
   if (!parsed) return parsed.error();
-  if (transport != "sim" && knobs.protocol.reliable)
-    return spec_error(spec, "reliable=on: " + std::string(transport) + " does not retransmit yet (sim and proc do)");
   return make_in_process_backends(spec, what, in_process_factory(transport), knobs,
                                   "@" + std::string(transport) + (options.empty() ? "" : ":" + std::string(options)));
 }

@@ -42,6 +42,7 @@ struct ParticipantState {
   int returned = -1;  // the last call whose steps have all run (a rank returned from it)
   std::unique_ptr<Device> device;
   DeviceGuardedBuffer input, output, scratch;
+  RetransmitJitter patience;  // reliable: each wait before asking again, drawn (no two in step)
 };
 
 enum class Progress { Done, Waiting, Failed };
@@ -71,8 +72,15 @@ class Engine {
   bool advance(ParticipantState& state, StreamState& stream);
   Progress run_step(ParticipantState& state, StreamState& stream, int index);
   Progress receive(ParticipantState& state, StreamState& stream, int index, const Step& step);
+  void land(ParticipantState& state, const Step& step, const PieceLabel& label, const std::byte* data);
+  Progress keep_waiting(ParticipantState& state, const StreamState& stream, SlotRing& ring, std::uint64_t wanted,
+                        Clock::time_point now);
   void post(ParticipantState& state, int index, const Step& step);
+  void decide(Device& device, const SlotRing& ring, Outgoing& out, Clock::time_point now);
   bool pump(Device& device, SlotRing& ring);
+  bool heed_receiver(Device& device, SlotRing& ring);
+  void rewind(Device& device, SlotRing& ring, std::uint64_t to);
+  void ask(ParticipantState& state, SlotRing& ring, Clock::time_point now);
   void next_call(ParticipantState& state);
   bool finished(const ParticipantState& state) const;
   Verdict judge(Device& device, const SlotRing& ring, const PieceLabel& label, const std::byte* data,

@@ -28,7 +28,7 @@ class EngineBackend final : public Backend {
   Capabilities capabilities() const override {
     Capabilities c = variant_capabilities(variant_, knobs_, spec_);
     c.max_ranks = std::min(c.max_ranks, kMaxHostRanks);
-    c.reliable = false;
+    c.reliable = knobs_.protocol.reliable;
     // A message's pieces: one slot each, so counts near a slot's multiples reach the last piece's edges.
     c.edge_bytes = {cuda::ring_shape(1, kRingBytes).slot_bytes};
     return c;

@@ -72,6 +72,7 @@ void Engine::set_up() {
   for (std::size_t q = 0; q < n; ++q) {
     ParticipantState& state = participants_[q];
     state.participant = static_cast<int>(q);
+    state.patience = RetransmitJitter(q);
     const std::vector<Step>& steps = schedule_.participants[q].steps;
     state.links.resize(steps.size());
     state.done.assign(steps.size(), 0);
@@ -240,8 +241,10 @@ void Engine::stop_at_deadline(ParticipantState& state) {
 
 bool Engine::finished(const ParticipantState& state) const {
   if (state.remaining != 0 || state.call + 1 < options_.calls) return false;
-  return std::all_of(state.outbound.begin(), state.outbound.end(),
-                     [&](int ring) { return rings_[static_cast<std::size_t>(ring)]->outbox.empty(); });
+  return std::all_of(state.outbound.begin(), state.outbound.end(), [&](int ring) {
+    const SlotRing& outbound = *rings_[static_cast<std::size_t>(ring)];
+    return outbound.outbox.empty() && outbound.sent.empty();  // reliable: until every message is taken
+  });
 }
 
 bool Engine::advance(ParticipantState& state, StreamState& stream) {

@@ -33,6 +33,14 @@ namespace collcheck::cuda {
 // nothing for the link timeout ends the run `detected` for every participant; a participant still
 // waiting at the deadline ends it as a hang. Calls after the first follow at once on the same
 // buffers, sequence numbers continuing.
+//
+// Reliable (`reliable=on`), a piece that is damaged, out of order or overlong is dropped instead,
+// and the receiver asks the sender to go back to the message it expects (the ring's `rewind_to`,
+// counted in `rewinds`), at once or when it has heard nothing for its jittered patience; each
+// message it takes whole is acknowledged in the ring's `acked`. The sender keeps what it pushed in
+// `sent` (with its `pristine` bytes where a hook may change them) until acknowledged, and on a
+// request goes back: every message from the one asked for goes again through the hook as a new
+// attempt (go-back-N); asked for more than `retries` times, it ends the run `detected`.
 
 struct EngineOptions {
   std::size_t guard = 0;  // elements of guard zone around every buffer; ranges may run into it

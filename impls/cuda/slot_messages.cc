@@ -1,5 +1,6 @@
 // The cuda engine's messages (slot_engine.h says how they travel): a send staged and checksummed,
-// its pieces pushed into free slots, a receive's pieces judged and copied or reduced into place.
+// its pieces pushed into free slots, a receive's pieces judged and copied or reduced into place;
+// reliable, the receiver's acknowledgements and requests to go back, and the sender's go-back-N.
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -23,34 +24,45 @@ void Engine::post(ParticipantState& state, int index, const Step& step) {
     const std::size_t length = std::min(ring.shape.slot_bytes, bytes - offset);
     out.sums.push_back(state.device->copy_with_checksum(out.bytes.data() + offset, source + offset, length));
   }
-  const Clock::time_point now = Clock::now();
-  out.not_before = now;
-  if (options_.hook != nullptr) {
-    Message message;
-    message.from = ring.from;
-    message.to = ring.to;
-    message.channel = ring.channel;
-    message.sequence = out.sequence;
-    message.bytes = bytes;
-    message.time = seconds_between(start_, now);
-    message.per_call = ring.per_call;
-    // The hook sees and may change the bytes on the host; they go back as it left them.
-    std::vector<std::byte> wire(bytes);
-    state.device->read(wire.data(), out.bytes.data(), bytes);
-    const SendDecision decision = options_.hook->on_send(message, wire);
-    state.device->write(out.bytes.data(), wire.data(), bytes);
-    out.dropped = decision.drop;
-    out.duplicates = decision.duplicates;
-    out.not_before = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(decision.delay));
-    // Held back behind the stream's next message, or for the reorder window if none comes (the
-    // last message of a call is never held).
-    out.held = decision.reorder && LinkSender::may_hold(out.sequence, ring.per_call);
-    out.held_until = out.not_before + std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>(settings_.reorder_window));
+  if (settings_.reliable && options_.hook != nullptr) {  // a retransmission goes through the hook afresh
+    out.pristine = DeviceBytes(*state.device, bytes);
+    state.device->copy(out.pristine.data(), out.bytes.data(), bytes);
   }
+  decide(*state.device, ring, out, Clock::now());
   const auto later = std::upper_bound(ring.outbox.begin(), ring.outbox.end(), out.sequence,
                                       [](std::uint64_t sequence, const Outgoing& o) { return sequence < o.sequence; });
   ring.outbox.insert(later, std::move(out));
+}
+
+// What happens to this transmission of the message: the hook sees it (each retransmission again,
+// its attempt counted, from the bytes the sender meant to send) and may drop, delay, duplicate,
+// hold back or change it.
+void Engine::decide(Device& device, const SlotRing& ring, Outgoing& out, Clock::time_point now) {
+  out.not_before = now;
+  if (options_.hook == nullptr) return;
+  const std::size_t bytes = out.bytes.size();
+  Message message;
+  message.from = ring.from;
+  message.to = ring.to;
+  message.channel = ring.channel;
+  message.sequence = out.sequence;
+  message.bytes = bytes;
+  message.time = seconds_between(start_, now);
+  message.attempt = static_cast<int>(ring.sender.attempt(out.sequence));
+  message.per_call = ring.per_call;
+  // The hook sees and may change the bytes on the host; they go back as it left them.
+  std::vector<std::byte> wire(bytes);
+  device.read(wire.data(), (settings_.reliable ? out.pristine : out.bytes).data(), bytes);
+  const SendDecision decision = options_.hook->on_send(message, wire);
+  device.write(out.bytes.data(), wire.data(), bytes);
+  out.dropped = decision.drop;
+  out.duplicates = decision.duplicates;
+  out.not_before = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(decision.delay));
+  // Held back behind the stream's next message, or for the reorder window if none comes (the
+  // last message of a call is never held).
+  out.held = decision.reorder && LinkSender::may_hold(out.sequence, ring.per_call);
+  out.held_until = out.not_before +
+                   std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(settings_.reorder_window));
 }
 
 namespace {
@@ -76,11 +88,17 @@ bool release_held(SlotRing& ring, Clock::time_point now) {
 }  // namespace
 
 // Pushes the ring's staged pieces in sequence (a reorder's pair released from it) into free
-// slots; whether any moved.
+// slots; whether any moved. Reliable, it first heeds the receiver, and keeps what it pushed.
 bool Engine::pump(Device& device, SlotRing& ring) {
-  bool moved = false;
-  while (!ring.outbox.empty()) {
+  bool moved = settings_.reliable && heed_receiver(device, ring);
+  while (!ring.outbox.empty() && !stopped_.load(std::memory_order_relaxed)) {
     const Clock::time_point now = Clock::now();
+    if (settings_.reliable && ring.outbox.front().sequence < ring.acked.load(std::memory_order_acquire)) {
+      ring.next_sequence = std::max(ring.next_sequence, ring.outbox.front().sequence + 1);
+      ring.outbox.pop_front();  // taken already: a retransmission no longer wanted
+      moved = true;
+      continue;
+    }
     if (!ring.outbox.front().released && ring.outbox.front().sequence != ring.next_sequence) return moved;
     if (now < ring.outbox.front().not_before || !release_held(ring, now)) return moved;
     Outgoing& front = ring.outbox.front();
@@ -94,17 +112,96 @@ bool Engine::pump(Device& device, SlotRing& ring) {
           std::min(ring.shape.slot_bytes, front.bytes.size() - std::min(offset, front.bytes.size()));
       device.copy(ring.slot(ring.pushed), front.bytes.data() + offset, length);
       SlotHeader& header = ring.header(ring.pushed);
-      header.label = PieceLabel{front.sequence, offset, length, front.sums[piece], 0};
+      header.label = PieceLabel{front.sequence, offset, length, front.sums[piece], ring.sender.attempt(front.sequence)};
       header.ready.store(ring.pushed + 1, std::memory_order_release);
       ++ring.pushed;
       ++front.next_piece;
       moved = true;
     }
     ring.next_sequence = std::max(ring.next_sequence, front.sequence + 1);
+    if (settings_.reliable) ring.sent.push_back(std::move(front));
     ring.outbox.pop_front();
     moved = true;
   }
   return moved;
+}
+
+// Reliable: forgets what the receiver has taken, and goes back where it asks to; whether either
+// happened.
+bool Engine::heed_receiver(Device& device, SlotRing& ring) {
+  const std::uint64_t acked = ring.acked.load(std::memory_order_acquire);
+  const std::size_t kept = ring.sent.size();
+  std::erase_if(ring.sent, [&](const Outgoing& out) { return out.sequence < acked; });
+  ring.sender.acknowledged(acked);
+  bool moved = ring.sent.size() != kept;
+  const std::uint64_t rewinds = ring.rewinds.load(std::memory_order_acquire);
+  if (rewinds != ring.rewinds_seen) {
+    ring.rewinds_seen = rewinds;
+    rewind(device, ring, ring.rewind_to.load(std::memory_order_relaxed));
+    moved = true;
+  }
+  return moved;
+}
+
+// Go-back-N: every message from `to` on that has gone out (wholly or in part) goes again, through
+// the hook again with its attempt counted; the one asked for, sent more than `retries` times
+// again, ends the run.
+void Engine::rewind(Device& device, SlotRing& ring, std::uint64_t to) {
+  to = std::max(to, ring.acked.load(std::memory_order_acquire));
+  std::vector<Outgoing> again;
+  for (auto it = ring.sent.begin(); it != ring.sent.end();) {
+    if (it->sequence < to) {
+      ++it;
+      continue;
+    }
+    again.push_back(std::move(*it));
+    it = ring.sent.erase(it);
+  }
+  for (auto it = ring.outbox.begin(); it != ring.outbox.end();) {  // partly out: from its first piece
+    if (it->sequence < to || it->next_piece == 0) {
+      it->held = it->held && it->sequence < to;
+      ++it;
+      continue;
+    }
+    again.push_back(std::move(*it));
+    it = ring.outbox.erase(it);
+  }
+  if (again.empty()) return;
+  std::sort(again.begin(), again.end(), [](const Outgoing& a, const Outgoing& b) { return a.sequence < b.sequence; });
+  const Clock::time_point now = Clock::now();
+  for (Outgoing& out : again) {
+    ring.sender.retransmit(out.sequence);
+    // Only the message asked for counts against its retries; the later ones are resent along.
+    if (out.sequence == to && !ring.sender.asked_again(to, settings_)) {
+      stop(true, false, stream_text(ring, to) + ": " + link_gave_up_text(to, settings_));
+      return;
+    }
+    out.next_piece = 0;
+    out.released = false;
+    if (!settings_.reliable || options_.hook == nullptr) {
+      out.held = false;
+      out.dropped = false;
+      out.duplicates = 0;
+      out.not_before = now;
+    } else {
+      decide(device, ring, out, now);
+    }
+  }
+  ring.next_sequence = again.front().sequence;
+  for (Outgoing& out : again) {
+    const auto later =
+        std::upper_bound(ring.outbox.begin(), ring.outbox.end(), out.sequence,
+                         [](std::uint64_t sequence, const Outgoing& o) { return sequence < o.sequence; });
+    ring.outbox.insert(later, std::move(out));
+  }
+}
+
+// Reliable: asks the sender to go back to the message due, unless the receiver has asked for the
+// same position within the retransmission interval.
+void Engine::ask(ParticipantState& state, SlotRing& ring, Clock::time_point now) {
+  if (!ring.receiver.ask(seconds_between(start_, now), settings_, &state.patience)) return;
+  ring.rewind_to.store(ring.receiver.due_message(), std::memory_order_relaxed);
+  ring.rewinds.fetch_add(1, std::memory_order_release);
 }
 
 Progress Engine::receive(ParticipantState& state, StreamState& stream, int index, const Step& step) {
@@ -115,6 +212,7 @@ Progress Engine::receive(ParticipantState& state, StreamState& stream, int index
   if (!stream.waiting) {
     stream.waiting = true;
     stream.quiet_since = now;
+    receiver.heard(seconds_between(start_, now));
   }
   const std::uint64_t wanted = static_cast<std::uint64_t>(state.call) * ring.per_call + link.ordinal;
   const std::size_t bytes = step.to.count * element_;
@@ -126,22 +224,45 @@ Progress Engine::receive(ParticipantState& state, StreamState& stream, int index
     const std::byte* data = ring.slot(piece);
     Verdict verdict = judge(*state.device, ring, label, data, bytes);
     if (verdict != Verdict::Take && verdict != Verdict::Duplicate) {
-      stop(true, false, stream_text(ring, wanted) + ": " + link_fault_text(verdict, label, receiver, bytes));
-      return Progress::Failed;
-    }
-    if (verdict == Verdict::Take) {
-      const std::size_t first = label.offset / element_, count = label.bytes / element_;
-      std::byte* to = at(state, step.to.buffer, step.to.offset + first);
-      if (step.kind == StepKind::Recv) {
-        state.device->copy(to, data, label.bytes);
-      } else {
-        reduce(*state.device, at(state, step.from.buffer, step.from.offset + first), data, to, count);
+      if (!settings_.reliable) {
+        stop(true, false, stream_text(ring, wanted) + ": " + link_fault_text(verdict, label, receiver, bytes));
+        return Progress::Failed;
       }
+      ring.taken.store(piece + 1, std::memory_order_release);  // dropped, and the sender asked to go back
+      ask(state, ring, now);
+      continue;
     }
+    if (verdict == Verdict::Take) land(state, step, label, data);
     stream.quiet_since = now;
-    const bool complete = verdict == Verdict::Take && receiver.take(label.bytes, bytes, 0);
+    const bool complete = verdict == Verdict::Take &&
+                          receiver.take(label.bytes, bytes, settings_.reliable ? seconds_between(start_, now) : 0);
     ring.taken.store(piece + 1, std::memory_order_release);
-    if (complete) return Progress::Done;
+    if (complete) {
+      if (settings_.reliable) ring.acked.store(receiver.due_message(), std::memory_order_release);
+      return Progress::Done;
+    }
+  }
+  return keep_waiting(state, stream, ring, wanted, now);
+}
+
+// A piece taken: copied or reduced into place, on the device whose memory holds it.
+void Engine::land(ParticipantState& state, const Step& step, const PieceLabel& label, const std::byte* data) {
+  const std::size_t first = label.offset / element_, count = label.bytes / element_;
+  std::byte* to = at(state, step.to.buffer, step.to.offset + first);
+  if (step.kind == StepKind::Recv) {
+    state.device->copy(to, data, label.bytes);
+  } else {
+    reduce(*state.device, at(state, step.from.buffer, step.from.offset + first), data, to, count);
+  }
+}
+
+// A receive with nothing more to take: reliable, it asks again when impatient (the sender gives
+// up, not the receiver); otherwise silence past the link timeout ends the run.
+Progress Engine::keep_waiting(ParticipantState& state, const StreamState& stream, SlotRing& ring, std::uint64_t wanted,
+                              Clock::time_point now) {
+  if (settings_.reliable) {
+    if (ring.receiver.impatient(seconds_between(start_, now), settings_)) ask(state, ring, now);
+    return Progress::Waiting;
   }
   // The timeout is clamped below the deadline (resolve()): a wait the deadline ends is the link's.
   if (!settings_.forever && (seconds_between(stream.quiet_since, now) > settings_.timeout || now >= deadline_)) {

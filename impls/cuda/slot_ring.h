@@ -31,6 +31,7 @@ struct SlotHeader {
 struct Outgoing {
   std::uint64_t sequence = 0;
   DeviceBytes bytes;                // in the sender's device memory
+  DeviceBytes pristine;             // reliable, under a hook: the bytes before it, for retransmissions
   std::vector<std::uint64_t> sums;  // per piece, of the bytes the sender meant to send
   std::size_t next_piece = 0;       // over every transmission: pieces * (1 + duplicates)
   Clock::time_point not_before;
@@ -41,8 +42,9 @@ struct Outgoing {
   int duplicates = 0;
 };
 
-// One message stream (from, to, channel): the slots (the receiver's memory), the credit word, and
-// each end's own state, touched only by that end's thread.
+// One message stream (from, to, channel): the slots (the receiver's memory), the credit word, the
+// receiver's acknowledgement and rewind requests (reliable), and each end's own state, touched
+// only by that end's thread.
 struct SlotRing {
   int from = 0, to = 0, channel = 0;
   std::uint64_t per_call = 0;  // messages per call
@@ -50,10 +52,18 @@ struct SlotRing {
   DeviceBytes payload;  // in the receiver's device memory
   std::unique_ptr<SlotHeader[]> headers;
   alignas(64) std::atomic<std::uint64_t> taken{0};  // pieces the receiver has consumed
+  // Reliable, written by the receiver: every message before `acked` taken; its latest request to
+  // go back to message `rewind_to` (stored before `rewinds` counts it, with release order).
+  alignas(64) std::atomic<std::uint64_t> acked{0};
+  std::atomic<std::uint64_t> rewind_to{0};
+  std::atomic<std::uint64_t> rewinds{0};
   // The sender's.
   std::uint64_t pushed = 0;
   std::uint64_t next_sequence = 0;
   std::deque<Outgoing> outbox;  // by sequence
+  std::deque<Outgoing> sent;    // reliable: pushed, kept until acknowledged
+  std::uint64_t rewinds_seen = 0;
+  LinkSender sender;
   // The receiver's.
   LinkReceiver receiver;
 

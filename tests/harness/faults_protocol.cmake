@@ -63,3 +63,12 @@ collcheck_add_cli_test(check_proc_random_faults_reliable check --backend ring@pr
   "\n +ring@proc:reliable=on +drop +[0-9]+ +[0-9]+ +0 +0 +0 +0\n")
 set_tests_properties(cli.check_proc_random_faults cli.check_proc_random_faults_every_kind
   cli.check_proc_random_faults_reliable PROPERTIES LABELS "cli;proc;faults" TIMEOUT 90)
+
+# The cuda engine on the host (threads as ranks): with reliable=on and transient kinds only, every
+# run ends ok (reliability), as on proc.
+collcheck_add_cli_test(check_cuda_host_random_faults_reliable check --backend ring@cuda-host:reliable=on
+  --faults random:drop,delay,corrupt,duplicate,reorder,link-flap,straggler
+  --ranks 2..4 --count 1K..64K --seed 7 --cases 20 --time-budget 30s
+  --property safety --property liveness --property reliability STATUS 0 STDOUT " 0 failed, "
+  "\n +ring@cuda-host:reliable=on +drop +[0-9]+ +[0-9]+ +0 +0 +0 +0\n")
+set_tests_properties(cli.check_cuda_host_random_faults_reliable PROPERTIES LABELS "cli;cuda;faults" TIMEOUT 90)

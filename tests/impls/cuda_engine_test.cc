@@ -110,12 +110,58 @@ class OneFault final : public LinkHook {
 
 const Case kFaultCase = case_of("allreduce/u32/sum/n=300/ranks=3/root=0/outofplace/offset=0/values=exact/seed=1");
 
-cuda::EngineRun run_with(LinkHook& hook) {
+cuda::EngineRun run_with(LinkHook& hook, bool reliable = false) {
   cuda::EngineOptions options;
   options.hook = &hook;
   options.deadline = 5;
   options.protocol.timeout = 0.3;
+  options.protocol.reliable = reliable;
   return cuda::run_engine(make_schedule("ring", kFaultCase).value(), options);
+}
+
+// Each first transmission of rank 0's messages lost, corrupted or held back in turn; every
+// retransmission (attempt 1 on) left alone, or, `forever`, lost too.
+class FirstAttempts final : public LinkHook {
+ public:
+  explicit FirstAttempts(bool forever = false) : forever_(forever) {}
+  SendDecision on_send(const Message& message, std::span<std::byte> payload) override {
+    SendDecision decision;
+    if (message.from != 0 || (message.attempt > 0 && !forever_)) return decision;
+    if (forever_ && message.sequence == 1) decision.drop = true;
+    if (forever_) return decision;
+    switch (message.sequence % 3) {
+      case 0: decision.drop = true; break;
+      case 1:
+        if (!payload.empty()) payload[0] ^= std::byte{4};
+        break;
+      default: decision.reorder = true;
+    }
+    return decision;
+  }
+  double deadline() const override { return 5; }
+
+ private:
+  bool forever_;
+};
+
+// Reliable: what was lost, damaged or reordered the first time goes again (go-back-N, asked by
+// the receiver) and the outputs are the simulated fabric's; the same faults without it end the
+// run `detected`; a message lost on every attempt is given up after the retries, `detected`.
+TEST(CudaEngine, ReliableModeRetransmitsWhatTheFirstAttemptsLost) {
+  FirstAttempts first;
+  const cuda::EngineRun unreliable = run_with(first);
+  EXPECT_TRUE(unreliable.detected) << unreliable.error;
+  FirstAttempts again;
+  const cuda::EngineRun run = run_with(again, true);
+  ASSERT_TRUE(run.completed) << run.error;
+  const SimulatedRun want = simulate(make_schedule("ring", kFaultCase).value(), sim_fabric(3), SimulationOptions{});
+  EXPECT_EQ(run.outputs, want.outputs);
+  for (bool intact : run.guards_intact) EXPECT_TRUE(intact);
+  FirstAttempts forever(true);
+  const cuda::EngineRun lost = run_with(forever, true);
+  EXPECT_TRUE(lost.detected) << lost.error;
+  EXPECT_FALSE(lost.hang);
+  EXPECT_NE(lost.error.find("message 1 not taken after 7 retransmissions"), std::string::npos) << lost.error;
 }
 
 TEST(CudaEngine, ACorruptedMessageIsDetectedByItsChecksum) {
