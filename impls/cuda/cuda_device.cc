@@ -1,12 +1,16 @@
 // CudaDevice: the cuda engine's memory in cudaMalloc'd device memory and its kernels launched on a
-// stream of the participant's own, each call waited for with a bound (device_kernels.h).
+// stream of the participant's own, each call waited for with a bound (device_kernels.h); peer
+// access between devices enabled where the hardware allows it.
 #include "impls/cuda/cuda_device.h"
 
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "impls/cuda/device_kernels.h"
 
@@ -20,10 +24,34 @@ void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
 }
 
+// Peer access from device `ordinal` (the current one) to every device it can reach directly
+// (NVLink or PCIe, as cudaDeviceCanAccessPeer says), enabled once per process and pair, so that
+// the copies between participants on different devices (cudaMemcpyDefault) go peer to peer
+// instead of staged through host memory.
+void enable_peer_access(int ordinal) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> enabled;
+  const std::lock_guard<std::mutex> lock(mutex);
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) return;
+  for (int peer = 0; peer < count; ++peer) {
+    if (peer == ordinal || !enabled.insert({ordinal, peer}).second) continue;
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, ordinal, peer) != cudaSuccess || can == 0) continue;
+    const cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
+    if (status == cudaErrorPeerAccessAlreadyEnabled) {
+      cudaGetLastError();  // not an error: another part of this process enabled it first
+      continue;
+    }
+    check(status, "cudaDeviceEnablePeerAccess");
+  }
+}
+
 class CudaDevice final : public Device {
  public:
   explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
     check(cudaSetDevice(ordinal_), "cudaSetDevice");
+    enable_peer_access(ordinal_);
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     check(cudaMalloc(&result_, sizeof(std::uint64_t)), "cudaMalloc");
     cudaDeviceProp properties{};
