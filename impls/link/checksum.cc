@@ -1,6 +1,7 @@
 // The message checksum of impls/hook.h (checksum_body.h defines it): the CPU's crc32 instruction
 // over the four streams at once where it has one, checksum_body.h's loop otherwise (the same value
 // either way, so processes on different CPUs, and devices, agree).
+#include <cstdint>
 #include <cstring>
 
 #include "impls/link/checksum_body.h"
@@ -13,10 +14,13 @@
 namespace collcheck {
 namespace {
 
+enum class Copy { None, Cached, AroundCache };
+
 // The checksum of [from, from + n): four streams, so that the crc32 instruction's latency
-// overlaps. With `kCopy`, the bytes also go to [to, to + n) in the same pass, from the registers
-// that the checksum reads (a sender's copy into a slot costs no second pass over it).
-template <typename Crc, bool kCopy>
+// overlaps. With a copy, the bytes also go to [to, to + n) in the same pass, from the registers
+// that the checksum reads (a sender's copy into a slot costs no second pass over it); around the
+// cache (to 16-byte aligned), with non-temporal stores, fenced at the end.
+template <typename Crc, Copy kCopy>
 inline std::uint64_t hash(const std::byte* from, std::size_t n, std::byte* to) {
   std::uint64_t c0 = 1, c1 = 2, c2 = 3, c3 = 4;
   const std::size_t size = n;
@@ -26,13 +30,22 @@ inline std::uint64_t hash(const std::byte* from, std::size_t n, std::byte* to) {
     std::memcpy(&w1, from + 8, 8);
     std::memcpy(&w2, from + 16, 8);
     std::memcpy(&w3, from + 24, 8);
-    if constexpr (kCopy) {
+    if constexpr (kCopy == Copy::Cached) {
       std::memcpy(to, &w0, 8);
       std::memcpy(to + 8, &w1, 8);
       std::memcpy(to + 16, &w2, 8);
       std::memcpy(to + 24, &w3, 8);
       to += 32;
     }
+#if defined(__x86_64__)
+    if constexpr (kCopy == Copy::AroundCache) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(to),
+                       _mm_set_epi64x(static_cast<long long>(w1), static_cast<long long>(w0)));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(to + 16),
+                       _mm_set_epi64x(static_cast<long long>(w3), static_cast<long long>(w2)));
+      to += 32;
+    }
+#endif
     c0 = Crc::word(c0, w0);
     c1 = Crc::word(c1, w1);
     c2 = Crc::word(c2, w2);
@@ -41,7 +54,7 @@ inline std::uint64_t hash(const std::byte* from, std::size_t n, std::byte* to) {
   for (; n >= 8; from += 8, n -= 8) {
     std::uint64_t w;
     std::memcpy(&w, from, 8);
-    if constexpr (kCopy) {
+    if constexpr (kCopy != Copy::None) {
       std::memcpy(to, &w, 8);
       to += 8;
     }
@@ -50,9 +63,12 @@ inline std::uint64_t hash(const std::byte* from, std::size_t n, std::byte* to) {
   if (n > 0) {
     std::uint64_t tail = 0;
     std::memcpy(&tail, from, n);
-    if constexpr (kCopy) std::memcpy(to, from, n);
+    if constexpr (kCopy != Copy::None) std::memcpy(to, from, n);
     c1 = Crc::word(c1, tail);
   }
+#if defined(__x86_64__)
+  if constexpr (kCopy == Copy::AroundCache) _mm_sfence();
+#endif
   const std::uint64_t streams[4] = {c0, c1, c2, c3};
   return fold_checksum(size, streams);
 }
@@ -66,11 +82,15 @@ struct HardwareCrc {
 
 // `flatten` inlines the loop, and the instruction into it, here where sse4.2 is allowed.
 __attribute__((target("sse4.2"), flatten)) std::uint64_t hash_hardware(const std::byte* from, std::size_t n) {
-  return hash<HardwareCrc, false>(from, n, nullptr);
+  return hash<HardwareCrc, Copy::None>(from, n, nullptr);
 }
 __attribute__((target("sse4.2"), flatten)) std::uint64_t hash_copy_hardware(const std::byte* from, std::size_t n,
                                                                             std::byte* to) {
-  return hash<HardwareCrc, true>(from, n, to);
+  return hash<HardwareCrc, Copy::Cached>(from, n, to);
+}
+__attribute__((target("sse4.2"), flatten)) std::uint64_t hash_stream_hardware(const std::byte* from, std::size_t n,
+                                                                              std::byte* to) {
+  return hash<HardwareCrc, Copy::AroundCache>(from, n, to);
 }
 
 bool has_crc32() {
@@ -101,8 +121,10 @@ std::uint64_t checksum_without_hardware(std::span<const std::byte> bytes) {
   return without_hardware(bytes.data(), bytes.size());
 }
 
-std::uint64_t copy_with_checksum(std::byte* to, std::span<const std::byte> from) {
+std::uint64_t copy_with_checksum(std::byte* to, std::span<const std::byte> from, bool around_cache) {
 #if defined(__x86_64__)
+  if (has_crc32() && around_cache && reinterpret_cast<std::uintptr_t>(to) % 16 == 0)
+    return hash_stream_hardware(from.data(), from.size(), to);
   if (has_crc32()) return hash_copy_hardware(from.data(), from.size(), to);
 #endif
   if (!from.empty()) std::memcpy(to, from.data(), from.size());

@@ -70,6 +70,9 @@ std::uint64_t checksum(std::span<const std::byte> bytes);
 // The same value computed without the CPU's crc32 instruction (for tests: both must agree).
 std::uint64_t checksum_without_hardware(std::span<const std::byte> bytes);
 // Copies `from` to `to` (which must not overlap it) and returns checksum(from), in one pass.
-std::uint64_t copy_with_checksum(std::byte* to, std::span<const std::byte> from);
+// `around_cache`: the copy goes to memory with non-temporal stores where `to` is 16-byte aligned
+// (and x86 has them), ordered before the function returns (a store that publishes the bytes may
+// follow): for a FIFO slot that another core reads next.
+std::uint64_t copy_with_checksum(std::byte* to, std::span<const std::byte> from, bool around_cache = false);
 
 }  // namespace collcheck

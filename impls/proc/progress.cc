@@ -296,7 +296,7 @@ bool ProcTransport::State::push_frame(Outbound& out, const Outgoing& message, st
 bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std::size_t n) {
   if (out.rdma.active) return push_rdma(out, message, n);
   if (!credit(out)) return false;
-  fill_slot(out, message, n, out.fifo.slot(out.tail));
+  fill_slot(out, message, n, out.fifo.slot(out.tail), message.bytes <= kAroundCacheAtMost);
   out.fifo.control->tail.store(++out.tail, std::memory_order_release);
   return true;
 }
@@ -310,11 +310,16 @@ bool ProcTransport::State::credit(Outbound& out) {
 }
 
 // The message's next `n` bytes and their header into `slot` (the receiver's, or ib's staging).
-void ProcTransport::State::fill_slot(const Outbound& out, const Outgoing& message, std::size_t n, std::byte* slot) {
+// `around_cache`: a small message into the receiver's slot, which its core reads next: the payload
+// goes to memory with non-temporal stores rather than into this core's cache, from which the other
+// core would take it line by line (faster at 1 MiB, slower from 16 MiB on, where the receiver then
+// reads every piece from memory instead of the shared cache: docs/performance.md).
+void ProcTransport::State::fill_slot(const Outbound& out, const Outgoing& message, std::size_t n, std::byte* slot,
+                                     bool around_cache) {
   const std::byte* payload = message.payload(message.pushed);
   std::uint64_t sum = 0;
   if (settings.checksums && !message.hooked) {
-    sum = copy_with_checksum(slot + kSlotHeader, {payload, n});  // one pass: the copy and its checksum
+    sum = copy_with_checksum(slot + kSlotHeader, {payload, n}, around_cache);  // one pass: copy and checksum
   } else {
     if (n > 0) std::memcpy(slot + kSlotHeader, payload, n);
     sum = piece_sum(out, message, slot + kSlotHeader, n);

@@ -44,6 +44,8 @@ namespace collcheck::proc {
 // so a piece costs two atomic stores and no per-element synchronisation.
 
 constexpr std::size_t kSlotHeader = 64;  // keeps payloads cache-line aligned
+// Messages up to this size go into shared-memory slots around the sender's cache (fill_slot).
+constexpr std::size_t kAroundCacheAtMost = std::size_t{2} << 20;
 static_assert(sizeof(PieceHeader) <= kSlotHeader);
 
 // `tail` is the producer's; the rest the consumer's. Reliable streams also carry, against the
@@ -310,7 +312,8 @@ struct ProcTransport::State {
   bool push_frame(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
   bool push_slot(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
   bool credit(proc::Outbound& out);
-  void fill_slot(const proc::Outbound& out, const proc::Outgoing& message, std::size_t n, std::byte* slot);
+  void fill_slot(const proc::Outbound& out, const proc::Outgoing& message, std::size_t n, std::byte* slot,
+                 bool around_cache = false);
   bool push_rdma(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
   bool write_credits(proc::Inbound& in);
   void finished(proc::Outbound& out, proc::Outgoing& message);

@@ -30,10 +30,16 @@ TEST(Checksum, HardwareAndThePortableLoopAgree) {
 TEST(Checksum, CopyWithChecksumCopiesAndAgrees) {
   for (std::size_t size : {0, 1, 7, 8, 9, 31, 32, 33, 64, 100, 4096, 131072, 131075}) {
     const std::vector<std::byte> data = bytes_of(size, size + 1);
-    std::vector<std::byte> copy(size + 1, std::byte{0x5a});
-    EXPECT_EQ(copy_with_checksum(copy.data(), data), checksum(data)) << size;
-    EXPECT_TRUE(std::equal(data.begin(), data.end(), copy.begin())) << size;
-    EXPECT_EQ(copy[size], std::byte{0x5a}) << size;  // nothing written past the end
+    // Around the cache too (non-temporal stores where the destination is 16-byte aligned, at
+    // offset 0 of an aligned block; the cached copy at offset 8): the same bytes, the same value.
+    for (const auto& [around_cache, at] : {std::pair{false, 0}, std::pair{true, 0}, std::pair{true, 8}}) {
+      std::vector<std::byte> copy(size + 64, std::byte{0x5a});
+      auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(copy.data()) + 15) / 16 * 16);
+      std::byte* to = base + at;
+      EXPECT_EQ(copy_with_checksum(to, data, around_cache), checksum(data)) << size;
+      EXPECT_TRUE(std::equal(data.begin(), data.end(), to)) << size << (around_cache ? " around the cache" : "");
+      EXPECT_EQ(to[size], std::byte{0x5a}) << size;  // nothing written past the end
+    }
   }
 }
 
