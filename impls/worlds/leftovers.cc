@@ -9,6 +9,7 @@
 #include <csignal>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -167,9 +168,8 @@ long owner_of(std::string_view name) {
 }
 
 void sweep_leftovers() {
-  static bool swept = false;
-  if (std::exchange(swept, true)) return;
-  remove_owned([](long owner) { return dead(owner); });
+  static std::once_flag swept;  // once per process, whose ranks may be threads calling at once
+  std::call_once(swept, [] { remove_owned([](long owner) { return dead(owner); }); });
 }
 
 void remove_segments_of(const std::vector<long>& pids) {

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include "impls/cuda/cuda_device.h"
 #include "impls/ib/ibverbs.h"
 #include "impls/vendors/nccl/nccl_options.h"
 #include "impls/vendors/nccl/nccl_rank_backend.h"
@@ -32,11 +33,9 @@ struct Machine {
 Machine this_machine() {
   Machine machine;
   ncclGetVersion(&machine.version);
-  const cudaError_t counted = cudaGetDeviceCount(&machine.devices);
-  if (counted != cudaSuccess || machine.devices == 0) {
+  machine.cannot_run_here = cuda::cuda_cannot_run_here();  // the cuda engine's words: no device, and why
+  if (!machine.cannot_run_here.empty() || cudaGetDeviceCount(&machine.devices) != cudaSuccess) {
     machine.devices = 0;
-    machine.cannot_run_here = std::string("no CUDA device here (cudaGetDeviceCount: ") +
-                              (counted != cudaSuccess ? cudaGetErrorString(counted) : "0 devices") + ")";
     return machine;
   }
   machine.lowest_major = 1000;
