@@ -309,11 +309,7 @@ bool ProcTransport::State::credit(Outbound& out) {
   return out.tail - out.head_seen < out.fifo.shape.slots;
 }
 
-// The message's next `n` bytes and their header into `slot` (the receiver's, or ib's staging).
-// `around_cache`: a small message into the receiver's slot, which its core reads next: the payload
-// goes to memory with non-temporal stores rather than into this core's cache, from which the other
-// core would take it line by line (faster at 1 MiB, slower from 16 MiB on, where the receiver then
-// reads every piece from memory instead of the shared cache: docs/performance.md).
+// The message's next `n` bytes and their header into `slot` (progress.h says when around the cache).
 void ProcTransport::State::fill_slot(const Outbound& out, const Outgoing& message, std::size_t n, std::byte* slot,
                                      bool around_cache) {
   const std::byte* payload = message.payload(message.pushed);

@@ -312,6 +312,11 @@ struct ProcTransport::State {
   bool push_frame(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
   bool push_slot(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
   bool credit(proc::Outbound& out);
+  // The message's next `n` bytes and their header into `slot` (the receiver's, or ib's staging).
+  // `around_cache`: a small message into the receiver's slot, which its core reads next: the
+  // payload goes to memory with non-temporal stores rather than into this core's cache, from which
+  // the other core would take it line by line (faster at 1 MiB, slower from 16 MiB on, where the
+  // receiver then reads every piece from memory instead of the shared cache: docs/performance.md).
   void fill_slot(const proc::Outbound& out, const proc::Outgoing& message, std::size_t n, std::byte* slot,
                  bool around_cache = false);
   bool push_rdma(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
