@@ -75,22 +75,14 @@ std::string backend_names() {
 
 namespace {
 
-// `ALGORITHM@ib:verbs=loopback,...`: the loopback joins queue pairs of one process, so its ranks
-// are threads of this one.
-bool on_the_loopback(std::string_view spec) {
-  const std::size_t at = spec.rfind('@');
-  return at != std::string_view::npos && spec.substr(at + 1).starts_with("ib:") &&
-         spec.find("verbs=loopback") != std::string_view::npos;
-}
-
-// Backends across processes: lockstep when a launcher started this process, else launched (on
-// the ib loopback, on worlds of threads).
+// Backends across processes: lockstep when a launcher started this process, else launched (where
+// the spec says its ranks are threads, as on the ib loopback, on worlds of threads).
 Result<std::vector<std::unique_ptr<Backend>>> make_process_backends(std::string_view spec,
                                                                     const BackendOptions& options) {
   Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
   if (!specs) return specs.error();
   std::vector<std::unique_ptr<Backend>> backends;
-  if (on_the_loopback(spec)) {
+  if (!specs->empty() && specs->front().ranks_are_threads) {
     for (RankBackendSpec& one : *specs) backends.push_back(make_thread_world_backend(std::move(one)));
     return backends;
   }

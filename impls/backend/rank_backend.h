@@ -72,6 +72,9 @@ struct RankBackendSpec {
   std::vector<std::pair<std::string, std::string>> fault_environment;
   // Why no fault reaches this backend's messages (nccl:net=ib); empty: faults do, as above.
   std::string takes_no_faults;
+  // Its ranks must be threads of one process (ib's loopback joins queue pairs within a process
+  // only): made on worlds of threads, never launched.
+  bool ranks_are_threads = false;
   // Found before any world: why the backend cannot run on this machine (no GPU); empty: it can.
   std::string cannot_run_here;
 };

@@ -178,7 +178,7 @@ void Engine::rewind(Device& device, SlotRing& ring, std::uint64_t to) {
     }
     out.next_piece = 0;
     out.released = false;
-    if (!settings_.reliable || options_.hook == nullptr) {
+    if (options_.hook == nullptr) {  // nothing to decide: it goes again as it is
       out.held = false;
       out.dropped = false;
       out.duplicates = 0;

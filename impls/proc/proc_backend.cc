@@ -8,7 +8,6 @@
 
 #include <unistd.h>
 
-#include "collcheck/config.h"
 #include "impls/algorithms/algorithms.h"
 #include "impls/backend/rank_backend.h"
 #include "impls/ib/ibverbs.h"
@@ -334,8 +333,8 @@ Result<bool> apply_rdma_option(std::string_view spec, const KeyValue& item, Proc
   return true;
 }
 
-// The options of a spec apart: transport=auto|shm|tcp (on @proc) or verbs, dev, port and gid (on
-// @ib) into `links`, every other item a knob.
+// The options of a spec apart: transport=auto|shm|tcp (on @proc) or verbs, dev, port, gid and
+// qps (on @ib) into `links`, every other item a knob.
 Result<std::vector<KeyValue>> split_transport(std::string_view options, std::string_view spec, ProcLinkOptions& links) {
   Result<std::vector<KeyValue>> items = split_key_values(options);
   if (!items) return spec_error(spec, items.error().message);
@@ -402,28 +401,27 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
   if (algorithm_knobs.chunk == 0) algorithm_knobs.chunk = kProcDefaultChunk;
 
   std::vector<RankBackendSpec> specs;
-  const std::string cannot_run_here = ib && !links.loopback ? rdma_cannot_run_here() : std::string();
   if (what == "all") {
     for (const std::string& algorithm : algorithm_variant_names()) {
       specs.push_back(make_spec(algorithm_variant(algorithm).value(), algorithm_knobs, links, ProcessSabotage::None,
                                 algorithm + suffix));
-      specs.back().cannot_run_here = cannot_run_here;
     }
-    return specs;
-  }
-  if (what.starts_with("mutant:")) {
+  } else if (what.starts_with("mutant:")) {
     Result<RankBackendSpec> mutant = mutant_spec(what, knobs, links, spec, std::string(what) + suffix);
     if (!mutant) return mutant.error();
     specs.push_back(std::move(mutant).value());
-    specs.back().cannot_run_here = cannot_run_here;
-    return specs;
+  } else {
+    Result<SimVariant> variant = algorithm_variant(what);
+    if (!variant && what.starts_with("schedule:")) return spec_error(spec, variant.error().message);
+    if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME, or schedule:FILE");
+    specs.push_back(make_spec(std::move(variant).value(), algorithm_knobs, links, ProcessSabotage::None,
+                              std::string(what) + suffix));
   }
-  Result<SimVariant> variant = algorithm_variant(what);
-  if (!variant && what.starts_with("schedule:")) return spec_error(spec, variant.error().message);
-  if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME, or schedule:FILE");
-  specs.push_back(
-      make_spec(std::move(variant).value(), algorithm_knobs, links, ProcessSabotage::None, std::string(what) + suffix));
-  for (RankBackendSpec& one : specs) one.cannot_run_here = cannot_run_here;
+  const std::string cannot_run_here = ib && !links.loopback ? rdma_cannot_run_here() : std::string();
+  for (RankBackendSpec& one : specs) {
+    one.cannot_run_here = cannot_run_here;
+    one.ranks_are_threads = links.loopback;  // the loopback joins queue pairs within one process
+  }
   return specs;
 }
 

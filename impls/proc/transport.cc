@@ -340,8 +340,9 @@ Status ProcTransport::begin(const Schedule& schedule, const ProcRunOptions& opti
   Status planned = state.plan(schedule);
   if (!planned) return planned;
   state.meeting = true;
-  // ib: every write of the last case lands before anyone resets the words (a failed link stays so).
-  if (state.peers.rdma != nullptr) state.peers.rdma->drain(state.options.deadline);
+  // ib: every write of the last case lands before the words are reset; a link failed since ends it.
+  const std::string failed = state.peers.rdma != nullptr ? state.peers.rdma->drain(state.options.deadline) : "";
+  if (!failed.empty()) return Error{"ib", failed};
   Status met = state.meet(1);
   if (met) {
     state.reset_inbound();
@@ -394,8 +395,7 @@ void ProcTransport::State::idle() const {
   if (settings.forever || now() - last_news > kSpinSeconds) sched_yield();
 }
 
-// What this process waits for when it gives up (`how`: "after 0.3 s"): a receive that has no
-// message, preferably.
+// What this process waits for when it gives up (`how`: "after 0.3 s"): preferably a receive with no message.
 std::string ProcTransport::State::stuck(const std::string& how) const {
   const std::string after = " " + how;
   std::string first;

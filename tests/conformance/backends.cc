@@ -1,22 +1,16 @@
-// The suite's backends. A rank backend on worlds of threads: one world per rank count, made on
-// first use and kept; each run starts every rank on its own thread and combines their results
-// as a launcher would, so the suite sees one Backend whatever runs underneath.
+// The suite's backends (backends.h): a spec expanded to one test per backend, and the backend of
+// one, across processes on worlds of threads (impls/worlds/thread_world_backend.h) or in
+// lockstep under a launcher. Support code; tests/conformance/support_test.cc makes it fail.
 #include "tests/conformance/backends.h"
 
-#include <map>
 #include <utility>
 
 #include "impls/backend/rank_backend.h"
-#include "impls/backend/world.h"
 #include "impls/registry.h"
-#include "impls/worlds/launched_backend.h"
 #include "impls/worlds/mpi_world.h"
 #include "impls/worlds/thread_world_backend.h"
-#include "impls/worlds/wire.h"
 
 namespace collcheck::conformance {
-
-std::unique_ptr<Backend> on_thread_worlds(RankBackendSpec spec) { return make_thread_world_backend(std::move(spec)); }
 
 std::vector<std::string> expand(std::string_view spec) {
   std::vector<std::string> names;
@@ -40,7 +34,7 @@ Result<std::unique_ptr<Backend>> make_backend(std::string_view spec) {
     Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
     if (!specs) return specs.error();
     backends.reserve(specs->size());
-    for (RankBackendSpec& one : *specs) backends.push_back(on_thread_worlds(std::move(one)));
+    for (RankBackendSpec& one : *specs) backends.push_back(make_thread_world_backend(std::move(one)));
   } else {
     Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec);
     if (!made) return made.error();

@@ -1,5 +1,6 @@
 // The backends a spec names, as the conformance suite runs them: in this process (`ring@sim`),
-// on worlds of threads (`ring@proc`, `gloo:NAME`), or in lockstep when mpiexec started it (`mpi`).
+// on worlds of threads (`ring@proc`, `gloo:NAME`: impls/worlds/thread_world_backend.h), or in
+// lockstep when mpiexec started it (`mpi`). Support code: support_test.cc makes it fail.
 #pragma once
 
 #include <memory>
@@ -8,7 +9,6 @@
 #include <vector>
 
 #include "impls/backend/backend.h"
-#include "impls/backend/rank_backend.h"
 #include "reference/result.h"
 
 namespace collcheck::conformance {
@@ -25,9 +25,5 @@ std::vector<std::string> expand(std::string_view spec);
 // The one backend a single-backend spec names. Backends across processes run on worlds of
 // threads of this process, unless a launcher started it: then in lockstep on the launched world.
 Result<std::unique_ptr<Backend>> make_backend(std::string_view spec);
-
-// A backend that runs across processes, on worlds of threads of this process: one world per
-// rank count, made on first use; a run fails as a launcher's would when any rank's part fails.
-std::unique_ptr<Backend> on_thread_worlds(RankBackendSpec spec);
 
 }  // namespace collcheck::conformance

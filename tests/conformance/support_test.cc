@@ -1,15 +1,18 @@
 // The suite's own support, each part made to fail: the findings table steps around only the
-// cases its findings name, and a backend on worlds of threads fails its run when one rank's part
-// fails, as a launcher's would.
+// cases its findings name; a spec expands to one test per backend, a bad spec to one test that
+// reports the error, and only a single-backend spec makes a backend; a backend on worlds of
+// threads fails its run when one rank's part fails, as a launcher's would.
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "impls/backend/rank_backend.h"
 #include "impls/registry.h"
+#include "impls/worlds/thread_world_backend.h"
 #include "reference/case.h"
 #include "tests/conformance/backends.h"
 #include "tests/conformance/checks.h"
@@ -80,14 +83,14 @@ std::unique_ptr<Backend> ring_broken_on_rank(int broken_rank, Outcome ends) {
     if (!made || world.rank() != broken_rank) return made;
     return std::unique_ptr<RankBackend>(std::make_unique<BrokenOnOneRank>(std::move(*made), ends));
   };
-  return on_thread_worlds(std::move(spec));
+  return make_thread_world_backend(std::move(spec));
 }
 
 TEST(ConformanceBackends, ARunOnThreadWorldsFailsWhenOneRankPartFails) {
   const Case c = case_of("allreduce/i32/sum/n=7/ranks=3/seed=2");
   Result<std::vector<RankBackendSpec>> specs = rank_backend_specs("ring@proc");
   ASSERT_TRUE(specs.ok());
-  const std::unique_ptr<Backend> right = on_thread_worlds(std::move(specs->front()));
+  const std::unique_ptr<Backend> right = make_thread_world_backend(std::move(specs->front()));
   EXPECT_EQ(check_run(c, right->run(c, RunOptions{}), 1), "");
 
   const RepeatedRun detected = ring_broken_on_rank(1, Outcome::Detected)->run(c, RunOptions{});
@@ -97,6 +100,27 @@ TEST(ConformanceBackends, ARunOnThreadWorldsFailsWhenOneRankPartFails) {
 
   const std::string wrong = check_run(c, ring_broken_on_rank(2, Outcome::Ok)->run(c, RunOptions{}), 1);
   EXPECT_NE(wrong.find("rank 2"), std::string::npos) << "verdict: '" << wrong << "'";
+}
+
+// `all@proc:chunk=5` is one test per algorithm variant, each made on worlds of threads (not
+// launched); a bad spec stays one test, whose backend is the error; a spec of several backends
+// makes none.
+TEST(ConformanceBackends, SpecsExpandToOneTestPerBackendAndBadOnesStayVisible) {
+  const std::vector<std::string> names = expand("all@proc:chunk=5");
+  ASSERT_GT(names.size(), 5u);
+  EXPECT_EQ(names.front(), "ring@proc:chunk=5");
+  for (const std::string& name : names) {
+    Result<std::unique_ptr<Backend>> made = make_backend(name);
+    ASSERT_TRUE(made.ok()) << name << ": " << made.error().text();
+    EXPECT_EQ((*made)->name(), name);
+  }
+  EXPECT_EQ(expand("wheel@sim"), std::vector<std::string>{"wheel@sim"});
+  Result<std::unique_ptr<Backend>> bad = make_backend("wheel@sim");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().text().find("'wheel' is not an algorithm"), std::string::npos) << bad.error().text();
+  Result<std::unique_ptr<Backend>> several = make_backend("all@sim");
+  ASSERT_FALSE(several.ok());
+  EXPECT_NE(several.error().text().find("backends, not one"), std::string::npos) << several.error().text();
 }
 
 }  // namespace
