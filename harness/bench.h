@@ -56,7 +56,7 @@ struct Measurement {
   enum class State { Ok, Unsupported, Failed };
   State state = State::Ok;
   Outcome outcome = Outcome::Ok;  // Failed: how the run ended
-  std::string error;              // Failed: the backend's words
+  std::string error;              // Failed, or Unsupported as the run found: the backend's words
   double seconds = 0;             // mean per timed call
   Bandwidth bandwidth;
   bool checked = false;                // -c 1

@@ -112,6 +112,11 @@ Measurement measure(Backend& backend, const Case& c, const Settings& settings) {
       checked.seconds = run.seconds;
       run = std::move(checked);
     }
+    if (run.refused) {  // outside what the backend takes, found as it ran: like one it declares
+      m.state = Measurement::State::Unsupported;
+      m.error = run.error;
+      return m;
+    }
     if (run.outcome != Outcome::Ok) {
       m.state = Measurement::State::Failed;
       m.outcome = run.outcome;

@@ -123,6 +123,15 @@ void merge_failures(const std::vector<const CheckReport*>& reports, std::size_t 
     merged.first_failure.insert(report->first_failure.begin(), report->first_failure.end());
 }
 
+// A share's refusals into the merged report: the cases summed, the first reason of the first share.
+void merge_refusals(const CheckReport& share, CheckReport& merged) {
+  for (const auto& [backend, refusals] : share.refused) {
+    CheckReport::Refusals& into = merged.refused[backend];
+    if (into.cases == 0) into.first = refusals.first;
+    into.cases += refusals.cases;
+  }
+}
+
 }  // namespace
 
 std::string encode_report(const CheckReport& report) {
@@ -131,7 +140,7 @@ std::string encode_report(const CheckReport& report) {
             {"faults", report.faults},       {"table", Json::array()},
             {"per_property", Json::array()}, {"first_failure", Json::array()},
             {"failures", Json::array()},     {"cannot_run_here", report.cannot_run_here},
-            {"outcomes", Json::array()}};
+            {"outcomes", Json::array()},     {"refused", Json::array()}};
   for (const auto& [key, tally] : report.table)
     json["table"].push_back(Json::array({key.first, name(key.second), tally_json(tally)}));
   for (const auto& [key, tally] : report.per_property) {
@@ -145,6 +154,8 @@ std::string encode_report(const CheckReport& report) {
   for (const Failure& f : report.failures) json["failures"].push_back(failure_json(f));
   for (const auto& [key, counts] : report.outcomes)
     json["outcomes"].push_back(Json::array({key.first, key.second, counts.runs}));
+  for (const auto& [backend, refusals] : report.refused)
+    json["refused"].push_back(Json::array({backend, refusals.cases, refusals.first}));
   return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
@@ -173,6 +184,8 @@ Result<CheckReport> decode_report(std::string_view bytes) {
       report.outcomes[{row.at(0).get<std::string>(), row.at(1).get<std::string>()}].runs =
           row.at(2).get<std::array<std::size_t, 5>>();
     }
+    for (const Json& row : json.at("refused"))
+      report.refused[row.at(0).get<std::string>()] = {row.at(1).get<std::size_t>(), row.at(2).get<std::string>()};
     return report;
   } catch (const Json::exception& e) {
     return Error{"", std::string("a share's report does not parse: ") + e.what()};
@@ -205,6 +218,7 @@ CheckReport merge_reports(const std::vector<std::optional<CheckReport>>& shares,
       for (std::size_t k = 0; k < counts.runs.size(); ++k) merged.outcomes[key].runs[k] += counts.runs[k];
     }
     merged.cannot_run_here.insert(report->cannot_run_here.begin(), report->cannot_run_here.end());
+    merge_refusals(*report, merged);
     merged.unreported_failures += report->unreported_failures;
   }
   merge_failures(reports, max_failures, merged);

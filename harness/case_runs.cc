@@ -25,6 +25,10 @@ CaseRun run_case(const CaseSetting& setting, Backend& backend, const DrawnCase& 
   run.base_outcome = base.outcome;
   run.cannot_run_here = backend.cannot_run_here();
   if (!run.cannot_run_here.empty()) return run;
+  if (base.refused) {  // outside what the backend takes: no outcome to count, no property to judge
+    run.refused = base.error;
+    return run;
+  }
   if (setting.faults) {
     context.outcome = classify(drawn.c, base);
     run.classified = context.outcome;

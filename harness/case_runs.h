@@ -25,6 +25,7 @@ PropertyContext context_for(double deadline, std::uint64_t schedule_seed, const 
 struct CaseRun {
   bool ran = false;             // false: not run (the deadline came first)
   std::string cannot_run_here;  // the backend found it cannot run on this machine (Backend::cannot_run_here)
+  std::string refused;          // the backend refused the case when it ran (RunEnding::refused): why
   Outcome base_outcome = Outcome::Ok;
   std::optional<Outcome> classified;    // under faults: the base run's outcome class
   std::vector<PropertyResult> results;  // per property, in order

@@ -126,6 +126,7 @@ void count_outcome(CheckReport& report, const std::string& backend, const FaultP
 struct CaseVerdict {
   bool failed = false, all_skipped = true;
   bool cannot_run_here = false;  // the backend found it cannot run on this machine
+  bool refused = false;          // the backend refused the case when it ran
 };
 
 // One case of one backend: the base run, its outcome under faults, every property, and each
@@ -216,6 +217,7 @@ CaseVerdict count_case(const Loop& loop, BackendLoop& user, const Drawn& drawn, 
   const CheckOptions& options = loop.options;
   const Case& c = value.c;
   if (!run.cannot_run_here.empty()) return CaseVerdict{.cannot_run_here = true};
+  if (!run.refused.empty()) return CaseVerdict{.refused = true};
   if (run.classified) count_outcome(report, user.name, value.plan, *run.classified);
   CaseVerdict verdict;
   for (std::size_t k = 0; k < run.results.size(); ++k) {
@@ -286,6 +288,12 @@ bool count_into_table(const Loop& loop, BackendLoop& user, const NextCases& next
     if (cell.cases == 0) report.table.erase({user.name, collective});
     report.cannot_run_here[user.name] = run.cannot_run_here;
     return false;
+  }
+  if (verdict.refused) {  // a precondition met late: counted apart, and the backend's cases go on
+    if (cell.cases == 0) report.table.erase({user.name, collective});
+    CheckReport::Refusals& refusals = report.refused[user.name];
+    if (refusals.cases++ == 0) refusals.first = to_string(next.values[k].c) + ": " + run.refused;
+    return true;
   }
   ++cell.cases;
   if (verdict.failed) ++cell.failed;

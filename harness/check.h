@@ -101,6 +101,13 @@ struct CheckReport {
   std::size_t unreported_failures = 0;  // failing cases of groups beyond --max-failures
   // Backends that could not run here (Backend::cannot_run_here), with why; their cases stop.
   std::map<std::string, std::string> cannot_run_here;
+  // Per backend, the cases it refused when they ran (RunEnding::refused: a precondition met late,
+  // not a finding), with the first one's reason; they are not in the table (nothing judged them).
+  struct Refusals {
+    std::size_t cases = 0;
+    std::string first;
+  };
+  std::map<std::string, Refusals> refused;
   // Under faults: describe(FaultChoice), and backend × fault kind → outcomes of the base runs
   // whose plan holds that kind (a run counts under every kind of its plan). Empty: no faults.
   std::string faults;

@@ -339,7 +339,8 @@ const CommandHelp& replay_help() {
 }
 
 // The report printed (and written to --json, --junit and --html on rank 0), and check's exit status:
-// 0 held, 1 a property failed, 2 a report could not be written, 77 some backend (or all) could not run here.
+// 0 held, 1 a property failed, 2 a report could not be written, 77 some backend (or all) could not run here
+// or refused every case it ran.
 int report_status(const CheckReport& report, const Arguments& args, Lockstep& lockstep, std::ostream& speak,
                   std::ostream& err) {
   std::ostream& complain = lockstep.quiet ? lockstep.discard : err;
@@ -351,12 +352,18 @@ int report_status(const CheckReport& report, const Arguments& args, Lockstep& lo
   }
   for (const auto& [backend, why] : report.cannot_run_here)
     complain << "collcheck check: " << backend << " cannot run here: " << why << '\n';
+  // A backend that refused every case it was given tested nothing: it could not run here either.
+  const std::vector<std::string> refused_everything = refused_every_case(report);
+  for (const std::string& backend : refused_everything)
+    complain << "collcheck check: " << backend
+             << " refused every case it ran; the first: " << report.refused.at(backend).first << '\n';
   if (report.total().cases == 0) {
     complain << "collcheck check: no backend could run a case with these options\n";
     return kUnavailable;
   }
   if (!report.failures.empty()) return 1;
-  return report.cannot_run_here.empty() && report.missing_shares.empty() ? 0 : kUnavailable;
+  return report.cannot_run_here.empty() && report.missing_shares.empty() && refused_everything.empty() ? 0
+                                                                                                       : kUnavailable;
 }
 
 // The report (in a campaign, rank 0's merged from every share's) printed and the exit status; a

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -133,6 +134,21 @@ std::string unreported_text(const CheckReport& report) {
          " in groups not shrunk (past --max-failures, or a property's details kept changing shape)";
 }
 
+std::string refused_text(const std::string& backend, const CheckReport::Refusals& refusals) {
+  return "REFUSED by " + backend + ": " + std::to_string(refusals.cases) + " case" + (refusals.cases == 1 ? "" : "s") +
+         " refused when they ran (outside what it takes: a precondition, not a finding); the first: " + refusals.first;
+}
+
+std::vector<std::string> refused_every_case(const CheckReport& report) {
+  std::set<std::string> judged;
+  for (const auto& [key, tally] : report.table) judged.insert(key.first);
+  std::vector<std::string> backends;
+  for (const auto& [backend, refusals] : report.refused) {
+    if (!judged.contains(backend)) backends.push_back(backend);
+  }
+  return backends;
+}
+
 void print_report(const CheckReport& report, std::ostream& out) {
   cli::TextTable table;
   for (std::vector<std::string>& row : case_table(report)) table.add_row(std::move(row));
@@ -147,6 +163,7 @@ void print_report(const CheckReport& report, std::ostream& out) {
   }
   if (report.shares > 1) out << "merged from " << report.shares << " shares of a campaign\n";
   for (const auto& [backend, why] : report.cannot_run_here) out << "\nNOT RUN " << backend << ": " << why << "\n";
+  for (const auto& [backend, refusals] : report.refused) out << "\n" << refused_text(backend, refusals) << "\n";
   for (const CheckReport::MissingShare& missing : report.missing_shares) {
     out << "\nMISSING share " << missing.index << "/" << report.shares << " on " << missing.host << ": " << missing.why
         << "\n";
@@ -177,6 +194,8 @@ void write_json(const CheckReport& report, std::ostream& out) {
   if (!report.faults.empty()) add_outcomes_json(report, json);
   for (const auto& [backend, why] : report.cannot_run_here)
     json["cannot_run_here"].push_back(Json{{"backend", backend}, {"why", why}});
+  for (const auto& [backend, refusals] : report.refused)
+    json["refused"].push_back(Json{{"backend", backend}, {"cases", refusals.cases}, {"first", refusals.first}});
   if (report.shares > 1) {
     json["campaign"] = Json{{"shares", report.shares}, {"missing", Json::array()}};
     for (const CheckReport::MissingShare& missing : report.missing_shares) {

@@ -32,5 +32,9 @@ std::string failure_heading(const Failure&);
 // The failures past --max-failures (or of groups whose details kept changing shape) that were
 // counted, not shrunk, in a sentence; empty when there are none.
 std::string unreported_text(const CheckReport&);
+// "REFUSED by nccl: 3 cases refused when they ran (...); the first: CASE: why".
+std::string refused_text(const std::string& backend, const CheckReport::Refusals&);
+// The backends that refused every case they ran (none of theirs is in the table).
+std::vector<std::string> refused_every_case(const CheckReport&);
 
 }  // namespace collcheck

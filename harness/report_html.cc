@@ -57,6 +57,8 @@ void write_html(const CheckReport& report, std::ostream& out) {
   if (report.shares > 1) out << "<p>merged from " << report.shares << " shares of a campaign</p>\n";
   for (const auto& [backend, why] : report.cannot_run_here)
     out << "<p>NOT RUN " << xml_text(backend) << ": " << xml_text(why) << "</p>\n";
+  for (const auto& [backend, refusals] : report.refused)
+    out << "<p>" << xml_text(refused_text(backend, refusals)) << "</p>\n";
   for (const CheckReport::MissingShare& missing : report.missing_shares) {
     out << "<p>MISSING share " << missing.index << "/" << report.shares << " on " << xml_text(missing.host) << ": "
         << xml_text(missing.why) << "</p>\n";

@@ -217,6 +217,12 @@ constexpr Property kProperties[] = {
 
 }  // namespace
 
+PropertyResult Property::check(const Case& c, Backend& backend, const RepeatedRun& base,
+                               const PropertyContext& context) const {
+  if (base.refused) return skip("the backend refused the case (a precondition, not a finding): " + base.error);
+  return predicate(c, backend, base, context);
+}
+
 std::span<const Property> all_properties() { return kProperties; }
 
 const Property* find_property(std::string_view property) {

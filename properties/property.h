@@ -38,10 +38,15 @@ struct PropertyContext {
 Outcome classify(const Case& c, const RepeatedRun& run);
 
 // Every property sees the base run of the case (its first call) and may run the backend again.
+// `check` judges it by the property's `predicate`, except a base run the backend refused
+// (RunEnding::refused): the case was outside what the backend takes, so every property skips it
+// with the backend's reason, and no refusal is ever a failure, a shrink step or a false alarm.
 struct Property {
   std::string_view name;
   std::string_view doc;
-  PropertyResult (*check)(const Case&, Backend&, const RepeatedRun& base, const PropertyContext&);
+  PropertyResult (*predicate)(const Case&, Backend&, const RepeatedRun& base, const PropertyContext&);
+
+  PropertyResult check(const Case&, Backend&, const RepeatedRun& base, const PropertyContext&) const;
 };
 
 std::span<const Property> all_properties();

@@ -148,6 +148,10 @@ struct RunEnding {
   Outcome outcome = Outcome::Ok;
   std::string error;   // what went wrong, naming the rank, step or call
   double seconds = 0;  // timed: mean seconds per call; on `sim` the predicted (virtual) time
+  // The backend refused the case when it ran, as outside what it takes (NCCL's ncclInvalidUsage
+  // for a combination it does not run): a precondition met late, not a finding. `error` says
+  // why; the outcome stays Detected, so that nothing reads the run as a result.
+  bool refused = false;
 };
 
 // How a run ended and what every rank holds after each call.

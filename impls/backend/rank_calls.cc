@@ -52,8 +52,10 @@ RankResult rank_result(const RankBuffers& b) {
 
 namespace {
 
-RankRun detected_at(const std::string& error, const std::string& which) {
-  return RankRun::ended(Outcome::Detected, error + " (" + which + ")");
+RankRun detected_at(const CallEnd& end, const std::string& which) {
+  RankRun run = RankRun::ended(Outcome::Detected, end.error + " (" + which + ")");
+  run.refused = end.refused;
+  return run;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -76,15 +78,15 @@ RankRun timed_calls(const Case& c, const RankRunOptions& options, World& world, 
   RankRun run;
   uploaded_input(c, world.rank(), 0, options.input, b, transfers);
   for (int k = 0; k < options.warmup; ++k) {
-    if (std::string error = call(); !error.empty()) return detected_at(error, "warmup call " + std::to_string(k + 1));
+    if (const CallEnd end = call(); !end.ok()) return detected_at(end, "warmup call " + std::to_string(k + 1));
   }
   world.barrier();  // every rank starts timing together (the control channel, not under test)
   double total = 0;
   for (int k = 0; k < options.iterations; ++k) {
     const auto start = std::chrono::steady_clock::now();
-    std::string error = call();
+    const CallEnd end = call();
     total += seconds_since(start);
-    if (!error.empty()) return detected_at(error, "timed call " + std::to_string(k + 1));
+    if (!end.ok()) return detected_at(end, "timed call " + std::to_string(k + 1));
     if (options.checked) run.calls.push_back(downloaded_result(b, transfers));
   }
   run.seconds = options.iterations > 0 ? total / options.iterations : 0;
@@ -101,8 +103,8 @@ RankRun run_rank_calls(const Case& c, const RankRunOptions& options, World& worl
   const int calls = std::max(options.calls, 1);
   for (int k = 0; k < calls; ++k) {
     uploaded_input(c, world.rank(), static_cast<std::uint64_t>(k), k == 0 ? options.input : nullptr, b, transfers);
-    if (std::string error = call(); !error.empty()) {
-      return detected_at(error, "call " + std::to_string(k + 1) + " of " + std::to_string(calls));
+    if (const CallEnd end = call(); !end.ok()) {
+      return detected_at(end, "call " + std::to_string(k + 1) + " of " + std::to_string(calls));
     }
     run.calls.push_back(downloaded_result(b, transfers));
   }

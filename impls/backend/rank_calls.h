@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "impls/backend/rank_backend.h"
@@ -33,13 +34,26 @@ void fill_rank_input(const Case&, int rank, std::uint64_t call, const std::vecto
 // The output, the input after the call, and whether the guard zones held.
 RankResult rank_result(const RankBuffers&);
 
-// One call of the collective on the buffers: "" on success, else what went wrong.
-using RankCall = std::function<std::string()>;
+// How one call of the collective ended: `error` empty on success, else what went wrong;
+// `refused` where the library refused the call as outside what it takes (RunEnding::refused).
+struct CallEnd {
+  CallEnd(std::string what = {}) : error(std::move(what)) {}  // NOLINT: a call's error converts
+  static CallEnd refusal(std::string why) {
+    CallEnd end(std::move(why));
+    end.refused = true;
+    return end;
+  }
+  bool ok() const { return error.empty(); }
+  std::string error;
+  bool refused = false;
+};
+using RankCall = std::function<CallEnd()>;
 
 // Runs the calls the options ask for: `calls` times, each on its own inputs, with every call's
 // results; or timed, inputs written once, `warmup` untimed calls, the ranks started together on
 // the world, then `iterations` timed ones (seconds their mean; results when `checked`). A call's
-// error ends the run `detected`, its error followed by which call it was: "(call 2 of 3)".
+// error ends the run `detected` (refused, where the call was), its error followed by which call
+// it was: "(call 2 of 3)".
 //
 // Where the call's buffers live elsewhere (a GPU), `upload` copies the rank's buffers there after
 // each write of inputs and `download` brings them back before results are read: both outside

@@ -116,6 +116,7 @@ std::vector<std::byte> encode(const RankRun& run) {
     w.u64(call.guards_intact);
   }
   w.u64(run.world_broken);
+  w.u64(run.refused);
   return std::move(w.data());
 }
 
@@ -134,6 +135,7 @@ Result<RankRun> decode_run(std::span<const std::byte> data) {
     run.calls.push_back(std::move(call));
   }
   run.world_broken = r.u64() != 0;
+  run.refused = r.u64() != 0;
   if (!r.ok()) return Error{"result", "truncated rank result"};
   return run;
 }
@@ -167,8 +169,12 @@ RepeatedRun combine(std::vector<RankRun> ranks) {
     calls = std::min(calls, run.calls.size());
     if (run.outcome == Outcome::Ok) continue;
     if (out.outcome == Outcome::Ok || run.outcome > out.outcome) out.outcome = run.outcome;
+    out.refused = out.refused || run.refused;
     out.error += (out.error.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + ": " + run.error;
   }
+  // A refusal stands only where nothing worse than `detected` happened elsewhere (a rank that hung
+  // or died beside it is a finding of its own).
+  out.refused = out.refused && out.outcome == Outcome::Detected;
   if (out.outcome != Outcome::Ok) return out;
   out.calls.assign(calls, std::vector<RankResult>(ranks.size()));
   for (std::size_t r = 0; r < ranks.size(); ++r) {

@@ -247,6 +247,78 @@ TEST(Check, ABackendThatCannotRunHereIsReportedNotJudged) {
   EXPECT_NE(text.str().find("NOT RUN ring@sim: mpirun: no such option"), std::string::npos) << text.str();
 }
 
+// A backend that refuses, when they run, the cases whose count is odd (as NCCL refuses with
+// ncclInvalidUsage a combination it does not run), and runs every other one right.
+class RefusesOddCounts final : public testing::Forwarding {
+ public:
+  explicit RefusesOddCounts(std::unique_ptr<Backend> inner, bool and_even = false)
+      : Forwarding(std::move(inner)), and_even_(and_even) {}
+  RepeatedRun run(const Case& c, const RunOptions& options) override {
+    if (c.count % 2 == 0 && !and_even_) return Forwarding::run(c, options);
+    RepeatedRun refused = RepeatedRun::ended(Outcome::Detected, "rank 0: an odd count is not taken");
+    refused.refused = true;
+    return refused;
+  }
+
+ private:
+  bool and_even_;
+};
+
+TEST(Check, CasesABackendRefusesWhenTheyRunAreCountedApartNotJudged) {
+  std::vector<std::unique_ptr<Backend>> list = backends("ring@sim");
+  ASSERT_EQ(list.size(), 1u);
+  list.front() = std::make_unique<RefusesOddCounts>(std::move(list.front()));
+  CheckOptions o = options(3, 60, 60);
+  o.properties = {"liveness", "oracle", "recovery"};
+  const CheckReport report = run_check(o, list, nullptr);
+  EXPECT_TRUE(report.failures.empty()) << report.failures.front().detail;  // a refusal is no false alarm
+  ASSERT_EQ(report.refused.count("ring@sim"), 1u);
+  const CheckReport::Refusals& refusals = report.refused.at("ring@sim");
+  EXPECT_GT(refusals.cases, 0u);
+  EXPECT_NE(refusals.first.find("an odd count is not taken"), std::string::npos) << refusals.first;
+  EXPECT_EQ(report.total().cases + refusals.cases, 60u);  // every case drawn is one or the other
+  EXPECT_GT(report.total().passed, 0u);
+  std::ostringstream text, json;
+  print_report(report, text);
+  EXPECT_NE(text.str().find("REFUSED by ring@sim: " + std::to_string(refusals.cases) + " case"), std::string::npos)
+      << text.str();
+  write_json(report, json);
+  const nlohmann::json parsed = nlohmann::json::parse(json.str());
+  EXPECT_EQ(parsed.at("refused").at(0).at("cases").get<std::size_t>(), refusals.cases);
+  EXPECT_TRUE(refused_every_case(report).empty());
+  // One that refuses every case tested nothing, and is named for it (check exits 77).
+  std::vector<std::unique_ptr<Backend>> refusing = backends("ring@sim");
+  refusing.front() = std::make_unique<RefusesOddCounts>(std::move(refusing.front()), true);
+  EXPECT_EQ(refused_every_case(run_check(o, refusing, nullptr)), std::vector<std::string>{"ring@sim"});
+  // Under faults, a refused run is no outcome to count either.
+  std::vector<std::unique_ptr<Backend>> faulty = backends("ring@sim", "drop:p=0.5");
+  ASSERT_EQ(faulty.size(), 1u);
+  faulty.front() = std::make_unique<RefusesOddCounts>(std::move(faulty.front()));
+  o.faults = "drop:p=0.5";
+  const CheckReport under_faults = run_check(o, faulty, nullptr);
+  std::size_t counted = 0;
+  for (const auto& [key, counts] : under_faults.outcomes) counted += counts.total();
+  EXPECT_EQ(counted + under_faults.refused.at("ring@sim").cases, 60u);
+}
+
+// Every property skips a refused run, naming the backend's reason; the same run not marked refused
+// is a false alarm to liveness (so the skip is the refusal's doing).
+TEST(Properties, EveryPropertySkipsARunTheBackendRefused) {
+  std::vector<std::unique_ptr<Backend>> list = backends("ring@sim");
+  ASSERT_EQ(list.size(), 1u);
+  const Case c = parse_case("allreduce/f32/sum/n=7/ranks=4").value();
+  RepeatedRun base = RepeatedRun::ended(Outcome::Detected, "NCCL refused the call (ncclInvalidUsage)");
+  base.refused = true;
+  for (const Property& property : all_properties()) {
+    const PropertyResult result = property.check(c, *list.front(), base, PropertyContext{1});
+    EXPECT_TRUE(result.ok && result.skipped) << property.name;
+    EXPECT_NE(result.detail.find("refused the case (a precondition, not a finding): NCCL refused"), std::string::npos)
+        << property.name << ": " << result.detail;
+  }
+  base.refused = false;
+  EXPECT_FALSE(find_property("liveness")->check(c, *list.front(), base, PropertyContext{1}).ok);
+}
+
 TEST(Properties, CompositionFailsWhenReduceScatterAndAllGatherDoNotComposeIntoAllReduce) {
   const Case c = parse_case("allreduce/i32/sum/n=12/ranks=3").value();
   EXPECT_TRUE(run_one("ring@sim", "composition", c).ok);

@@ -1,5 +1,6 @@
 // What every backend gets from the interface (impls/backend/backend.h): a run that throws is
-// reported `detected` with its cause, and every backend make_backends returns is caught that way.
+// reported `detected` with its cause, and every backend make_backends returns is caught that way;
+// a call a library refuses refuses the rank's run, and the refusal travels and combines.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -7,7 +8,9 @@
 #include <string>
 
 #include "impls/backend/backend.h"
+#include "impls/backend/rank_calls.h"
 #include "impls/registry.h"
+#include "impls/worlds/wire.h"
 #include "reference/case.h"
 
 namespace collcheck {
@@ -58,6 +61,42 @@ TEST(CaughtBackend, BackendsFromARegistrySpecRunAsBefore) {
   EXPECT_EQ((*backends)[0]->name(), "ring@sim");
   const RepeatedRun run = (*backends)[0]->run(small_case(), RunOptions{});
   EXPECT_EQ(run.outcome, Outcome::Ok) << run.error;
+}
+
+// A call the library refuses (CallEnd::refusal) ends the rank's run detected and refused, with
+// which call it was; an ordinary error does not refuse it.
+TEST(RankCalls, ARefusedCallRefusesTheRankRun) {
+  const Case c = parse_case("allreduce/f32/sum/n=8/ranks=1").value();
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(1);
+  RankBuffers buffers = make_rank_buffers(c, 0);
+  RankRunOptions options;
+  options.calls = 2;
+  int calls = 0;
+  const RankRun refused = run_rank_calls(c, options, *worlds.front(), buffers, [&]() -> CallEnd {
+    return ++calls == 2 ? CallEnd::refusal("no algorithm for this") : CallEnd();
+  });
+  EXPECT_EQ(refused.outcome, Outcome::Detected);
+  EXPECT_TRUE(refused.refused);
+  EXPECT_EQ(refused.error, "no algorithm for this (call 2 of 2)");
+  const RankRun failed = run_rank_calls(c, options, *worlds.front(), buffers, [] { return std::string("peer gone"); });
+  EXPECT_EQ(failed.outcome, Outcome::Detected);
+  EXPECT_FALSE(failed.refused);
+}
+
+// A refusal crosses the wire from worker to launcher and refuses the world's run, unless another
+// rank ended worse (a hang beside it is a finding of its own).
+TEST(RankCalls, ARefusalTravelsAndCombinesIntoTheWorldsRun) {
+  RankRun refused = RankRun::ended(Outcome::Detected, "NCCL refused the call");
+  refused.refused = true;
+  const Result<RankRun> decoded = wire::decode_run(wire::encode(refused));
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_TRUE(decoded->refused);
+  EXPECT_TRUE(wire::combine({*decoded, *decoded}).refused);
+  RankRun ok;
+  ok.calls.resize(1);
+  EXPECT_TRUE(wire::combine({ok, *decoded}).refused);
+  EXPECT_FALSE(wire::combine({*decoded, RankRun::ended(Outcome::Hang, "no reply")}).refused);
+  EXPECT_FALSE(wire::combine({RankRun::ended(Outcome::Detected, "peer gone"), ok}).refused);
 }
 
 }  // namespace

@@ -13,7 +13,10 @@
 // the clock for the run's deadline. An error NCCL reports ends the run `detected` with NCCL's
 // message; the deadline ends it `hang` after ncclCommAbort. Either way the communicator is gone
 // and the world is broken: the launcher starts a fresh one (and kills this one if the abort
-// itself stalls, when the world's own deadline passes).
+// itself stalls, when the world's own deadline passes). A call NCCL refuses as it is enqueued
+// with ncclInvalidUsage (a combination of algorithm, protocol, collective and dtype it does not
+// run, which the tuner's table did not foresee) is a precondition met late: the run is refused
+// (RunEnding::refused), the communicator kept, and no property judges the case.
 #include "impls/vendors/nccl/nccl_rank_backend.h"
 
 #include <chrono>
@@ -139,13 +142,19 @@ class NcclRankBackend final : public RankBackend {
       }
     }
     cudaGraphExec_t graph = nullptr;
-    if (knobs.graph) graph = capture(c, in, out);
-    const RankCall call = [&]() -> std::string {
-      std::string error =
-          graph != nullptr ? cuda_call("cudaGraphLaunch", cudaGraphLaunch(graph, stream_)) : enqueue(c, in, out);
+    const CallEnd captured = knobs.graph ? capture(c, in, out, graph) : CallEnd();
+    const RankCall call = [&]() -> CallEnd {
+      if (graph == nullptr) {
+        CallEnd end = enqueue(c, in, out);
+        if (!end.ok()) end.error = who + ": " + end.error;
+        return end.ok() ? CallEnd(wait_for_stream()) : end;
+      }
+      const std::string error = cuda_call("cudaGraphLaunch", cudaGraphLaunch(graph, stream_));
       return error.empty() ? wait_for_stream() : who + ": " + error;
     };
-    RankRun run = run_rank_calls(c, options, world_, buffers, call, device.transfers());
+    RankRun run = captured.ok() ? run_rank_calls(c, options, world_, buffers, call, device.transfers())
+                                : RankRun::ended(Outcome::Detected, who + ": capturing the call: " + captured.error);
+    run.refused = run.refused || captured.refused;
     if (graph != nullptr) cudaGraphExecDestroy(graph);
     for (void* handle : registered) {
       if (comm_ != nullptr) ncclCommDeregister(comm_, handle);
@@ -159,8 +168,8 @@ class NcclRankBackend final : public RankBackend {
   }
 
   // Launches the collective on the stream and waits until NCCL has taken it (a non-blocking
-  // communicator may return ncclInProgress); "" or NCCL's refusal.
-  std::string enqueue(const Case& c, void* in, void* out) {
+  // communicator may return ncclInProgress): ok, refused (ncclInvalidUsage), or NCCL's error.
+  CallEnd enqueue(const Case& c, void* in, void* out) {
     const ncclDataType_t dtype = *nccl_dtype(c.dtype);
     const ncclRedOp_t op = nccl_op(c.op);
     ncclResult_t result = ncclInvalidArgument;
@@ -176,23 +185,27 @@ class NcclRankBackend final : public RankBackend {
     if (result == ncclInProgress) result = wait_for_comm();
     if (result == ncclSuccess) return {};
     const std::string text = nccl_failure(result, comm_);
-    if (result != ncclInvalidUsage && result != ncclInvalidArgument) abort();
+    if (result == ncclInvalidUsage) return CallEnd::refusal("NCCL refused the call (ncclInvalidUsage): " + text);
+    if (result != ncclInvalidArgument) abort();
     return "the call failed: " + text;
   }
 
-  // The collective captured once into a graph, launched per call (nccl-tests' -G).
-  cudaGraphExec_t capture(const Case& c, void* in, void* out) {
+  // The collective captured once into a graph (`exec`), launched per call (nccl-tests' -G); NCCL's
+  // refusal or error while capturing, as enqueue's.
+  CallEnd capture(const Case& c, void* in, void* out, cudaGraphExec_t& exec) {
     cudaGraph_t graph = nullptr;
     check_cuda("cudaStreamBeginCapture", cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    const std::string refused = enqueue(c, in, out);
+    CallEnd enqueued = enqueue(c, in, out);
     const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
-    if (!refused.empty()) throw std::runtime_error("capturing the call: " + refused);
+    if (!enqueued.ok()) {
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      return enqueued;
+    }
     check_cuda("cudaStreamEndCapture", ended);
-    cudaGraphExec_t exec = nullptr;
     const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     check_cuda("cudaGraphInstantiate", made);
-    return exec;
+    return {};
   }
 
   // Polls the communicator until its last operation is no longer in progress.
