@@ -46,21 +46,34 @@ std::string wait_for_stream(DeviceStream stream, double seconds) {
   }
 }
 
-DeviceRankBuffers::DeviceRankBuffers(RankBuffers& host) {
+DeviceRankBuffers::DeviceRankBuffers(RankBuffers& host, DeviceAllocator allocator) : allocator_(std::move(allocator)) {
+  if (!allocator_.allocate) {
+    allocator_.allocate = [](void** at, std::size_t bytes) {
+      const cudaError_t error = cudaMalloc(at, bytes);
+      return error == cudaSuccess ? std::string() : std::string("cudaMalloc: ") + cudaGetErrorString(error);
+    };
+    allocator_.release = [](void* at) { cudaFree(at); };
+  }
   for (auto [mirror, buffer] : {std::pair{&input_, &host.input}, std::pair{&output_, &host.output}}) {
     mirror->host = buffer->allocation();
     if (mirror->host.empty()) continue;
     void* device = nullptr;
-    check("cudaMalloc", cudaMalloc(&device, mirror->host.size()));
+    if (std::string why = allocator_.allocate(&device, mirror->host.size()); !why.empty()) {
+      release();  // what the input's mirror took, when the output's fails
+      throw std::runtime_error(why);
+    }
     mirror->device = static_cast<std::byte*>(device);
   }
   in_ = map(host.in);
   out_ = map(host.out);
 }
 
-DeviceRankBuffers::~DeviceRankBuffers() {
-  for (const Mirror* mirror : {&input_, &output_}) {
-    if (mirror->device != nullptr) cudaFree(mirror->device);
+DeviceRankBuffers::~DeviceRankBuffers() { release(); }
+
+void DeviceRankBuffers::release() {
+  for (Mirror* mirror : {&input_, &output_}) {
+    if (mirror->device != nullptr) allocator_.release(mirror->device);
+    mirror->device = nullptr;
   }
 }
 

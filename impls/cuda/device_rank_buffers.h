@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,9 +36,17 @@ class RankStream {
 // Polls the stream until its work is done or `seconds` pass: "" when done, else why not.
 std::string wait_for_stream(DeviceStream stream, double seconds);
 
+// How the mirrors' device memory is taken and given back: cudaMalloc and cudaFree where unset; a
+// library may need its own (NCCL's symmetric windows want memory from ncclMemAlloc). `allocate`
+// returns "" or why it could not.
+struct DeviceAllocator {
+  std::function<std::string(void** at, std::size_t bytes)> allocate;
+  std::function<void(void* at)> release;
+};
+
 class DeviceRankBuffers {
  public:
-  explicit DeviceRankBuffers(RankBuffers& host);
+  explicit DeviceRankBuffers(RankBuffers& host, DeviceAllocator allocator = {});
   ~DeviceRankBuffers();
   DeviceRankBuffers(const DeviceRankBuffers&) = delete;
   DeviceRankBuffers& operator=(const DeviceRankBuffers&) = delete;
@@ -56,7 +65,9 @@ class DeviceRankBuffers {
     std::byte* device = nullptr;
   };
   void* map(const std::byte* host) const;
+  void release();
 
+  DeviceAllocator allocator_;
   Mirror input_, output_;
   void* in_ = nullptr;
   void* out_ = nullptr;

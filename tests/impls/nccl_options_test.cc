@@ -177,11 +177,39 @@ TEST(NcclOptions, CallKnobs) {
   Result<NcclCallKnobs> none = parse_nccl_call_knobs("");
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->register_buffers || none->graph);
-  EXPECT_FALSE(parse_nccl_call_knobs("chunk=4").ok());
+  EXPECT_FALSE(none->premul_sum || none->window);
+  Result<NcclCallKnobs> newer = parse_nccl_call_knobs("premul=on,window=on,register=off");
+  ASSERT_TRUE(newer.ok());
+  EXPECT_TRUE(newer->premul_sum && newer->window && !newer->register_buffers && !newer->graph);
+  EXPECT_EQ(parse_nccl_call_knobs("chunk=4").error().text(),
+            "knobs 'chunk=4': nccl's knobs are register, graph, premul and window");
   EXPECT_FALSE(parse_nccl_call_knobs("graph=2").ok());
+  EXPECT_FALSE(parse_nccl_call_knobs("window=yes").ok());
 }
 
-// On this machine: the specs exist, draw register and graph per run, and where there is no GPU
+// A call knob is drawn only where the runtime has it (pre-multiplied sums from 2.11, symmetric
+// windows from 2.27), and one fixed on in the spec that the runtime lacks is an error naming both.
+TEST(NcclOptions, CallKnobsFollowTheRuntime) {
+  using Names = std::vector<std::string_view>;
+  EXPECT_EQ(nccl_call_knobs(21000), (Names{"register", "graph"}));
+  EXPECT_EQ(nccl_call_knobs(22600), (Names{"register", "graph", "premul"}));
+  EXPECT_EQ(nccl_call_knobs(22809), (Names{"register", "graph", "premul", "window"}));
+  EXPECT_EQ(nccl_call_knob_version("window"), 22700);
+  EXPECT_EQ(nccl_call_knob_version("chunk"), -1);
+  Result<std::vector<NcclSetting>> old = parse_nccl_options("window=on", "nccl:window=on", 22600);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.error().text().find("window=on needs NCCL 22700 or later; the installed runtime is 22600"),
+            std::string::npos)
+      << old.error().text();
+  EXPECT_TRUE(parse_nccl_options("window=off", "nccl:window=off", 22600).ok());
+  Result<std::vector<NcclSetting>> fixed = parse_nccl_options("premul=on,window=on", "nccl:premul=on,window=on", 22809);
+  ASSERT_TRUE(fixed.ok()) << fixed.error().text();
+  EXPECT_EQ(fixed->front().name, "nccl:premul=on,window=on");
+  EXPECT_EQ(fixed->front().fixed_knobs.size(), 2u);
+  EXPECT_FALSE(parse_nccl_options("all-algorithms,window=on", "nccl:all-algorithms,window=on", 22600).ok());
+}
+
+// On this machine: the specs exist, draw every call knob per run, and where there is no GPU
 // say so instead of launching worlds that would fail.
 TEST(NcclBackend, SpecsOnThisMachine) {
   Result<std::vector<RankBackendSpec>> specs = nccl_backend_specs("algo=tree", "nccl:algo=tree");
@@ -191,9 +219,10 @@ TEST(NcclBackend, SpecsOnThisMachine) {
   EXPECT_EQ(spec.name, "nccl:algo=tree");
   EXPECT_EQ(spec.capabilities.collectives, std::vector<Collective>{Collective::AllReduce});
   EXPECT_EQ(spec.capabilities.memory, "device");
-  ASSERT_EQ(spec.capabilities.knobs.size(), 2u);
+  ASSERT_GE(spec.capabilities.knobs.size(), 3u);  // premul since NCCL 2.11; window where the runtime is 2.27+
   EXPECT_EQ(spec.capabilities.knobs[0].setting(1), "register=on");
   EXPECT_EQ(spec.capabilities.knobs[1].setting(0), "graph=off");
+  EXPECT_EQ(spec.capabilities.knobs[2].setting(1), "premul=on");
   EXPECT_TRUE(is_vendor_backend(spec.name));
   EXPECT_FALSE(spec.fault_environment.empty());
   Result<std::vector<std::unique_ptr<Backend>>> backends = make_backends("nccl");

@@ -24,7 +24,8 @@ constexpr int kRanksPerGpu = 8;
 constexpr int kFp8Version = 22400;
 
 struct Machine {
-  int version = 0;  // ncclGetVersion
+  int runtime = 0;  // ncclGetVersion
+  int version = 0;  // the older of the runtime and the headers' NCCL_VERSION_CODE: what both have
   int devices = 0;
   int lowest_major = 0;  // the lowest compute capability among the devices
   std::string cannot_run_here;
@@ -32,7 +33,8 @@ struct Machine {
 
 Machine this_machine() {
   Machine machine;
-  ncclGetVersion(&machine.version);
+  ncclGetVersion(&machine.runtime);
+  machine.version = std::min(machine.runtime, NCCL_VERSION_CODE);
   machine.cannot_run_here = cuda::cuda_cannot_run_here();  // the cuda engine's words: no device, and why
   if (!machine.cannot_run_here.empty() || cudaGetDeviceCount(&machine.devices) != cudaSuccess) {
     machine.devices = 0;
@@ -60,10 +62,10 @@ Capabilities capabilities_of(const NcclSetting& setting, const Machine& machine)
     c.max_ranks = std::min(kMaxRanks, machine.devices * (machine.version >= kRanksPerGpuVersion ? kRanksPerGpu : 1));
   }
   c.knobs_per_run = true;
-  for (const char* knob : {"register", "graph"}) {
+  for (std::string_view knob : nccl_call_knobs(machine.version)) {  // newer than either: not drawn
     const bool fixed = std::any_of(setting.fixed_knobs.begin(), setting.fixed_knobs.end(),
                                    [&](const auto& given) { return given.first == knob; });
-    if (!fixed) c.knobs.push_back(KnobSpace{knob, 0, 1, 0, {}, {"off", "on"}, {}, false});
+    if (!fixed) c.knobs.push_back(KnobSpace{std::string(knob), 0, 1, 0, {}, {"off", "on"}, {}, false});
   }
   return c;
 }
@@ -106,7 +108,7 @@ Result<std::vector<RankBackendSpec>> nccl_backend_specs(std::string_view options
 std::string nccl_description() {
   const Machine machine = this_machine();
   std::string text =
-      "NCCL " + version_text(machine.version) + " (built against " + version_text(NCCL_VERSION_CODE) + ")";
+      "NCCL " + version_text(machine.runtime) + " (built against " + version_text(NCCL_VERSION_CODE) + ")";
   Result<std::vector<NcclSetting>> every = parse_nccl_options("all-algorithms", "nccl:all-algorithms", machine.version);
   if (every) {
     text += "; nccl:all-algorithms runs";

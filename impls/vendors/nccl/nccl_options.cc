@@ -74,14 +74,14 @@ Status apply_option(std::string_view spec, const KeyValue& option, NcclSetting& 
     setting.net = kNets[*index];
     return Ok{};
   }
-  if (option.key == "register" || option.key == "graph") {
+  if (nccl_call_knob_version(option.key) >= 0) {
     Result<bool> on = read_on_off(option);
     if (!on) return option_error(spec, on.error().message);
     setting.fixed_knobs.emplace_back(std::string(option.key), *on);
     return Ok{};
   }
   return option_error(spec, "unknown option " + quoted_input(option.item) +
-                                ": allowed algo, proto, net, register, graph, or all-algorithms first");
+                                ": allowed algo, proto, net, register, graph, premul, window, or all-algorithms first");
 }
 
 // The setting `items` give (all-algorithms' knobs only, when `every`).
@@ -95,6 +95,17 @@ Result<NcclSetting> read_setting(std::string_view spec, std::span<const KeyValue
     if (Status applied = apply_option(spec, option, setting); !applied) return applied.error();
   }
   return setting;
+}
+
+// A call knob fixed on that the runtime does not have is an error that says so.
+Status check_knobs(std::string_view spec, const NcclSetting& setting, int version) {
+  for (const auto& [knob, on] : setting.fixed_knobs) {
+    if (on && version < nccl_call_knob_version(knob)) {
+      return option_error(spec, knob + "=on needs NCCL " + std::to_string(nccl_call_knob_version(knob)) +
+                                    " or later; the installed runtime is " + std::to_string(version));
+    }
+  }
+  return Ok{};
 }
 
 // A pair NCCL refuses, or an algorithm newer than the runtime, is an error that says so.
@@ -195,6 +206,7 @@ Result<std::vector<NcclSetting>> parse_nccl_options(std::string_view options, st
                      (items->front().key == "all-algorithms" || items->front().key == "all");
   Result<NcclSetting> setting = read_setting(spec, std::span(*items).subspan(every ? 1 : 0), every);
   if (!setting) return setting.error();
+  if (Status known = check_knobs(spec, *setting, version); !known) return known.error();
   if (every) return every_setting(*setting, version);
   if (Status usable = check_setting(spec, *setting, version); !usable) return usable.error();
   setting->name = setting_name(*setting);
@@ -217,16 +229,47 @@ std::vector<std::pair<std::string, std::string>> nccl_fault_environment(const st
   return environment;
 }
 
+namespace {
+
+struct CallKnob {
+  std::string_view name;
+  int first_version;
+  bool NcclCallKnobs::*field;
+};
+constexpr std::array<CallKnob, 4> kCallKnobs{{{"register", 0, &NcclCallKnobs::register_buffers},
+                                              {"graph", 0, &NcclCallKnobs::graph},
+                                              {"premul", 21100, &NcclCallKnobs::premul_sum},
+                                              {"window", 22700, &NcclCallKnobs::window}}};
+
+}  // namespace
+
+std::vector<std::string_view> nccl_call_knobs(int version) {
+  std::vector<std::string_view> names;
+  for (const CallKnob& knob : kCallKnobs) {
+    if (version >= knob.first_version) names.push_back(knob.name);
+  }
+  return names;
+}
+
+int nccl_call_knob_version(std::string_view name) {
+  for (const CallKnob& knob : kCallKnobs) {
+    if (knob.name == name) return knob.first_version;
+  }
+  return -1;
+}
+
 Result<NcclCallKnobs> parse_nccl_call_knobs(std::string_view knobs) {
   Result<std::vector<KeyValue>> items = split_key_values(knobs);
   if (!items) return Error{"knobs", items.error().message};
   NcclCallKnobs parsed;
   for (const KeyValue& item : *items) {
-    if (item.key != "register" && item.key != "graph")
-      return Error{"knobs", quoted_input(item.item) + ": nccl's knobs are register and graph"};
+    const auto* knob = std::find_if(kCallKnobs.begin(), kCallKnobs.end(),
+                                    [&](const CallKnob& known) { return known.name == item.key; });
+    if (knob == kCallKnobs.end())
+      return Error{"knobs", quoted_input(item.item) + ": nccl's knobs are register, graph, premul and window"};
     Result<bool> on = read_on_off(item);
     if (!on) return Error{"knobs", on.error().message};
-    (item.key == "register" ? parsed.register_buffers : parsed.graph) = *on;
+    parsed.*(knob->field) = *on;
   }
   return parsed;
 }

@@ -48,10 +48,11 @@ struct NcclSetting {
   std::vector<std::pair<std::string, bool>> fixed_knobs;
 };
 
-// `OPTIONS` after `nccl:` (empty for `nccl`): `algo=A`, `proto=P`, `net=socket|ib`,
-// `register=on|off`, `graph=on|off`, or `all-algorithms` (first, optionally with `net`,
-// `register`, `graph`): every pair nccl_accepts that the runtime `version` knows (over a named
-// network, none of NVLS and CollNet). Errors name the option and the allowed values.
+// `OPTIONS` after `nccl:` (empty for `nccl`): `algo=A`, `proto=P`, `net=socket|ib`, a call knob
+// fixed (`register`, `graph`, `premul`, `window` `=on|off`: one newer than the runtime is an
+// error), or `all-algorithms` (first, optionally with `net` and call knobs): every pair
+// nccl_accepts that the runtime `version` knows (over a named network, none of NVLS and CollNet).
+// Errors name the option and the allowed values.
 Result<std::vector<NcclSetting>> parse_nccl_options(std::string_view options, std::string_view spec, int version);
 
 // NCCL_ALGO / NCCL_PROTO for the setting (nothing for Any); NCCL_NET and the paths that bypass a
@@ -65,11 +66,24 @@ std::vector<std::pair<std::string, std::string>> nccl_fault_environment(const st
 
 // The knobs of one call: `register=on` registers the buffers with the communicator
 // (ncclCommRegister, nccl-tests' -R), `graph=on` captures the call in a CUDA graph and launches
-// that (nccl-tests' -G). Parsed from RunOptions::knobs (`register=on,graph=off`).
+// that (nccl-tests' -G), `premul=on` runs a sum as NCCL's pre-multiplied sum with the scalar 1
+// (ncclRedOpCreatePreMulSum, nccl-tests' `-o premulsum`: another reduction kernel, the same exact
+// result; other ops as they are), `window=on` allocates the buffers with ncclMemAlloc and
+// registers them as symmetric windows (ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC, in
+// place of `register`) where every rank's buffers are alike: all-reduce, all-gather,
+// reduce-scatter and all-to-all. Parsed from RunOptions::knobs (`register=on,graph=off`).
 struct NcclCallKnobs {
   bool register_buffers = false;
   bool graph = false;
+  bool premul_sum = false;
+  bool window = false;
 };
 Result<NcclCallKnobs> parse_nccl_call_knobs(std::string_view knobs);
+
+// The call knobs a runtime of NCCL_VERSION_CODE `version` has (premul from 2.11, window from
+// 2.27), in the order they are drawn; a spec may fix any of them (`nccl:window=on`).
+std::vector<std::string_view> nccl_call_knobs(int version);
+// The first NCCL release that has the call knob, or -1 for a name that is none.
+int nccl_call_knob_version(std::string_view knob);
 
 }  // namespace collcheck

@@ -8,7 +8,8 @@
 // each allocation, guard zones included, in device memory (cuda::DeviceRankBuffers): inputs are uploaded
 // after they are written and everything is downloaded before results are read, outside the timed
 // region, so a write past a buffer's end on the GPU shows as a damaged zone here. A call is
-// launched on the stream (registered buffers and CUDA-graph capture as the run's knobs say) and
+// launched on the stream (registered buffers or symmetric windows, a pre-multiplied sum and
+// CUDA-graph capture as the run's knobs say: NcclCallKnobs) and
 // waited for by polling: cudaStreamQuery for completion, ncclCommGetAsyncError for NCCL's errors,
 // the clock for the run's deadline. An error NCCL reports ends the run `detected` with NCCL's
 // message; the deadline ends it `hang` after ncclCommAbort. Either way the communicator is gone
@@ -30,6 +31,7 @@
 
 #include "impls/backend/rank_calls.h"
 #include "impls/cuda/device_rank_buffers.h"
+#include "reference/float_format.h"
 
 namespace collcheck {
 namespace {
@@ -88,6 +90,38 @@ struct PastDeadline {
   std::string why;
 };
 
+// Symmetric windows came with NCCL 2.27; built against an older one, the knob is never drawn
+// (nccl_backend.cc takes the older of the runtime and the headers).
+#if NCCL_VERSION_CODE >= 22700
+using Window = ncclWindow_t;
+#else
+using Window = void*;
+#endif
+
+// What one run sets up around its calls, given back as it ends, while the communicator lives (an
+// abort freed everything with it): the captured graph, a pre-multiplied sum, registered buffers
+// and windows.
+struct RunResources {
+  explicit RunResources(const ncclComm_t& communicator) : comm(communicator) {}
+  ~RunResources() {
+    if (graph != nullptr) cudaGraphExecDestroy(graph);
+    if (comm == nullptr) return;
+    if (op) ncclRedOpDestroy(*op, comm);
+    for (void* handle : registered) ncclCommDeregister(comm, handle);
+#if NCCL_VERSION_CODE >= 22700
+    for (Window window : windows) ncclCommWindowDeregister(comm, window);
+#endif
+  }
+  RunResources(const RunResources&) = delete;
+  RunResources& operator=(const RunResources&) = delete;
+
+  const ncclComm_t& comm;  // the backend's, which an abort sets to null
+  cudaGraphExec_t graph = nullptr;
+  std::optional<ncclRedOp_t> op;
+  std::vector<void*> registered;
+  std::vector<Window> windows;
+};
+
 class NcclRankBackend final : public RankBackend {
  public:
   NcclRankBackend(World& world, NcclSetting setting, Capabilities capabilities, int device,
@@ -129,49 +163,93 @@ class NcclRankBackend final : public RankBackend {
   RankRun run_on_device(const Case& c, const RankRunOptions& options, const NcclCallKnobs& knobs,
                         const std::string& who) {
     RankBuffers buffers = make_rank_buffers(c, world_.rank());
-    cuda::DeviceRankBuffers device(buffers);
+    const bool windows = knobs.window && alike_on_every_rank(c.collective);
+    cuda::DeviceRankBuffers device(buffers, windows ? window_memory() : cuda::DeviceAllocator{});
     void* in = device.in();
     void* out = device.out();
-    std::vector<void*> registered;
-    if (knobs.register_buffers) {
-      for (const auto& [base, bytes] : device.allocations()) {
-        void* handle = nullptr;
-        if (ncclResult_t r = ncclCommRegister(comm_, base, bytes, &handle); r != ncclSuccess)
-          throw std::runtime_error("ncclCommRegister: " + nccl_failure(r, comm_));
-        registered.push_back(handle);
-      }
-    }
-    cudaGraphExec_t graph = nullptr;
-    const CallEnd captured = knobs.graph ? capture(c, in, out, graph) : CallEnd();
+    RunResources resources(comm_);
+    if (windows) register_windows(device, resources);
+    else if (knobs.register_buffers) register_buffers(device, resources);
+    if (knobs.premul_sum && c.op == RedOp::Sum) resources.op = premultiplied_sum(c.dtype);
+    const ncclRedOp_t op = resources.op.value_or(nccl_op(c.op));
+    const CallEnd captured = knobs.graph ? capture(c, op, in, out, resources.graph) : CallEnd();
     const RankCall call = [&]() -> CallEnd {
-      if (graph == nullptr) {
-        CallEnd end = enqueue(c, in, out);
+      if (resources.graph == nullptr) {
+        CallEnd end = enqueue(c, op, in, out);
         if (!end.ok()) end.error = who + ": " + end.error;
         return end.ok() ? CallEnd(wait_for_stream()) : end;
       }
-      const std::string error = cuda_call("cudaGraphLaunch", cudaGraphLaunch(graph, stream_));
+      const std::string error = cuda_call("cudaGraphLaunch", cudaGraphLaunch(resources.graph, stream_));
       return error.empty() ? wait_for_stream() : who + ": " + error;
     };
     RankRun run = captured.ok() ? run_rank_calls(c, options, world_, buffers, call, device.transfers())
                                 : RankRun::ended(Outcome::Detected, who + ": capturing the call: " + captured.error);
     run.refused = run.refused || captured.refused;
-    if (graph != nullptr) cudaGraphExecDestroy(graph);
-    for (void* handle : registered) {
-      if (comm_ != nullptr) ncclCommDeregister(comm_, handle);
-    }
     if (run.outcome != Outcome::Ok) run.world_broken = run.world_broken || comm_ == nullptr;
     return run;
+  }
+
+  // Every rank's buffers are alike (NCCL's symmetric windows want them so): not broadcast's and
+  // reduce's, whose roots alone have an input or an output.
+  static bool alike_on_every_rank(Collective collective) {
+    return collective != Collective::Broadcast && collective != Collective::Reduce;
+  }
+
+  // Device memory from ncclMemAlloc, which symmetric windows need.
+  static cuda::DeviceAllocator window_memory() {
+    cuda::DeviceAllocator allocator;
+    allocator.allocate = [](void** at, std::size_t bytes) {
+      const ncclResult_t r = ncclMemAlloc(at, bytes);
+      return r == ncclSuccess ? std::string() : std::string("ncclMemAlloc: ") + ncclGetErrorString(r);
+    };
+    allocator.release = [](void* at) { ncclMemFree(at); };
+    return allocator;
+  }
+
+  void register_buffers(const cuda::DeviceRankBuffers& device, RunResources& resources) {
+    for (const auto& [base, bytes] : device.allocations()) {
+      void* handle = nullptr;
+      if (ncclResult_t r = ncclCommRegister(comm_, base, bytes, &handle); r != ncclSuccess)
+        throw std::runtime_error("ncclCommRegister: " + nccl_failure(r, comm_));
+      resources.registered.push_back(handle);
+    }
+  }
+
+  // Collective on the communicator: every rank registers its buffers, in the same order.
+  void register_windows(const cuda::DeviceRankBuffers& device, RunResources& resources) {
+#if NCCL_VERSION_CODE >= 22700
+    for (const auto& [base, bytes] : device.allocations()) {
+      Window window{};
+      ncclResult_t r = ncclCommWindowRegister(comm_, base, bytes, &window, NCCL_WIN_COLL_SYMMETRIC);
+      if (r == ncclInProgress) r = wait_for_comm();
+      if (r != ncclSuccess) throw std::runtime_error("ncclCommWindowRegister: " + nccl_failure(r, comm_));
+      resources.windows.push_back(window);
+    }
+#else
+    (void)device;
+    (void)resources;
+    throw std::runtime_error("window=on: built against NCCL " + std::to_string(NCCL_VERSION_CODE) + ", before 2.27");
+#endif
+  }
+
+  // NCCL's pre-multiplied sum with the scalar 1 in the case's dtype (the same exact result as a sum).
+  ncclRedOp_t premultiplied_sum(DType dtype) {
+    std::uint64_t one = encode(dtype, 1.0);  // little-endian: the element's bytes come first
+    ncclRedOp_t op{};
+    if (ncclResult_t r = ncclRedOpCreatePreMulSum(&op, &one, *nccl_dtype(dtype), ncclScalarHostImmediate, comm_);
+        r != ncclSuccess)
+      throw std::runtime_error("ncclRedOpCreatePreMulSum: " + nccl_failure(r, comm_));
+    return op;
   }
 
   std::string cuda_call(const char* call, cudaError_t error) {
     return error == cudaSuccess ? std::string() : cuda_failure(call, error);
   }
 
-  // Launches the collective on the stream and waits until NCCL has taken it (a non-blocking
-  // communicator may return ncclInProgress): ok, refused (ncclInvalidUsage), or NCCL's error.
-  CallEnd enqueue(const Case& c, void* in, void* out) {
+  // Launches the collective with `op` on the stream and waits until NCCL has taken it (a
+  // non-blocking communicator may return ncclInProgress): ok, refused (ncclInvalidUsage), or NCCL's error.
+  CallEnd enqueue(const Case& c, ncclRedOp_t op, void* in, void* out) {
     const ncclDataType_t dtype = *nccl_dtype(c.dtype);
-    const ncclRedOp_t op = nccl_op(c.op);
     ncclResult_t result = ncclInvalidArgument;
     switch (c.collective) {
       case Collective::AllReduce: result = ncclAllReduce(in, out, c.count, dtype, op, comm_, stream_); break;
@@ -192,10 +270,10 @@ class NcclRankBackend final : public RankBackend {
 
   // The collective captured once into a graph (`exec`), launched per call (nccl-tests' -G); NCCL's
   // refusal or error while capturing, as enqueue's.
-  CallEnd capture(const Case& c, void* in, void* out, cudaGraphExec_t& exec) {
+  CallEnd capture(const Case& c, ncclRedOp_t op, void* in, void* out, cudaGraphExec_t& exec) {
     cudaGraph_t graph = nullptr;
     check_cuda("cudaStreamBeginCapture", cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    CallEnd enqueued = enqueue(c, in, out);
+    CallEnd enqueued = enqueue(c, op, in, out);
     const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
     if (!enqueued.ok()) {
       if (graph != nullptr) cudaGraphDestroy(graph);
