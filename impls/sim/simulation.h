@@ -35,10 +35,11 @@ namespace collcheck::sim {
 // up when it comes to it), and, made on demand, each step checked on its own and the sends and
 // receives of every link counted to match; a receive checks its message's size as it takes it. Starting a step does its
 // work at once on the real bytes (a copy, a reduction, taking a message) and schedules a StepDone after its cost: bytes
-// over the fabric's copy bandwidth. A send costs nothing to its sender: the message is handed to the link protocol's
-// sender side, which passes it through the hook and books every link of its route from when the last of them is free
-// (links serve messages in the order they are sent), and it arrives after the route's latency plus its bytes over the
-// narrowest link.
+// over the fabric's copy bandwidth; a step that costs nothing is done at once, with no event (finish_step), and
+// the steps it lets start start then too. A send costs nothing to its sender: the message is handed to the link
+// protocol's sender side, which passes it through the hook and books every link of its route from when the last of them
+// is free (links serve messages in the order they are sent), and it arrives after the route's latency plus its bytes
+// over the narrowest link.
 //
 // The link protocol (impls/link/protocol.h) runs on virtual time: an Arrival is judged by the
 // stream's LinkReceiver; a receive step waiting for its message arms a Timeout (the timeout,
@@ -192,6 +193,7 @@ class Simulation {
   bool call_finished(std::size_t q) const { return finished_steps_[q] == step_count_[q]; }
   std::vector<std::byte> final_output(int rank);
   void next_call(int p);
+  void finish_step(int p, Stream& stream);
   void advance(int p);
   bool ready(int p, const Stream& stream);
   double start(int p, const Stream& stream);

@@ -222,15 +222,8 @@ void Simulation::handle(const Event& event) {
   switch (event.kind) {
     case EventKind::Wake: break;
     case EventKind::StepDone: {
-      last_step_ = now_;
-      if (!done_[q].empty()) done_[q][static_cast<std::size_t>(event.step)] = true;
-      ++finished_steps_[q];
       for (Stream& stream : streams_[q]) {
-        if (stream.busy && stream.steps.index() == event.step) {
-          stream.busy = false;
-          stream.steps.next();
-          settle_link(event.participant, stream);
-        }
+        if (stream.busy && stream.steps.index() == event.step) finish_step(event.participant, stream);
       }
       break;
     }
@@ -286,21 +279,44 @@ void Simulation::next_call(int p) {
   }
 }
 
+// The stream's current step is done now: the stream moves on to its next one.
+void Simulation::finish_step(int p, Stream& stream) {
+  const auto q = static_cast<std::size_t>(p);
+  last_step_ = now_;
+  if (!done_[q].empty()) done_[q][static_cast<std::size_t>(stream.steps.index())] = true;
+  ++finished_steps_[q];
+  stream.busy = false;
+  stream.steps.next();
+  settle_link(p, stream);
+}
+
+// Starts every step of p that can start; one that takes no time (a send: the fabric carries it
+// on) is done at once, with no event of its own, and what it lets start starts too.
 void Simulation::advance(int p) {
   const auto q = static_cast<std::size_t>(p);
-  while (call_finished(q) && call_[q] + 1 < options_.calls && step_count_[q] > 0) next_call(p);
-  if (step_count_[q] == 0) {
-    while (call_[q] + 1 < options_.calls) next_call(p);
-  }
-  for (std::size_t s = 0; s < streams_[q].size(); ++s) {
-    Stream& stream = streams_[q][s];
-    if (stream.busy || stream.steps.finished() || !ready(p, stream)) continue;
-    stream.busy = true;
-    // A receive that starts has its message: its wait timer is over.
-    const std::size_t slot = first_slot_[q] + s;
-    timers_.cancel(slot);
-    timer_armed_[slot] = kNoTimer;
-    push(now_ + start(p, stream), EventKind::StepDone, p, stream.steps.index(), 0);
+  for (bool moved = true; moved;) {
+    moved = false;
+    while (call_finished(q) && call_[q] + 1 < options_.calls && step_count_[q] > 0) next_call(p);
+    if (step_count_[q] == 0) {
+      while (call_[q] + 1 < options_.calls) next_call(p);
+    }
+    for (std::size_t s = 0; s < streams_[q].size(); ++s) {
+      Stream& stream = streams_[q][s];
+      while (!stream.busy && !stream.steps.finished() && ready(p, stream)) {
+        stream.busy = true;
+        // A receive that starts has its message: its wait timer is over.
+        const std::size_t slot = first_slot_[q] + s;
+        timers_.cancel(slot);
+        timer_armed_[slot] = kNoTimer;
+        const double took = start(p, stream);
+        if (took > 0) {
+          push(now_ + took, EventKind::StepDone, p, stream.steps.index(), 0);
+          break;
+        }
+        finish_step(p, stream);
+        moved = true;
+      }
+    }
   }
   arm_timers(p);
 }
