@@ -13,6 +13,8 @@ using provenance::Run;
 
 namespace {
 
+constexpr std::uint64_t kHeapBlockOverhead = 16;  // malloc's header and rounding of a small block
+
 // The schedule's `held` steps, and the elements and queues of `ranks` ranks run with `scratch`
 // elements of scratch among them.
 MemoryEstimate proof_state(const Case& shape, ScheduleSize held, std::uint64_t ranks) {
@@ -22,8 +24,11 @@ MemoryEstimate proof_state(const Case& shape, ScheduleSize held, std::uint64_t r
   const std::uint64_t outputs = saturating_product(
       ranks, shape.in_place ? std::max(input_elements(shape), output_elements(shape)) : output_elements(shape));
   const std::uint64_t elements = saturating_sum(outputs, held.scratch_elements);
+  // One run lives in the Element itself; several in a vector of their own (and its heap block).
+  const std::uint64_t runs = held.runs_per_reduced_element;
   const std::uint64_t per_element =
-      sizeof(Element) + (reduces(shape.collective) ? sizeof(std::vector<Run>) + 3 * sizeof(Run) : 0);
+      sizeof(Element) +
+      (reduces(shape.collective) && runs > 1 ? sizeof(std::vector<Run>) + kHeapBlockOverhead + runs * sizeof(Run) : 0);
   // Sends are buffered: at worst a rank's whole share waits in a queue at once.
   const std::uint64_t queued = saturating_product(
       ranks, saturating_product(std::max(input_elements(shape), output_elements(shape)), sizeof(Element)));

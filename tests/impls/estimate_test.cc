@@ -122,5 +122,32 @@ TEST(ProofEstimate, GrowsWithTheSchedule) {
   EXPECT_GT(many.part("proof state"), 0u);
 }
 
+// A reduced element's contributions stay one run, held in the 16-byte Element itself, for the
+// ring and for recursive halving on a power of two; recursive halving folding extra ranks in
+// keeps an allowance of several runs per element (a vector of its own): the estimate says which.
+TEST(ProofEstimate, AllowsRunsPerReducedElementAsTheAlgorithmMakesThem) {
+  Case shape;
+  shape.collective = Collective::ReduceScatter;
+  shape.nranks = 1024;
+  shape.count = 1;
+  auto per_element = [](const MemoryEstimate& estimate) {
+    for (const MemoryPart& part : estimate.parts) {
+      if (part.name == "proof state") return part.detail.substr(part.detail.find(" x ") + 3);
+    }
+    return std::string();
+  };
+  EXPECT_EQ(per_element(proof_memory(shape, *estimate_schedule("rhd", shape, Knobs{}))), "16 B, messages queued");
+  EXPECT_EQ(per_element(proof_memory(shape, *estimate_schedule("ring", shape, Knobs{}))), "16 B, messages queued");
+  Case folded = shape;
+  folded.nranks = 1000;
+  const ScheduleSize size = *estimate_schedule("rhd", folded, Knobs{});
+  EXPECT_EQ(size.runs_per_reduced_element, 3u);
+  EXPECT_EQ(per_element(proof_memory(folded, size)), "104 B, messages queued");
+  // Not reducing, nothing but the Element.
+  Case gather = shape;
+  gather.collective = Collective::AllGather;
+  EXPECT_EQ(per_element(proof_memory(gather, *estimate_schedule("ring", gather, Knobs{}))), "16 B, messages queued");
+}
+
 }  // namespace
 }  // namespace collcheck
