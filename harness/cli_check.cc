@@ -264,7 +264,8 @@ void print_replayed_run(const Case& c, const Backend& backend, const RepeatedRun
   const Outcome outcome = classify(c, base);
   out << "replay " << to_string(c) << " on " << backend.name() << " (schedule seed " << context.schedule_seed << ")"
       << (context.under_faults() ? " under faults " + context.fault_plan : "") << "\n"
-      << "outcome: " << name(outcome) << (base.error.empty() ? "" : ": " + base.error) << "\n";
+      << "outcome: " << (base.refused ? "refused by the backend (a precondition, not a finding)" : name(outcome))
+      << (base.error.empty() ? "" : ": " + base.error) << "\n";
   if (base.outcome != Outcome::Ok || base.calls.empty()) return;
   Oracle oracle(c);
   for (int rank = 0; rank < c.nranks; ++rank) {
