@@ -170,7 +170,13 @@ class NcclRankBackend final : public RankBackend {
     RunResources resources(comm_);
     if (windows) register_windows(device, resources);
     else if (knobs.register_buffers) register_buffers(device, resources);
-    if (knobs.premul_sum && c.op == RedOp::Sum) resources.op = premultiplied_sum(c.dtype);
+    if (knobs.premul_sum && c.op == RedOp::Sum) {
+      if (CallEnd made = premultiplied_sum(c.dtype, resources); !made.ok()) {
+        RankRun refused = RankRun::ended(Outcome::Detected, who + ": " + made.error);
+        refused.refused = made.refused;
+        return refused;
+      }
+    }
     const ncclRedOp_t op = resources.op.value_or(nccl_op(c.op));
     const CallEnd captured = knobs.graph ? capture(c, op, in, out, resources.graph) : CallEnd();
     const RankCall call = [&]() -> CallEnd {
@@ -232,14 +238,19 @@ class NcclRankBackend final : public RankBackend {
 #endif
   }
 
-  // NCCL's pre-multiplied sum with the scalar 1 in the case's dtype (the same exact result as a sum).
-  ncclRedOp_t premultiplied_sum(DType dtype) {
+  // NCCL's pre-multiplied sum with the scalar 1 in the case's dtype (the same exact result as a
+  // sum), into `resources`; a dtype NCCL will not pre-multiply refuses the run.
+  CallEnd premultiplied_sum(DType dtype, RunResources& resources) {
     std::uint64_t one = encode(dtype, 1.0);  // little-endian: the element's bytes come first
     ncclRedOp_t op{};
-    if (ncclResult_t r = ncclRedOpCreatePreMulSum(&op, &one, *nccl_dtype(dtype), ncclScalarHostImmediate, comm_);
-        r != ncclSuccess)
-      throw std::runtime_error("ncclRedOpCreatePreMulSum: " + nccl_failure(r, comm_));
-    return op;
+    const ncclResult_t r = ncclRedOpCreatePreMulSum(&op, &one, *nccl_dtype(dtype), ncclScalarHostImmediate, comm_);
+    if (r == ncclSuccess) {
+      resources.op = op;
+      return {};
+    }
+    const std::string text = "ncclRedOpCreatePreMulSum: " + nccl_failure(r, comm_);
+    if (r == ncclInvalidArgument || r == ncclInvalidUsage) return CallEnd::refusal(text);
+    throw std::runtime_error(text);
   }
 
   std::string cuda_call(const char* call, cudaError_t error) {
