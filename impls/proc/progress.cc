@@ -1,16 +1,12 @@
-// The proc transport's progress: posting sends, taking receives (each piece checked against its
-// sequence and checksum), and pushing messages into the receivers' FIFOs and sockets as room
-// frees up, without waiting anywhere; with `reliable`, acks and go-back-N retransmission.
+// The proc transport's progress: posting sends and pushing messages into the receivers' FIFOs and
+// sockets as room frees up, without waiting anywhere; with `reliable`, go-back-N retransmission as
+// the receivers ask. Taking receives is receiving.cc's.
 #include "impls/proc/progress.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
-
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
 
 namespace collcheck {
 
@@ -83,175 +79,6 @@ void ProcTransport::State::post(const Hosted& local, const Step& step, const Ste
   } else if (place->lazy()) {
     ++lazy;
   }
-}
-
-bool ProcTransport::State::peek(Inbound& in, PieceHeader& header, const std::byte*& data) {
-  if (in.tcp) {
-    if (in.pieces.empty()) return false;
-    header = in.pieces.front().header;
-    data = in.pieces.front().data.data();
-    return true;
-  }
-  if (in.head == in.tail_seen) in.tail_seen = in.fifo.control->tail.load(std::memory_order_acquire);
-  if (in.head == in.tail_seen) return false;
-  const std::byte* slot = in.fifo.slot(in.head);
-  std::memcpy(&header, slot, sizeof header);
-  data = slot + kSlotHeader;
-  return true;
-}
-
-void ProcTransport::State::pop(Inbound& in) {
-  if (in.tcp) {
-    spare.push_back(std::move(in.pieces.front().data));
-    in.pieces.pop_front();
-  } else {
-    in.fifo.control->head.store(++in.head, std::memory_order_release);
-    in.rdma.head_dirty = in.rdma.active;  // ib: the credit goes back by RDMA
-    if (in.rdma.active) write_credits(in);
-  }
-}
-
-namespace {
-
-// A received piece's copy into its destination; `streaming` (a case whose buffers are far larger
-// than the caches) with streaming stores on x86-64, which do not read the destination's lines
-// first (on this project's 2-core machine ordinary stores into uncached memory ran at a fifth of
-// their speed) nor evict the slots and blocks still to be used from the cache. A block that is
-// forwarded next is read back from memory: no more traffic than the line reads of ordinary stores.
-void copy_received(std::byte* to, const std::byte* from, std::size_t bytes, bool streaming) {
-#if defined(__x86_64__)
-  if (streaming && bytes >= 4096) {
-    const std::size_t head = (16 - reinterpret_cast<std::uintptr_t>(to) % 16) % 16;
-    std::memcpy(to, from, head);
-    std::size_t at = head;
-    for (; at + 64 <= bytes; at += 64) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + at));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + at + 16));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + at + 32));
-      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + at + 48));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(to + at), a);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(to + at + 16), b);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(to + at + 32), c);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(to + at + 48), d);
-    }
-    std::memcpy(to + at, from + at, bytes - at);
-    _mm_sfence();
-    return;
-  }
-#endif
-  (void)streaming;
-  std::memcpy(to, from, bytes);
-}
-
-}  // namespace
-
-// Lands a piece taken at byte `at` of a receive into `to`: copied, or reduced with `from`.
-void ProcTransport::State::land(std::byte* to, const std::byte* from, const std::byte* data, std::size_t at,
-                                std::size_t bytes) const {
-  if (bytes == 0) return;
-  if (from == nullptr) copy_received(to + at, data, bytes, streaming_landings);
-  else reduce(from + at, data, to + at, bytes);
-}
-
-// A piece the stream's receiver did not take: a duplicate (or a retransmission of what was taken)
-// is dropped; a fault ends the run (unreliable: false) or is dropped and the sender asked to go
-// back (reliable).
-bool ProcTransport::State::discard(const Hosted& local, Inbound& in, Verdict verdict, const PieceLabel& piece,
-                                   std::size_t bytes) {
-  const bool fault = verdict != Verdict::Duplicate;
-  if (fault && !settings.reliable) {
-    fail(link_stream_text(participant_name(local.participant), participant_name(in.key.from), in.key.channel, call) +
-         ": " + link_fault_text(verdict, piece, in.receiver, bytes));
-    return false;
-  }
-  pop(in);
-  if (fault) ask(in);
-  return true;
-}
-
-// Reliable: a receive that found nothing more to take starts waiting on its stream, or, waiting
-// too long already, asks the sender again.
-void ProcTransport::State::keep_waiting(Inbound& in) {
-  if (!in.waiting) {
-    in.waiting = true;
-    in.receiver.heard(now());
-  } else if (in.receiver.impatient(now(), settings)) {
-    ask(in);
-  }
-}
-
-Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepLink& link) {
-  Inbound& in = inbound[static_cast<std::size_t>(link.link)];
-  LinkReceiver& receiver = in.receiver;
-  const std::uint64_t sequence = call * in.per_call + link.ordinal;
-  if (receiver.due_message() != sequence) return Taken::Nothing;  // an earlier message is not yet taken
-  const std::size_t bytes = step.to.count * element;
-  std::byte* to = address(local, step.to);
-  const std::byte* from = step.kind == StepKind::RecvReduce ? address(local, step.from) : nullptr;
-  Taken taken = Taken::Nothing;
-  PieceHeader piece{};
-  const std::byte* data = nullptr;
-  LinkSettings judged = settings;
-  judged.checksums = settings.checks(sequence, in.per_call);
-  while (peek(in, piece, data)) {
-    taken = Taken::Some;
-    const PieceLabel label{piece.sequence, piece.offset, piece.bytes, piece.checksum, piece.attempt};
-    const Verdict verdict = receiver.judge(label, {data, piece.bytes}, bytes, judged);
-    if (verdict != Verdict::Take) {
-      if (!discard(local, in, verdict, label, bytes)) return taken;
-      continue;
-    }
-    // Only the bytes this piece writes: by then the sends they hold are often out already.
-    protect(to + receiver.due_byte(), piece.bytes);
-    land(to, from, data, receiver.due_byte(), piece.bytes);
-    pop(in);
-    if (receiver.take(piece.bytes, bytes, settings.reliable ? now() : 0)) {
-      in.waiting = false;
-      if (settings.reliable) acknowledge(in);
-      return Taken::All;
-    }
-  }
-  if (settings.reliable) keep_waiting(in);
-  return taken;
-}
-
-// Pieces of messages already taken (duplicates, retransmissions) still in a stream that no step
-// is reading from now: taken out, so that they do not fill the FIFO.
-bool ProcTransport::State::sweep(Inbound& in) {
-  bool moved = false;
-  PieceHeader piece{};
-  const std::byte* data = nullptr;
-  while (peek(in, piece, data) && piece.sequence < in.receiver.due_message()) {
-    pop(in);
-    moved = true;
-  }
-  return moved;
-}
-
-// Asks the sender to go back to the message due (reliable), unless the receiver has asked for the
-// same position within the retransmission interval.
-void ProcTransport::State::ask(Inbound& in) {
-  if (!in.receiver.ask(now(), settings, &patience_jitter)) return;
-  const std::uint64_t sequence = in.receiver.due_message();
-  if (in.tcp) {
-    send_control(host(in.key.from), FrameKind::Rewind, in.key, sequence);
-  } else {
-    in.fifo.control->rewind_to.store(sequence, std::memory_order_relaxed);
-    in.fifo.control->rewinds.fetch_add(1, std::memory_order_release);
-    in.rdma.words_dirty = in.rdma.active;
-    if (in.rdma.active) write_credits(in);
-  }
-}
-
-void ProcTransport::State::acknowledge(Inbound& in) {
-  const std::uint64_t taken = in.receiver.due_message();
-  if (in.tcp) {
-    send_control(host(in.key.from), FrameKind::Ack, in.key, taken);
-    return;
-  }
-  in.fifo.control->acked.store(taken, std::memory_order_release);
-  in.rdma.words_dirty = in.rdma.active;
-  if (in.rdma.active) write_credits(in);
 }
 
 // The message to push now: the one at `next`, or, when that one is held back, the one after it.

@@ -23,8 +23,8 @@ namespace collcheck::proc {
 // The engine works as follows. Every process computes the whole schedule and hosts some of its
 // participants (`Hosted`: rank r, and the switches that run on it). One thread polls: for every
 // hosted participant it runs each stream of steps (`Stream`) as far as it can without waiting
-// (transport.cc, advance()), then pumps every outbound stream and socket once (progress.cc,
-// pump()), and yields the CPU when nothing moved. A send step only posts its message
+// (transport.cc, advance(); its receives: receiving.cc), then pumps every outbound stream and
+// socket once (progress.cc, pump()), and yields the CPU when nothing moved. A send step only posts its message
 // (`Outgoing`, still pointing at the sender's buffer) on the stream's `Outbound`; pumping copies
 // it piece by piece into the receiver's FIFO or TCP connection as room frees up. A receive step
 // takes pieces from its stream's `Inbound` and hands each to the stream's LinkReceiver
