@@ -202,14 +202,9 @@ Result<std::unique_ptr<Backend>> one_backend(std::string_view field, const std::
                                              const bench::Settings& s) {
   BackendOptions options;
   options.deadline = s.deadline;
-  Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec, options);
+  Result<std::unique_ptr<Backend>> made = make_one_backend(spec, options);
   if (!made) return Error{std::string(field), made.error().message};
-  std::vector<std::unique_ptr<Backend>> backends = std::move(made).value();
-  if (backends.size() != 1) {
-    return Error{std::string(field), quoted_input(spec) + " names " + std::to_string(backends.size()) +
-                                         " backends: bench times one (and one more with --vs)"};
-  }
-  const Capabilities capabilities = backends[0]->capabilities();
+  const Capabilities capabilities = (*made)->capabilities();
   if (std::find(capabilities.collectives.begin(), capabilities.collectives.end(), s.collective) ==
       capabilities.collectives.end()) {
     std::string names;
@@ -218,7 +213,7 @@ Result<std::unique_ptr<Backend>> one_backend(std::string_view field, const std::
     }
     return Error{"--collective", std::string(name(s.collective)) + ": " + spec + " implements " + names};
   }
-  return std::move(backends[0]);
+  return made;
 }
 
 Result<std::unique_ptr<std::ofstream>> open_output(const Arguments& args, std::string_view flag) {

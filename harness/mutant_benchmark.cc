@@ -100,10 +100,9 @@ Result<Settings> parse_settings(std::span<const std::string_view> args) {
 // The backend of a spec (`mutant:own-twice@sim`, with knobs drawn: `...@sim:chunk=64`), wrapped
 // to run under the fault plan `faults` when there is one.
 Result<std::unique_ptr<Backend>> backend_of(const std::string& spec, const std::string& faults) {
-  Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec);
+  Result<std::unique_ptr<Backend>> made = make_one_backend(spec);
   if (!made) return made.error();
-  if (made->size() != 1) return Error{"spec", quoted_input(spec) + ": names more than one backend"};
-  std::unique_ptr<Backend> backend = std::move(made->front());
+  std::unique_ptr<Backend> backend = std::move(*made);
   if (faults.empty()) return backend;
   Result<FaultPlan> plan = parse_fault_plan(faults);
   if (!plan) return plan.error();

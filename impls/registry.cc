@@ -75,14 +75,16 @@ std::string backend_names() {
 
 namespace {
 
-// Backends across processes: lockstep when a launcher started this process, else launched (where
-// the spec says its ranks are threads, as on the ib loopback, on worlds of threads).
+// Backends across processes: lockstep when a launcher started this process, else launched (on
+// worlds of threads where the spec says its ranks are threads, as on the ib loopback, or the
+// options ask for them).
 Result<std::vector<std::unique_ptr<Backend>>> make_process_backends(std::string_view spec,
                                                                     const BackendOptions& options) {
   Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
   if (!specs) return specs.error();
   std::vector<std::unique_ptr<Backend>> backends;
-  if (!specs->empty() && specs->front().ranks_are_threads) {
+  const bool threads = !specs->empty() && specs->front().ranks_are_threads;
+  if (threads || (options.worlds_of_threads && !launched_by_launcher())) {
     for (RankBackendSpec& one : *specs) backends.push_back(make_thread_world_backend(std::move(one)));
     return backends;
   }
@@ -179,6 +181,15 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spe
   if (!made) return made;
   for (std::unique_ptr<Backend>& backend : *made) backend = catching_exceptions(std::move(backend));
   return made;
+}
+
+Result<std::unique_ptr<Backend>> make_one_backend(std::string_view spec, const BackendOptions& options) {
+  Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec, options);
+  if (!made) return made.error();
+  if (made->size() != 1) {
+    return Error{"--backend", quoted_input(spec) + " names " + std::to_string(made->size()) + " backends, not one"};
+  }
+  return std::move(made->front());
 }
 
 }  // namespace collcheck

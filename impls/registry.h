@@ -20,6 +20,8 @@ namespace collcheck {
 // mpirun or srun, and otherwise launch their own worlds through mpirun.
 // Errors name the part that is wrong and list what is allowed.
 Result<std::vector<std::unique_ptr<Backend>>> make_backends(std::string_view spec, const BackendOptions& = {});
+// The one backend a spec names; an error, saying how many, where it names several (`all@sim`).
+Result<std::unique_ptr<Backend>> make_one_backend(std::string_view spec, const BackendOptions& = {});
 std::string backend_names();  // every name `all@sim` expands to, for help and errors
 
 // The specs one --backend names (`all@proc`, `mpi:all-algorithms` stand for several). Errors

@@ -173,6 +173,10 @@ struct BackendOptions {
   double deadline = 0;  // seconds per run before it is a hang; 0: default_deadline(); +infinity: none
   // Extra arguments for mpirun when launching worlds (--hostfile ..., --mca ...).
   std::vector<std::string> launcher_arguments;
+  // Backends across processes, where no launcher started this process: on worlds of threads of
+  // this process (every rank a thread, nothing launched), as the conformance suite runs them,
+  // instead of launched worlds.
+  bool worlds_of_threads = false;
 };
 
 class Backend {

@@ -13,14 +13,34 @@
 #include <vector>
 
 #include "impls/link/hook.h"
+#include "impls/registry.h"
 #include "reference/inputs.h"
-#include "tests/conformance/backends.h"
 #include "tests/conformance/checks.h"
 #include "tests/conformance/findings.h"
+#include "tests/conformance/spec_under_test.h"
 
 namespace collcheck::conformance {
 
 namespace {
+
+// Backends across processes run on worlds of threads of this process, unless a launcher started
+// it (then in lockstep on the launched world).
+BackendOptions suite_options() {
+  BackendOptions options;
+  options.worlds_of_threads = true;
+  return options;
+}
+
+// The single-backend specs `spec` stands for, one test each (`all@sim`: `ring@sim`, `tree@sim`,
+// ...); on an error `spec` itself, so that its one test reports the error instead of vanishing.
+std::vector<std::string> expand(std::string_view spec) {
+  std::vector<std::string> names;
+  if (Result<std::vector<std::unique_ptr<Backend>>> backends = make_backends(spec, suite_options())) {
+    for (const std::unique_ptr<Backend>& backend : *backends) names.push_back(backend->name());
+  }
+  if (names.empty()) names.emplace_back(spec);
+  return names;
+}
 
 // How many failures a test prints in full; the rest are counted.
 constexpr std::size_t kShownFailures = 3;
@@ -28,7 +48,7 @@ constexpr std::size_t kShownFailures = 3;
 class Conformance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    Result<std::unique_ptr<Backend>> made = make_backend(GetParam());
+    Result<std::unique_ptr<Backend>> made = make_one_backend(GetParam(), suite_options());
     ASSERT_TRUE(made.ok()) << made.error().text();
     backend_ = std::move(*made);
     const std::string cannot = backend_->cannot_run_here();

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "impls/worlds/mpi_world.h"
-#include "tests/conformance/backends.h"
+#include "tests/conformance/spec_under_test.h"
 
 namespace collcheck::conformance {
 

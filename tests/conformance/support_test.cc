@@ -1,7 +1,7 @@
 // The suite's own support, each part made to fail: the findings table steps around only the
-// cases its findings name; a spec expands to one test per backend, a bad spec to one test that
-// reports the error, and only a single-backend spec makes a backend; a backend on worlds of
-// threads fails its run when one rank's part fails, as a launcher's would.
+// cases its findings name; a backend on worlds of threads fails its run when one rank's part
+// fails, as a launcher's would. (How a spec becomes the suite's backends is the registry's:
+// tests/impls/backend_test.cc.)
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -14,7 +14,6 @@
 #include "impls/registry.h"
 #include "impls/worlds/thread_world_backend.h"
 #include "reference/case.h"
-#include "tests/conformance/backends.h"
 #include "tests/conformance/checks.h"
 #include "tests/conformance/findings.h"
 
@@ -100,27 +99,6 @@ TEST(ConformanceBackends, ARunOnThreadWorldsFailsWhenOneRankPartFails) {
 
   const std::string wrong = check_run(c, ring_broken_on_rank(2, Outcome::Ok)->run(c, RunOptions{}), 1);
   EXPECT_NE(wrong.find("rank 2"), std::string::npos) << "verdict: '" << wrong << "'";
-}
-
-// `all@proc:chunk=5` is one test per algorithm variant, each made on worlds of threads (not
-// launched); a bad spec stays one test, whose backend is the error; a spec of several backends
-// makes none.
-TEST(ConformanceBackends, SpecsExpandToOneTestPerBackendAndBadOnesStayVisible) {
-  const std::vector<std::string> names = expand("all@proc:chunk=5");
-  ASSERT_GT(names.size(), 5u);
-  EXPECT_EQ(names.front(), "ring@proc:chunk=5");
-  for (const std::string& name : names) {
-    Result<std::unique_ptr<Backend>> made = make_backend(name);
-    ASSERT_TRUE(made.ok()) << name << ": " << made.error().text();
-    EXPECT_EQ((*made)->name(), name);
-  }
-  EXPECT_EQ(expand("wheel@sim"), std::vector<std::string>{"wheel@sim"});
-  Result<std::unique_ptr<Backend>> bad = make_backend("wheel@sim");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().text().find("'wheel' is not an algorithm"), std::string::npos) << bad.error().text();
-  Result<std::unique_ptr<Backend>> several = make_backend("all@sim");
-  ASSERT_FALSE(several.ok());
-  EXPECT_NE(several.error().text().find("backends, not one"), std::string::npos) << several.error().text();
 }
 
 }  // namespace

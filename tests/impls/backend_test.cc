@@ -63,6 +63,40 @@ TEST(CaughtBackend, BackendsFromARegistrySpecRunAsBefore) {
   EXPECT_EQ(run.outcome, Outcome::Ok) << run.error;
 }
 
+// A spec of one backend makes it; a spec of several, or a bad one, is an error that says so.
+TEST(Registry, MakeOneBackendTakesASpecOfOneBackend) {
+  Result<std::unique_ptr<Backend>> one = make_one_backend("ring@sim:chunk=5");
+  ASSERT_TRUE(one.ok()) << one.error().text();
+  EXPECT_EQ((*one)->name(), "ring@sim:chunk=5");
+  Result<std::unique_ptr<Backend>> several = make_one_backend("all@sim");
+  ASSERT_FALSE(several.ok());
+  EXPECT_NE(several.error().text().find("'all@sim' names 9 backends, not one"), std::string::npos)
+      << several.error().text();
+  Result<std::unique_ptr<Backend>> bad = make_one_backend("wheel@sim");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().text().find("'wheel' is not an algorithm"), std::string::npos) << bad.error().text();
+}
+
+// With worlds_of_threads, backends across processes run every rank as a thread of this process:
+// launcher arguments that mpirun refuses change nothing. Without it the same spec launches its
+// world through mpirun, which refuses them, and the backend says it cannot run here.
+TEST(Registry, WorldsOfThreadsRunBackendsAcrossProcessesInThisProcess) {
+  const Case c = parse_case("allreduce/f32/sum/n=40/ranks=3").value();
+  BackendOptions options;
+  options.launcher_arguments = {"--no-such-option-of-mpirun"};
+  options.worlds_of_threads = true;
+  Result<std::unique_ptr<Backend>> threads = make_one_backend("ring@proc:chunk=5", options);
+  ASSERT_TRUE(threads.ok()) << threads.error().text();
+  const RepeatedRun ran = (*threads)->run(c, RunOptions{});
+  EXPECT_EQ(ran.outcome, Outcome::Ok) << ran.error;
+  EXPECT_TRUE((*threads)->cannot_run_here().empty());
+  options.worlds_of_threads = false;
+  Result<std::unique_ptr<Backend>> launched = make_one_backend("ring@proc:chunk=5", options);
+  ASSERT_TRUE(launched.ok()) << launched.error().text();
+  EXPECT_NE((*launched)->run(c, RunOptions{}).outcome, Outcome::Ok);
+  EXPECT_FALSE((*launched)->cannot_run_here().empty());
+}
+
 // A call the library refuses (CallEnd::refusal) ends the rank's run detected and refused, with
 // which call it was; an ordinary error does not refuse it.
 TEST(RankCalls, ARefusedCallRefusesTheRankRun) {

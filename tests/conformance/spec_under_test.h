@@ -1,0 +1,12 @@
+// The spec the conformance suite runs on, read by main.cc and instantiated by conformance_test.cc.
+#pragma once
+
+#include <string_view>
+
+namespace collcheck::conformance {
+
+// The program's `--backend SPEC` (main.cc), else the one its build wrote in
+// (collcheck_add_conformance's kSpec; empty in the installed collcheck-conformance).
+std::string_view spec_under_test();
+
+}  // namespace collcheck::conformance
