@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "reference/inputs.h"
 
@@ -50,12 +51,17 @@ RankResult rank_result(const RankBuffers& b) {
   return r;
 }
 
-namespace {
-
-RankRun detected_at(const CallEnd& end, const std::string& which) {
-  RankRun run = RankRun::ended(Outcome::Detected, end.error + " (" + which + ")");
+RankRun ended_by(CallEnd end) {
+  RankRun run = RankRun::ended(Outcome::Detected, std::move(end.error));
   run.refused = end.refused;
   return run;
+}
+
+namespace {
+
+RankRun detected_at(CallEnd end, const std::string& which) {
+  end.error += " (" + which + ")";
+  return ended_by(std::move(end));
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

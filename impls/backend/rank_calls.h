@@ -48,6 +48,8 @@ struct CallEnd {
   bool refused = false;
 };
 using RankCall = std::function<CallEnd()>;
+// The rank's run ended by a call that failed: detected, with its words, refused where it was.
+RankRun ended_by(CallEnd end);
 
 // Runs the calls the options ask for: `calls` times, each on its own inputs, with every call's
 // results; or timed, inputs written once, `warmup` untimed calls, the ranks started together on

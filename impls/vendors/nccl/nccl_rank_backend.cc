@@ -172,13 +172,12 @@ class NcclRankBackend final : public RankBackend {
     else if (knobs.register_buffers) register_buffers(device, resources);
     if (knobs.premul_sum && c.op == RedOp::Sum) {
       if (CallEnd made = premultiplied_sum(c.dtype, resources); !made.ok()) {
-        RankRun refused = RankRun::ended(Outcome::Detected, who + ": " + made.error);
-        refused.refused = made.refused;
-        return refused;
+        made.error = who + ": " + made.error;
+        return ended_by(std::move(made));
       }
     }
     const ncclRedOp_t op = resources.op.value_or(nccl_op(c.op));
-    const CallEnd captured = knobs.graph ? capture(c, op, in, out, resources.graph) : CallEnd();
+    CallEnd captured = knobs.graph ? capture(c, op, in, out, resources.graph) : CallEnd();
     const RankCall call = [&]() -> CallEnd {
       if (resources.graph == nullptr) {
         CallEnd end = enqueue(c, op, in, out);
@@ -188,9 +187,9 @@ class NcclRankBackend final : public RankBackend {
       const std::string error = cuda_call("cudaGraphLaunch", cudaGraphLaunch(resources.graph, stream_));
       return error.empty() ? wait_for_stream() : who + ": " + error;
     };
-    RankRun run = captured.ok() ? run_rank_calls(c, options, world_, buffers, call, device.transfers())
-                                : RankRun::ended(Outcome::Detected, who + ": capturing the call: " + captured.error);
-    run.refused = run.refused || captured.refused;
+    if (!captured.ok()) captured.error = who + ": capturing the call: " + captured.error;
+    RankRun run =
+        captured.ok() ? run_rank_calls(c, options, world_, buffers, call, device.transfers()) : ended_by(captured);
     if (run.outcome != Outcome::Ok) run.world_broken = run.world_broken || comm_ == nullptr;
     return run;
   }
