@@ -80,22 +80,30 @@ std::vector<generators::Piece> block_pieces(const std::vector<std::size_t>& star
   return pieces;
 }
 
-// The k-th chunk of block b of a channel's `part`, as offsets into the whole buffer.
-Slice chunk_of_block(Slice part, int n, int b, std::size_t chunk, std::size_t k) {
-  const Slice block = slice(part.count, static_cast<std::size_t>(n), static_cast<std::size_t>(b));
-  const Slice piece = generators::chunk_of(block.count, chunk, k);
-  return Slice{part.offset + block.offset + piece.offset, piece.count};
-}
-
-// All-reduce's chunks of one `round` of one channel: the channel's `part` cut into n blocks.
+// All-reduce's chunks of one `round` of one channel: the channel's `part` cut into n blocks
+// (slice(): the first `larger` blocks hold `base` + 1 elements, the rest `base`). Made once per
+// round, so that a step costs no division: every block's chunk of the round is one of two.
 struct RingChunks {
   Slice part;
   int nranks;
-  std::size_t chunk;
-  std::size_t round;
+  std::size_t base, larger;
+  Slice of_larger, of_smaller;  // the round's chunk of a block of base + 1, and of base elements
 
-  // This round's chunk of block b (any b: taken mod n), as offsets into the whole buffer.
-  Slice of_block(int b) const { return chunk_of_block(part, nranks, modulo(b, nranks), chunk, round); }
+  RingChunks(Slice channel_part, int n, std::size_t chunk, std::size_t round)
+      : part(channel_part), nranks(n), base(channel_part.count / static_cast<std::size_t>(n)),
+        larger(channel_part.count % static_cast<std::size_t>(n)),
+        of_larger(generators::chunk_of(base + 1, chunk, round)), of_smaller(generators::chunk_of(base, chunk, round)) {}
+
+  // This round's chunk of block b (b in -n..2n-1: taken mod n), as offsets into the whole buffer.
+  Slice of_block(int b) const {
+    if (b < 0) b += nranks;
+    if (b >= nranks) b -= nranks;
+    const auto index = static_cast<std::size_t>(b);
+    const bool is_larger = index < larger;
+    const std::size_t start = index * base + (is_larger ? index : larger);
+    const Slice piece = is_larger ? of_larger : of_smaller;
+    return Slice{part.offset + start + piece.offset, piece.count};
+  }
 };
 
 // The rounds of a channel owning `part`: its block 0 is the largest, so it has the most chunks.
@@ -110,39 +118,35 @@ StepSequence alone_steps(const Case& shape, std::size_t count) {
   if (!shape.in_place && copy_needed(input, output)) co_yield copy_step(input, output, 0);
 }
 
-// One turn of a round of all-reduce for rank r: what it sends to `next` and what it takes from
-// `previous` (either may be empty). Turns 0..n-2 are the reduce-scatter phase (block r-s goes to
-// `next`, block r-s-1 comes from `previous` and is reduced with the rank's input), turns
-// n-1..2n-3 the all-gather phase, which starts from the complete block r+1.
+// One turn of a round of all-reduce for rank r: the chunk it sends to `next` and the one it takes
+// from `previous` (either may be empty). Turns 0..n-2 are the reduce-scatter phase (block r-s goes
+// to `next`, block r-s-1 comes from `previous` and is reduced with the rank's input), turns
+// n-1..2n-3 the all-gather phase, which starts from the complete block r+1. The steps themselves
+// are made where they are yielded, so that nothing copies them on the way.
 struct RingTurn {
-  Step send, receive;
-  bool sends = false, receives = false;
+  Slice sent, received;
+  bool gathering = false;
 };
 
-RingTurn allreduce_turn(const RingChunks& chunks, int r, int turn, int channel) {
+RingTurn allreduce_turn(const RingChunks& chunks, int r, int turn) {
   const int n = chunks.nranks;
-  const int next = modulo(r + 1, n);
-  const int previous = modulo(r - 1, n);
   const bool gathering = turn >= n - 1;
   const int s = gathering ? turn - (n - 1) : turn;
-  const Slice sent = chunks.of_block(gathering ? r + 1 - s : r - s);
-  const Slice received = chunks.of_block(gathering ? r - s : r - s - 1);
-  RingTurn made;
-  made.sends = sent.count > 0;
-  made.receives = received.count > 0;
-  // Turn 0 sends the rank's own input; later turns forward the partial or the block just taken.
-  if (made.sends) made.send = send_step(next, at(turn == 0 ? BufferKind::Input : BufferKind::Output, sent), channel);
-  if (made.receives && gathering) made.receive = recv_step(previous, at(BufferKind::Output, received), channel);
-  if (made.receives && !gathering) {
-    made.receive =
-        recv_reduce_step(previous, at(BufferKind::Input, received), at(BufferKind::Output, received), channel);
-  }
-  return made;
+  return RingTurn{chunks.of_block(gathering ? r + 1 - s : r - s), chunks.of_block(gathering ? r - s : r - s - 1),
+                  gathering};
+}
+
+// The turn's receive: into the output, reduced with the rank's input while the blocks gather
+// their contributions.
+Step ring_receive(const RingTurn& made, int previous, int channel) {
+  if (made.gathering) return recv_step(previous, at(BufferKind::Output, made.received), channel);
+  return recv_reduce_step(previous, at(BufferKind::Input, made.received), at(BufferKind::Output, made.received),
+                          channel);
 }
 
 // All-reduce for rank r, channel by channel, round by round, turn by turn: one coroutine for all
 // of it (a round's own, resumed through this one, cost a fifth of a simulation's time at 2048
-// ranks).
+// ranks). Turn 0 sends the rank's own input; later turns forward the partial or the block just taken.
 StepSequence allreduce_steps(SharedPlan plan, int r) {
   const Case& shape = plan->shape;
   const Knobs& knobs = plan->knobs;
@@ -151,15 +155,18 @@ StepSequence allreduce_steps(SharedPlan plan, int r) {
     for (StepSequence alone = alone_steps(shape, shape.count); alone.next();) co_yield alone.step();
     co_return;
   }
+  const int next = r + 1 == n ? 0 : r + 1;
+  const int previous = r == 0 ? n - 1 : r - 1;
   for (int channel = 0; channel < knobs.channels; ++channel) {
     const Slice part = slice(shape.count, static_cast<std::size_t>(knobs.channels), static_cast<std::size_t>(channel));
     const std::size_t rounds = rounds_of(part, n, knobs.chunk);
     for (std::size_t round = 0; round < rounds; ++round) {
       const RingChunks chunks{part, n, knobs.chunk, round};
       for (int turn = 0; turn < 2 * (n - 1); ++turn) {
-        const RingTurn made = allreduce_turn(chunks, r, turn, channel);
-        if (made.sends) co_yield made.send;
-        if (made.receives) co_yield made.receive;
+        const RingTurn made = allreduce_turn(chunks, r, turn);
+        if (made.sent.count > 0)
+          co_yield send_step(next, at(turn == 0 ? BufferKind::Input : BufferKind::Output, made.sent), channel);
+        if (made.received.count > 0) co_yield ring_receive(made, previous, channel);
       }
     }
   }
