@@ -34,7 +34,9 @@ constexpr Option kOptions[] = {
     {"values", "exact|real|special", "exact", "input values (docs/oracle.md)"},
     {"seed", "S", "0", "seed of the inputs"},
     {"schedule-seed", "S", "0", "seed of the fabric's choices and of the faults drawn"},
-    {"topology", "ring:N|dgx-h100|ib-fat-tree:NODES|FILE", "", "the fabric; default: ring:RANKS"},
+    {"topology", "PRESET|FILE", "",
+     "the fabric: ring:N, dgx-h100, ib-fat-tree:NODES, rail-fat-tree:NODES, dragonfly:GROUPS, or a topology file; "
+     "default: ring:RANKS"},
     {"root", "R", "0", "root of rooted collectives"},
     kChunkOption,
     kChannelsOption,
