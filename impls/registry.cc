@@ -26,9 +26,7 @@ namespace {
 
 constexpr std::string_view kTransports = "sim, cuda-host, proc or ib (mpi and gloo are named alone: mpi, gloo:NAME)";
 
-Error spec_error(std::string_view spec, const std::string& message) {
-  return Error{"--backend", quoted_input(spec) + ": " + message};
-}
+Error spec_error(std::string_view spec, const std::string& message) { return backend_spec_error(spec, message); }
 
 }  // namespace
 
@@ -108,27 +106,10 @@ using InProcessFactory = std::unique_ptr<Backend> (*)(SimVariant, Knobs, std::st
 Result<std::vector<std::unique_ptr<Backend>>> make_in_process_backends(std::string_view spec, std::string_view what,
                                                                        InProcessFactory make, const Knobs& knobs,
                                                                        const std::string& suffix) {
+  Result<std::vector<NamedVariant>> named = named_variants(spec, what, suffix, false);
+  if (!named) return named.error();
   std::vector<std::unique_ptr<Backend>> backends;
-  if (what == "all") {
-    for (const std::string& algorithm : algorithm_variant_names()) {
-      backends.push_back(make(algorithm_variant(algorithm).value(), knobs, algorithm + suffix));
-    }
-    return backends;
-  }
-  if (what.starts_with("mutant:")) {
-    const Mutant* mutant = find_mutant(what);
-    if (mutant == nullptr) {
-      std::string names;
-      for (const Mutant& m : all_mutants()) names += (names.empty() ? "" : ", ") + m.variant.name;
-      return spec_error(spec, "no such mutant: mutants are " + names);
-    }
-    backends.push_back(make(mutant->variant, knobs, std::string(what) + suffix));
-    return backends;
-  }
-  Result<SimVariant> variant = algorithm_variant(what);
-  if (!variant && what.starts_with("schedule:")) return spec_error(spec, variant.error().message);
-  if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME, or schedule:FILE");
-  backends.push_back(make(std::move(variant).value(), knobs, std::string(what) + suffix));
+  for (NamedVariant& one : *named) backends.push_back(make(std::move(one.variant), knobs, std::move(one.name)));
   return backends;
 }
 

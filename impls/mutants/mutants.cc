@@ -6,6 +6,7 @@
 #include <string>
 
 #include "impls/mutants/families.h"
+#include "reference/numbers.h"
 
 namespace collcheck::mutants {
 namespace {
@@ -122,6 +123,50 @@ const Mutant* find_mutant(std::string_view name) {
     if (std::string_view(m.variant.name).substr(kPrefix.size()) == name) return &m;
   }
   return nullptr;
+}
+
+Error backend_spec_error(std::string_view spec, const std::string& message) {
+  return Error{"--backend", quoted_input(spec) + ": " + message};
+}
+
+namespace {
+
+// Every mutant's name, the process mutants first where they count.
+std::string mutant_names(bool process_mutants_too) {
+  std::string names;
+  const auto add = [&names](const std::vector<Mutant>& list) {
+    for (const Mutant& known : list) names += (names.empty() ? "" : ", ") + known.variant.name;
+  };
+  if (process_mutants_too) add(process_mutants());
+  add(all_mutants());
+  return names;
+}
+
+}  // namespace
+
+Result<std::vector<NamedVariant>> named_variants(std::string_view spec, std::string_view what,
+                                                 const std::string& suffix, bool process_mutants_too) {
+  std::vector<NamedVariant> named;
+  if (what == "all") {
+    for (const std::string& algorithm : algorithm_variant_names())
+      named.push_back(NamedVariant{algorithm_variant(algorithm).value(), algorithm + suffix});
+    return named;
+  }
+  if (what.starts_with("mutant:")) {
+    const Mutant* mutant = process_mutants_too ? find_process_mutant(what) : nullptr;
+    if (mutant == nullptr) mutant = find_mutant(what);
+    if (mutant == nullptr)
+      return backend_spec_error(spec, "no such mutant: mutants are " + mutant_names(process_mutants_too));
+    named.push_back(NamedVariant{mutant->variant, std::string(what) + suffix, mutant->sabotage});
+    return named;
+  }
+  Result<SimVariant> variant = algorithm_variant(what);
+  if (!variant && what.starts_with("schedule:")) return backend_spec_error(spec, variant.error().message);
+  if (!variant) {
+    return backend_spec_error(spec, variant.error().message + ", or all, or mutant:NAME, or schedule:FILE");
+  }
+  named.push_back(NamedVariant{std::move(variant).value(), std::string(what) + suffix});
+  return named;
 }
 
 }  // namespace collcheck

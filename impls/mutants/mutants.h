@@ -32,4 +32,19 @@ const Mutant* find_mutant(std::string_view name);  // NAME or mutant:NAME
 const std::vector<Mutant>& process_mutants();
 const Mutant* find_process_mutant(std::string_view name);  // mutant:NAME
 
+// An error in the backend spec `spec` (`--backend`), quoting it.
+Error backend_spec_error(std::string_view spec, const std::string& message);
+
+// What the front of a backend spec (before `@`) names, read once for every transport: `all`
+// (every algorithm), `mutant:NAME` (the process mutants too where `process_mutants_too`: executors
+// across processes), an algorithm or `schedule:FILE`; each variant with its name (the algorithm's or
+// `what`, then `suffix`) and, for a process mutant, what it does to the process. Errors name the spec.
+struct NamedVariant {
+  SimVariant variant;
+  std::string name;
+  ProcessSabotage sabotage = ProcessSabotage::None;
+};
+Result<std::vector<NamedVariant>> named_variants(std::string_view spec, std::string_view what,
+                                                 const std::string& suffix, bool process_mutants_too);
+
 }  // namespace collcheck

@@ -219,9 +219,7 @@ class ProcBackend final : public RankBackend {
   std::unique_ptr<ProcTransport> transport_;  // made on the first run, kept across cases
 };
 
-Error spec_error(std::string_view spec, const std::string& message) {
-  return Error{"--backend", quoted_input(spec) + ": " + message};
-}
+Error spec_error(std::string_view spec, const std::string& message) { return backend_spec_error(spec, message); }
 
 // What a proc world's processes hold on one host besides the ranks' buffers: a shared-memory
 // segment per rank (unless every link is TCP), and in every worker the whole schedule, which each
@@ -366,18 +364,6 @@ std::string rdma_cannot_run_here() {
 
 // mutant:NAME@proc: a process mutant, else a schedule mutant; mutants keep their own pipeline
 // defaults, so that they break as they do on `sim`.
-Result<RankBackendSpec> mutant_spec(std::string_view what, const Knobs& knobs, const ProcLinkOptions& links,
-                                    std::string_view spec, const std::string& name) {
-  const Mutant* mutant = find_process_mutant(what);
-  if (mutant == nullptr) mutant = find_mutant(what);
-  if (mutant != nullptr) return make_spec(mutant->variant, knobs, links, mutant->sabotage, name);
-  std::string names;
-  for (const auto* list : {&process_mutants(), &all_mutants()}) {
-    for (const Mutant& known : *list) names += (names.empty() ? "" : ", ") + known.variant.name;
-  }
-  return spec_error(spec, "no such mutant: mutants are " + names);
-}
-
 }  // namespace
 
 // `what` is ALGORITHM, all or mutant:NAME; `options` the knobs and transport=auto|shm|tcp.
@@ -400,22 +386,14 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
   Knobs algorithm_knobs = knobs;
   if (algorithm_knobs.chunk == 0) algorithm_knobs.chunk = kProcDefaultChunk;
 
+  Result<std::vector<NamedVariant>> named = named_variants(spec, what, suffix, true);
+  if (!named) return named.error();
   std::vector<RankBackendSpec> specs;
-  if (what == "all") {
-    for (const std::string& algorithm : algorithm_variant_names()) {
-      specs.push_back(make_spec(algorithm_variant(algorithm).value(), algorithm_knobs, links, ProcessSabotage::None,
-                                algorithm + suffix));
-    }
-  } else if (what.starts_with("mutant:")) {
-    Result<RankBackendSpec> mutant = mutant_spec(what, knobs, links, spec, std::string(what) + suffix);
-    if (!mutant) return mutant.error();
-    specs.push_back(std::move(mutant).value());
-  } else {
-    Result<SimVariant> variant = algorithm_variant(what);
-    if (!variant && what.starts_with("schedule:")) return spec_error(spec, variant.error().message);
-    if (!variant) return spec_error(spec, variant.error().message + ", or all, or mutant:NAME, or schedule:FILE");
-    specs.push_back(make_spec(std::move(variant).value(), algorithm_knobs, links, ProcessSabotage::None,
-                              std::string(what) + suffix));
+  for (NamedVariant& one : *named) {
+    // An algorithm takes proc's default pipeline chunk where the spec gives none (transport.h); a
+    // mutant runs with the spec's knobs as they are, as on every transport.
+    const bool mutant = what.starts_with("mutant:");
+    specs.push_back(make_spec(std::move(one.variant), mutant ? knobs : algorithm_knobs, links, one.sabotage, one.name));
   }
   const std::string cannot_run_here = ib && !links.loopback ? rdma_cannot_run_here() : std::string();
   for (RankBackendSpec& one : specs) {

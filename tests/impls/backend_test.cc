@@ -77,6 +77,42 @@ TEST(Registry, MakeOneBackendTakesASpecOfOneBackend) {
   EXPECT_NE(bad.error().text().find("'wheel' is not an algorithm"), std::string::npos) << bad.error().text();
 }
 
+// What comes before `@` reads alike on every transport, in this process or across processes:
+// `all` names every algorithm, `mutant:NAME` the mutant (process mutants only across processes),
+// an unknown name the same error with what is allowed.
+TEST(Registry, EveryTransportReadsWhatTheSpecNamesAlike) {
+  BackendOptions options;
+  options.worlds_of_threads = true;
+  const Result<std::vector<std::unique_ptr<Backend>>> on_sim = make_backends("all@sim", options);
+  ASSERT_TRUE(on_sim.ok()) << on_sim.error().text();
+  for (const std::string transport : {"cuda-host", "proc", "ib:verbs=loopback"}) {
+    const std::string suffix = "@" + transport;
+    const Result<std::vector<std::unique_ptr<Backend>>> all = make_backends("all" + suffix, options);
+    ASSERT_TRUE(all.ok()) << all.error().text();
+    ASSERT_EQ(all->size(), on_sim->size()) << transport;
+    for (std::size_t k = 0; k < all->size(); ++k) {
+      const std::string algorithm = (*on_sim)[k]->name().substr(0, (*on_sim)[k]->name().find('@'));
+      EXPECT_EQ((*all)[k]->name(), algorithm + suffix);
+    }
+    const Result<std::unique_ptr<Backend>> mutant = make_one_backend("mutant:drop-remainder" + suffix, options);
+    ASSERT_TRUE(mutant.ok()) << mutant.error().text();
+    EXPECT_EQ((*mutant)->name(), "mutant:drop-remainder" + suffix);
+    const Result<std::unique_ptr<Backend>> unknown = make_one_backend("wheel" + suffix, options);
+    ASSERT_FALSE(unknown.ok());
+    EXPECT_NE(
+        unknown.error().text().find(
+            "'wheel' is not an algorithm: algorithms are ring, tree, rhd, innet, pairwise, bruck, chain, binomial, "
+            "rd, or all, or mutant:NAME, or schedule:FILE"),
+        std::string::npos)
+        << unknown.error().text();
+  }
+  EXPECT_TRUE(make_one_backend("mutant:hang@proc", options).ok());
+  const Result<std::unique_ptr<Backend>> hang_on_sim = make_one_backend("mutant:hang@sim", options);
+  ASSERT_FALSE(hang_on_sim.ok());
+  EXPECT_NE(hang_on_sim.error().text().find("no such mutant: mutants are mutant:drop-remainder,"), std::string::npos)
+      << hang_on_sim.error().text();
+}
+
 // With worlds_of_threads, backends across processes run every rank as a thread of this process:
 // launcher arguments that mpirun refuses change nothing. Without it the same spec launches its
 // world through mpirun, which refuses them, and the backend says it cannot run here.
