@@ -82,8 +82,11 @@ void copy_alone(Schedule& schedule, std::size_t count);
 int floor_power_of_two(int n);
 int ceil_log2(int n);
 
-// value mod n in 0..n-1, also for negative values: ranks around a ring.
-inline int modulo(int value, int n) { return ((value % n) + n) % n; }
+// value mod n in 0..n-1, also for negative values (n > 0): ranks around a ring, one division.
+inline int modulo(int value, int n) {
+  const int remainder = value % n;
+  return remainder < 0 ? remainder + n : remainder;
+}
 
 // The rank at `position` counted from `root` around the ranks (position 0 is the root).
 inline int absolute(int position, int root, int nranks) { return (position + root) % nranks; }
