@@ -27,9 +27,19 @@ __global__ void finish_average_kernel(std::byte* data, std::size_t count, int nr
   finish_average_span<kDType>(data, count, nranks, grid_lanes());
 }
 
-__global__ void checksum_kernel(const std::byte* data, std::size_t bytes, std::uint64_t* result) {
+// The checksum in segments (checksum_body.h): thread t takes segment t / 4 of stream t % 4, so that
+// neighbouring threads read neighbouring words; four threads put the streams together, one folds.
+constexpr int kMaxSegments = 256;
+constexpr std::uint64_t kWordsPerSegmentAtLeast = 16;
+
+__global__ void checksum_kernel(const std::byte* data, std::size_t bytes, int segments, std::uint64_t* result) {
+  __shared__ std::uint32_t parts[4][kMaxSegments];
   __shared__ std::uint64_t streams[4];
-  streams[threadIdx.x] = checksum_stream(data, bytes, static_cast<int>(threadIdx.x));
+  const int stream = static_cast<int>(threadIdx.x % 4);
+  const int segment = static_cast<int>(threadIdx.x / 4);
+  parts[stream][segment] = checksum_segment(data, bytes, stream, segment, segments);
+  __syncthreads();
+  if (threadIdx.x < 4) streams[stream] = combine_segments(parts[stream], segments, bytes, stream);
   __syncthreads();
   if (threadIdx.x == 0) *result = fold_checksum(bytes, streams);
 }
@@ -61,7 +71,9 @@ int launch_finish_average(DType dtype, std::byte* data, std::size_t count, int n
 }
 
 int launch_checksum(const std::byte* data, std::size_t bytes, std::uint64_t* result, DeviceStream stream) {
-  checksum_kernel<<<1, 4, 0, stream>>>(data, bytes, result);
+  const std::uint64_t segments = stream_words(bytes, 0) / kWordsPerSegmentAtLeast;
+  const int used = segments < 1 ? 1 : (segments > kMaxSegments ? kMaxSegments : static_cast<int>(segments));
+  checksum_kernel<<<1, 4 * static_cast<unsigned>(used), 0, stream>>>(data, bytes, used, result);
   return static_cast<int>(cudaGetLastError());
 }
 

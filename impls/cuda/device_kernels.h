@@ -19,8 +19,9 @@ int launch_reduce(DType, RedOp, const std::byte* a, const std::byte* b, std::byt
                   DeviceStream stream);
 // Avg's last step on `count` elements in device memory; returns a cudaError_t.
 int launch_finish_average(DType, std::byte* data, std::size_t count, int nranks, DeviceStream stream);
-// link/'s checksum of `bytes` bytes of device memory into *result (device memory): four threads,
-// one stream of checksum_body.h each, and the fold; returns a cudaError_t.
+// link/'s checksum of `bytes` bytes of device memory into *result (device memory): one block of up
+// to 1024 threads, each stream of checksum_body.h cut into up to 256 segments (16 words each at
+// least), put together and folded; returns a cudaError_t.
 int launch_checksum(const std::byte* data, std::size_t bytes, std::uint64_t* result, DeviceStream stream);
 
 }  // namespace collcheck::cuda

@@ -99,9 +99,12 @@ void compare(DType dtype, RedOp op, std::size_t offset, std::size_t count, std::
 }
 
 // The checksum kernel against link/'s checksum on the host, at lengths around its 8- and 32-byte
-// words and a slot's size.
+// words, from one segment per stream to the most (256), a slot's size and beyond.
 void compare_checksums(std::byte* device_data, std::uint64_t* device_result) {
-  for (std::size_t bytes : {0, 1, 7, 8, 9, 31, 32, 33, 100, 4096, 65536, 65541}) {
+  for (std::size_t bytes :
+       {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{9}, std::size_t{31},
+        std::size_t{32}, std::size_t{33}, std::size_t{100}, std::size_t{1000}, std::size_t{4096}, std::size_t{65536},
+        std::size_t{65541}, std::size_t{1} << 17, (std::size_t{1} << 20) + 24, (std::size_t{1} << 22) + 13}) {
     const std::vector<std::byte> data = random_bytes(bytes, bytes + 7);
     if (!check(cudaMemcpy(device_data, data.data(), bytes, cudaMemcpyHostToDevice), "copy in")) return;
     check(static_cast<cudaError_t>(collcheck::cuda::launch_checksum(device_data, bytes, device_result, nullptr)),

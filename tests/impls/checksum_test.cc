@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "impls/link/checksum_body.h"
 #include "impls/link/hook.h"
 #include "reference/random.h"
 
@@ -39,6 +40,26 @@ TEST(Checksum, CopyWithChecksumCopiesAndAgrees) {
       EXPECT_EQ(copy_with_checksum(to, data, around_cache), checksum(data)) << size;
       EXPECT_TRUE(std::equal(data.begin(), data.end(), to)) << size << (around_cache ? " around the cache" : "");
       EXPECT_EQ(to[size], std::byte{0x5a}) << size;  // nothing written past the end
+    }
+  }
+}
+
+// The checksum in segments (what a device's threads share) puts each stream together exactly as
+// the one loop takes it, however many segments, more than the stream has words included.
+TEST(Checksum, SegmentsPutTogetherGiveEveryStream) {
+  for (std::size_t size : {0, 1, 7, 8, 9, 24, 31, 32, 33, 63, 100, 1000, 4096, 65536 + 13}) {
+    const std::vector<std::byte> data = bytes_of(size, size + 5);
+    for (int segments : {1, 2, 3, 5, 16, 64, 256}) {
+      std::uint64_t streams[4];
+      for (int stream = 0; stream < 4; ++stream) {
+        std::vector<std::uint32_t> parts(static_cast<std::size_t>(segments));
+        for (int segment = 0; segment < segments; ++segment)
+          parts[static_cast<std::size_t>(segment)] = checksum_segment(data.data(), size, stream, segment, segments);
+        streams[stream] = combine_segments(parts.data(), segments, size, stream);
+        ASSERT_EQ(streams[stream], checksum_stream(data.data(), size, stream))
+            << size << " bytes, stream " << stream << ", " << segments << " segments";
+      }
+      EXPECT_EQ(fold_checksum(size, streams), checksum_without_hardware(data)) << size << " bytes";
     }
   }
 }
