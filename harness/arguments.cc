@@ -2,6 +2,7 @@
 #include "harness/arguments.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "reference/key_values.h"
 #include "reference/numbers.h"
@@ -86,6 +87,15 @@ Result<std::uint64_t> parse_count(std::string_view field, std::string_view text,
                                   std::uint64_t high) {
   return parse_integer(field, text, CountRange{low, high, true, {}});
 }
+
+Result<unsigned> jobs_option(const Arguments& args, unsigned absent) {
+  if (!args.has("jobs")) return absent;
+  Result<std::uint64_t> jobs = parse_count("--jobs", args.get("jobs"), 1, 256);
+  if (!jobs) return jobs.error();
+  return static_cast<unsigned>(*jobs);
+}
+
+unsigned cores() { return std::clamp(std::thread::hardware_concurrency(), 1U, 256U); }  // 0 where it is not known
 
 // The most values a set may hold: more would be a typo, and memory spent before anything runs.
 constexpr std::uint64_t kMostSetValues = 1'000'000;

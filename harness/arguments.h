@@ -57,6 +57,10 @@ class Arguments {
 // An integer with an optional K/M/G suffix (powers of 1024) within [low, high].
 Result<std::uint64_t> parse_count(std::string_view field, std::string_view text, std::uint64_t low, std::uint64_t high);
 
+// --jobs N (1..256) where given, else `absent`; the cores of this machine are cores().
+Result<unsigned> jobs_option(const Arguments& args, unsigned absent);
+unsigned cores();  // 1..256, 1 where the machine does not say
+
 // `A..B` or `N` (the range N..N), each end a parse_count within [low, high], A <= B.
 Result<std::pair<std::uint64_t, std::uint64_t>> parse_range(std::string_view flag, const std::string& text,
                                                             std::uint64_t low, std::uint64_t high);

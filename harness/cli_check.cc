@@ -135,13 +135,9 @@ Result<CheckOptions> parse_options(const Arguments& args, const Lockstep& lockst
   Result<std::uint64_t> max_failures = parse_count("--max-failures", args.get("max-failures"), 1, 1000);
   if (!max_failures) return max_failures.error();
   options.max_failures = *max_failures;
-  if (args.has("jobs")) {
-    Result<std::uint64_t> jobs = parse_count("--jobs", args.get("jobs"), 1, 256);
-    if (!jobs) return jobs.error();
-    options.jobs = static_cast<unsigned>(*jobs);
-  } else {
-    options.jobs = std::clamp(std::thread::hardware_concurrency(), 1U, 256U);  // 0 where it is not known
-  }
+  Result<unsigned> jobs = jobs_option(args, cores());
+  if (!jobs) return jobs.error();
+  options.jobs = *jobs;
   const std::string seed = args.get("seed");
   if (seed.empty()) {
     options.seed = std::random_device{}() ^

@@ -4,10 +4,12 @@
 #include "harness/cli_prove.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness/arguments.h"
@@ -36,6 +38,9 @@ constexpr Option kOptions[] = {
     kChannelsOption,
     kFanInOption,
     kMemoryLimitOption,
+    {"jobs", "N", "",
+     "schedules proven at once, 1..256; default: one per core, fewer where memory would not hold as many of the "
+     "largest proof"},
 };
 constexpr int kUsageError = 2;
 
@@ -47,6 +52,7 @@ struct Sweep {
   std::vector<bool> layouts;  // in_place values
   Knobs knobs;
   MemoryBudget budget;
+  unsigned jobs = 1;
 };
 
 // Counts where schedules go wrong: none, one, around nranks, a prime, around the chunk size.
@@ -95,6 +101,18 @@ std::string shape_words(const Algorithm& algorithm, const Case& shape) {
          std::to_string(shape.nranks) + " ranks, count " + std::to_string(shape.count);
 }
 
+// Whether memory holds the proof of `shape`, in full or else on rank 0 alone; `largest` the
+// largest full proof's estimate so far.
+Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sweep, std::uint64_t& largest) {
+  Result<MemoryEstimate> estimate = proved_shape_memory(algorithm.name, shape, sweep.knobs);
+  if (!estimate) return Ok{};
+  largest = std::max(largest, estimate->total());
+  Status fit = fits(*estimate, sweep.budget, shape_words(algorithm, shape), "lower --ranks or --counts");
+  if (fit) return fit;
+  Result<MemoryEstimate> rank0 = proved_shape_memory(algorithm.name, shape, sweep.knobs, true);
+  return rank0 && fits(*rank0, sweep.budget, "", "") ? Status(Ok{}) : fit;
+}
+
 // Refuses, before any proof, a sweep one of whose shapes memory could not hold. A shape whose
 // full proof would not fit but whose proof on rank 0 alone would passes here: it is refused
 // when it is reached, before its full proof, if it turns out not to be rotation-symmetric.
@@ -102,6 +120,7 @@ Status sweep_fits(const Arguments& args, Sweep& sweep) {
   Result<MemoryBudget> budget = memory_budget(args);
   if (!budget) return budget.error();
   sweep.budget = *budget;
+  std::uint64_t largest = 0;  // the largest proof of the sweep, by its estimate
   for (const Algorithm* algorithm : sweep.algorithms) {
     for (std::uint64_t n : sweep.ranks) {
       const std::vector<std::size_t> counts = sweep.counts.empty()
@@ -109,14 +128,13 @@ Status sweep_fits(const Arguments& args, Sweep& sweep) {
                                                   : std::vector<std::size_t>(sweep.counts.begin(), sweep.counts.end());
       for (bool in_place : counts.empty() ? std::vector<bool>{} : layouts_for(algorithm->collective, sweep.layouts)) {
         const Case shape = sweep_shape(algorithm->collective, counts.back(), static_cast<int>(n), 0, in_place);
-        Result<MemoryEstimate> estimate = proved_shape_memory(algorithm->name, shape, sweep.knobs);
-        if (!estimate) continue;
-        Status fit = fits(*estimate, *budget, shape_words(*algorithm, shape), "lower --ranks or --counts");
-        if (fit) continue;
-        Result<MemoryEstimate> rank0 = proved_shape_memory(algorithm->name, shape, sweep.knobs, true);
-        if (!(rank0 && fits(*rank0, *budget, "", ""))) return fit;
+        if (Status fit = shape_fits(*algorithm, shape, sweep, largest); !fit) return fit;
       }
     }
+  }
+  // As many proofs at once as the budget holds of the largest (each is refused on its own as before).
+  if (budget->bytes > 0 && largest > 0) {
+    sweep.jobs = static_cast<unsigned>(std::clamp<std::uint64_t>(budget->bytes / largest, 1, sweep.jobs));
   }
   return Ok{};
 }
@@ -162,6 +180,9 @@ Result<Sweep> parse_sweep(const Arguments& args) {
   Result<Knobs> knobs = parse_knob_options(args);
   if (!knobs) return knobs.error();
   sweep.knobs = *knobs;
+  Result<unsigned> jobs = jobs_option(args, cores());
+  if (!jobs) return jobs.error();
+  sweep.jobs = *jobs;
   if (Status fit = sweep_fits(args, sweep); !fit) return fit.error();
   return sweep;
 }
@@ -189,10 +210,19 @@ struct Failure {
   std::string message;
 };
 
-// Proves one shape; an error where its full proof is needed and memory could not hold it.
-Status prove_one(const Algorithm& algorithm, Case shape, const Sweep& sweep, Band& band,
-                 std::vector<Failure>& failures) {
+// One shape's proof: what it adds to its band, the failure to report, or the refusal of a shape
+// whose full proof is needed and memory could not hold.
+struct ShapeProof {
+  Status refused = Ok{};
+  std::size_t steps = 0;
+  bool rotated = false;
+  double seconds = 0;
+  std::optional<Failure> failure;
+};
+
+ShapeProof prove_one(const Algorithm& algorithm, const Case& shape, const Sweep& sweep) {
   const Knobs& knobs = sweep.knobs;
+  ShapeProof result;
   const auto begin = std::chrono::steady_clock::now();
   // Made on demand where the algorithm can: a rotation-symmetric schedule is proven on rank 0,
   // any other in full as its steps are made; neither is stored.
@@ -200,19 +230,17 @@ Status prove_one(const Algorithm& algorithm, Case shape, const Sweep& sweep, Ban
   std::optional<Proof> proof = made ? prove_by_rotation(*made) : Proof{false, made.error().message, 0, 0};
   if (!proof) {
     Result<MemoryEstimate> estimate = proved_shape_memory(algorithm.name, shape, knobs);
-    Status fit =
+    result.refused =
         estimate ? fits(*estimate, sweep.budget, shape_words(algorithm, shape),
                         "its schedule is not rotation-symmetric, so every rank is proven: lower --ranks or --counts")
                  : Status(Ok{});
-    if (!fit) return fit;
+    if (!result.refused) return result;
     proof = prove_in_full(*made);
   }
-  band.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  ++band.cases;
-  band.steps += proof->steps;
-  band.rotated += proof->by_rotation ? 1 : 0;
-  if (proof->ok) return Ok{};
-  ++band.failed;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  result.steps = proof->steps;
+  result.rotated = proof->by_rotation;
+  if (proof->ok) return result;
   // A v-collective's sweep count is its first entry (spread_counts), its n their sum.
   const std::size_t count = per_rank_counts(shape.collective) ? shape.counts.front() : shape.count;
   std::string replay = "collcheck prove --algorithm " + std::string(algorithm.name) + " --collective " +
@@ -221,8 +249,33 @@ Status prove_one(const Algorithm& algorithm, Case shape, const Sweep& sweep, Ban
                        " --chunk " + std::to_string(knobs.chunk) + " --channels " + std::to_string(knobs.channels) +
                        " --fan-in " + std::to_string(knobs.fan_in);
   if (rooted(shape.collective)) replay += " --roots all  (root " + std::to_string(shape.root) + ")";
-  failures.push_back({replay, proof->message});
-  return Ok{};
+  result.failure = Failure{replay, proof->message};
+  return result;
+}
+
+// Proves `shapes` on `jobs` threads, each taking the next shape not yet taken; the results in the
+// shapes' order. A refusal stops every shape after it from starting.
+std::vector<ShapeProof> prove_shapes(const Algorithm& algorithm, const std::vector<Case>& shapes, const Sweep& sweep) {
+  std::vector<ShapeProof> results(shapes.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> refused_at{shapes.size()};
+  const auto work = [&] {
+    for (std::size_t k = next++; k < shapes.size() && k < refused_at.load(); k = next++) {
+      results[k] = prove_one(algorithm, shapes[k], sweep);
+      if (!results[k].refused) {
+        std::size_t earliest = refused_at.load();
+        while (k < earliest && !refused_at.compare_exchange_weak(earliest, k)) {
+        }
+      }
+    }
+  };
+  const std::size_t threads = std::min<std::size_t>(sweep.jobs, shapes.size());
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& helper : helpers) helper.join();
+  results.resize(std::min(results.size(), refused_at.load() + 1));
+  return results;
 }
 
 std::string seconds_text(double seconds) {
@@ -243,12 +296,14 @@ void print_bands(const Algorithm& algorithm, const std::vector<Band>& bands, std
   table.print(out);
 }
 
-// Proves every shape of the sweep for one algorithm, band by band of rank counts; the failures
-// are appended to `failures`.
+// Proves every shape of the sweep for one algorithm (sweep.jobs at once), band by band of rank
+// counts; the failures are appended to `failures`, in the shapes' order.
 // Stops at a shape whose full proof memory could not hold, with `refused` saying so.
 std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep, std::vector<Failure>& failures,
                                   Status& refused) {
   std::vector<Band> bands;
+  std::vector<Case> shapes;
+  std::vector<std::size_t> band_of_shape;
   for (std::uint64_t n : sweep.ranks) {
     if (bands.empty() || bands.back().label != band_of(n)) bands.push_back(Band{band_of(n)});
     const std::vector<std::size_t> counts = sweep.counts.empty()
@@ -257,11 +312,28 @@ std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep
     for (std::size_t count : counts) {
       for (int root : roots_for(algorithm.collective, static_cast<int>(n), sweep.all_roots)) {
         for (bool in_place : layouts_for(algorithm.collective, sweep.layouts)) {
-          const Case shape = sweep_shape(algorithm.collective, count, static_cast<int>(n), root, in_place);
-          refused = prove_one(algorithm, shape, sweep, bands.back(), failures);
-          if (!refused) return bands;
+          shapes.push_back(sweep_shape(algorithm.collective, count, static_cast<int>(n), root, in_place));
+          band_of_shape.push_back(bands.size() - 1);
         }
       }
+    }
+  }
+  const std::vector<ShapeProof> proofs = prove_shapes(algorithm, shapes, sweep);
+  for (std::size_t k = 0; k < proofs.size(); ++k) {
+    const ShapeProof& proof = proofs[k];
+    refused = proof.refused;
+    if (!refused) {  // what was proven before it is shown, as far as its band
+      bands.resize(band_of_shape[k] + 1);
+      return bands;
+    }
+    Band& band = bands[band_of_shape[k]];
+    ++band.cases;
+    band.steps += proof.steps;
+    band.rotated += proof.rotated ? 1 : 0;
+    band.seconds += proof.seconds;
+    if (proof.failure) {
+      ++band.failed;
+      failures.push_back(*proof.failure);
     }
   }
   return bands;

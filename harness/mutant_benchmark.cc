@@ -81,11 +81,9 @@ Result<Settings> parse_settings(std::span<const std::string_view> args) {
   Result<double> budget = parse_duration("--time-budget", parsed->get("time-budget"), DurationRange{0, true, 86400});
   if (!budget) return budget.error();
   settings.time_budget = *budget;
-  if (parsed->has("jobs")) {
-    Result<std::uint64_t> jobs = cli::parse_count("--jobs", parsed->get("jobs"), 1, 256);
-    if (!jobs) return jobs.error();
-    settings.jobs = static_cast<unsigned>(*jobs);
-  }
+  Result<unsigned> jobs = cli::jobs_option(*parsed, settings.jobs);
+  if (!jobs) return jobs.error();
+  settings.jobs = *jobs;
   for (const std::string& name : parsed->all("mutant")) {
     const Mutant* mutant = find_mutant(name);
     if (mutant == nullptr) return Error{"--mutant", quoted_input(name) + ": must be one of " + mutant_names()};
