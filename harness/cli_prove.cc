@@ -220,14 +220,15 @@ struct ShapeProof {
   std::optional<Failure> failure;
 };
 
-ShapeProof prove_one(const Algorithm& algorithm, const Case& shape, const Sweep& sweep) {
+// `threads`: those its rotation check may use (the jobs the sweep has more than shapes).
+ShapeProof prove_one(const Algorithm& algorithm, const Case& shape, const Sweep& sweep, unsigned threads) {
   const Knobs& knobs = sweep.knobs;
   ShapeProof result;
   const auto begin = std::chrono::steady_clock::now();
   // Made on demand where the algorithm can: a rotation-symmetric schedule is proven on rank 0,
   // any other in full as its steps are made; neither is stored.
   Result<Schedule> made = make_schedule(algorithm.name, shape, knobs, Form::OnDemand);
-  std::optional<Proof> proof = made ? prove_by_rotation(*made) : Proof{false, made.error().message, 0, 0};
+  std::optional<Proof> proof = made ? prove_by_rotation(*made, threads) : Proof{false, made.error().message, 0, 0};
   if (!proof) {
     Result<MemoryEstimate> estimate = proved_shape_memory(algorithm.name, shape, knobs);
     result.refused =
@@ -257,11 +258,13 @@ ShapeProof prove_one(const Algorithm& algorithm, const Case& shape, const Sweep&
 // shapes' order. A refusal stops every shape after it from starting.
 std::vector<ShapeProof> prove_shapes(const Algorithm& algorithm, const std::vector<Case>& shapes, const Sweep& sweep) {
   std::vector<ShapeProof> results(shapes.size());
+  const std::size_t threads = std::min<std::size_t>(sweep.jobs, shapes.size());
+  const auto per_proof = static_cast<unsigned>(threads == 0 ? 1 : sweep.jobs / threads);
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> refused_at{shapes.size()};
   const auto work = [&] {
     for (std::size_t k = next++; k < shapes.size() && k < refused_at.load(); k = next++) {
-      results[k] = prove_one(algorithm, shapes[k], sweep);
+      results[k] = prove_one(algorithm, shapes[k], sweep, per_proof);
       if (!results[k].refused) {
         std::size_t earliest = refused_at.load();
         while (k < earliest && !refused_at.compare_exchange_weak(earliest, k)) {
@@ -269,7 +272,6 @@ std::vector<ShapeProof> prove_shapes(const Algorithm& algorithm, const std::vect
       }
     }
   };
-  const std::size_t threads = std::min<std::size_t>(sweep.jobs, shapes.size());
   std::vector<std::thread> helpers;
   for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
   work();

@@ -451,7 +451,7 @@ std::optional<Proof> prove_valid(const Schedule& schedule, const std::optional<R
 
 // Rank 0's steps checked and stored, the others' compared with them (a valid step turned is
 // valid). Where rank 0's streams do not keep apart, the full proof runs, under the race check.
-std::optional<Proof> prove_by_rotation(const Schedule& schedule) {
+std::optional<Proof> prove_by_rotation(const Schedule& schedule, unsigned threads) {
   if (!schedule.on_demand()) {
     if (schedule.participants.empty()) return std::nullopt;
     const std::vector<Step>& rank0 = schedule.participants.front().steps;
@@ -470,7 +470,7 @@ std::optional<Proof> prove_by_rotation(const Schedule& schedule) {
     steps.push_back(made.step());
   }
   if (several_streams(steps) && !provenance::streams_apart(schedule, steps)) return std::nullopt;
-  const std::optional<Rotation> rotation = provenance::find_rotation(schedule, steps);
+  const std::optional<Rotation> rotation = provenance::find_rotation(schedule, steps, threads);
   if (!rotation) return std::nullopt;
   return *prove_valid(rank0, rotation);
 }

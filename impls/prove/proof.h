@@ -35,8 +35,9 @@ struct Proof {
 Proof prove(const Schedule&);
 // The proof on rank 0 alone where every rank's program is rank 0's turned by its rank (proof.cc
 // says why that proves every rank), or nothing where it is not so. Made on demand, the schedule
-// is then never stored: rank 0's steps are, the others' are made once each and compared.
-std::optional<Proof> prove_by_rotation(const Schedule&);
+// is then never stored: rank 0's steps are, the others' are made once each and compared (on up to
+// `threads` threads).
+std::optional<Proof> prove_by_rotation(const Schedule&, unsigned threads = 1);
 // The proof of every rank, whether or not the schedule is symmetric (prove() without the rotation).
 Proof prove_in_full(const Schedule&);
 

@@ -24,8 +24,10 @@
 #include "impls/prove/symmetry.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -176,6 +178,28 @@ bool turns_into(const Schedule& s, int r, const std::vector<PreparedStep>& rank0
   return k == rank0.size();
 }
 
+// Whether ranks 1..n-1 are rank 0's prepared steps turned, compared on `threads` threads, each
+// taking the next batch of ranks not yet taken; the first rank found not turned stops them all.
+bool every_rank_turns(const Schedule& s, const std::vector<PreparedStep>& prepared, unsigned threads) {
+  constexpr int kRanksPerBatch = 16;
+  std::atomic<int> next{1};
+  std::atomic<bool> turned{true};
+  const auto compare = [&] {
+    for (int first = next.fetch_add(kRanksPerBatch); first < s.nranks() && turned.load();
+         first = next.fetch_add(kRanksPerBatch)) {
+      for (int r = first; r < std::min(first + kRanksPerBatch, s.nranks()) && turned.load(); ++r) {
+        if (!turns_into(s, r, prepared)) turned = false;
+      }
+    }
+  };
+  const int batches = (s.nranks() - 1 + kRanksPerBatch - 1) / kRanksPerBatch;
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < std::min(static_cast<int>(threads), batches); ++t) helpers.emplace_back(compare);
+  compare();
+  for (std::thread& helper : helpers) helper.join();
+  return turned;
+}
+
 // What find_rotation requires before it compares steps.
 bool could_be_symmetric(const Schedule& s) {
   const int n = s.nranks();
@@ -197,7 +221,7 @@ std::optional<Rotation> find_rotation(const Schedule& s) {
   return find_rotation(s, s.participants.front().steps);
 }
 
-std::optional<Rotation> find_rotation(const Schedule& s, std::span<const Step> rank0) {
+std::optional<Rotation> find_rotation(const Schedule& s, std::span<const Step> rank0, unsigned threads) {
   if (!could_be_symmetric(s)) return std::nullopt;
   const auto n = static_cast<std::uint64_t>(s.nranks());
   Rotation rotation;
@@ -219,9 +243,7 @@ std::optional<Rotation> find_rotation(const Schedule& s, std::span<const Step> r
   std::vector<PreparedStep> prepared;
   prepared.reserve(rank0.size());
   for (const Step& step : rank0) prepared.emplace_back(step, rotation, static_cast<std::uint32_t>(n));
-  for (int r = 1; r < s.nranks(); ++r) {
-    if (!turns_into(s, r, prepared)) return std::nullopt;
-  }
+  if (!every_rank_turns(s, prepared, threads)) return std::nullopt;
   return rotation;
 }
 

@@ -46,8 +46,9 @@ struct Rotation {
 // checked by the proof, which knows them.)
 std::optional<Rotation> find_rotation(const Schedule&);
 // The same for a schedule whose steps are made on demand: rank 0's steps, stored, are `rank0`,
-// and every other rank's are made once, one at a time, and compared.
-std::optional<Rotation> find_rotation(const Schedule&, std::span<const Step> rank0);
+// and every other rank's are made once, one at a time, and compared, on up to `threads` threads
+// (each rank's steps made by its own sequence: the generators share nothing they change).
+std::optional<Rotation> find_rotation(const Schedule&, std::span<const Step> rank0, unsigned threads = 1);
 // Whether a participant's streams keep apart: no element that one of them writes is read or
 // written by another (the input and output aliased in place), so that no race between them is
 // possible (for rank 0 of a symmetric schedule, on any rank, turned). One stream keeps apart

@@ -305,6 +305,26 @@ Schedule on_demand(const Schedule& stored_schedule) {
   return made;
 }
 
+// The rotation check on several threads compares every rank: a ring of 100 ranks made on demand
+// is proven on rank 0 alone with 1, 3 or 8 threads, and one whose rank 1, 16, 17, 50, 98 or 99 alone differs
+// (a harmless copy added) is refused the symmetric path by each, then proven in full.
+TEST(Proof, TheRotationCheckOnSeveralThreadsComparesEveryRank) {
+  const Case shape = shape_of(Collective::AllReduce, 100, 100);
+  Result<Schedule> ring = make_schedule("ring", shape, Knobs{});
+  ASSERT_TRUE(ring.ok());
+  for (unsigned threads : {1U, 3U, 8U}) {
+    const std::optional<Proof> symmetric = prove_by_rotation(on_demand(*ring), threads);
+    ASSERT_TRUE(symmetric) << threads << " threads";
+    EXPECT_TRUE(symmetric->ok && symmetric->by_rotation) << symmetric->message;
+    for (int rank : {1, 16, 17, 50, 98, 99}) {
+      Schedule changed = *ring;
+      const Range block{BufferKind::Output, 3, 1};
+      changed.copy(rank, block, block);
+      EXPECT_FALSE(prove_by_rotation(on_demand(changed), threads)) << "rank " << rank << ", " << threads << " threads";
+    }
+  }
+}
+
 // Made on demand, a symmetric ring is proven on rank 0 alone, holding rank 0's steps only, and
 // one that is not symmetric in full; what validate() checks only for stored steps (every send
 // received, with the receive's count) the proof checks itself, even on rank 0 alone.
