@@ -2,8 +2,7 @@
 // takes the next case not yet taken, on its own backends, and writes its run into the case's slot.
 #include "harness/case_runs.h"
 
-#include <atomic>
-#include <thread>
+#include "reference/shared_indices.h"
 
 namespace collcheck {
 
@@ -59,18 +58,12 @@ CaseWorkers::CaseWorkers(const Backend& backend, const BackendMaker& make, unsig
 std::vector<CaseRun> CaseWorkers::run(const CaseSetting& setting, const std::vector<DrawnCase>& cases,
                                       const std::vector<std::uint64_t>& seeds, Clock::time_point deadline) {
   std::vector<CaseRun> runs(cases.size());
-  std::atomic<std::size_t> next{0};
-  auto work = [&](Worker& worker) {
-    for (std::size_t k = next++; k < cases.size(); k = next++) {
-      if (Clock::now() >= deadline) return;
-      const DrawnCase& drawn = cases[k];
-      runs[k] = run_case(setting, worker.runners->at(drawn.knobs), drawn, seeds[k]);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t w = 1; w < workers_.size(); ++w) threads.emplace_back(work, std::ref(workers_[w]));
-  work(workers_.front());
-  for (std::thread& thread : threads) thread.join();
+  share_indices(cases.size(), workers_.size(), [&](std::size_t k, std::size_t worker) {
+    if (Clock::now() >= deadline) return false;
+    const DrawnCase& drawn = cases[k];
+    runs[k] = run_case(setting, workers_[worker].runners->at(drawn.knobs), drawn, seeds[k]);
+    return true;
+  });
   return runs;
 }
 

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "harness/arguments.h"
@@ -20,6 +19,7 @@
 #include "impls/prove/proof.h"
 #include "reference/counts.h"
 #include "reference/numbers.h"
+#include "reference/shared_indices.h"
 
 namespace collcheck::cli {
 namespace {
@@ -260,22 +260,17 @@ std::vector<ShapeProof> prove_shapes(const Algorithm& algorithm, const std::vect
   std::vector<ShapeProof> results(shapes.size());
   const std::size_t threads = std::min<std::size_t>(sweep.jobs, shapes.size());
   const auto per_proof = static_cast<unsigned>(threads == 0 ? 1 : sweep.jobs / threads);
-  std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> refused_at{shapes.size()};
-  const auto work = [&] {
-    for (std::size_t k = next++; k < shapes.size() && k < refused_at.load(); k = next++) {
-      results[k] = prove_one(algorithm, shapes[k], sweep, per_proof);
-      if (!results[k].refused) {
-        std::size_t earliest = refused_at.load();
-        while (k < earliest && !refused_at.compare_exchange_weak(earliest, k)) {
-        }
+  share_indices(shapes.size(), threads, [&](std::size_t k, std::size_t) {
+    if (k >= refused_at.load()) return false;
+    results[k] = prove_one(algorithm, shapes[k], sweep, per_proof);
+    if (!results[k].refused) {
+      std::size_t earliest = refused_at.load();
+      while (k < earliest && !refused_at.compare_exchange_weak(earliest, k)) {
       }
     }
-  };
-  std::vector<std::thread> helpers;
-  for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
-  work();
-  for (std::thread& helper : helpers) helper.join();
+    return true;
+  });
   results.resize(std::min(results.size(), refused_at.load() + 1));
   return results;
 }

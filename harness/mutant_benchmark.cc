@@ -62,12 +62,6 @@ void print_help(std::ostream& out) {
 
 std::string mutants_text(std::size_t n) { return std::to_string(n) + (n == 1 ? " mutant" : " mutants"); }
 
-std::string mutant_names() {
-  std::string names;
-  for (const Mutant& mutant : all_mutants()) names += (names.empty() ? "" : ", ") + mutant.variant.name;
-  return names;
-}
-
 Result<Settings> parse_settings(std::span<const std::string_view> args) {
   Result<cli::Arguments> parsed = cli::Arguments::parse(args, kOptions);
   if (!parsed) return parsed.error();

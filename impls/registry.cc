@@ -26,8 +26,6 @@ namespace {
 
 constexpr std::string_view kTransports = "sim, cuda-host, proc or ib (mpi and gloo are named alone: mpi, gloo:NAME)";
 
-Error spec_error(std::string_view spec, const std::string& message) { return backend_spec_error(spec, message); }
-
 }  // namespace
 
 Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
@@ -127,7 +125,7 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
   if (runs_across_processes(spec)) return make_process_backends(spec, process_options);
   const std::size_t at = spec.find('@');
   if (at == std::string_view::npos) {
-    return spec_error(
+    return backend_spec_error(
         spec,
         "must be ALGORITHM@TRANSPORT[:OPTIONS], e.g. ring@sim or 'ring@sim:chunk=4096,channels=2'; "
         "backends: all@sim, " +
@@ -143,9 +141,9 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
   const std::string_view transport = rest.substr(0, colon);
   const std::string_view options = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
   if (transport != "sim" && transport != "cuda-host" && transport != "cuda")
-    return spec_error(spec, "transport " + quoted_input(transport) + ": must be " + std::string(kTransports));
+    return backend_spec_error(spec, "transport " + quoted_input(transport) + ": must be " + std::string(kTransports));
 #if !COLLCHECK_HAVE_CUDA
-  if (transport == "cuda") return spec_error(spec, "this build has no CUDA: " COLLCHECK_CUDA_REASON);
+  if (transport == "cuda") return backend_spec_error(spec, "this build has no CUDA: " COLLCHECK_CUDA_REASON);
 #endif
   Knobs knobs;
   Status parsed = parse_knobs(spec, options, knobs);

@@ -129,9 +129,6 @@ Error backend_spec_error(std::string_view spec, const std::string& message) {
   return Error{"--backend", quoted_input(spec) + ": " + message};
 }
 
-namespace {
-
-// Every mutant's name, the process mutants first where they count.
 std::string mutant_names(bool process_mutants_too) {
   std::string names;
   const auto add = [&names](const std::vector<Mutant>& list) {
@@ -141,8 +138,6 @@ std::string mutant_names(bool process_mutants_too) {
   add(all_mutants());
   return names;
 }
-
-}  // namespace
 
 Result<std::vector<NamedVariant>> named_variants(std::string_view spec, std::string_view what,
                                                  const std::string& suffix, bool process_mutants_too) {

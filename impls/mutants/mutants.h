@@ -32,6 +32,9 @@ const Mutant* find_mutant(std::string_view name);  // NAME or mutant:NAME
 const std::vector<Mutant>& process_mutants();
 const Mutant* find_process_mutant(std::string_view name);  // mutant:NAME
 
+// Every mutant's name (`mutant:NAME`, comma-separated), the process mutants first where asked.
+std::string mutant_names(bool process_mutants_too = false);
+
 // An error in the backend spec `spec` (`--backend`), quoting it.
 Error backend_spec_error(std::string_view spec, const std::string& message);
 

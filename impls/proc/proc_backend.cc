@@ -219,8 +219,6 @@ class ProcBackend final : public RankBackend {
   std::unique_ptr<ProcTransport> transport_;  // made on the first run, kept across cases
 };
 
-Error spec_error(std::string_view spec, const std::string& message) { return backend_spec_error(spec, message); }
-
 // What a proc world's processes hold on one host besides the ranks' buffers: a shared-memory
 // segment per rank (unless every link is TCP), and in every worker the whole schedule, which each
 // builds, and its participants' scratch. A variant that is no registered algorithm (a mutant)
@@ -309,24 +307,24 @@ Result<bool> apply_rdma_option(std::string_view spec, const KeyValue& item, Proc
   if (item.key == "verbs") {
     constexpr std::string_view kVerbs[] = {"ibverbs", "loopback"};
     Result<std::size_t> which = read_choice(item, kVerbs);
-    if (!which) return spec_error(spec, which.error().message);
+    if (!which) return backend_spec_error(spec, which.error().message);
     links.loopback = *which == 1;
     return true;
   }
   if (item.key == "dev") {
-    if (item.value.empty()) return spec_error(spec, "dev=: must name an RDMA device (ibv_devices lists them)");
+    if (item.value.empty()) return backend_spec_error(spec, "dev=: must name an RDMA device (ibv_devices lists them)");
     links.device = std::string(item.value);
     return true;
   }
   if (item.key == "qps") {
     Result<std::uint64_t> number = read_unsigned(item, 1, kMaxQueuePairs);
-    if (!number) return spec_error(spec, number.error().message);
+    if (!number) return backend_spec_error(spec, number.error().message);
     links.queue_pairs = static_cast<int>(*number);
     return true;
   }
   if (item.key != "port" && item.key != "gid") return false;
   Result<std::uint64_t> number = read_unsigned(item, item.key == "port" ? 1 : 0, 255);
-  if (!number) return spec_error(spec, number.error().message);
+  if (!number) return backend_spec_error(spec, number.error().message);
   (item.key == "port" ? links.port : links.gid_index) = static_cast<int>(*number);
   return true;
 }
@@ -335,8 +333,9 @@ Result<bool> apply_rdma_option(std::string_view spec, const KeyValue& item, Proc
 // qps (on @ib) into `links`, every other item a knob.
 Result<std::vector<KeyValue>> split_transport(std::string_view options, std::string_view spec, ProcLinkOptions& links) {
   Result<std::vector<KeyValue>> items = split_key_values(options);
-  if (!items) return spec_error(spec, items.error().message);
-  if (const KeyValue* again = repeated_key(*items)) return spec_error(spec, escaped_input(again->key) + " given twice");
+  if (!items) return backend_spec_error(spec, items.error().message);
+  if (const KeyValue* again = repeated_key(*items))
+    return backend_spec_error(spec, escaped_input(again->key) + " given twice");
   std::vector<KeyValue> knob_items;
   const bool ib = links.links == ProcLinks::Ib;
   for (const KeyValue& item : *items) {
@@ -346,7 +345,7 @@ Result<std::vector<KeyValue>> split_transport(std::string_view options, std::str
       if (!*taken) knob_items.push_back(item);
     } else if (item.key == "transport") {
       Result<ProcLinks> parsed = parse_proc_links(item.value);
-      if (!parsed) return spec_error(spec, escaped_input(item.item) + ": must be auto, shm or tcp");
+      if (!parsed) return backend_spec_error(spec, escaped_input(item.item) + ": must be auto, shm or tcp");
       links.links = *parsed;
     } else {
       knob_items.push_back(item);

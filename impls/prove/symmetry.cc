@@ -27,11 +27,11 @@
 #include <atomic>
 #include <limits>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "impls/prove/expected.h"
+#include "reference/shared_indices.h"
 
 namespace collcheck::provenance {
 
@@ -178,25 +178,19 @@ bool turns_into(const Schedule& s, int r, const std::vector<PreparedStep>& rank0
   return k == rank0.size();
 }
 
-// Whether ranks 1..n-1 are rank 0's prepared steps turned, compared on `threads` threads, each
-// taking the next batch of ranks not yet taken; the first rank found not turned stops them all.
+// Whether ranks 1..n-1 are rank 0's prepared steps turned, compared on `threads` threads in batches
+// of ranks (share_indices); the first rank found not turned stops them all.
 bool every_rank_turns(const Schedule& s, const std::vector<PreparedStep>& prepared, unsigned threads) {
-  constexpr int kRanksPerBatch = 16;
-  std::atomic<int> next{1};
+  constexpr std::size_t kRanksPerBatch = 16;
+  const auto others = static_cast<std::size_t>(s.nranks() - 1);
   std::atomic<bool> turned{true};
-  const auto compare = [&] {
-    for (int first = next.fetch_add(kRanksPerBatch); first < s.nranks() && turned.load();
-         first = next.fetch_add(kRanksPerBatch)) {
-      for (int r = first; r < std::min(first + kRanksPerBatch, s.nranks()) && turned.load(); ++r) {
-        if (!turns_into(s, r, prepared)) turned = false;
-      }
+  share_indices((others + kRanksPerBatch - 1) / kRanksPerBatch, threads, [&](std::size_t batch, std::size_t) {
+    const std::size_t first = 1 + batch * kRanksPerBatch;
+    for (std::size_t r = first; r < std::min(first + kRanksPerBatch, others + 1) && turned.load(); ++r) {
+      if (!turns_into(s, static_cast<int>(r), prepared)) turned = false;
     }
-  };
-  const int batches = (s.nranks() - 1 + kRanksPerBatch - 1) / kRanksPerBatch;
-  std::vector<std::thread> helpers;
-  for (int t = 1; t < std::min(static_cast<int>(threads), batches); ++t) helpers.emplace_back(compare);
-  compare();
-  for (std::thread& helper : helpers) helper.join();
+    return turned.load();
+  });
   return turned;
 }
 

@@ -1,7 +1,10 @@
 // The conformance executables' main: `--backend SPEC` (taken out before GoogleTest reads the rest)
 // names the backend where the build did not write one in, as in the installed
 // `collcheck-conformance`; under a launcher (mpiexec) only rank 0 lists the tests, so that ctest
-// discovers each once; the tests start MPI themselves, on first use.
+// discovers each once; the tests start MPI themselves, on first use. It is no test itself: what it
+// does is held by the ctest entries conformance.program_* (tests/conformance/CMakeLists.txt): a
+// missing --backend or one without a value is a usage error (status 2, the message), both
+// spellings reach the suite, and the suite then fails on a mutant and passes on ring@sim.
 #include <gtest/gtest.h>
 
 #include <cstdio>
