@@ -117,12 +117,4 @@ Form form_for(std::string_view algorithm, const Case& shape, const Knobs& knobs)
   return size && size->steps > kStoredStepsAtMost ? Form::OnDemand : Form::Stored;
 }
 
-Slice slice(std::size_t count, std::size_t parts, std::size_t index) {
-  if (parts == 0) return Slice{0, 0};
-  const std::size_t base = count / parts;
-  const std::size_t larger = count % parts;  // the first `larger` parts hold one more
-  if (index < larger) return Slice{index * (base + 1), base + 1};
-  return Slice{larger * (base + 1) + (index - larger) * base, base};
-}
-
 }  // namespace collcheck

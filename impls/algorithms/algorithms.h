@@ -58,13 +58,4 @@ bool has_on_demand_form(std::string_view name, Collective);
 // its steps (within a small factor) and its scratch. An error where `name` lacks the collective.
 Result<ScheduleSize> estimate_schedule(std::string_view name, const Case& shape, const Knobs& = {});
 
-// Splits [0, count) into `parts` ranges whose sizes differ by at most one, the larger first:
-// the usual way a generator gives each rank or channel its share of a buffer that nranks
-// need not divide.
-struct Slice {
-  std::size_t offset;
-  std::size_t count;
-};
-Slice slice(std::size_t count, std::size_t parts, std::size_t index);
-
 }  // namespace collcheck

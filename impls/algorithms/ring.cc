@@ -291,7 +291,17 @@ std::size_t forwarded_partials(int n, std::size_t elements) { return n > 2 ? ele
 }  // namespace
 
 Schedule ring_allreduce_on_demand(const Case& shape, const Knobs& knobs) {
-  return ring_on_demand(shape, knobs, allreduce_steps);
+  Schedule schedule = ring_on_demand(shape, knobs, allreduce_steps);
+  // Blocks of unequal length: the cover is the ring on every block as long as the longest (block
+  // 0 of part 0), so that the prover can still use the rotation.
+  const auto n = static_cast<std::size_t>(shape.nranks);
+  const auto parts = static_cast<std::size_t>(knobs.channels);
+  if (n > 1 && shape.count > 0 && shape.count % (parts * n) != 0) {
+    Case covering = shape;
+    covering.count = parts * n * slice(slice(shape.count, parts, 0).count, n, 0).count;
+    schedule.cover = BlockCover{parts, [covering, knobs] { return ring_on_demand(covering, knobs, allreduce_steps); }};
+  }
+  return schedule;
 }
 Schedule ring_allgather_on_demand(const Case& shape, const Knobs& knobs) {
   return ring_on_demand(shape, knobs, allgather_steps);

@@ -19,6 +19,7 @@
 
 #include "impls/prove/element_buffers.h"
 #include "impls/prove/expected.h"
+#include "impls/prove/interpreter.h"
 #include "impls/prove/message_queues.h"
 #include "impls/prove/provenance.h"
 #include "impls/prove/race_check.h"
@@ -43,12 +44,6 @@ using provenance::wanted;
 using provenance::Contents;
 using provenance::Queue;
 using provenance::RaceCheck;
-
-// Whether a participant's steps run on more than one stream (every rank's are rank 0's turned
-// where the rotation holds, streams included).
-bool several_streams(std::span<const Step> steps) {
-  return std::any_of(steps.begin(), steps.end(), [&](const Step& step) { return step.stream != steps[0].stream; });
-}
 
 // An output element of a rank, and the step that wrote it last (-1: none yet).
 struct Watch {
@@ -429,8 +424,12 @@ class Interpreter {
   Contents local_, target_;      // reused by every step
 };
 
-// The proof of a valid schedule, with its rotation if it has one; nothing where a schedule made
-// on demand turned out to need storing.
+}  // namespace
+
+bool several_streams(std::span<const Step> steps) {
+  return std::any_of(steps.begin(), steps.end(), [&](const Step& step) { return step.stream != steps[0].stream; });
+}
+
 std::optional<Proof> prove_valid(const Schedule& schedule, const std::optional<Rotation>& rotation) {
   if (input_elements(schedule.shape) >= Run::kIndexLimit) return Proof{false, provenance::kBeyondIndexLimit, 0, 0};
   std::optional<Watch> wrong;
@@ -445,55 +444,6 @@ std::optional<Proof> prove_valid(const Schedule& schedule, const std::optional<R
   Interpreter again(schedule, rotation);
   again.watch(*wrong);
   return again.run();
-}
-
-}  // namespace
-
-// Rank 0's steps checked and stored, the others' compared with them (a valid step turned is
-// valid). Where rank 0's streams do not keep apart, the full proof runs, under the race check.
-std::optional<Proof> prove_by_rotation(const Schedule& schedule, unsigned threads) {
-  if (!schedule.on_demand()) {
-    if (schedule.participants.empty()) return std::nullopt;
-    const std::vector<Step>& rank0 = schedule.participants.front().steps;
-    if (several_streams(rank0) && !provenance::streams_apart(schedule, rank0)) return std::nullopt;
-    const std::optional<Rotation> rotation = provenance::find_rotation(schedule);
-    if (!rotation) return std::nullopt;
-    Status valid = validate(schedule);
-    return valid ? *prove_valid(schedule, rotation) : Proof{false, valid.error().message, 0, 0};
-  }
-  Schedule rank0 = schedule;
-  rank0.make_steps = {};
-  std::vector<Step>& steps = rank0.participants.front().steps;
-  for (StepReader made = schedule.steps_of(0); made.next();) {
-    Status valid = validate_step(schedule, 0, static_cast<int>(steps.size()), made.step());
-    if (!valid) return Proof{false, valid.error().message, 0, 0};
-    steps.push_back(made.step());
-  }
-  if (several_streams(steps) && !provenance::streams_apart(schedule, steps)) return std::nullopt;
-  const std::optional<Rotation> rotation = provenance::find_rotation(schedule, steps, threads);
-  if (!rotation) return std::nullopt;
-  return *prove_valid(rank0, rotation);
-}
-
-Proof prove(const Schedule& schedule) {
-  if (std::optional<Proof> proof = prove_by_rotation(schedule)) return *proof;
-  return prove_in_full(schedule);
-}
-
-// A schedule made on demand is proven as it is made, never stored, where every participant has
-// one stream and no waits (the ring's); any other is stored first.
-Proof prove_in_full(const Schedule& schedule) {
-  if (schedule.on_demand()) {
-    const bool waits = std::any_of(schedule.participants.begin(), schedule.participants.end(),
-                                   [](const Participant& participant) { return !participant.waits.empty(); });
-    if (waits) return prove_in_full(stored(schedule));
-    Status valid = validate_participants(schedule);
-    if (!valid) return Proof{false, valid.error().message, 0, 0};
-    std::optional<Proof> proof = prove_valid(schedule, std::nullopt);
-    return proof ? *proof : prove_in_full(stored(schedule));
-  }
-  Status valid = validate(schedule);
-  return valid ? *prove_valid(schedule, std::nullopt) : Proof{false, valid.error().message, 0, 0};
 }
 
 }  // namespace collcheck

@@ -224,6 +224,14 @@ std::optional<Step> step_at(const Schedule& s, int participant, int index) {
   return index < 0 ? std::nullopt : std::optional<Step>(steps.step());
 }
 
+Slice slice(std::size_t count, std::size_t parts, std::size_t index) {
+  if (parts == 0) return Slice{0, 0};
+  const std::size_t base = count / parts;
+  const std::size_t larger = count % parts;  // the first `larger` parts hold one more
+  if (index < larger) return Slice{index * (base + 1), base + 1};
+  return Slice{larger * (base + 1) + (index - larger) * base, base};
+}
+
 Schedule stored(Schedule schedule) {
   if (!schedule.on_demand()) return schedule;
   for (int p = 0; p < schedule.nparticipants(); ++p) {

@@ -83,6 +83,29 @@ struct Participant {
 // A participant's steps made on demand, in order (a generator's per-participant form).
 using MakeSteps = std::function<StepSequence(int participant)>;
 
+// Splits [0, count) into `parts` ranges whose sizes differ by at most one, the larger first:
+// the usual way a generator gives each rank or channel its share of a buffer that nranks
+// need not divide.
+struct Slice {
+  std::size_t offset;
+  std::size_t count;
+};
+Slice slice(std::size_t count, std::size_t parts, std::size_t index);
+
+struct Schedule;
+
+// Where a schedule cuts its input and output as the ring all-reduce does (into `parts` parts by
+// slice(), each part into one block per rank by slice(), so that blocks differ by an element where
+// the count does not divide), its cover: the same algorithm on the count at which every block is as
+// long as the longest block here. The prover turns the cover's rank 0 and cuts it to these blocks
+// to prove by rotation a schedule whose ranks' programs differ in length (impls/prove/cover.h).
+struct BlockCover {
+  std::size_t parts = 0;
+  std::function<Schedule()> make;
+
+  explicit operator bool() const { return static_cast<bool>(make); }
+};
+
 // A participant's steps read in order through one cursor, whichever form the schedule has: the
 // stored ones straight from their vector (no coroutine to resume per step), else those its
 // StepSequence makes. `next()` moves to the next step and says whether there was one; `step()`
@@ -114,6 +137,7 @@ struct Schedule {
   // call a fresh sequence from its first step, and participants[p].steps stay empty (who the
   // participants are, their scratch and waits are still here). Unset: the steps are stored.
   MakeSteps make_steps;
+  BlockCover cover;  // set where the blocks differ in length and a cover exists (the ring all-reduce)
 
   bool on_demand() const { return static_cast<bool>(make_steps); }
   // Participant p's steps in order, made on demand or read from the stored ones: the one way to

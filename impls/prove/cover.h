@@ -1,0 +1,31 @@
+// Proof by rotation of a schedule whose blocks differ in length (the ring all-reduce at a count
+// the rank count does not divide), through its cover (Schedule::cover): cover.cc says why proving
+// the cover's rank 0 proves the schedule.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+
+#include "impls/prove/symmetry.h"
+#include "impls/schedule/schedule.h"
+
+namespace collcheck::provenance {
+
+// What the proof of a schedule through its cover runs: the cover with rank 0's steps stored (the
+// other ranks' are rank 0's turned), the rotation of its equal blocks, and the schedule's own
+// steps and sends, counted over every rank.
+struct CoveredRank0 {
+  Schedule cover;
+  Rotation rotation;
+  std::size_t steps = 0;
+  std::size_t messages = 0;
+};
+
+// The cover's rank 0 where every rank r's program is the cover's rank 0 turned by r and cut to the
+// schedule's own blocks (a step that keeps no element left out), every step and message of the
+// cover keeps each element where it is (block and place in the block), and the schedule is an
+// all-reduce of ranks only with no waits or scratch; nothing otherwise. Ranks are compared on up
+// to `threads` threads.
+std::optional<CoveredRank0> cover_rank0(const Schedule&, unsigned threads = 1);
+
+}  // namespace collcheck::provenance

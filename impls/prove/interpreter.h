@@ -1,0 +1,23 @@
+// The symbolic interpreter's entry for the proofs that choose how to run it (proof_paths.cc);
+// private to impls/prove/.
+#pragma once
+
+#include <optional>
+#include <span>
+
+#include "impls/prove/proof.h"
+#include "impls/prove/symmetry.h"
+#include "impls/schedule/schedule.h"
+
+namespace collcheck {
+
+// The proof of a valid schedule: every participant run, or rank 0 alone with a rotation (the
+// schedule's other ranks being rank 0's turned); nothing where a schedule made on demand turned out
+// to need storing (a participant with several streams).
+std::optional<Proof> prove_valid(const Schedule&, const std::optional<provenance::Rotation>&);
+
+// Whether a participant's steps run on more than one stream (every rank's are rank 0's turned
+// where the rotation holds, streams included).
+bool several_streams(std::span<const Step> steps);
+
+}  // namespace collcheck

@@ -1,0 +1,77 @@
+// Which proof runs (proof.h): rank 0 alone where every rank is rank 0's turned (symmetry.h) or the
+// cover's rank 0 turned and cut (cover.h), else every rank; the interpreter itself is proof.cc's.
+#include <optional>
+#include <vector>
+
+#include "impls/prove/cover.h"
+#include "impls/prove/interpreter.h"
+#include "impls/prove/proof.h"
+#include "impls/prove/symmetry.h"
+
+namespace collcheck {
+namespace {
+
+using provenance::Rotation;
+
+// Blocks of unequal length: the cover's rank 0, where the schedule is the cover cut (cover.cc says
+// why that proves it). A proof that fails gives way to the full one, which names the step in the
+// schedule's own terms.
+std::optional<Proof> prove_by_cover(const Schedule& schedule, unsigned threads) {
+  std::optional<provenance::CoveredRank0> covered = provenance::cover_rank0(schedule, threads);
+  if (!covered) return std::nullopt;
+  std::optional<Proof> proof = prove_valid(covered->cover, covered->rotation);
+  if (!proof || !proof->ok) return std::nullopt;
+  proof->steps = covered->steps;
+  proof->messages = covered->messages;
+  return proof;
+}
+
+}  // namespace
+
+// Rank 0's steps checked and stored, the others' compared with them (a valid step turned is
+// valid). Where rank 0's streams do not keep apart, the full proof runs, under the race check.
+std::optional<Proof> prove_by_rotation(const Schedule& schedule, unsigned threads) {
+  if (!schedule.on_demand()) {
+    if (schedule.participants.empty()) return std::nullopt;
+    const std::vector<Step>& rank0 = schedule.participants.front().steps;
+    if (several_streams(rank0) && !provenance::streams_apart(schedule, rank0)) return std::nullopt;
+    const std::optional<Rotation> rotation = provenance::find_rotation(schedule);
+    if (!rotation) return prove_by_cover(schedule, 1);
+    Status valid = validate(schedule);
+    return valid ? *prove_valid(schedule, rotation) : Proof{false, valid.error().message, 0, 0};
+  }
+  Schedule rank0 = schedule;
+  rank0.make_steps = {};
+  std::vector<Step>& steps = rank0.participants.front().steps;
+  for (StepReader made = schedule.steps_of(0); made.next();) {
+    Status valid = validate_step(schedule, 0, static_cast<int>(steps.size()), made.step());
+    if (!valid) return Proof{false, valid.error().message, 0, 0};
+    steps.push_back(made.step());
+  }
+  if (several_streams(steps) && !provenance::streams_apart(schedule, steps)) return std::nullopt;
+  const std::optional<Rotation> rotation = provenance::find_rotation(schedule, steps, threads);
+  if (!rotation) return prove_by_cover(schedule, threads);
+  return *prove_valid(rank0, rotation);
+}
+
+Proof prove(const Schedule& schedule) {
+  if (std::optional<Proof> proof = prove_by_rotation(schedule)) return *proof;
+  return prove_in_full(schedule);
+}
+
+// A schedule made on demand is proven as it is made, never stored, where every participant has
+// one stream and no waits (the ring's); any other is stored first.
+Proof prove_in_full(const Schedule& schedule) {
+  if (schedule.on_demand()) {
+    const bool waits = std::any_of(schedule.participants.begin(), schedule.participants.end(),
+                                   [](const Participant& participant) { return !participant.waits.empty(); });
+    if (waits) return prove_in_full(stored(schedule));
+    Status valid = validate_participants(schedule);
+    if (!valid) return Proof{false, valid.error().message, 0, 0};
+    std::optional<Proof> proof = prove_valid(schedule, std::nullopt);
+    return proof ? *proof : prove_in_full(stored(schedule));
+  }
+  Status valid = validate(schedule);
+  return valid ? *prove_valid(schedule, std::nullopt) : Proof{false, valid.error().message, 0, 0};
+}
+}  // namespace collcheck

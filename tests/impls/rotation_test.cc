@@ -1,0 +1,207 @@
+// Proof by rotation: rank 0 alone stands for every rank where every rank's program is rank 0's
+// turned (equal blocks), or the ring's cover turned and cut (blocks of unequal length); any one
+// rank changed, or a collective whose outputs do not turn, sends the proof back to every rank.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "impls/algorithms/algorithms.h"
+#include "impls/prove/cover.h"
+#include "impls/prove/proof.h"
+#include "impls/prove/symmetry.h"
+#include "tests/impls/proof_support.h"
+
+namespace collcheck {
+namespace {
+
+using proof_support::on_demand;
+using proof_support::shape_of;
+
+// Where every channel's part splits into n equal blocks, every rank's ring program is rank 0's
+// turned by its rank; where the blocks differ in length (17 elements on 8 ranks, or 12 per
+// channel), it is the ring's cover turned and cut. Either way rank 0 alone runs, the proof says so,
+// and it counts the steps and messages the full proof counts.
+TEST(Proof, ProvesASymmetricRingOnRankZeroAndSaysSo) {
+  for (auto [count, channels, equal_blocks] : {std::tuple{16, 1, true}, std::tuple{32, 2, true}, std::tuple{0, 1, true},
+                                               std::tuple{17, 1, false}, std::tuple{24, 2, false}}) {
+    for (bool in_place : {false, true}) {
+      Result<Schedule> schedule =
+          make_schedule("ring", shape_of(Collective::AllReduce, static_cast<std::size_t>(count), 8, 0, in_place),
+                        Knobs{1 << 20, channels, 2});
+      ASSERT_TRUE(schedule.ok());
+      const Proof proof = prove(*schedule);
+      EXPECT_TRUE(proof.ok) << proof.message;
+      EXPECT_TRUE(proof.by_rotation) << count << " elements, " << channels << " channels";
+      EXPECT_EQ(provenance::find_rotation(*schedule).has_value(), equal_blocks) << count;
+      EXPECT_EQ(provenance::cover_rank0(*schedule).has_value(), !equal_blocks) << count;
+      const Proof full = prove_in_full(*schedule);
+      EXPECT_EQ(proof.steps, full.steps) << count;
+      EXPECT_EQ(proof.messages, full.messages) << count;
+    }
+  }
+}
+
+// The ring of 8 ranks at count 16 with rank 5's program changed: the symmetric path must refuse
+// it, and the full proof decide. A step added that changes nothing (a copy of a block onto
+// itself) is proven; the last receive landing in the next block is caught, although rank 0's
+// program, run alone, would prove.
+TEST(Proof, RefusesTheSymmetricPathWhereOneRankDiffers) {
+  const Case shape = shape_of(Collective::AllReduce, 16, 8);
+  Result<Schedule> harmless = make_schedule("ring", shape, Knobs{});
+  ASSERT_TRUE(harmless.ok());
+  ASSERT_TRUE(provenance::find_rotation(*harmless));
+  const Range block{BufferKind::Output, 2, 2};
+  harmless.value().copy(5, block, block);
+  EXPECT_FALSE(provenance::find_rotation(*harmless));
+  Proof proof = prove(*harmless);
+  EXPECT_TRUE(proof.ok) << proof.message;
+  EXPECT_FALSE(proof.by_rotation);
+
+  Result<Schedule> broken = make_schedule("ring", shape, Knobs{});
+  ASSERT_TRUE(broken.ok());
+  auto& steps = broken.value().participants[5].steps;
+  const auto last = std::find_if(steps.rbegin(), steps.rend(), [](const Step& step) { return step.receives(); });
+  ASSERT_NE(last, steps.rend());
+  last->to.offset = (last->to.offset + 2) % 16;  // the next block: in range, but wrong
+  EXPECT_FALSE(provenance::find_rotation(*broken));
+  proof = prove(*broken);
+  EXPECT_FALSE(proof.ok);
+  EXPECT_FALSE(proof.by_rotation);
+  // The step that wrote the wrong element last is found by running the proof again.
+  EXPECT_NE(proof.message.find("(last written by rank 5 step "), std::string::npos) << proof.message;
+}
+
+// Every rank copying its input to its output is a symmetric program, and right for the root of a
+// broadcast from rank 0: rank 0's outputs alone would prove it. The symmetric path must see that
+// the broadcast's outputs do not turn (every rank needs rank 0's input, not its own turned), which
+// makes rank 1's outputs, rank 0's turned, wrong.
+TEST(Proof, RefusesTheSymmetricPathWhereTheCollectiveDoesNotTurn) {
+  Schedule copies;
+  copies.algorithm = "hand";
+  copies.shape = shape_of(Collective::Broadcast, 5, 4);
+  copies.participants.resize(4);
+  for (int rank = 0; rank < 4; ++rank)
+    copies.copy(rank, Range{BufferKind::Input, 0, 5}, Range{BufferKind::Output, 0, 5});
+  const std::optional<provenance::Rotation> rotation = provenance::find_rotation(copies);
+  ASSERT_TRUE(rotation);
+  EXPECT_TRUE(provenance::outputs_turn(copies, *rotation));
+  const Proof proof = prove(copies);
+  EXPECT_FALSE(proof.ok);
+  EXPECT_NE(proof.message.find("rank 1's program is rank 0's turned, but broadcast does not require"),
+            std::string::npos)
+      << proof.message;
+  EXPECT_FALSE(prove_in_full(copies).ok);
+}
+
+// The rotation check on several threads compares every rank: a ring of 100 ranks made on demand
+// is proven on rank 0 alone with 1, 3 or 8 threads, and one whose rank 1, 16, 17, 50, 98 or 99 alone differs
+// (a harmless copy added) is refused the symmetric path by each, then proven in full.
+TEST(Proof, TheRotationCheckOnSeveralThreadsComparesEveryRank) {
+  const Case shape = shape_of(Collective::AllReduce, 100, 100);
+  Result<Schedule> ring = make_schedule("ring", shape, Knobs{});
+  ASSERT_TRUE(ring.ok());
+  for (unsigned threads : {1U, 3U, 8U}) {
+    const std::optional<Proof> symmetric = prove_by_rotation(on_demand(*ring), threads);
+    ASSERT_TRUE(symmetric) << threads << " threads";
+    EXPECT_TRUE(symmetric->ok && symmetric->by_rotation) << symmetric->message;
+    for (int rank : {1, 16, 17, 50, 98, 99}) {
+      Schedule changed = *ring;
+      const Range block{BufferKind::Output, 3, 1};
+      changed.copy(rank, block, block);
+      EXPECT_FALSE(prove_by_rotation(on_demand(changed), threads)) << "rank " << rank << ", " << threads << " threads";
+    }
+  }
+}
+
+// The cover's check compares every rank with the cover turned and cut: a ring of 9 ranks at counts
+// whose blocks differ (one block empty at 8, one longer at 10, 2 channels of chunks of 2 at 41) is
+// proven on rank 0 alone through its cover, on 1 or 3 threads; with any one rank changed (a step
+// gone, a range an element short, a harmless copy added, a peer turned the wrong way) the cover is
+// refused and the full proof decides. A cover that is not this schedule's (one more element per
+// block) is refused too.
+TEST(Proof, TheCoverCheckComparesEveryRankTurnedAndCut) {
+  using Change = void (*)(std::vector<Step>&);
+  const std::pair<const char*, Change> changes[] = {
+      {"last step gone", [](std::vector<Step>& steps) { steps.pop_back(); }},
+      {"a range an element short",
+       [](std::vector<Step>& steps) {
+         Step& last = steps.back();
+         last.to.count -= 1;
+         if (last.kind == StepKind::RecvReduce) last.from.count -= 1;
+       }},
+      {"a copy added",
+       [](std::vector<Step>& steps) {
+         steps.push_back(Step{StepKind::Copy, -1, steps.back().to, steps.back().to, 0, 0});
+       }},
+      {"a peer the wrong way",
+       [](std::vector<Step>& steps) {
+         for (Step& step : steps) {
+           if (step.sends()) step.peer = (step.peer + 7) % 9;
+         }
+       }},
+  };
+  for (auto [count, knobs] : {std::pair{std::size_t{8}, Knobs{}}, std::pair{std::size_t{10}, Knobs{}},
+                              std::pair{std::size_t{41}, Knobs{2, 2, 2}}}) {
+    Result<Schedule> ring = make_schedule("ring", shape_of(Collective::AllReduce, count, 9), knobs);
+    ASSERT_TRUE(ring.ok());
+    ASSERT_TRUE(ring->cover) << count;
+    for (unsigned threads : {1U, 3U}) {
+      const std::optional<Proof> covered = prove_by_rotation(on_demand(*ring), threads);
+      ASSERT_TRUE(covered) << count << " elements, " << threads << " threads";
+      EXPECT_TRUE(covered->ok && covered->by_rotation) << covered->message;
+      for (int rank : {0, 1, 4, 8}) {
+        for (const auto& [what, change] : changes) {
+          Schedule changed = *ring;
+          change(changed.participants[static_cast<std::size_t>(rank)].steps);
+          EXPECT_FALSE(provenance::cover_rank0(on_demand(changed), threads))
+              << count << " elements, rank " << rank << ": " << what;
+          const Proof proof = prove(changed);
+          EXPECT_EQ(proof.ok, prove_in_full(changed).ok) << what;
+          EXPECT_FALSE(proof.by_rotation) << what;
+        }
+      }
+    }
+    const Case covering = ring->cover.make().shape;
+    Schedule wrong_cover = *ring;
+    wrong_cover.cover.make = [covering, knobs] {
+      Case more = covering;
+      more.count += 9 * static_cast<std::size_t>(knobs.channels);
+      return *make_schedule("ring", more, knobs);
+    };
+    EXPECT_FALSE(provenance::cover_rank0(wrong_cover)) << count;
+    wrong_cover.cover.make = [covering] { return *make_schedule("rhd", covering, Knobs{}); };
+    EXPECT_FALSE(provenance::cover_rank0(wrong_cover)) << count;
+  }
+}
+
+// The cover's messages must keep their elements in place, or cutting them to the schedule's blocks
+// gives a send and its receive different lengths. Here each rank of the 2-rank cover (blocks of 2)
+// sends its block r and takes its peer's into block r: cut to 3 elements (blocks of 2 and 1), rank
+// 0 sends 2 elements that rank 1 receives as 1. Every rank is the cover cut, so only the check of
+// the messages refuses it.
+TEST(Proof, TheCoverCheckRefusesAMessageThatMovesItsElements) {
+  const auto program = [](std::uint64_t from, std::uint64_t into, std::uint64_t count) {
+    return std::vector<Step>{Step{StepKind::Send, 1, Range{BufferKind::Input, from, count}, Range{}, 0, 0},
+                             Step{StepKind::Recv, 1, Range{}, Range{BufferKind::Output, into, count}, 0, 0}};
+  };
+  Schedule cover;
+  cover.algorithm = "hand";
+  cover.shape = shape_of(Collective::AllReduce, 4, 2);
+  cover.participants.resize(2);
+  cover.participants[0].steps = program(0, 0, 2);
+  cover.participants[1].steps = program(2, 2, 2);
+  cover.participants[1].steps[0].peer = cover.participants[1].steps[1].peer = 0;
+  Schedule cut = cover;
+  cut.shape.count = 3;
+  cut.participants[1].steps = program(2, 2, 1);
+  cut.participants[1].steps[0].peer = cut.participants[1].steps[1].peer = 0;
+  cut.cover = BlockCover{1, [cover] { return cover; }};
+  EXPECT_FALSE(provenance::cover_rank0(cut));
+  EXPECT_FALSE(prove(cut).ok);
+}
+
+}  // namespace
+}  // namespace collcheck
