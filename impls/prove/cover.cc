@@ -194,6 +194,11 @@ bool plain_allreduce(const Schedule& s, std::uint64_t count) {
 std::optional<CoveredRank0> cover_rank0(const Schedule& s, unsigned threads) {
   if (!s.cover || !plain_allreduce(s, s.shape.count)) return std::nullopt;
   const Blocks blocks(s.shape.count, s.cover.parts, static_cast<std::size_t>(s.nranks()));
+  // Every rank is compared with all of the cover's steps: where most blocks are empty (count 7 on
+  // 4096 ranks) the schedule is far smaller than its cover and is proven in full faster.
+  if (2 * static_cast<std::size_t>(std::count(blocks.length.begin(), blocks.length.end(), 0)) > blocks.length.size()) {
+    return std::nullopt;
+  }
   CoveredRank0 covered{s.cover.make(), {}, 0, 0};
   Schedule& cover = covered.cover;
   if (cover.shape.count != blocks.cover_count() || cover.nranks() != s.nranks() ||
