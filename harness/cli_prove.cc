@@ -52,7 +52,8 @@ struct Sweep {
   std::vector<bool> layouts;  // in_place values
   Knobs knobs;
   MemoryBudget budget;
-  unsigned jobs = 1;
+  unsigned jobs = 1;     // proofs at once: what --jobs asks, fewer where memory would not hold them
+  unsigned threads = 1;  // what --jobs asks: a rotation check's threads hold no proof, so memory does not bound them
 };
 
 // Counts where schedules go wrong: none, one, around nranks, a prime, around the chunk size.
@@ -182,7 +183,7 @@ Result<Sweep> parse_sweep(const Arguments& args) {
   sweep.knobs = *knobs;
   Result<unsigned> jobs = jobs_option(args, cores());
   if (!jobs) return jobs.error();
-  sweep.jobs = *jobs;
+  sweep.jobs = sweep.threads = *jobs;
   if (Status fit = sweep_fits(args, sweep); !fit) return fit.error();
   return sweep;
 }
@@ -259,7 +260,7 @@ ShapeProof prove_one(const Algorithm& algorithm, const Case& shape, const Sweep&
 std::vector<ShapeProof> prove_shapes(const Algorithm& algorithm, const std::vector<Case>& shapes, const Sweep& sweep) {
   std::vector<ShapeProof> results(shapes.size());
   const std::size_t threads = std::min<std::size_t>(sweep.jobs, shapes.size());
-  const auto per_proof = static_cast<unsigned>(threads == 0 ? 1 : sweep.jobs / threads);
+  const auto per_proof = static_cast<unsigned>(threads == 0 ? 1 : std::max<std::size_t>(1, sweep.threads / threads));
   std::atomic<std::size_t> refused_at{shapes.size()};
   share_indices(shapes.size(), threads, [&](std::size_t k, std::size_t) {
     if (k >= refused_at.load()) return false;

@@ -316,6 +316,14 @@ bool streams_apart(const Schedule& s, std::span<const Step> steps, int participa
 }
 
 std::optional<std::string> outputs_turn(const Schedule& s, const Rotation& rotation) {
+  // An all-reduce requires of every rank's element i every rank's input i, once: rank r's element
+  // T(i) needs input T(i), and rank 0's element i's need turned is input T_in(i), the same where the
+  // input and the output turn alike. That equality is what the check below would find element by
+  // element, n x count times.
+  if (s.shape.collective == Collective::AllReduce &&
+      rotation.of(BufferKind::Input) == rotation.of(BufferKind::Output)) {
+    return std::nullopt;
+  }
   const auto n = static_cast<std::uint32_t>(s.nranks());
   const Turning& output = rotation.of(BufferKind::Output);
   const VectorBlocks blocks0 = vector_blocks(s.shape, 0);

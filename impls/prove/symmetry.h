@@ -25,6 +25,8 @@ struct Turning {
   std::uint64_t stretch(std::uint64_t offset) const;
   // The range turned, or nothing where it straddles two blocks (then it has no single image).
   std::optional<Range> range(const Range&, std::uint32_t by, std::uint32_t nranks) const;
+
+  friend bool operator==(const Turning&, const Turning&) = default;
 };
 
 // The turnings of a rotation-symmetric schedule, per buffer kind (Input, Output, Scratch).
