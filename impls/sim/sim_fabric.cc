@@ -16,7 +16,7 @@ void Simulation::set_up_route(StreamLink& link) {
   if (source == target) return;
   const std::vector<int>& route = topology_.route(source, target);
   if (route.empty()) return;
-  link.route = &route;
+  link.route = route;
   link.latency = 0;
   link.narrowest = std::numeric_limits<double>::infinity();
   for (int id : route) {
@@ -28,13 +28,12 @@ void Simulation::set_up_route(StreamLink& link) {
 
 // Reserves the route's links from now and returns the arrival time.
 double Simulation::transmit(StreamLink& link, std::size_t bytes) {
-  if (link.route == nullptr) return now_;
+  if (link.route.empty()) return now_;
   double begin = now_;
-  for (int id : *link.route) begin = std::max(begin, link_state_[static_cast<std::size_t>(id)].free);
-  for (int id : *link.route) {
-    const auto hop = static_cast<std::size_t>(id);
-    const double busy = static_cast<double>(bytes) / topology_.links[hop].bandwidth;
-    LinkState& state = link_state_[hop];
+  for (int id : link.route) begin = std::max(begin, link_state_[static_cast<std::size_t>(id)].free);
+  for (int id : link.route) {
+    LinkState& state = link_state_[static_cast<std::size_t>(id)];
+    const double busy = static_cast<double>(bytes) / state.bandwidth;
     state.free = begin + busy;
     state.busy += busy;
     state.bytes += bytes;

@@ -170,16 +170,12 @@ double Simulation::wait_interval(const Stream& stream) {
 double Simulation::message_travel(const Stream& stream) const {
   const Step& step = stream.steps.step();
   const StreamLink& link = links_[stream.link];
-  return link.route == nullptr ? 0 : link.latency + static_cast<double>(step.to.count * element_) / link.narrowest;
+  return link.route.empty() ? 0 : link.latency + static_cast<double>(step.to.count * element_) / link.narrowest;
 }
 
 // Whether receive step k of p could start but for its message.
 bool Simulation::waits_for_message(int p, const Stream& stream) const {
-  const auto q = static_cast<std::size_t>(p);
-  for (int earlier : schedule_.participants[q].after(stream.steps.index())) {
-    if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
-  }
-  return links_[stream.link].inbox.waiting_count == 0;
+  return waits_done(p, stream) && links_[stream.link].inbox.waiting_count == 0;
 }
 
 // Arms a timer for every receive step of p that is waiting for its message.

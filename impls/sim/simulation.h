@@ -156,9 +156,10 @@ struct StreamLink {
   StreamKey key;
   Inbox inbox;
   Outbox outbox;
-  const std::vector<int>* route = nullptr;  // null: both ends on one vertex
-  double latency = 0;                       // the route's latencies, summed in route order
-  double narrowest = 0;                     // its narrowest bandwidth
+  std::span<const int>
+      route;             // the topology's links in order (kept in its route cache); empty: both ends on one vertex
+  double latency = 0;    // the route's latencies, summed in route order
+  double narrowest = 0;  // its narrowest bandwidth
 };
 
 struct GoBack {
@@ -196,6 +197,7 @@ class Simulation {
   void finish_step(int p, Stream& stream);
   void advance(int p);
   bool ready(int p, const Stream& stream);
+  bool waits_done(int p, const Stream& stream) const;
   double start(int p, const Stream& stream);
   void fail(int p, int k, const std::string& what);
   void finish(double deadline);
@@ -250,11 +252,12 @@ class Simulation {
   TimerQueue timers_;  // a slot per stream of every participant: its receive's wait timer
   std::vector<int> vertex_;
   // Per topology link, together so that booking a hop touches one cache line: when it is free
-  // next, and its load so far (seconds busy, bytes carried).
+  // next, its load so far (seconds busy, bytes carried) and its bandwidth.
   struct LinkState {
     double free = 0;
     double busy = 0;
     std::uint64_t bytes = 0;
+    double bandwidth = 0;  // the topology link's, here so that a booking reads nothing else
   };
   std::vector<LinkState> link_state_;
   std::vector<GuardedBuffer> input_, output_, scratch_;

@@ -68,6 +68,7 @@ bool Simulation::place_participants() {
     vertex_.push_back(switches[static_cast<std::size_t>(p - schedule_.nranks()) % switches.size()]);
   }
   link_state_.assign(topology_.links.size(), LinkState{});
+  for (std::size_t id = 0; id < link_state_.size(); ++id) link_state_[id].bandwidth = topology_.links[id].bandwidth;
   return true;
 }
 
@@ -322,12 +323,20 @@ void Simulation::advance(int p) {
 }
 
 bool Simulation::ready(int p, const Stream& stream) {
+  if (!waits_done(p, stream)) return false;
+  if (!stream.steps.step().receives()) return true;
+  return links_[stream.link].inbox.waiting_count > 0;
+}
+
+// Whether the steps the stream's current step waits for are done. Only participants with waits
+// keep done_ (the schedule's Participant, a cache miss at thousands of ranks, is read only then).
+bool Simulation::waits_done(int p, const Stream& stream) const {
   const auto q = static_cast<std::size_t>(p);
+  if (done_[q].empty()) return true;
   for (int earlier : schedule_.participants[q].after(stream.steps.index())) {
     if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
   }
-  if (!stream.steps.step().receives()) return true;
-  return links_[stream.link].inbox.waiting_count > 0;
+  return true;
 }
 
 // Starts the stream's current step now; returns how long it takes.
