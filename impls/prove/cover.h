@@ -24,8 +24,9 @@ struct CoveredRank0 {
 // The cover's rank 0 where every rank r's program is the cover's rank 0 turned by r and cut to the
 // schedule's own blocks (a step that keeps no element left out), every step and message of the
 // cover keeps each element where it is (block and place in the block), and the schedule is an
-// all-reduce of ranks only with no waits or scratch; nothing otherwise. Ranks are compared on up
-// to `threads` threads.
+// all-reduce of ranks only with no waits or scratch, at least half of whose blocks hold elements
+// (else it is small, and proven in full faster); nothing otherwise. Ranks are compared on up to
+// `threads` threads.
 std::optional<CoveredRank0> cover_rank0(const Schedule&, unsigned threads = 1);
 
 }  // namespace collcheck::provenance

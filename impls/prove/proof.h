@@ -34,7 +34,8 @@ struct Proof {
 // (its matching sends and receives by the proof itself).
 Proof prove(const Schedule&);
 // The proof on rank 0 alone where every rank's program is rank 0's turned by its rank (proof.cc
-// says why that proves every rank), or nothing where it is not so. Made on demand, the schedule
+// says why that proves every rank), or, for a ring all-reduce whose blocks differ in length, its
+// cover's rank 0 turned and cut to them (cover.cc says why); nothing where neither holds. Made on demand, the schedule
 // is then never stored: rank 0's steps are, the others' are made once each and compared (on up to
 // `threads` threads).
 std::optional<Proof> prove_by_rotation(const Schedule&, unsigned threads = 1);

@@ -60,7 +60,9 @@ bool streams_apart(const Schedule&, std::span<const Step> steps, int participant
 // Rank 0's outputs stand for every rank's only where the collective's requirement turns alike:
 // rank r's element T_r(i) must need what rank 0's element i needs, turned by r. Nothing where it
 // does, else what does not. Checked a stretch at a time: where the turnings and the requirement
-// each move element by element, the first element of a stretch stands for the rest.
+// each move element by element, the first element of a stretch stands for the rest. An
+// all-reduce whose input and output turn alike needs no check: its requirement at element i is
+// every rank's input i.
 std::optional<std::string> outputs_turn(const Schedule&, const Rotation&);
 
 }  // namespace collcheck::provenance
