@@ -96,6 +96,36 @@ TEST(Proof, RefusesTheSymmetricPathWhereTheCollectiveDoesNotTurn) {
   EXPECT_FALSE(prove_in_full(copies).ok);
 }
 
+// An all-reduce needs no outputs check only where its input and output turn alike. Here 2 ranks
+// exchange their inputs element by element (the input does not turn) and reduce each into the
+// output block of that element (the output turns): rank 0 alone proves, but rank 1, rank 0 turned,
+// puts the sum of elements 0 into its output element 1. The check must run and refuse it.
+TEST(Proof, AnAllReduceWhoseInputDoesNotTurnStillHasItsOutputsChecked) {
+  Schedule swapped;
+  swapped.algorithm = "hand";
+  swapped.shape = shape_of(Collective::AllReduce, 2, 2);
+  swapped.participants.resize(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    for (std::uint64_t element : {0, 1}) {
+      const std::uint64_t into = (element + static_cast<std::uint64_t>(rank)) % 2;
+      swapped.add(rank, Step{StepKind::Send, 1 - rank, Range{BufferKind::Input, element, 1}, Range{}, 0, 0});
+      swapped.add(rank, Step{StepKind::RecvReduce, 1 - rank, Range{BufferKind::Input, element, 1},
+                             Range{BufferKind::Output, into, 1}, 0, 0});
+    }
+  }
+  const std::optional<provenance::Rotation> rotation = provenance::find_rotation(swapped);
+  ASSERT_TRUE(rotation);
+  EXPECT_EQ(rotation->of(BufferKind::Input).part, 0U);
+  EXPECT_EQ(rotation->of(BufferKind::Output).part, 2U);
+  EXPECT_TRUE(provenance::outputs_turn(swapped, *rotation));
+  const Proof proof = prove(swapped);
+  EXPECT_FALSE(proof.ok);
+  EXPECT_NE(proof.message.find("rank 1's program is rank 0's turned, but allreduce does not require"),
+            std::string::npos)
+      << proof.message;
+  EXPECT_FALSE(prove_in_full(swapped).ok);
+}
+
 // The rotation check on several threads compares every rank: a ring of 100 ranks made on demand
 // is proven on rank 0 alone with 1, 3 or 8 threads, and one whose rank 1, 16, 17, 50, 98 or 99 alone differs
 // (a harmless copy added) is refused the symmetric path by each, then proven in full.
