@@ -5,8 +5,8 @@
 
 namespace collcheck::conformance {
 
-// The program's `--backend SPEC` (main.cc), else the one its build wrote in
-// (collcheck_add_conformance's kSpec; empty in the installed collcheck-conformance).
+// The program's `--backend SPEC`, else the one its build wrote in (collcheck_add_conformance's
+// kSpec; empty in the installed collcheck-conformance): main.cc's take_backend_argument.
 std::string_view spec_under_test();
 
 }  // namespace collcheck::conformance
