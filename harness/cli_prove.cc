@@ -78,18 +78,6 @@ std::vector<int> roots_for(Collective collective, int n, bool all) {
   return roots;
 }
 
-// One shape of the sweep; a v-collective's counts spread around `count` (reference/counts.h).
-Case sweep_shape(Collective collective, std::size_t count, int nranks, int root, bool in_place) {
-  Case shape;
-  shape.collective = collective;
-  shape.count = count;
-  shape.nranks = nranks;
-  shape.root = root;
-  shape.in_place = in_place;
-  if (per_rank_counts(collective)) set_counts(shape, spread_counts(collective, nranks, count));
-  return shape;
-}
-
 // The layouts of the sweep a collective runs: the v-collectives run out of place only.
 std::vector<bool> layouts_for(Collective collective, std::vector<bool> layouts) {
   if (per_rank_counts(collective)) std::erase(layouts, true);
@@ -128,7 +116,7 @@ Status sweep_fits(const Arguments& args, Sweep& sweep) {
                                                   ? awkward_counts(n, sweep.knobs.chunk)
                                                   : std::vector<std::size_t>(sweep.counts.begin(), sweep.counts.end());
       for (bool in_place : counts.empty() ? std::vector<bool>{} : layouts_for(algorithm->collective, sweep.layouts)) {
-        const Case shape = sweep_shape(algorithm->collective, counts.back(), static_cast<int>(n), 0, in_place);
+        const Case shape = spread_case(algorithm->collective, counts.back(), static_cast<int>(n), 0, in_place);
         if (Status fit = shape_fits(*algorithm, shape, sweep, largest); !fit) return fit;
       }
     }
@@ -310,7 +298,7 @@ std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep
     for (std::size_t count : counts) {
       for (int root : roots_for(algorithm.collective, static_cast<int>(n), sweep.all_roots)) {
         for (bool in_place : layouts_for(algorithm.collective, sweep.layouts)) {
-          shapes.push_back(sweep_shape(algorithm.collective, count, static_cast<int>(n), root, in_place));
+          shapes.push_back(spread_case(algorithm.collective, count, static_cast<int>(n), root, in_place));
           band_of_shape.push_back(bands.size() - 1);
         }
       }

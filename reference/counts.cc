@@ -56,6 +56,17 @@ std::vector<std::size_t> spread_counts(Collective collective, int nranks, std::s
   return counts;
 }
 
+Case spread_case(Collective collective, std::size_t count, int nranks, int root, bool in_place) {
+  Case c;
+  c.collective = collective;
+  c.count = count;
+  c.nranks = nranks;
+  c.root = root;
+  c.in_place = in_place;
+  if (per_rank_counts(collective)) set_counts(c, spread_counts(collective, nranks, count));
+  return c;
+}
+
 std::size_t block_start(const Case& c, int rank) {
   std::size_t start = 0;
   for (int r = 0; r < rank; ++r) start += at(c, static_cast<std::size_t>(r));

@@ -28,6 +28,9 @@ std::vector<std::size_t> uniform_counts(Collective, int nranks, std::size_t coun
 // Counts for a sweep over one `count` (collcheck prove and simulate): the entries cycle through
 // count, 0, count+1 and count/2, so that one shape has zeros, uneven blocks and the count itself.
 std::vector<std::size_t> spread_counts(Collective, int nranks, std::size_t count);
+// The case a sweep proves or simulates for one `count`: `count` elements on `nranks` ranks with
+// that root and layout (the rest Case's defaults), a v-collective's counts spread around it.
+Case spread_case(Collective, std::size_t count, int nranks, int root = 0, bool in_place = false);
 
 // Blocks are packed in rank order, without gaps (MPI's displacements are the prefix sums).
 //   allgatherv:     input counts[r],  output total;   rank r's block starts at block_start(r)

@@ -43,16 +43,6 @@ const Generated kGenerators[] = {
     {"bruck_alltoall", Collective::AllToAll, bruck_alltoall},
 };
 
-Case shape_of(Collective collective, std::size_t count, int nranks, int root, bool in_place) {
-  Case shape;
-  shape.collective = collective;
-  shape.count = count;
-  shape.nranks = nranks;
-  shape.root = root;
-  shape.in_place = in_place;
-  return shape;
-}
-
 constexpr std::size_t kSmallChunk = 3;
 
 // Counts that reach the awkward paths: none, fewer than the ranks, not divisible by them,
@@ -133,7 +123,7 @@ TEST_P(EveryGenerator, IsValidAndProvesForEveryShape) {
       for (int root : roots_for(generated.collective, nranks)) {
         for (bool in_place : {false, true}) {
           for (const Knobs& knobs : knobs_for(nranks)) {
-            const Case shape = shape_of(generated.collective, count, nranks, root, in_place);
+            const Case shape = spread_case(generated.collective, count, nranks, root, in_place);
             const Schedule schedule = generated.generate(shape, knobs);
             ASSERT_EQ(schedule.nparticipants(), nranks) << describe_run(shape, knobs);
             ASSERT_EQ(schedule.shape, shape) << describe_run(shape, knobs);
@@ -152,11 +142,11 @@ TEST_P(EveryGenerator, SkipsEmptyMessagesAndSendsNothingForCountZero) {
   const Generated& generated = GetParam();
   for (int nranks : {1, 2, 5, 8, 11}) {
     for (bool in_place : {false, true}) {
-      const Schedule schedule =
-          generated.generate(shape_of(generated.collective, 0, nranks, nranks - 1, in_place), Knobs{kSmallChunk, 3, 4});
+      const Schedule schedule = generated.generate(spread_case(generated.collective, 0, nranks, nranks - 1, in_place),
+                                                   Knobs{kSmallChunk, 3, 4});
       for (const Participant& participant : schedule.participants) EXPECT_TRUE(participant.steps.empty());
     }
-    const Schedule small = generated.generate(shape_of(generated.collective, 2, nranks, 0, false), Knobs{1, 3, 4});
+    const Schedule small = generated.generate(spread_case(generated.collective, 2, nranks, 0, false), Knobs{1, 3, 4});
     for (const Participant& participant : small.participants) {
       for (const Step& step : participant.steps) EXPECT_GT(step.sends() ? step.from.count : step.to.count, 0u);
     }
@@ -169,9 +159,9 @@ INSTANTIATE_TEST_SUITE_P(Generators, EveryGenerator, ::testing::ValuesIn(kGenera
 // Each algorithm keeps its own message pattern (one whole piece, one channel).
 TEST(MessagePattern, RingSendsTwiceNMinusOneForAllReduceAndNMinusOneOtherwise) {
   for (int n : {2, 3, 8, 11}) {
-    const Schedule all_reduce = ring_allreduce(shape_of(Collective::AllReduce, 100, n, 0, false), {});
-    const Schedule all_gather = ring_allgather(shape_of(Collective::AllGather, 10, n, 0, false), {});
-    const Schedule reduce_scatter = ring_reducescatter(shape_of(Collective::ReduceScatter, 10, n, 0, true), {});
+    const Schedule all_reduce = ring_allreduce(spread_case(Collective::AllReduce, 100, n, 0, false), {});
+    const Schedule all_gather = ring_allgather(spread_case(Collective::AllGather, 10, n, 0, false), {});
+    const Schedule reduce_scatter = ring_reducescatter(spread_case(Collective::ReduceScatter, 10, n, 0, true), {});
     for (int r = 0; r < n; ++r) {
       EXPECT_EQ(sends_of(all_reduce, r), 2 * (n - 1));
       EXPECT_EQ(sends_of(all_gather, r), n - 1);
@@ -187,7 +177,7 @@ TEST(MessagePattern, RingSendsTwiceNMinusOneForAllReduceAndNMinusOneOtherwise) {
 
 TEST(MessagePattern, RingPipelinesEachBlockInChunks) {
   // 4 ranks, 40 elements: blocks of 10 in chunks of 3 -> 4 rounds of 2(n-1) sends.
-  const Schedule schedule = ring_allreduce(shape_of(Collective::AllReduce, 40, 4, 0, false), Knobs{3, 1, 4});
+  const Schedule schedule = ring_allreduce(spread_case(Collective::AllReduce, 40, 4, 0, false), Knobs{3, 1, 4});
   EXPECT_EQ(sends_of(schedule, 0), 4 * 2 * 3);
   for (const Step& step : schedule.participants[0].steps) {
     if (step.sends()) {
@@ -203,21 +193,21 @@ TEST(MessagePattern, AChunkLargerThanTheSpanIsOneChunk) {
   EXPECT_EQ(generators::chunk_count(100, huge), 1u);
   EXPECT_EQ(generators::chunk_count(huge, huge), 1u);
   EXPECT_EQ(generators::chunk_count(huge, huge - 1), 2u);
-  const Schedule schedule = ring_allreduce(shape_of(Collective::AllReduce, 100, 2, 0, false), Knobs{huge, 1, 4});
+  const Schedule schedule = ring_allreduce(spread_case(Collective::AllReduce, 100, 2, 0, false), Knobs{huge, 1, 4});
   EXPECT_EQ(sends_of(schedule, 0), 2);
 }
 
 TEST(MessagePattern, ChainAndBinomialSendFromTheRoot) {
   for (int n : {2, 5, 8, 13}) {
     for (int root : {0, n / 2, n - 1}) {
-      const Schedule chain = chain_broadcast(shape_of(Collective::Broadcast, 9, n, root, false), Knobs{3, 1, 4});
+      const Schedule chain = chain_broadcast(spread_case(Collective::Broadcast, 9, n, root, false), Knobs{3, 1, 4});
       EXPECT_EQ(sends_of(chain, root), 3);                // three chunks to the next rank
       EXPECT_EQ(sends_of(chain, (root + n - 1) % n), 0);  // the end of the line
-      const Schedule tree = binomial_broadcast(shape_of(Collective::Broadcast, 9, n, root, false), {});
+      const Schedule tree = binomial_broadcast(spread_case(Collective::Broadcast, 9, n, root, false), {});
       int levels = 0;
       while ((1 << levels) < n) ++levels;
       EXPECT_EQ(sends_of(tree, root), levels);
-      const Schedule reduce = binomial_reduce(shape_of(Collective::Reduce, 9, n, root, false), {});
+      const Schedule reduce = binomial_reduce(spread_case(Collective::Reduce, 9, n, root, false), {});
       EXPECT_EQ(sends_of(reduce, root), 0);
       for (int r = 0; r < n; ++r) {
         if (r != root) {
@@ -232,9 +222,9 @@ TEST(MessagePattern, RecursiveDoublingAndHalvingTakeLogRoundsOnPowersOfTwo) {
   for (int n : {2, 4, 8, 16}) {
     int log = 0;
     while ((1 << log) < n) ++log;
-    const Schedule gather = rd_allgather(shape_of(Collective::AllGather, 5, n, 0, false), {});
-    const Schedule reduce = rhd_allreduce(shape_of(Collective::AllReduce, 64, n, 0, false), {});
-    const Schedule scatter = rhd_reducescatter(shape_of(Collective::ReduceScatter, 5, n, 0, false), {});
+    const Schedule gather = rd_allgather(spread_case(Collective::AllGather, 5, n, 0, false), {});
+    const Schedule reduce = rhd_allreduce(spread_case(Collective::AllReduce, 64, n, 0, false), {});
+    const Schedule scatter = rhd_reducescatter(spread_case(Collective::ReduceScatter, 5, n, 0, false), {});
     for (int r = 0; r < n; ++r) {
       EXPECT_EQ(sends_of(gather, r), log);
       EXPECT_EQ(sends_of(reduce, r), 2 * log);
@@ -245,11 +235,11 @@ TEST(MessagePattern, RecursiveDoublingAndHalvingTakeLogRoundsOnPowersOfTwo) {
 
 TEST(MessagePattern, NonPowersOfTwoFoldTheExtraRanks) {
   // 6 ranks: 4 in the power of two, ranks 4 and 5 folded into 0 and 1.
-  const Schedule reduce = rhd_allreduce(shape_of(Collective::AllReduce, 60, 6, 0, false), {});
+  const Schedule reduce = rhd_allreduce(spread_case(Collective::AllReduce, 60, 6, 0, false), {});
   EXPECT_EQ(sends_of(reduce, 4), 1);
   EXPECT_EQ(sends_of(reduce, 0), 2 * 2 + 1);
   EXPECT_EQ(sends_of(reduce, 2), 2 * 2);
-  const Schedule gather = rd_allgather(shape_of(Collective::AllGather, 5, 6, 0, false), {});
+  const Schedule gather = rd_allgather(spread_case(Collective::AllGather, 5, 6, 0, false), {});
   EXPECT_EQ(sends_of(gather, 5), 1);
 }
 
@@ -257,8 +247,8 @@ TEST(MessagePattern, PairwiseSendsNMinusOneBlocksAndBruckLogMessages) {
   for (int n : {2, 3, 7, 8, 11}) {
     int log = 0;
     while ((1 << log) < n) ++log;
-    const Schedule pairwise = pairwise_alltoall(shape_of(Collective::AllToAll, 4, n, 0, false), {});
-    const Schedule bruck = bruck_alltoall(shape_of(Collective::AllToAll, 4, n, 0, true), {});
+    const Schedule pairwise = pairwise_alltoall(spread_case(Collective::AllToAll, 4, n, 0, false), {});
+    const Schedule bruck = bruck_alltoall(spread_case(Collective::AllToAll, 4, n, 0, true), {});
     for (int r = 0; r < n; ++r) {
       EXPECT_EQ(sends_of(pairwise, r), n - 1);
       EXPECT_EQ(sends_of(bruck, r), log);
@@ -267,7 +257,7 @@ TEST(MessagePattern, PairwiseSendsNMinusOneBlocksAndBruckLogMessages) {
 }
 
 TEST(MessagePattern, ChannelsUseTheirOwnStreamsAndSlices) {
-  const Schedule schedule = ring_allgather(shape_of(Collective::AllGather, 10, 4, 0, false), Knobs{0, 3, 4});
+  const Schedule schedule = ring_allgather(spread_case(Collective::AllGather, 10, 4, 0, false), Knobs{0, 3, 4});
   std::set<int> channels;
   for (const Step& step : schedule.participants[1].steps) {
     EXPECT_EQ(step.stream, step.channel);
@@ -280,7 +270,7 @@ TEST(Registry, ListsEveryAlgorithmOnceInOrder) {
   EXPECT_EQ(algorithm_names(), "ring, tree, rhd, innet, pairwise, bruck, chain, binomial, rd");
   for (const Algorithm& algorithm : all_algorithms()) {
     EXPECT_FALSE(algorithm.description.empty()) << algorithm.name;
-    Case shape = shape_of(algorithm.collective, 5, 3, 1, false);
+    Case shape = spread_case(algorithm.collective, 5, 3, 1, false);
     if (per_rank_counts(shape.collective)) set_counts(shape, spread_counts(shape.collective, 3, 5));
     const Result<Schedule> schedule = make_schedule(algorithm.name, shape);
     ASSERT_TRUE(schedule.ok()) << algorithm.name << ": " << schedule.error().text();
@@ -290,12 +280,12 @@ TEST(Registry, ListsEveryAlgorithmOnceInOrder) {
 }
 
 TEST(Registry, NamesTheUnknownAlgorithmAndTheMissingCollective) {
-  const Case all_reduce = shape_of(Collective::AllReduce, 5, 3, 0, false);
+  const Case all_reduce = spread_case(Collective::AllReduce, 5, 3, 0, false);
   const Result<Schedule> unknown = make_schedule("hypercube", all_reduce);
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().text(),
             "algorithm 'hypercube': must be one of ring, tree, rhd, innet, pairwise, bruck, chain, binomial, rd");
-  const Result<Schedule> missing = make_schedule("ring", shape_of(Collective::Broadcast, 5, 3, 0, false));
+  const Result<Schedule> missing = make_schedule("ring", spread_case(Collective::Broadcast, 5, 3, 0, false));
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().text(),
             "algorithm 'ring' has no broadcast; it implements allreduce, allgather, reducescatter, allgatherv, "
@@ -303,13 +293,13 @@ TEST(Registry, NamesTheUnknownAlgorithmAndTheMissingCollective) {
 }
 
 TEST(Registry, ValidatesKnobsAndTheCase) {
-  const Case shape = shape_of(Collective::AllReduce, 5, 3, 0, false);
+  const Case shape = spread_case(Collective::AllReduce, 5, 3, 0, false);
   EXPECT_EQ(make_schedule("ring", shape, Knobs{0, 0, 4}).error().text(), "channels 0: must be 1..64");
   EXPECT_EQ(make_schedule("ring", shape, Knobs{0, 65, 4}).error().text(), "channels 65: must be 1..64");
   EXPECT_EQ(make_schedule("innet", shape, Knobs{0, 1, 1}).error().text(), "fan_in 1: must be 2..64");
   EXPECT_EQ(make_schedule("innet", shape, Knobs{0, 1, 65}).error().text(), "fan_in 65: must be 2..64");
   EXPECT_TRUE(make_schedule("ring", shape, Knobs{0, 64, 64}).ok());
-  const Result<Schedule> bad_root = make_schedule("chain", shape_of(Collective::Broadcast, 5, 3, 3, false));
+  const Result<Schedule> bad_root = make_schedule("chain", spread_case(Collective::Broadcast, 5, 3, 3, false));
   ASSERT_FALSE(bad_root.ok());
   EXPECT_EQ(bad_root.error().field, "root");
 }

@@ -19,7 +19,6 @@ namespace collcheck {
 namespace {
 
 using proof_support::on_demand;
-using proof_support::shape_of;
 
 // The send that the receive `k` of participant p is matched with: (sender, step index).
 std::pair<int, int> matching_send(const Schedule& s, int p, int k) {
@@ -102,7 +101,7 @@ class EveryAlgorithm : public ::testing::TestWithParam<std::size_t> {
 };
 
 TEST_P(EveryAlgorithm, CatchesBrokenSchedulesAndSaysWhere) {
-  const Case shape = shape_of(algorithm().collective, 20, 6, 2);
+  const Case shape = spread_case(algorithm().collective, 20, 6, 2);
   for (auto [mutant, label] :
        {std::pair{&drop_remainder, "dropped remainder"}, std::pair{&double_contribution, "doubled contribution"},
         std::pair{&misplace_block, "misplaced block"}}) {
@@ -199,7 +198,7 @@ TEST(Provenance, StridedRunsKeepRecursiveHalvingOneRun) {
 TEST(Proof, CatchesAWrappingPartialSumThatCoversARankTwice) {
   Schedule good;
   good.algorithm = "hand";
-  good.shape = shape_of(Collective::AllReduce, 1, 4);
+  good.shape = spread_case(Collective::AllReduce, 1, 4);
   good.participants.resize(4);
   const Range input{BufferKind::Input, 0, 1}, output{BufferKind::Output, 0, 1};
   good.send_recv_reduce(3, input, 0, input, output);
@@ -222,14 +221,14 @@ TEST(Proof, CatchesAWrappingPartialSumThatCoversARankTwice) {
 TEST(Proof, ProvesSchedulesMadeOnDemand) {
   for (auto [count, with_cover] : {std::pair{16, true}, std::pair{17, true}, std::pair{17, false}}) {
     Result<Schedule> schedule = make_schedule(
-        "ring", shape_of(Collective::AllReduce, static_cast<std::size_t>(count), 8), Knobs{}, Form::OnDemand);
+        "ring", spread_case(Collective::AllReduce, static_cast<std::size_t>(count), 8), Knobs{}, Form::OnDemand);
     ASSERT_TRUE(schedule.ok() && schedule->on_demand());
     if (!with_cover) schedule->cover = {};  // 17 elements: unequal blocks, symmetric only through the cover
     const Proof proof = prove(*schedule);
     EXPECT_TRUE(proof.ok) << proof.message;
     EXPECT_EQ(proof.by_rotation, with_cover) << count;
   }
-  Result<Schedule> ring = make_schedule("ring", shape_of(Collective::AllReduce, 16, 8), Knobs{});
+  Result<Schedule> ring = make_schedule("ring", spread_case(Collective::AllReduce, 16, 8), Knobs{});
   ASSERT_TRUE(ring.ok());
   Schedule unreceived = *ring;  // every rank sends its next rank one message more
   for (int r = 0; r < 8; ++r)
@@ -249,7 +248,7 @@ TEST(Proof, ProvesSchedulesMadeOnDemand) {
 // Made on demand and not symmetric, a schedule is proven in full as its steps are made, never
 // stored: each break below is found, with the stored proof's words where both see the same thing.
 TEST(Proof, ProvesSchedulesMadeOnDemandInFullAsTheirStepsAreMade) {
-  Result<Schedule> ring = make_schedule("ring", shape_of(Collective::AllReduce, 17, 8), Knobs{});
+  Result<Schedule> ring = make_schedule("ring", spread_case(Collective::AllReduce, 17, 8), Knobs{});
   ASSERT_TRUE(ring.ok());
   ring->cover = {};  // without its cover the ring at 17 elements is not symmetric: the full proof runs
   const auto first_of = [](Schedule& schedule, int rank, StepKind kind) -> Step& {
@@ -294,7 +293,7 @@ TEST(Proof, ProvesSchedulesMadeOnDemandInFullAsTheirStepsAreMade) {
 // and only in full: rank 0 alone (the schedule is still symmetric) must not be taken.
 TEST(Proof, FindsRacesBetweenStreamsThatNothingOrders) {
   // In place, so that the copy reads defined elements whenever it runs.
-  Result<Schedule> ring = make_schedule("ring", shape_of(Collective::AllReduce, 16, 8, 0, true), Knobs{});
+  Result<Schedule> ring = make_schedule("ring", spread_case(Collective::AllReduce, 16, 8, 0, true), Knobs{});
   ASSERT_TRUE(ring.ok());
   Schedule racing = *ring;
   for (int r = 0; r < 8; ++r) {
@@ -319,14 +318,15 @@ TEST(Proof, FindsRacesBetweenStreamsThatNothingOrders) {
 
   // A ring on two channels runs each on a stream of its own over its own half of the buffers:
   // they keep apart, so rank 0 alone may prove it (ProvesASymmetricRingOnRankZeroAndSaysSo).
-  Result<Schedule> two_channels = make_schedule("ring", shape_of(Collective::AllReduce, 32, 8), Knobs{1 << 20, 2, 2});
+  Result<Schedule> two_channels =
+      make_schedule("ring", spread_case(Collective::AllReduce, 32, 8), Knobs{1 << 20, 2, 2});
   ASSERT_TRUE(two_channels.ok());
   EXPECT_TRUE(provenance::streams_apart(*two_channels, two_channels->participants[0].steps));
   EXPECT_FALSE(provenance::streams_apart(racing, racing.participants[0].steps));
 }
 
 TEST(Proof, RingAllReduceAt4096RanksProvesInSeconds) {
-  Result<Schedule> schedule = make_schedule("ring", shape_of(Collective::AllReduce, 1000, 4096), Knobs{});
+  Result<Schedule> schedule = make_schedule("ring", spread_case(Collective::AllReduce, 1000, 4096), Knobs{});
   ASSERT_TRUE(schedule.ok());
   const Proof proof = prove(*schedule);
   EXPECT_TRUE(proof.ok) << proof.message;

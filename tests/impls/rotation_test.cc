@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -12,13 +13,13 @@
 #include "impls/prove/cover.h"
 #include "impls/prove/proof.h"
 #include "impls/prove/symmetry.h"
+#include "reference/counts.h"
 #include "tests/impls/proof_support.h"
 
 namespace collcheck {
 namespace {
 
 using proof_support::on_demand;
-using proof_support::shape_of;
 
 // Where every channel's part splits into n equal blocks, every rank's ring program is rank 0's
 // turned by its rank; where the blocks differ in length (17 elements on 8 ranks, or 12 per
@@ -29,7 +30,7 @@ TEST(Proof, ProvesASymmetricRingOnRankZeroAndSaysSo) {
                                                std::tuple{17, 1, false}, std::tuple{24, 2, false}}) {
     for (bool in_place : {false, true}) {
       Result<Schedule> schedule =
-          make_schedule("ring", shape_of(Collective::AllReduce, static_cast<std::size_t>(count), 8, 0, in_place),
+          make_schedule("ring", spread_case(Collective::AllReduce, static_cast<std::size_t>(count), 8, 0, in_place),
                         Knobs{1 << 20, channels, 2});
       ASSERT_TRUE(schedule.ok());
       const Proof proof = prove(*schedule);
@@ -49,7 +50,7 @@ TEST(Proof, ProvesASymmetricRingOnRankZeroAndSaysSo) {
 // itself) is proven; the last receive landing in the next block is caught, although rank 0's
 // program, run alone, would prove.
 TEST(Proof, RefusesTheSymmetricPathWhereOneRankDiffers) {
-  const Case shape = shape_of(Collective::AllReduce, 16, 8);
+  const Case shape = spread_case(Collective::AllReduce, 16, 8);
   Result<Schedule> harmless = make_schedule("ring", shape, Knobs{});
   ASSERT_TRUE(harmless.ok());
   ASSERT_TRUE(provenance::find_rotation(*harmless));
@@ -74,6 +75,21 @@ TEST(Proof, RefusesTheSymmetricPathWhereOneRankDiffers) {
   EXPECT_NE(proof.message.find("(last written by rank 5 step "), std::string::npos) << proof.message;
 }
 
+// A schedule whose every rank is rank 0's turned, and whose rank 0 alone would prove, but whose
+// collective does not require of rank 1 what it requires of rank 0, turned: the outputs' check
+// must say so, and the full proof must fail too.
+void expect_outputs_refused(const Schedule& schedule, const std::string& collective) {
+  const std::optional<provenance::Rotation> rotation = provenance::find_rotation(schedule);
+  ASSERT_TRUE(rotation) << collective;
+  EXPECT_TRUE(provenance::outputs_turn(schedule, *rotation)) << collective;
+  const Proof proof = prove(schedule);
+  EXPECT_FALSE(proof.ok) << collective;
+  EXPECT_NE(proof.message.find("rank 1's program is rank 0's turned, but " + collective + " does not require"),
+            std::string::npos)
+      << proof.message;
+  EXPECT_FALSE(prove_in_full(schedule).ok) << collective;
+}
+
 // Every rank copying its input to its output is a symmetric program, and right for the root of a
 // broadcast from rank 0: rank 0's outputs alone would prove it. The symmetric path must see that
 // the broadcast's outputs do not turn (every rank needs rank 0's input, not its own turned), which
@@ -81,19 +97,11 @@ TEST(Proof, RefusesTheSymmetricPathWhereOneRankDiffers) {
 TEST(Proof, RefusesTheSymmetricPathWhereTheCollectiveDoesNotTurn) {
   Schedule copies;
   copies.algorithm = "hand";
-  copies.shape = shape_of(Collective::Broadcast, 5, 4);
+  copies.shape = spread_case(Collective::Broadcast, 5, 4);
   copies.participants.resize(4);
   for (int rank = 0; rank < 4; ++rank)
     copies.copy(rank, Range{BufferKind::Input, 0, 5}, Range{BufferKind::Output, 0, 5});
-  const std::optional<provenance::Rotation> rotation = provenance::find_rotation(copies);
-  ASSERT_TRUE(rotation);
-  EXPECT_TRUE(provenance::outputs_turn(copies, *rotation));
-  const Proof proof = prove(copies);
-  EXPECT_FALSE(proof.ok);
-  EXPECT_NE(proof.message.find("rank 1's program is rank 0's turned, but broadcast does not require"),
-            std::string::npos)
-      << proof.message;
-  EXPECT_FALSE(prove_in_full(copies).ok);
+  expect_outputs_refused(copies, "broadcast");
 }
 
 // An all-reduce needs no outputs check only where its input and output turn alike. Here 2 ranks
@@ -103,7 +111,7 @@ TEST(Proof, RefusesTheSymmetricPathWhereTheCollectiveDoesNotTurn) {
 TEST(Proof, AnAllReduceWhoseInputDoesNotTurnStillHasItsOutputsChecked) {
   Schedule swapped;
   swapped.algorithm = "hand";
-  swapped.shape = shape_of(Collective::AllReduce, 2, 2);
+  swapped.shape = spread_case(Collective::AllReduce, 2, 2);
   swapped.participants.resize(2);
   for (int rank = 0; rank < 2; ++rank) {
     for (std::uint64_t element : {0, 1}) {
@@ -117,20 +125,14 @@ TEST(Proof, AnAllReduceWhoseInputDoesNotTurnStillHasItsOutputsChecked) {
   ASSERT_TRUE(rotation);
   EXPECT_EQ(rotation->of(BufferKind::Input).part, 0U);
   EXPECT_EQ(rotation->of(BufferKind::Output).part, 2U);
-  EXPECT_TRUE(provenance::outputs_turn(swapped, *rotation));
-  const Proof proof = prove(swapped);
-  EXPECT_FALSE(proof.ok);
-  EXPECT_NE(proof.message.find("rank 1's program is rank 0's turned, but allreduce does not require"),
-            std::string::npos)
-      << proof.message;
-  EXPECT_FALSE(prove_in_full(swapped).ok);
+  expect_outputs_refused(swapped, "allreduce");
 }
 
 // The rotation check on several threads compares every rank: a ring of 100 ranks made on demand
 // is proven on rank 0 alone with 1, 3 or 8 threads, and one whose rank 1, 16, 17, 50, 98 or 99 alone differs
 // (a harmless copy added) is refused the symmetric path by each, then proven in full.
 TEST(Proof, TheRotationCheckOnSeveralThreadsComparesEveryRank) {
-  const Case shape = shape_of(Collective::AllReduce, 100, 100);
+  const Case shape = spread_case(Collective::AllReduce, 100, 100);
   Result<Schedule> ring = make_schedule("ring", shape, Knobs{});
   ASSERT_TRUE(ring.ok());
   for (unsigned threads : {1U, 3U, 8U}) {
@@ -175,7 +177,7 @@ TEST(Proof, TheCoverCheckComparesEveryRankTurnedAndCut) {
   };
   for (auto [count, knobs] : {std::pair{std::size_t{8}, Knobs{}}, std::pair{std::size_t{10}, Knobs{}},
                               std::pair{std::size_t{41}, Knobs{2, 2, 2}}}) {
-    Result<Schedule> ring = make_schedule("ring", shape_of(Collective::AllReduce, count, 9), knobs);
+    Result<Schedule> ring = make_schedule("ring", spread_case(Collective::AllReduce, count, 9), knobs);
     ASSERT_TRUE(ring.ok());
     ASSERT_TRUE(ring->cover) << count;
     for (unsigned threads : {1U, 3U}) {
@@ -219,7 +221,7 @@ TEST(Proof, TheCoverCheckRefusesAMessageThatMovesItsElements) {
   };
   Schedule cover;
   cover.algorithm = "hand";
-  cover.shape = shape_of(Collective::AllReduce, 4, 2);
+  cover.shape = spread_case(Collective::AllReduce, 4, 2);
   cover.participants.resize(2);
   cover.participants[0].steps = program(0, 0, 2);
   cover.participants[1].steps = program(2, 2, 2);

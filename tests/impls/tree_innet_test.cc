@@ -11,6 +11,7 @@
 #include "impls/algorithms/innet.h"
 #include "impls/algorithms/tree.h"
 #include "impls/prove/proof.h"
+#include "reference/counts.h"
 
 namespace collcheck {
 namespace {
@@ -47,14 +48,9 @@ std::vector<std::size_t> counts(int nranks) {
   return out;
 }
 
+// The tests' own argument order (ranks before count) for reference/counts.h's spread_case.
 Case shape_of(Collective collective, int nranks, std::size_t count, bool in_place, int root = 0) {
-  Case shape;
-  shape.collective = collective;
-  shape.nranks = nranks;
-  shape.count = count;
-  shape.in_place = in_place;
-  shape.root = root;
-  return shape;
+  return spread_case(collective, count, nranks, root, in_place);
 }
 
 std::string where(const Case& shape, const Knobs& knobs) {
