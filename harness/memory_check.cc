@@ -181,15 +181,16 @@ Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Cas
   Result<ScheduleSize> size = estimate_schedule(algorithm, shape, knobs);
   if (!size) return size.error();
   const bool on_demand = has_on_demand_form(algorithm, shape.collective);
-  if (rank0_alone && on_demand && shape.collective == Collective::AllReduce) {
-    // Blocks of unequal length are proven through the cover, whose count is this one rounded up to
-    // channels x ranks (impls/prove/cover.h): rank 0 holds the cover's elements.
-    const auto blocks = static_cast<std::size_t>(std::max(knobs.channels, 1)) * static_cast<std::size_t>(shape.nranks);
-    Case covering = shape;
-    covering.count = (shape.count + blocks - 1) / blocks * blocks;
-    return rank0_proof_memory(covering, *size);
+  if (rank0_alone && on_demand) {
+    // An all-reduce whose blocks differ in length is proven through its cover (impls/prove/cover.h):
+    // rank 0 then holds the cover's elements.
+    Case held = shape;
+    if (shape.collective == Collective::AllReduce) {
+      held.count = cover_count(shape.count, static_cast<std::size_t>(std::max(knobs.channels, 1)),
+                               static_cast<std::size_t>(shape.nranks));
+    }
+    return rank0_proof_memory(held, *size);
   }
-  if (rank0_alone && on_demand) return rank0_proof_memory(shape, *size);
   return proof_memory(shape, *size, on_demand);
 }
 

@@ -298,7 +298,7 @@ Schedule ring_allreduce_on_demand(const Case& shape, const Knobs& knobs) {
   const auto parts = static_cast<std::size_t>(knobs.channels);
   if (n > 1 && shape.count > 0 && shape.count % (parts * n) != 0) {
     Case covering = shape;
-    covering.count = parts * n * slice(slice(shape.count, parts, 0).count, n, 0).count;
+    covering.count = cover_count(shape.count, parts, n);
     schedule.cover = BlockCover{parts, [covering, knobs] { return ring_on_demand(covering, knobs, allreduce_steps); }};
   }
   return schedule;

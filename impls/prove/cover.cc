@@ -59,7 +59,6 @@ struct Blocks {
     }
     longest = length.empty() ? 0 : length.front();  // part 0's block 0 is the longest
   }
-  std::uint64_t cover_count() const { return parts * nranks * longest; }
 };
 
 // A range of the cover's rank 0 placed in its blocks: the elements [first, end) of block `block`
@@ -201,7 +200,7 @@ std::optional<CoveredRank0> cover_rank0(const Schedule& s, unsigned threads) {
   }
   CoveredRank0 covered{s.cover.make(), {}, 0, 0};
   Schedule& cover = covered.cover;
-  if (cover.shape.count != blocks.cover_count() || cover.nranks() != s.nranks() ||
+  if (cover.shape.count != cover_count(s.shape.count, blocks.parts, blocks.nranks) || cover.nranks() != s.nranks() ||
       cover.shape.in_place != s.shape.in_place || !plain_allreduce(cover, cover.shape.count)) {
     return std::nullopt;
   }

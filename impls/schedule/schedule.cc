@@ -232,6 +232,11 @@ Slice slice(std::size_t count, std::size_t parts, std::size_t index) {
   return Slice{larger * (base + 1) + (index - larger) * base, base};
 }
 
+std::size_t cover_count(std::size_t count, std::size_t parts, std::size_t nranks) {
+  const std::size_t blocks = parts * nranks;
+  return blocks == 0 ? 0 : (count + blocks - 1) / blocks * blocks;
+}
+
 Schedule stored(Schedule schedule) {
   if (!schedule.on_demand()) return schedule;
   for (int p = 0; p < schedule.nparticipants(); ++p) {

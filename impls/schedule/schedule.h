@@ -105,6 +105,9 @@ struct BlockCover {
 
   explicit operator bool() const { return static_cast<bool>(make); }
 };
+// The cover's count for `count` elements cut into `parts` parts of `nranks` blocks: every block as
+// long as the longest (part 0's block 0), i.e. `count` rounded up to a multiple of parts x nranks.
+std::size_t cover_count(std::size_t count, std::size_t parts, std::size_t nranks);
 
 // A participant's steps read in order through one cursor, whichever form the schedule has: the
 // stored ones straight from their vector (no coroutine to resume per step), else those its
