@@ -8,8 +8,8 @@
 
 namespace collcheck::generators {
 
-void check(bool condition, std::string_view invariant) {
-  if (!condition) throw std::logic_error("schedule generator invariant broken: " + std::string(invariant));
+void broken(std::string_view invariant) {
+  throw std::logic_error("schedule generator invariant broken: " + std::string(invariant));
 }
 
 Schedule start(const Case& shape, std::string_view algorithm) {
@@ -47,21 +47,6 @@ std::vector<Piece> pieces(std::size_t length, const Knobs& knobs) {
   }
   check(covered == length, "the pieces cover the span exactly");
   return out;
-}
-
-Step send_step(int to, Range from, int channel) {
-  check(from.count > 0, "no empty message is sent");
-  return Step{StepKind::Send, to, from, {}, channel, channel};
-}
-
-Step recv_step(int from_peer, Range to, int channel) {
-  check(to.count > 0, "no empty message is received");
-  return Step{StepKind::Recv, from_peer, {}, to, channel, channel};
-}
-
-Step recv_reduce_step(int from_peer, Range from, Range to, int channel) {
-  check(to.count > 0 && from.count == to.count, "a reducing receive is non-empty and reads what it writes");
-  return Step{StepKind::RecvReduce, from_peer, from, to, channel, channel};
 }
 
 bool copy_needed(Range from, Range to) {

@@ -12,8 +12,13 @@
 namespace collcheck::generators {
 
 // A generator's own invariant. A failure is a bug in the generator, never bad input (the
-// registry validates input first), so it throws std::logic_error naming the invariant.
-void check(bool condition, std::string_view invariant);
+// registry validates input first), so it throws std::logic_error naming the invariant. The test is
+// inline and the throw out of line: generators check an invariant per step they make.
+[[noreturn]] void broken(std::string_view invariant);
+inline void check(bool condition, std::string_view invariant) {
+  if (!condition) [[unlikely]]
+    broken(invariant);
+}
 
 // An empty schedule of `algorithm` for `shape`: one participant per rank, no steps.
 Schedule start(const Case& shape, std::string_view algorithm);
@@ -41,9 +46,18 @@ std::size_t chunk_count(std::size_t length, std::size_t chunk);
 // copy() leaves out an empty copy and a copy onto itself.
 // The *_step forms make the step alone, for a generator written per participant (a
 // StepSequence that yields them); copy_step() is not empty nor a copy onto itself.
-Step send_step(int to, Range from, int channel);
-Step recv_step(int from_peer, Range to, int channel);
-Step recv_reduce_step(int from_peer, Range from, Range to, int channel);
+inline Step send_step(int to, Range from, int channel) {
+  check(from.count > 0, "no empty message is sent");
+  return Step{StepKind::Send, to, from, {}, channel, channel};
+}
+inline Step recv_step(int from_peer, Range to, int channel) {
+  check(to.count > 0, "no empty message is received");
+  return Step{StepKind::Recv, from_peer, {}, to, channel, channel};
+}
+inline Step recv_reduce_step(int from_peer, Range from, Range to, int channel) {
+  check(to.count > 0 && from.count == to.count, "a reducing receive is non-empty and reads what it writes");
+  return Step{StepKind::RecvReduce, from_peer, from, to, channel, channel};
+}
 bool copy_needed(Range from, Range to);
 Step copy_step(Range from, Range to, int channel);
 void send(Schedule& schedule, int participant, int to, Range from, int channel);

@@ -2,7 +2,9 @@
 // chunks around the ranks 0 -> 1 -> ... -> n-1 -> 0, each channel running its own ring over its own slice.
 #include "impls/algorithms/generators.h"
 
+#include <array>
 #include <memory>
+#include <span>
 #include <utility>
 
 #include "impls/algorithms/generator_support.h"
@@ -121,8 +123,7 @@ StepSequence alone_steps(const Case& shape, std::size_t count) {
 // One turn of a round of all-reduce for rank r: the chunk it sends to `next` and the one it takes
 // from `previous` (either may be empty). Turns 0..n-2 are the reduce-scatter phase (block r-s goes
 // to `next`, block r-s-1 comes from `previous` and is reduced with the rank's input), turns
-// n-1..2n-3 the all-gather phase, which starts from the complete block r+1. The steps themselves
-// are made where they are yielded, so that nothing copies them on the way.
+// n-1..2n-3 the all-gather phase, which starts from the complete block r+1.
 struct RingTurn {
   Slice sent, received;
   bool gathering = false;
@@ -144,9 +145,29 @@ Step ring_receive(const RingTurn& made, int previous, int channel) {
                           channel);
 }
 
+// Where a turn's steps go: the peers, the channel, and whether the send is the rank's own input.
+struct TurnSteps {
+  int next, previous, channel;
+  bool first;
+};
+
+// Puts the turn's send and receive (those whose chunk holds elements) into `batch` from `made` on,
+// and says how many the batch then holds.
+std::size_t add_turn(std::span<Step> batch, std::size_t made, const RingTurn& turned, const TurnSteps& where) {
+  if (turned.sent.count > 0)
+    batch[made++] =
+        send_step(where.next, at(where.first ? BufferKind::Input : BufferKind::Output, turned.sent), where.channel);
+  if (turned.received.count > 0) batch[made++] = ring_receive(turned, where.previous, where.channel);
+  return made;
+}
+
 // All-reduce for rank r, channel by channel, round by round, turn by turn: one coroutine for all
 // of it (a round's own, resumed through this one, cost a fifth of a simulation's time at 2048
-// ranks). Turn 0 sends the rank's own input; later turns forward the partial or the block just taken.
+// ranks). Turn 0 sends the rank's own input; later turns forward the partial or the block just
+// taken. Steps go out in `batch`es of up to kRingBatch (a resume costs about what making a step
+// does, and the prover makes a billion steps at 16,384 ranks).
+constexpr std::size_t kRingBatch = 16;
+
 StepSequence allreduce_steps(SharedPlan plan, int r) {
   const Case& shape = plan->shape;
   const Knobs& knobs = plan->knobs;
@@ -157,19 +178,23 @@ StepSequence allreduce_steps(SharedPlan plan, int r) {
   }
   const int next = r + 1 == n ? 0 : r + 1;
   const int previous = r == 0 ? n - 1 : r - 1;
+  std::array<Step, kRingBatch> batch;
+  std::size_t made = 0;  // of the batch
   for (int channel = 0; channel < knobs.channels; ++channel) {
     const Slice part = slice(shape.count, static_cast<std::size_t>(knobs.channels), static_cast<std::size_t>(channel));
     const std::size_t rounds = rounds_of(part, n, knobs.chunk);
     for (std::size_t round = 0; round < rounds; ++round) {
       const RingChunks chunks{part, n, knobs.chunk, round};
       for (int turn = 0; turn < 2 * (n - 1); ++turn) {
-        const RingTurn made = allreduce_turn(chunks, r, turn);
-        if (made.sent.count > 0)
-          co_yield send_step(next, at(turn == 0 ? BufferKind::Input : BufferKind::Output, made.sent), channel);
-        if (made.received.count > 0) co_yield ring_receive(made, previous, channel);
+        made = add_turn(batch, made, allreduce_turn(chunks, r, turn), {next, previous, channel, turn == 0});
+        if (made + 2 > batch.size()) {
+          co_yield std::span<const Step>(batch.data(), made);
+          made = 0;
+        }
       }
     }
   }
+  if (made > 0) co_yield std::span<const Step>(batch.data(), made);
 }
 
 StepSequence allgather_steps(SharedPlan plan, int r) {

@@ -15,7 +15,7 @@ namespace {
 // A schedule made on demand: the messages a stream link is assumed to have on the wire at once,
 // and what a participant's sequence holds (a coroutine's frame and what it shares).
 constexpr std::uint64_t kOnDemandAhead = 16;
-constexpr std::uint64_t kSequenceBytes = 512;
+constexpr std::uint64_t kSequenceBytes = 1536;  // the ring all-reduce's frame holds a batch of 16 steps
 
 }  // namespace
 

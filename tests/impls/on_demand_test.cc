@@ -4,8 +4,12 @@
 // a schedule made on demand as it runs it.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "impls/algorithms/algorithms.h"
 #include "impls/sim/simulator.h"
@@ -78,6 +82,41 @@ TEST(OnDemand, RingSchedulesAgreeWithTheStoredOnesStepForStep) {
     }
   }
   EXPECT_GT(compared, 2000);
+}
+
+// Steps yielded one at a time and in batches (empty ones among them) are read one at a time, in
+// order, each batch's steps where the generator keeps them; past the end, next() stays false; an
+// invariant broken after a batch throws once that batch is read. Fails where a batch's first step
+// is skipped, an empty batch ends the sequence, or the last batch is walked again after the end.
+StepSequence batches_and_single_steps(bool breaks) {
+  std::array<Step, 4> batch;
+  const auto numbered = [](int peer) { return Step{StepKind::Send, peer, Range{BufferKind::Input, 0, 1}, {}, 0, 0}; };
+  co_yield numbered(0);
+  for (int k = 0; k < 3; ++k) batch[static_cast<std::size_t>(k)] = numbered(1 + k);
+  co_yield std::span<const Step>(batch.data(), 3);
+  co_yield std::span<const Step>();
+  co_yield std::span<const Step>(batch.data(), 0);
+  batch[0] = numbered(4);
+  co_yield std::span<const Step>(batch.data(), 1);
+  if (breaks) throw std::logic_error("broken after the batches");
+  co_yield numbered(5);
+  for (int k = 0; k < 4; ++k) batch[static_cast<std::size_t>(k)] = numbered(6 + k);
+  co_yield std::span<const Step>(batch.data(), 4);
+}
+
+TEST(OnDemand, BatchesOfStepsAreReadOneStepAtATime) {
+  StepSequence steps = batches_and_single_steps(false);
+  std::vector<int> peers;
+  while (steps.next()) peers.push_back(steps.step().peer);
+  EXPECT_EQ(peers, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_FALSE(steps.next());
+  EXPECT_FALSE(steps.next());
+
+  StepSequence broken = batches_and_single_steps(true);
+  peers.clear();
+  EXPECT_THROW(while (broken.next()) peers.push_back(broken.step().peer), std::logic_error);
+  EXPECT_EQ(peers, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_FALSE(broken.next());
 }
 
 // A per-rank form that makes one wrong step (rank 2's fourth step goes to the wrong peer) is
