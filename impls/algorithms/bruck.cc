@@ -3,6 +3,8 @@
 #include "impls/algorithms/generators.h"
 
 #include <algorithm>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "impls/algorithms/generator_support.h"
@@ -26,6 +28,10 @@ namespace collcheck {
 // The data is cut into pieces -- each channel owning a slice of every block, cut into chunks of
 // at most knobs.chunk elements -- and the rounds run whole per piece, each channel on its own
 // stream.
+//
+// Written once, as one rank's steps in order (`alltoall_steps`, made on demand: at 16,384 ranks
+// the schedule has billions of steps, and a proof by rotation holds rank 0's alone); the stored
+// schedule is those sequences made to the end.
 
 namespace {
 
@@ -33,10 +39,12 @@ using generators::at;
 using generators::block_of;
 using generators::check;
 using generators::copy_alone;
+using generators::copy_needed;
+using generators::copy_step;
 using generators::modulo;
 using generators::Piece;
-using generators::recv;
-using generators::send;
+using generators::recv_step;
+using generators::send_step;
 
 // The indices each round moves: in the round of distance d, every index j with bit d set.
 std::vector<std::vector<int>> moved_indices(int n) {
@@ -90,79 +98,168 @@ struct PieceInScratch {
   Range unpacked(std::size_t i) const { return at(BufferKind::Scratch, unpacking + i * piece.count, piece.count); }
 };
 
-// The rotation: rank r's index j holds its block for rank r+j; index 0 goes straight to the
-// output.
-void rotation(Schedule& schedule, const PieceInScratch& place, int r) {
-  const int n = schedule.shape.nranks;
-  const Piece& piece = place.piece;
-  if (!schedule.shape.in_place) {
-    generators::copy(schedule, r, at(BufferKind::Input, block_of(r, place.count, piece)),
-                     at(BufferKind::Output, block_of(r, place.count, piece)), piece.channel);
-  }
-  for (int j = 1; j < n; ++j) {
-    generators::copy(schedule, r, at(BufferKind::Input, block_of(modulo(r + j, n), place.count, piece)),
-                     place.rotated(j), piece.channel);
-  }
-}
+// What every rank's steps are made from, shared by all ranks' sequences.
+struct BruckPlan {
+  Case shape;
+  Knobs knobs;
+  std::vector<std::vector<int>> moved;  // moved_indices(n)
+  StagingAreas areas;
+};
 
-// The round of `distance` at rank r: its `indices` packed into one message to r+d, the message
-// from r-d unpacked into the same indices (one index travels without packing).
-void round_of_distance(Schedule& schedule, const PieceInScratch& place, int r, int distance,
-                       const std::vector<int>& indices) {
-  const int n = schedule.shape.nranks;
-  const int channel = place.piece.channel;
-  const int to = modulo(r + distance, n);
-  const int from = modulo(r - distance, n);
-  if (indices.size() == 1) {
-    send(schedule, r, to, place.rotated(indices[0]), channel);
-    recv(schedule, r, from, place.rotated(indices[0]), channel);
-    return;
-  }
-  for (std::size_t i = 0; i < indices.size(); ++i) {
-    generators::copy(schedule, r, place.rotated(indices[i]), place.packed(i), channel);
-  }
-  const std::size_t message = indices.size() * place.piece.count;
-  send(schedule, r, to, at(BufferKind::Scratch, place.packing, message), channel);
-  recv(schedule, r, from, at(BufferKind::Scratch, place.unpacking, message), channel);
-  for (std::size_t i = 0; i < indices.size(); ++i) {
-    generators::copy(schedule, r, place.unpacked(i), place.rotated(indices[i]), channel);
-  }
-}
+// Rank r's steps as a cursor that fills a batch (a coroutine yields the batch whenever it is full,
+// and a cursor keeps the coroutine's body small): piece by piece, the `rotation` (copy k puts the
+// input block for rank r+k at index k; k = 0, the own block, goes straight to the output out of
+// place), each round of `distance` (its `indices` packed, one message to r+d and one from r-d,
+// unpacked into the same indices; one index travels without packing), and the `final rotation`
+// (index k came from rank r-k). A copy onto itself or of nothing is left out.
+class BruckSteps {
+ public:
+  BruckSteps(std::shared_ptr<const BruckPlan> plan, int r)
+      : plan_(std::move(plan)), r_(r), n_(plan_->shape.nranks),
+        pieces_(generators::pieces(plan_->shape.count, plan_->knobs)) {}
 
-// The final rotation: index j came from rank r-j.
-void final_rotation(Schedule& schedule, const PieceInScratch& place, int r) {
-  const int n = schedule.shape.nranks;
-  for (int j = 1; j < n; ++j) {
-    generators::copy(schedule, r, place.rotated(j),
-                     at(BufferKind::Output, block_of(modulo(r - j, n), place.count, place.piece)), place.piece.channel);
+  // Adds steps to `batch` while it has room for a message's two; false once the program has ended.
+  bool fill(generators::StepBatch& batch) {
+    while (batch.room() >= 2) {
+      if (piece_ == pieces_.size()) return false;
+      switch (phase_) {
+        case Phase::Rotation: rotation(batch); break;
+        case Phase::Packing: packing(batch, true); break;
+        case Phase::Message: message(batch); break;
+        case Phase::Unpacking: packing(batch, false); break;
+        case Phase::Final: final_rotation(batch); break;
+      }
+    }
+    return true;
   }
+
+ private:
+  enum class Phase { Rotation, Packing, Message, Unpacking, Final };
+
+  PieceInScratch place() const {
+    const Piece& piece = pieces_[piece_];
+    const StagingAreas& areas = plan_->areas;
+    const auto c = static_cast<std::size_t>(piece.channel);
+    check(piece.count <= areas.largest[c], "a piece fits its channel's staging areas");
+    return PieceInScratch{piece, plan_->shape.count, areas.staging[c],
+                          areas.staging[c] + areas.most * areas.largest[c]};
+  }
+  const std::vector<int>& indices() const { return plan_->moved[round_]; }
+  void copy(generators::StepBatch& batch, Range from, Range to) const {
+    if (copy_needed(from, to)) batch.add(copy_step(from, to, pieces_[piece_].channel));
+  }
+  void enter(Phase phase) {
+    phase_ = phase;
+    next_ = 0;
+  }
+  // The round `round_` begins, or the final rotation where none is left.
+  void enter_round() {
+    if (round_ == plan_->moved.size()) {
+      enter(Phase::Final);
+      next_ = 1;
+    } else {
+      enter(indices().size() == 1 ? Phase::Message : Phase::Packing);
+    }
+  }
+
+  void rotation(generators::StepBatch& batch) {
+    if (next_ == static_cast<std::size_t>(n_)) {
+      round_ = 0;
+      enter_round();
+      return;
+    }
+    const PieceInScratch at_piece = place();
+    const auto k = static_cast<int>(next_++);
+    const Range input = at(BufferKind::Input, block_of(modulo(r_ + k, n_), at_piece.count, at_piece.piece));
+    if (k > 0) {
+      copy(batch, input, at_piece.rotated(k));
+    } else if (!plan_->shape.in_place) {
+      copy(batch, input, at(BufferKind::Output, block_of(r_, at_piece.count, at_piece.piece)));
+    }
+  }
+  void packing(generators::StepBatch& batch, bool packs) {
+    if (next_ == indices().size()) {
+      if (packs) {
+        enter(Phase::Message);
+      } else {
+        ++round_;
+        enter_round();
+      }
+      return;
+    }
+    const PieceInScratch at_piece = place();
+    const int index = indices()[next_];
+    if (packs) {
+      copy(batch, at_piece.rotated(index), at_piece.packed(next_));
+    } else {
+      copy(batch, at_piece.unpacked(next_), at_piece.rotated(index));
+    }
+    ++next_;
+  }
+  void message(generators::StepBatch& batch) {
+    const PieceInScratch at_piece = place();
+    const int distance = 1 << round_;
+    const int to = modulo(r_ + distance, n_), from = modulo(r_ - distance, n_);
+    const int channel = at_piece.piece.channel;
+    if (indices().size() == 1) {
+      batch.add(send_step(to, at_piece.rotated(indices()[0]), channel));
+      batch.add(recv_step(from, at_piece.rotated(indices()[0]), channel));
+      ++round_;
+      enter_round();
+      return;
+    }
+    const std::size_t message = indices().size() * at_piece.piece.count;
+    batch.add(send_step(to, at(BufferKind::Scratch, at_piece.packing, message), channel));
+    batch.add(recv_step(from, at(BufferKind::Scratch, at_piece.unpacking, message), channel));
+    enter(Phase::Unpacking);
+  }
+  void final_rotation(generators::StepBatch& batch) {
+    if (next_ == static_cast<std::size_t>(n_)) {
+      ++piece_;
+      enter(Phase::Rotation);
+      return;
+    }
+    const PieceInScratch at_piece = place();
+    const auto k = static_cast<int>(next_++);
+    copy(batch, at_piece.rotated(k),
+         at(BufferKind::Output, block_of(modulo(r_ - k, n_), at_piece.count, at_piece.piece)));
+  }
+
+  std::shared_ptr<const BruckPlan> plan_;
+  int r_, n_;
+  std::vector<Piece> pieces_;
+  std::size_t piece_ = 0;  // of pieces_
+  Phase phase_ = Phase::Rotation;
+  std::size_t round_ = 0;  // of plan_->moved
+  std::size_t next_ = 0;   // the next copy of the phase (index k, or the i-th moved index)
+};
+
+StepSequence alltoall_steps(std::shared_ptr<const BruckPlan> plan, int r) {
+  BruckSteps steps(std::move(plan), r);
+  generators::StepBatch batch;
+  while (steps.fill(batch)) co_yield batch.take();
+  if (!batch.empty()) co_yield batch.take();
 }
 
 }  // namespace
 
-Schedule bruck_alltoall(const Case& shape, const Knobs& knobs) {
-  Schedule schedule = generators::start(shape, "bruck");
+Schedule bruck_alltoall_on_demand(const Case& shape, const Knobs& knobs) {
   const int n = shape.nranks;
   if (n == 1) {
+    Schedule schedule = generators::start(shape, "bruck");
     copy_alone(schedule, input_elements(shape));
     return schedule;
   }
-  const std::vector<std::vector<int>> moved = moved_indices(n);
+  std::vector<std::vector<int>> moved = moved_indices(n);
   const StagingAreas areas = staging_areas(shape, knobs, moved);
+  auto plan = std::make_shared<const BruckPlan>(BruckPlan{shape, knobs, std::move(moved), areas});
+  Schedule schedule = generators::on_demand(shape, "bruck", [plan](int r) { return alltoall_steps(plan, r); });
   for (Participant& participant : schedule.participants) participant.scratch = areas.end;
-
-  for (const Piece& piece : generators::pieces(shape.count, knobs)) {
-    const auto c = static_cast<std::size_t>(piece.channel);
-    check(piece.count <= areas.largest[c], "a piece fits its channel's staging areas");
-    const PieceInScratch place{piece, shape.count, areas.staging[c], areas.staging[c] + areas.most * areas.largest[c]};
-    for (int r = 0; r < n; ++r) {
-      rotation(schedule, place, r);
-      for (std::size_t round = 0; round < moved.size(); ++round)
-        round_of_distance(schedule, place, r, 1 << round, moved[round]);
-      final_rotation(schedule, place, r);
-    }
-  }
   return schedule;
+}
+
+Schedule bruck_alltoall(const Case& shape, const Knobs& knobs) {
+  return stored(bruck_alltoall_on_demand(shape, knobs));
 }
 
 }  // namespace collcheck

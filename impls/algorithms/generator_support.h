@@ -2,8 +2,11 @@
 // pipeline chunks, per-participant step shorthands, block ranges and powers of two.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "impls/algorithms/algorithms.h"
@@ -84,6 +87,28 @@ inline Range at(BufferKind buffer, std::size_t offset, std::size_t count) { retu
 inline Range input(const Piece& piece) { return at(BufferKind::Input, piece.offset, piece.count); }
 inline Range output(const Piece& piece) { return at(BufferKind::Output, piece.offset, piece.count); }
 inline Range scratch(const Piece& piece) { return at(BufferKind::Scratch, piece.offset, piece.count); }
+
+// Steps a per-participant generator makes and yields a batch at a time (Sequence walks a yielded
+// span, impls/schedule/step_sequence.h), since resuming its coroutine costs about as much as making
+// a step. A generator adds steps, yields `take()` once `room()` is short of a turn's steps, and
+// yields what is left at its end; take() empties the batch, whose steps stay where they are until
+// the coroutine resumes and adds more.
+class StepBatch {
+ public:
+  static constexpr std::size_t kSteps = 16;
+
+  void add(const Step& step) {
+    check(made_ < kSteps, "a batch has room for each step added");
+    steps_[made_++] = step;
+  }
+  std::size_t room() const { return kSteps - made_; }
+  bool empty() const { return made_ == 0; }
+  std::span<const Step> take() { return {steps_.data(), std::exchange(made_, 0)}; }
+
+ private:
+  std::array<Step, kSteps> steps_;
+  std::size_t made_ = 0;
+};
 
 // A schedule of `shape`'s ranks made on demand: participant p's steps are rank_steps(p).
 Schedule on_demand(const Case& shape, std::string_view algorithm, MakeSteps rank_steps);

@@ -2,6 +2,8 @@
 // receiving one per step, no two ranks sending to the same rank.
 #include "impls/algorithms/generators.h"
 
+#include <memory>
+
 #include "impls/algorithms/generator_support.h"
 #include "reference/counts.h"
 
@@ -25,48 +27,74 @@ namespace collcheck {
 // All-to-all-v exchanges the same way, block b of rank r's input holding counts[r*n+b] elements
 // and block b of its output counts[b*n+r], packed in rank order; each block is cut into pieces
 // of its own, and both ends of a message cut the same count. Out of place only.
+//
+// All-to-all is written once, as one rank's steps in order (`alltoall_steps`, made on demand, so
+// that a proof by rotation at 16,384 ranks holds none of the n x 2(n-1) steps); the stored
+// schedule is those sequences made to the end.
 
 namespace {
 
 using generators::at;
 using generators::block_of;
+using generators::copy_needed;
+using generators::copy_step;
 using generators::modulo;
 using generators::Piece;
 using generators::recv;
+using generators::recv_step;
 using generators::send;
+using generators::send_step;
+
+struct PairwisePlan {
+  Case shape;
+  Knobs knobs;
+};
+
+// All-to-all for rank r, piece by piece, step by step (a StepSequence made on demand; the stored
+// schedule is every rank's made to the end). Out of place its own block is copied first.
+StepSequence alltoall_steps(std::shared_ptr<const PairwisePlan> plan, int r) {
+  const Case& shape = plan->shape;
+  const int n = shape.nranks;
+  const std::size_t count = shape.count;
+  generators::StepBatch batch;
+  for (const Piece& piece : generators::pieces(count, plan->knobs)) {
+    const int channel = piece.channel;
+    const Range own_input = at(BufferKind::Input, block_of(r, count, piece));
+    const Range own_output = at(BufferKind::Output, block_of(r, count, piece));
+    if (batch.room() < 1) co_yield batch.take();
+    if (!shape.in_place && copy_needed(own_input, own_output)) batch.add(copy_step(own_input, own_output, channel));
+    for (int s = 1; s < n; ++s) {
+      if (batch.room() < 3) co_yield batch.take();  // a send, a copy and a receive at most
+      const int to = modulo(r + s, n);
+      const int from = modulo(r - s, n);
+      batch.add(send_step(to, at(BufferKind::Input, block_of(to, count, piece)), channel));
+      // In place: block `to` arrived in step n-s, before its input was sent; put it in place now.
+      if (shape.in_place && n - s < s) {
+        batch.add(copy_step(at(BufferKind::Scratch, block_of(to, count, piece)),
+                            at(BufferKind::Output, block_of(to, count, piece)), channel));
+      }
+      const bool early = shape.in_place && s < n - s;
+      batch.add(
+          recv_step(from, at(early ? BufferKind::Scratch : BufferKind::Output, block_of(from, count, piece)), channel));
+    }
+  }
+  if (!batch.empty()) co_yield batch.take();
+}
 
 }  // namespace
 
-Schedule pairwise_alltoall(const Case& shape, const Knobs& knobs) {
-  Schedule schedule = generators::start(shape, "pairwise");
-  const int n = shape.nranks;
-  const std::size_t count = shape.count;
-  if (shape.in_place && n > 2) {
-    for (Participant& participant : schedule.participants) participant.scratch = static_cast<std::size_t>(n) * count;
-  }
-  for (const Piece& piece : generators::pieces(count, knobs)) {
-    const int channel = piece.channel;
-    for (int r = 0; r < n; ++r) {
-      if (!shape.in_place) {
-        generators::copy(schedule, r, at(BufferKind::Input, block_of(r, count, piece)),
-                         at(BufferKind::Output, block_of(r, count, piece)), channel);
-      }
-      for (int s = 1; s < n; ++s) {
-        const int to = modulo(r + s, n);
-        const int from = modulo(r - s, n);
-        send(schedule, r, to, at(BufferKind::Input, block_of(to, count, piece)), channel);
-        // In place: block `to` arrived in step n-s, before its input was sent; put it in place now.
-        if (shape.in_place && n - s < s) {
-          generators::copy(schedule, r, at(BufferKind::Scratch, block_of(to, count, piece)),
-                           at(BufferKind::Output, block_of(to, count, piece)), channel);
-        }
-        const bool early = shape.in_place && s < n - s;
-        recv(schedule, r, from, at(early ? BufferKind::Scratch : BufferKind::Output, block_of(from, count, piece)),
-             channel);
-      }
-    }
+Schedule pairwise_alltoall_on_demand(const Case& shape, const Knobs& knobs) {
+  auto plan = std::make_shared<const PairwisePlan>(PairwisePlan{shape, knobs});
+  Schedule schedule = generators::on_demand(shape, "pairwise", [plan](int r) { return alltoall_steps(plan, r); });
+  if (shape.in_place && shape.nranks > 2) {
+    for (Participant& participant : schedule.participants)
+      participant.scratch = static_cast<std::size_t>(shape.nranks) * shape.count;
   }
   return schedule;
+}
+
+Schedule pairwise_alltoall(const Case& shape, const Knobs& knobs) {
+  return stored(pairwise_alltoall_on_demand(shape, knobs));
 }
 
 Schedule pairwise_alltoallv(const Case& shape, const Knobs& knobs) {

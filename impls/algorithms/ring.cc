@@ -2,9 +2,7 @@
 // chunks around the ranks 0 -> 1 -> ... -> n-1 -> 0, each channel running its own ring over its own slice.
 #include "impls/algorithms/generators.h"
 
-#include <array>
 #include <memory>
-#include <span>
 #include <utility>
 
 #include "impls/algorithms/generator_support.h"
@@ -151,23 +149,18 @@ struct TurnSteps {
   bool first;
 };
 
-// Puts the turn's send and receive (those whose chunk holds elements) into `batch` from `made` on,
-// and says how many the batch then holds.
-std::size_t add_turn(std::span<Step> batch, std::size_t made, const RingTurn& turned, const TurnSteps& where) {
+// Adds the turn's send and receive (those whose chunk holds elements) to `batch`.
+void add_turn(generators::StepBatch& batch, const RingTurn& turned, const TurnSteps& where) {
   if (turned.sent.count > 0)
-    batch[made++] =
-        send_step(where.next, at(where.first ? BufferKind::Input : BufferKind::Output, turned.sent), where.channel);
-  if (turned.received.count > 0) batch[made++] = ring_receive(turned, where.previous, where.channel);
-  return made;
+    batch.add(
+        send_step(where.next, at(where.first ? BufferKind::Input : BufferKind::Output, turned.sent), where.channel));
+  if (turned.received.count > 0) batch.add(ring_receive(turned, where.previous, where.channel));
 }
 
 // All-reduce for rank r, channel by channel, round by round, turn by turn: one coroutine for all
 // of it (a round's own, resumed through this one, cost a fifth of a simulation's time at 2048
 // ranks). Turn 0 sends the rank's own input; later turns forward the partial or the block just
-// taken. Steps go out in `batch`es of up to kRingBatch (a resume costs about what making a step
-// does, and the prover makes a billion steps at 16,384 ranks).
-constexpr std::size_t kRingBatch = 16;
-
+// taken. Steps go out a StepBatch at a time (the prover makes a billion at 16,384 ranks).
 StepSequence allreduce_steps(SharedPlan plan, int r) {
   const Case& shape = plan->shape;
   const Knobs& knobs = plan->knobs;
@@ -178,23 +171,19 @@ StepSequence allreduce_steps(SharedPlan plan, int r) {
   }
   const int next = r + 1 == n ? 0 : r + 1;
   const int previous = r == 0 ? n - 1 : r - 1;
-  std::array<Step, kRingBatch> batch;
-  std::size_t made = 0;  // of the batch
+  generators::StepBatch batch;
   for (int channel = 0; channel < knobs.channels; ++channel) {
     const Slice part = slice(shape.count, static_cast<std::size_t>(knobs.channels), static_cast<std::size_t>(channel));
     const std::size_t rounds = rounds_of(part, n, knobs.chunk);
     for (std::size_t round = 0; round < rounds; ++round) {
       const RingChunks chunks{part, n, knobs.chunk, round};
       for (int turn = 0; turn < 2 * (n - 1); ++turn) {
-        made = add_turn(batch, made, allreduce_turn(chunks, r, turn), {next, previous, channel, turn == 0});
-        if (made + 2 > batch.size()) {
-          co_yield std::span<const Step>(batch.data(), made);
-          made = 0;
-        }
+        add_turn(batch, allreduce_turn(chunks, r, turn), {next, previous, channel, turn == 0});
+        if (batch.room() < 2) co_yield batch.take();
       }
     }
   }
-  if (made > 0) co_yield std::span<const Step>(batch.data(), made);
+  if (!batch.empty()) co_yield batch.take();
 }
 
 StepSequence allgather_steps(SharedPlan plan, int r) {

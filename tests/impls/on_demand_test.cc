@@ -190,8 +190,24 @@ SimulatedRun run_with(const Schedule& schedule, const Topology& topology, bool n
   return simulate(schedule, topology, options);
 }
 
-// The engine runs a schedule made on demand exactly as the stored one: the same events in the
-// same order (the trace), the same time, messages and outputs, with faults and several calls.
+// The engine runs `on_demand` exactly as `whole`: the same events in the same order (the trace),
+// the same time, messages and outputs.
+void expect_run_alike(const Schedule& whole, const Schedule& on_demand, const Topology& topology, bool numeric,
+                      bool faults, int calls, const std::string& what) {
+  const SimulatedRun expected = run_with(whole, topology, numeric, faults, calls);
+  const SimulatedRun got = run_with(on_demand, topology, numeric, faults, calls);
+  ASSERT_TRUE(expected.completed) << what << ": " << expected.error;
+  ASSERT_TRUE(got.completed) << what << ": " << got.error;
+  EXPECT_EQ(got.trace, expected.trace) << what;
+  EXPECT_EQ(got.time, expected.time) << what;
+  EXPECT_EQ(got.messages, expected.messages) << what;
+  EXPECT_EQ(got.retransmissions, expected.retransmissions) << what;
+  EXPECT_EQ(got.outputs, expected.outputs) << what;
+  EXPECT_EQ(got.earlier_outputs, expected.earlier_outputs) << what;
+}
+
+// The engine runs a schedule made on demand exactly as the stored one, with faults and several
+// calls.
 TEST(OnDemand, TheSimulatorRunsBothFormsAlike) {
   Result<Topology> topology = make_topology("ib-fat-tree:2");
   ASSERT_TRUE(topology.ok());
@@ -199,24 +215,41 @@ TEST(OnDemand, TheSimulatorRunsBothFormsAlike) {
     for (const int n : {1, 3, 8, 13}) {
       for (const Knobs knobs : {Knobs{0, 1, 4}, Knobs{3, 2, 4}}) {
         for (const bool numeric : {true, false}) {
-          const bool faults = n > 1 && !numeric;
-          const int calls = numeric ? 2 : 1;
           Case c = ring_case(collective, n, static_cast<std::size_t>(5 * n + 3), false);
           c.seed = 11;
           Result<Schedule> whole = make_schedule("ring", c, knobs);
           Result<Schedule> on_demand = make_schedule("ring", c, knobs, Form::OnDemand);
           ASSERT_TRUE(whole.ok() && on_demand.ok());
-          const SimulatedRun expected = run_with(*whole, *topology, numeric, faults, calls);
-          const SimulatedRun got = run_with(*on_demand, *topology, numeric, faults, calls);
-          const std::string what = to_string(c) + " channels " + std::to_string(knobs.channels);
-          ASSERT_TRUE(expected.completed) << what << ": " << expected.error;
-          ASSERT_TRUE(got.completed) << what << ": " << got.error;
-          EXPECT_EQ(got.trace, expected.trace) << what;
-          EXPECT_EQ(got.time, expected.time) << what;
-          EXPECT_EQ(got.messages, expected.messages) << what;
-          EXPECT_EQ(got.retransmissions, expected.retransmissions) << what;
-          EXPECT_EQ(got.outputs, expected.outputs) << what;
-          EXPECT_EQ(got.earlier_outputs, expected.earlier_outputs) << what;
+          expect_run_alike(*whole, *on_demand, *topology, numeric, n > 1 && !numeric, numeric ? 2 : 1,
+                           to_string(c) + " channels " + std::to_string(knobs.channels));
+        }
+      }
+    }
+  }
+}
+
+// The all-to-alls made on demand (pairwise, bruck: batches of steps, scratch in place, several
+// channels) run as their stored form does, in place and out of place.
+TEST(OnDemand, TheSimulatorRunsAllToAllOfBothFormsAlike) {
+  Result<Topology> topology = make_topology("ib-fat-tree:2");
+  ASSERT_TRUE(topology.ok());
+  for (const char* algorithm : {"pairwise", "bruck"}) {
+    ASSERT_TRUE(has_on_demand_form(algorithm, Collective::AllToAll)) << algorithm;
+    for (const int n : {1, 2, 5, 12}) {
+      for (const Knobs knobs : {Knobs{0, 1, 4}, Knobs{2, 3, 4}}) {
+        for (const bool in_place : {false, true}) {
+          for (const bool numeric : {true, false}) {
+            Case c = testing::make_case(Collective::AllToAll, DType::Float32, RedOp::Sum, 7, n);
+            c.in_place = in_place;
+            c.seed = 5;
+            Result<Schedule> whole = make_schedule(algorithm, c, knobs);
+            Result<Schedule> on_demand = make_schedule(algorithm, c, knobs, Form::OnDemand);
+            ASSERT_TRUE(whole.ok() && on_demand.ok());
+            if (n > 1) EXPECT_TRUE(on_demand->on_demand()) << algorithm;
+            expect_run_alike(
+                *whole, *on_demand, *topology, numeric, n > 1 && !numeric, numeric ? 2 : 1,
+                std::string(algorithm) + " " + to_string(c) + " channels " + std::to_string(knobs.channels));
+          }
         }
       }
     }
