@@ -116,7 +116,9 @@ class BruckSteps {
  public:
   BruckSteps(std::shared_ptr<const BruckPlan> plan, int r)
       : plan_(std::move(plan)), r_(r), n_(plan_->shape.nranks),
-        pieces_(generators::pieces(plan_->shape.count, plan_->knobs)) {}
+        pieces_(generators::pieces(plan_->shape.count, plan_->knobs)) {
+    if (!pieces_.empty()) enter_piece();
+  }
 
   // Adds steps to `batch` while it has room for a message's two; false once the program has ended.
   bool fill(generators::StepBatch& batch) {
@@ -136,17 +138,16 @@ class BruckSteps {
  private:
   enum class Phase { Rotation, Packing, Message, Unpacking, Final };
 
-  PieceInScratch place() const {
+  // The piece `piece_` begins: where it lives in scratch, and its rotation.
+  void enter_piece() {
     const Piece& piece = pieces_[piece_];
     const StagingAreas& areas = plan_->areas;
     const auto c = static_cast<std::size_t>(piece.channel);
     check(piece.count <= areas.largest[c], "a piece fits its channel's staging areas");
-    return PieceInScratch{piece, plan_->shape.count, areas.staging[c],
-                          areas.staging[c] + areas.most * areas.largest[c]};
-  }
-  const std::vector<int>& indices() const { return plan_->moved[round_]; }
-  void copy(generators::StepBatch& batch, Range from, Range to) const {
-    if (copy_needed(from, to)) batch.add(copy_step(from, to, pieces_[piece_].channel));
+    place_ =
+        PieceInScratch{piece, plan_->shape.count, areas.staging[c], areas.staging[c] + areas.most * areas.largest[c]};
+    round_ = 0;
+    enter(Phase::Rotation);
   }
   void enter(Phase phase) {
     phase_ = phase;
@@ -157,81 +158,81 @@ class BruckSteps {
     if (round_ == plan_->moved.size()) {
       enter(Phase::Final);
       next_ = 1;
-    } else {
-      enter(indices().size() == 1 ? Phase::Message : Phase::Packing);
+      return;
     }
+    indices_ = &plan_->moved[round_];
+    enter(indices_->size() == 1 ? Phase::Message : Phase::Packing);
+  }
+  void copy(generators::StepBatch& batch, Range from, Range to) const {
+    if (copy_needed(from, to)) batch.add(copy_step(from, to, place_.piece.channel));
+  }
+  Range block(BufferKind buffer, int rank) const {
+    return at(buffer, block_of(modulo(rank, n_), place_.count, place_.piece));
   }
 
   void rotation(generators::StepBatch& batch) {
-    if (next_ == static_cast<std::size_t>(n_)) {
-      round_ = 0;
-      enter_round();
-      return;
+    if (next_ == 0) {
+      next_ = 1;
+      if (!plan_->shape.in_place) copy(batch, block(BufferKind::Input, r_), block(BufferKind::Output, r_));
     }
-    const PieceInScratch at_piece = place();
-    const auto k = static_cast<int>(next_++);
-    const Range input = at(BufferKind::Input, block_of(modulo(r_ + k, n_), at_piece.count, at_piece.piece));
-    if (k > 0) {
-      copy(batch, input, at_piece.rotated(k));
-    } else if (!plan_->shape.in_place) {
-      copy(batch, input, at(BufferKind::Output, block_of(r_, at_piece.count, at_piece.piece)));
+    for (; next_ < static_cast<std::size_t>(n_) && batch.room() > 0; ++next_) {
+      const auto k = static_cast<int>(next_);
+      copy(batch, block(BufferKind::Input, r_ + k), place_.rotated(k));
     }
+    if (next_ == static_cast<std::size_t>(n_)) enter_round();
   }
   void packing(generators::StepBatch& batch, bool packs) {
-    if (next_ == indices().size()) {
+    const std::vector<int>& indices = *indices_;
+    for (; next_ < indices.size() && batch.room() > 0; ++next_) {
       if (packs) {
-        enter(Phase::Message);
+        copy(batch, place_.rotated(indices[next_]), place_.packed(next_));
       } else {
-        ++round_;
-        enter_round();
+        copy(batch, place_.unpacked(next_), place_.rotated(indices[next_]));
       }
-      return;
     }
-    const PieceInScratch at_piece = place();
-    const int index = indices()[next_];
+    if (next_ < indices.size()) return;
     if (packs) {
-      copy(batch, at_piece.rotated(index), at_piece.packed(next_));
+      enter(Phase::Message);
     } else {
-      copy(batch, at_piece.unpacked(next_), at_piece.rotated(index));
+      ++round_;
+      enter_round();
     }
-    ++next_;
   }
   void message(generators::StepBatch& batch) {
-    const PieceInScratch at_piece = place();
+    const std::vector<int>& indices = *indices_;
     const int distance = 1 << round_;
     const int to = modulo(r_ + distance, n_), from = modulo(r_ - distance, n_);
-    const int channel = at_piece.piece.channel;
-    if (indices().size() == 1) {
-      batch.add(send_step(to, at_piece.rotated(indices()[0]), channel));
-      batch.add(recv_step(from, at_piece.rotated(indices()[0]), channel));
+    const int channel = place_.piece.channel;
+    if (indices.size() == 1) {
+      batch.add(send_step(to, place_.rotated(indices[0]), channel));
+      batch.add(recv_step(from, place_.rotated(indices[0]), channel));
       ++round_;
       enter_round();
       return;
     }
-    const std::size_t message = indices().size() * at_piece.piece.count;
-    batch.add(send_step(to, at(BufferKind::Scratch, at_piece.packing, message), channel));
-    batch.add(recv_step(from, at(BufferKind::Scratch, at_piece.unpacking, message), channel));
+    const std::size_t message = indices.size() * place_.piece.count;
+    batch.add(send_step(to, at(BufferKind::Scratch, place_.packing, message), channel));
+    batch.add(recv_step(from, at(BufferKind::Scratch, place_.unpacking, message), channel));
     enter(Phase::Unpacking);
   }
   void final_rotation(generators::StepBatch& batch) {
-    if (next_ == static_cast<std::size_t>(n_)) {
-      ++piece_;
-      enter(Phase::Rotation);
-      return;
+    for (; next_ < static_cast<std::size_t>(n_) && batch.room() > 0; ++next_) {
+      const auto k = static_cast<int>(next_);
+      copy(batch, place_.rotated(k), block(BufferKind::Output, r_ - k));
     }
-    const PieceInScratch at_piece = place();
-    const auto k = static_cast<int>(next_++);
-    copy(batch, at_piece.rotated(k),
-         at(BufferKind::Output, block_of(modulo(r_ - k, n_), at_piece.count, at_piece.piece)));
+    if (next_ < static_cast<std::size_t>(n_)) return;
+    if (++piece_ < pieces_.size()) enter_piece();
   }
 
   std::shared_ptr<const BruckPlan> plan_;
   int r_, n_;
   std::vector<Piece> pieces_;
   std::size_t piece_ = 0;  // of pieces_
+  PieceInScratch place_{};
   Phase phase_ = Phase::Rotation;
-  std::size_t round_ = 0;  // of plan_->moved
-  std::size_t next_ = 0;   // the next copy of the phase (index k, or the i-th moved index)
+  std::size_t round_ = 0;                      // of plan_->moved
+  const std::vector<int>* indices_ = nullptr;  // the indices round_ moves
+  std::size_t next_ = 0;                       // the next copy of the phase (index k, or the i-th moved index)
 };
 
 StepSequence alltoall_steps(std::shared_ptr<const BruckPlan> plan, int r) {

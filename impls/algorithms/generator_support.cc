@@ -49,16 +49,6 @@ std::vector<Piece> pieces(std::size_t length, const Knobs& knobs) {
   return out;
 }
 
-bool copy_needed(Range from, Range to) {
-  check(from.count == to.count, "a copy writes what it reads");
-  return from.count > 0 && !(from == to);
-}
-
-Step copy_step(Range from, Range to, int channel) {
-  check(copy_needed(from, to), "a copy step moves something elsewhere");
-  return Step{StepKind::Copy, -1, from, to, channel, channel};
-}
-
 void send(Schedule& schedule, int participant, int to, Range from, int channel) {
   schedule.add(participant, send_step(to, from, channel));
 }

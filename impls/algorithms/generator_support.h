@@ -61,8 +61,14 @@ inline Step recv_reduce_step(int from_peer, Range from, Range to, int channel) {
   check(to.count > 0 && from.count == to.count, "a reducing receive is non-empty and reads what it writes");
   return Step{StepKind::RecvReduce, from_peer, from, to, channel, channel};
 }
-bool copy_needed(Range from, Range to);
-Step copy_step(Range from, Range to, int channel);
+inline bool copy_needed(Range from, Range to) {
+  check(from.count == to.count, "a copy writes what it reads");
+  return from.count > 0 && !(from == to);
+}
+inline Step copy_step(Range from, Range to, int channel) {
+  check(copy_needed(from, to), "a copy step moves something elsewhere");
+  return Step{StepKind::Copy, -1, from, to, channel, channel};
+}
 void send(Schedule& schedule, int participant, int to, Range from, int channel);
 void recv(Schedule& schedule, int participant, int from_peer, Range to, int channel);
 void recv_reduce(Schedule& schedule, int participant, int from_peer, Range from, Range to, int channel);
