@@ -91,15 +91,21 @@ std::string shape_words(const Algorithm& algorithm, const Case& shape) {
 }
 
 // Whether memory holds the proof of `shape`, in full or else on rank 0 alone; `largest` the
-// largest full proof's estimate so far.
+// largest proof the sweep may run, by its estimate so far. A shape whose full proof does not fit
+// is proven on rank 0 or refused when reached, never in full, so it counts by rank 0's estimate:
+// it does not lower the proofs run at once.
 Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sweep, std::uint64_t& largest) {
   Result<MemoryEstimate> estimate = proved_shape_memory(algorithm.name, shape, sweep.knobs);
   if (!estimate) return Ok{};
-  largest = std::max(largest, estimate->total());
   Status fit = fits(*estimate, sweep.budget, shape_words(algorithm, shape), "lower --ranks or --counts");
-  if (fit) return fit;
+  if (fit) {
+    largest = std::max(largest, estimate->total());
+    return fit;
+  }
   Result<MemoryEstimate> rank0 = proved_shape_memory(algorithm.name, shape, sweep.knobs, true);
-  return rank0 && fits(*rank0, sweep.budget, "", "") ? Status(Ok{}) : fit;
+  if (!rank0 || !fits(*rank0, sweep.budget, "", "")) return fit;
+  largest = std::max(largest, rank0->total());
+  return Ok{};
 }
 
 // Refuses, before any proof, a sweep one of whose shapes memory could not hold. A shape whose
