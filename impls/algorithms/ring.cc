@@ -192,21 +192,26 @@ StepSequence allgather_steps(SharedPlan plan, int r) {
   const std::size_t count = shape.count;  // one block: what each rank contributes
   const int next = modulo(r + 1, n);
   const int previous = modulo(r - 1, n);
+  generators::StepBatch batch;
   for (const generators::Piece& piece : generators::pieces(count, plan->knobs)) {
     const Range own_input = at(BufferKind::Input, piece.offset, piece.count);
     // Step 0 sends the rank's own input; its local copy follows, off the ring's path.
-    if (n > 1) co_yield send_step(next, own_input, piece.channel);
+    if (batch.room() < 2) co_yield batch.take();
+    if (n > 1) batch.add(send_step(next, own_input, piece.channel));
     const Range own_output = at(BufferKind::Output, block_of(r, count, piece));
-    if (!shape.in_place && copy_needed(own_input, own_output)) co_yield copy_step(own_input, own_output, piece.channel);
+    if (!shape.in_place && copy_needed(own_input, own_output))
+      batch.add(copy_step(own_input, own_output, piece.channel));
     for (int s = 0; s < n - 1; ++s) {
+      if (batch.room() < 2) co_yield batch.take();
       // Later steps forward the block received in the step before.
       if (s > 0)
-        co_yield send_step(next, at(BufferKind::Output, block_of(modulo(r - s, n), count, piece)), piece.channel);
+        batch.add(send_step(next, at(BufferKind::Output, block_of(modulo(r - s, n), count, piece)), piece.channel));
       const int received = modulo(r - s - 1, n);
       check(received != r, "all-gather never receives the rank's own block");
-      co_yield recv_step(previous, at(BufferKind::Output, block_of(received, count, piece)), piece.channel);
+      batch.add(recv_step(previous, at(BufferKind::Output, block_of(received, count, piece)), piece.channel));
     }
   }
+  if (!batch.empty()) co_yield batch.take();
 }
 
 StepSequence reducescatter_steps(SharedPlan plan, int r) {
@@ -219,18 +224,22 @@ StepSequence reducescatter_steps(SharedPlan plan, int r) {
   }
   const int next = modulo(r + 1, n);
   const int previous = modulo(r - 1, n);
+  generators::StepBatch batch;
   for (const generators::Piece& piece : generators::pieces(count, plan->knobs)) {
     for (int s = 0; s < n - 1; ++s) {
+      if (batch.room() < 2) co_yield batch.take();
       const Slice sent = block_of(modulo(r - s - 1, n), count, piece);
-      co_yield send_step(next, at(s == 0 ? BufferKind::Input : BufferKind::Scratch, sent), piece.channel);
+      batch.add(send_step(next, at(s == 0 ? BufferKind::Input : BufferKind::Scratch, sent), piece.channel));
       const int received = modulo(r - s - 2, n);
       const bool last = s == n - 2;
       check(last == (received == r), "the last step completes the rank's own block, and only it");
       const Range into = last ? at(BufferKind::Output, piece.offset, piece.count)
                               : at(BufferKind::Scratch, block_of(received, count, piece));
-      co_yield recv_reduce_step(previous, at(BufferKind::Input, block_of(received, count, piece)), into, piece.channel);
+      batch.add(
+          recv_reduce_step(previous, at(BufferKind::Input, block_of(received, count, piece)), into, piece.channel));
     }
   }
+  if (!batch.empty()) co_yield batch.take();
 }
 
 StepSequence allgatherv_steps(SharedPlan plan, int r) {
