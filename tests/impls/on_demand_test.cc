@@ -245,7 +245,9 @@ TEST(OnDemand, TheSimulatorRunsAllToAllOfBothFormsAlike) {
             Result<Schedule> whole = make_schedule(algorithm, c, knobs);
             Result<Schedule> on_demand = make_schedule(algorithm, c, knobs, Form::OnDemand);
             ASSERT_TRUE(whole.ok() && on_demand.ok());
-            if (n > 1) EXPECT_TRUE(on_demand->on_demand()) << algorithm;
+            if (n > 1) {
+              EXPECT_TRUE(on_demand->on_demand()) << algorithm;
+            }
             expect_run_alike(
                 *whole, *on_demand, *topology, numeric, n > 1 && !numeric, numeric ? 2 : 1,
                 std::string(algorithm) + " " + to_string(c) + " channels " + std::to_string(knobs.channels));
