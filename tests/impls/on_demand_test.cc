@@ -62,7 +62,7 @@ TEST(OnDemand, RingSchedulesAgreeWithTheStoredOnesStepForStep) {
   int compared = 0;
   for (Collective collective : kRingCollectives) {
     for (int n = 1; n <= 20; n += (n < 8 ? 1 : 3)) {
-      for (std::size_t count = 0; count <= static_cast<std::size_t>(3 * n + 2); count += (count < 6 ? 1 : 5)) {
+      for (std::size_t count = 0; count <= 3 * static_cast<std::size_t>(n) + 2; count += (count < 6 ? 1 : 5)) {
         for (const Knobs knobs : {Knobs{0, 1, 4}, Knobs{1, 2, 4}, Knobs{2, 3, 4}, Knobs{5, 1, 4}}) {
           for (bool in_place : {false, true}) {
             const Case c = ring_case(collective, n, count, in_place);
@@ -215,7 +215,7 @@ TEST(OnDemand, TheSimulatorRunsBothFormsAlike) {
     for (const int n : {1, 3, 8, 13}) {
       for (const Knobs knobs : {Knobs{0, 1, 4}, Knobs{3, 2, 4}}) {
         for (const bool numeric : {true, false}) {
-          Case c = ring_case(collective, n, static_cast<std::size_t>(5 * n + 3), false);
+          Case c = ring_case(collective, n, 5 * static_cast<std::size_t>(n) + 3, false);
           c.seed = 11;
           Result<Schedule> whole = make_schedule("ring", c, knobs);
           Result<Schedule> on_demand = make_schedule("ring", c, knobs, Form::OnDemand);
@@ -228,6 +228,20 @@ TEST(OnDemand, TheSimulatorRunsBothFormsAlike) {
   }
 }
 
+// An all-to-all of `algorithm` on n ranks runs alike from both forms, numeric and timed only.
+void expect_alltoall_alike(const char* algorithm, int n, const Knobs& knobs, bool in_place, const Topology& topology) {
+  Case c = testing::make_case(Collective::AllToAll, DType::Float32, RedOp::Sum, 7, n);
+  c.in_place = in_place;
+  c.seed = 5;
+  Result<Schedule> whole = make_schedule(algorithm, c, knobs);
+  Result<Schedule> on_demand = make_schedule(algorithm, c, knobs, Form::OnDemand);
+  ASSERT_TRUE(whole.ok() && on_demand.ok());
+  const std::string what = std::string(algorithm) + " " + to_string(c) + " channels " + std::to_string(knobs.channels);
+  EXPECT_TRUE(n == 1 || on_demand->on_demand()) << what;
+  for (const bool numeric : {true, false})
+    expect_run_alike(*whole, *on_demand, topology, numeric, n > 1 && !numeric, numeric ? 2 : 1, what);
+}
+
 // The all-to-alls made on demand (pairwise, bruck: batches of steps, scratch in place, several
 // channels) run as their stored form does, in place and out of place.
 TEST(OnDemand, TheSimulatorRunsAllToAllOfBothFormsAlike) {
@@ -237,22 +251,7 @@ TEST(OnDemand, TheSimulatorRunsAllToAllOfBothFormsAlike) {
     ASSERT_TRUE(has_on_demand_form(algorithm, Collective::AllToAll)) << algorithm;
     for (const int n : {1, 2, 5, 12}) {
       for (const Knobs knobs : {Knobs{0, 1, 4}, Knobs{2, 3, 4}}) {
-        for (const bool in_place : {false, true}) {
-          for (const bool numeric : {true, false}) {
-            Case c = testing::make_case(Collective::AllToAll, DType::Float32, RedOp::Sum, 7, n);
-            c.in_place = in_place;
-            c.seed = 5;
-            Result<Schedule> whole = make_schedule(algorithm, c, knobs);
-            Result<Schedule> on_demand = make_schedule(algorithm, c, knobs, Form::OnDemand);
-            ASSERT_TRUE(whole.ok() && on_demand.ok());
-            if (n > 1) {
-              EXPECT_TRUE(on_demand->on_demand()) << algorithm;
-            }
-            expect_run_alike(
-                *whole, *on_demand, *topology, numeric, n > 1 && !numeric, numeric ? 2 : 1,
-                std::string(algorithm) + " " + to_string(c) + " channels " + std::to_string(knobs.channels));
-          }
-        }
+        for (const bool in_place : {false, true}) expect_alltoall_alike(algorithm, n, knobs, in_place, *topology);
       }
     }
   }
