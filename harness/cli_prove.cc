@@ -110,7 +110,7 @@ Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sw
 
 // Refuses, before any proof, a sweep one of whose shapes memory could not hold. A shape whose
 // full proof would not fit but whose proof on rank 0 alone would passes here: it is refused
-// when it is reached, before its full proof, if it turns out not to be rotation-symmetric.
+// when it is reached, before its full proof, if it turns out not to be symmetric.
 Status sweep_fits(const Arguments& args, Sweep& sweep) {
   Result<MemoryBudget> budget = memory_budget(args);
   if (!budget) return budget.error();
@@ -196,7 +196,7 @@ std::string band_of(std::uint64_t n) {
 struct Band {
   std::string label;
   std::size_t cases = 0, failed = 0, steps = 0;
-  std::size_t rotated = 0;  // proven on rank 0 alone: every rank's program is rank 0's turned
+  std::size_t symmetric = 0;  // proven on rank 0 alone: every rank's program is rank 0's turned
   double seconds = 0;
 };
 
@@ -210,7 +210,7 @@ struct Failure {
 struct ShapeProof {
   Status refused = Ok{};
   std::size_t steps = 0;
-  bool rotated = false;
+  bool symmetric = false;
   double seconds = 0;
   std::optional<Failure> failure;
 };
@@ -220,22 +220,22 @@ ShapeProof prove_one(const Algorithm& algorithm, const Case& shape, const Sweep&
   const Knobs& knobs = sweep.knobs;
   ShapeProof result;
   const auto begin = std::chrono::steady_clock::now();
-  // Made on demand where the algorithm can: a rotation-symmetric schedule is proven on rank 0,
+  // Made on demand where the algorithm can: a symmetric schedule is proven on rank 0,
   // any other in full as its steps are made; neither is stored.
   Result<Schedule> made = make_schedule(algorithm.name, shape, knobs, Form::OnDemand);
-  std::optional<Proof> proof = made ? prove_by_rotation(*made, threads) : Proof{false, made.error().message, 0, 0};
+  std::optional<Proof> proof = made ? prove_by_symmetry(*made, threads) : Proof{false, made.error().message, 0, 0};
   if (!proof) {
     Result<MemoryEstimate> estimate = proved_shape_memory(algorithm.name, shape, knobs);
-    result.refused =
-        estimate ? fits(*estimate, sweep.budget, shape_words(algorithm, shape),
-                        "its schedule is not rotation-symmetric, so every rank is proven: lower --ranks or --counts")
-                 : Status(Ok{});
+    result.refused = estimate ? fits(*estimate, sweep.budget, shape_words(algorithm, shape),
+                                     "its schedule is not symmetric (by rotation or XOR), so every rank is proven: "
+                                     "lower --ranks or --counts")
+                              : Status(Ok{});
     if (!result.refused) return result;
     proof = prove_in_full(*made);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   result.steps = proof->steps;
-  result.rotated = proof->by_rotation;
+  result.symmetric = proof->by_symmetry;
   if (proof->ok) return result;
   // A v-collective's sweep count is its first entry (spread_counts), its n their sum.
   const std::size_t count = per_rank_counts(shape.collective) ? shape.counts.front() : shape.count;
@@ -279,11 +279,11 @@ std::string seconds_text(double seconds) {
 void print_bands(const Algorithm& algorithm, const std::vector<Band>& bands, std::ostream& out) {
   out << algorithm.name << " " << name(algorithm.collective) << ":\n";
   TextTable table;
-  table.add_row({"  ranks", "cases", "proven", "failed", "steps", "time", "by rotation"});
+  table.add_row({"  ranks", "cases", "proven", "failed", "steps", "time", "by symmetry"});
   for (const Band& band : bands) {
     table.add_row({"  " + band.label, std::to_string(band.cases), std::to_string(band.cases - band.failed),
                    std::to_string(band.failed), std::to_string(band.steps), seconds_text(band.seconds),
-                   std::to_string(band.rotated)});
+                   std::to_string(band.symmetric)});
   }
   table.print(out);
 }
@@ -321,7 +321,7 @@ std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep
     Band& band = bands[band_of_shape[k]];
     ++band.cases;
     band.steps += proof.steps;
-    band.rotated += proof.rotated ? 1 : 0;
+    band.symmetric += proof.symmetric ? 1 : 0;
     band.seconds += proof.seconds;
     if (proof.failure) {
       ++band.failed;

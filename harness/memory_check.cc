@@ -181,7 +181,8 @@ Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Cas
   Result<ScheduleSize> size = estimate_schedule(algorithm, shape, knobs);
   if (!size) return size.error();
   const bool on_demand = has_on_demand_form(algorithm, shape.collective);
-  if (rank0_alone && on_demand) {
+  if (rank0_alone && !on_demand) return rank0_proof_memory(shape, *size, true);
+  if (rank0_alone) {
     // An all-reduce whose blocks differ in length is proven through its cover (impls/prove/cover.h):
     // rank 0 then holds the cover's elements.
     Case held = shape;

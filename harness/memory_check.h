@@ -64,7 +64,7 @@ std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const
 // for one shape: the schedule and the proof state.
 Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs,
                                              bool numeric = true, bool reliable = false, std::uint64_t links = 0);
-// `rank0_alone`: the proof on rank 0 alone of a schedule that turns out rotation-symmetric.
+// `rank0_alone`: the proof on rank 0 alone of a schedule that turns out symmetric.
 Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs,
                                            bool rank0_alone = false);
 

@@ -109,10 +109,13 @@ Result<ScheduleSize> estimate_schedule(std::string_view algorithm, const Case& s
                    ? ring_allreduce_steps(shape, knobs)
                    : saturating_sum(saturating_product(piece_count(length, cut), piece.steps), size.participants);
   size.scratch_elements = saturating_product(piece.scratch, size.participants);
-  // Partial sums that stay one run: ring order, and recursive halving on a power of two (its
-  // halves' ranks a stride apart). Folded-in extra ranks and trees make several.
+  // Partial sums that stay one run: ring order, recursive halving on a power of two (its halves'
+  // ranks a stride apart), and in-network aggregation (a switch sums its children in order, each
+  // covering the ranks just after the one before). Folded-in extra ranks and trees make several.
   const bool power_of_two = (shape.nranks & (shape.nranks - 1)) == 0;
-  if (algorithm == "ring" || (algorithm == "rhd" && power_of_two)) size.runs_per_reduced_element = 1;
+  if (algorithm == "ring" || algorithm == "innet" || (algorithm == "rhd" && power_of_two)) {
+    size.runs_per_reduced_element = 1;
+  }
   return size;
 }
 

@@ -40,12 +40,20 @@ using generators::recv;
 using generators::send;
 
 // The blocks rank v < p holds before the round of distance d: its aligned `group`
-// [base, base + d), and for a partner of an extra rank block p+b beside each b.
-std::vector<int> group(int v, int distance, int p, int extra) {
+// [base, base + d), and for a partner of an extra rank block p+b beside each b. A piece that is a
+// whole block sends the group as one range (neighbours merge); where a piece is part of a block,
+// each block goes as a message of its own, in v's own order (the j-th is block base + (j XOR (v
+// mod d))), so that on a power of two every rank's program is rank 0's with every rank and block
+// XOR its rank, which the prover uses (impls/prove/symmetry.h).
+std::vector<int> group(int v, int distance, int p, int extra, bool whole_blocks) {
   const int base = v & ~(distance - 1);
+  const int turn = whole_blocks ? 0 : v & (distance - 1);
   std::vector<int> blocks;
-  for (int b = base; b < base + distance; ++b) blocks.push_back(b);
-  for (int b = base; b < base + distance && b < extra; ++b) blocks.push_back(p + b);
+  blocks.reserve(2 * static_cast<std::size_t>(distance));
+  for (int j = 0; j < distance; ++j) blocks.push_back(base + (j ^ turn));
+  for (int j = 0; j < distance; ++j) {
+    if (const int b = base + (j ^ turn); b < extra) blocks.push_back(p + b);
+  }
   return blocks;
 }
 
@@ -62,12 +70,13 @@ std::vector<int> all_but(int skipped, int n) {
 // goes to its `partner`, and the partner's group comes back.
 void recursive_doubling(Schedule& schedule, const Piece& piece, int r, int p, int extra) {
   const std::size_t count = schedule.shape.count;
+  const bool whole_blocks = piece.count == count;
   for (int distance = 1; distance < p; distance *= 2) {
     const int partner = r ^ distance;
-    for (Slice range : block_ranges(group(r, distance, p, extra), count, piece)) {
+    for (Slice range : block_ranges(group(r, distance, p, extra, whole_blocks), count, piece)) {
       send(schedule, r, partner, at(BufferKind::Output, range), piece.channel);
     }
-    for (Slice range : block_ranges(group(partner, distance, p, extra), count, piece)) {
+    for (Slice range : block_ranges(group(partner, distance, p, extra, whole_blocks), count, piece)) {
       recv(schedule, r, partner, at(BufferKind::Output, range), piece.channel);
     }
   }

@@ -16,7 +16,7 @@ namespace collcheck::provenance {
 // steps and sends, counted over every rank.
 struct CoveredRank0 {
   Schedule cover;
-  Rotation rotation;
+  Symmetry rotation;  // a rotation
   std::size_t steps = 0;
   std::size_t messages = 0;
 };

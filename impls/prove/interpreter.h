@@ -11,13 +11,14 @@
 
 namespace collcheck {
 
-// The proof of a valid schedule: every participant run, or rank 0 alone with a rotation (the
+// The proof of a valid schedule: every participant run, or rank 0 alone with a symmetry (the
 // schedule's other ranks being rank 0's turned); nothing where a schedule made on demand turned out
-// to need storing (a participant with several streams).
-std::optional<Proof> prove_valid(const Schedule&, const std::optional<provenance::Rotation>&);
+// to need storing (a participant with several streams), or where by XOR a message's two ends order
+// its blocks differently (then every rank must run).
+std::optional<Proof> prove_valid(const Schedule&, const std::optional<provenance::Symmetry>&);
 
 // Whether a participant's steps run on more than one stream (every rank's are rank 0's turned
-// where the rotation holds, streams included).
+// where the symmetry holds, streams included).
 bool several_streams(std::span<const Step> steps);
 
 }  // namespace collcheck

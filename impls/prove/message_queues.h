@@ -14,10 +14,12 @@
 namespace collcheck::provenance {
 
 // Messages from one participant to another on one channel, in order, received from `head`; with
-// the race check, each message's send's clock beside it (race_check.h).
+// the race check, each message's send's clock beside it (race_check.h); proven by XOR symmetry,
+// the order its blocks were turned in.
 struct Queue {
   std::vector<Contents> messages;
   std::vector<std::vector<std::uint32_t>> clocks;
+  std::vector<std::uint64_t> orders;  // by XOR symmetry, how each message's blocks turn (Turning::order)
   std::size_t head = 0;
 
   bool empty() const { return head == messages.size(); }

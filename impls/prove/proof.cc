@@ -34,9 +34,9 @@ namespace {
 constexpr std::size_t kStepsPerTurn = 64;
 
 using provenance::Element;
-using provenance::Rotation;
 using provenance::Run;
 using provenance::show;
+using provenance::Symmetry;
 using provenance::vector_blocks;
 using provenance::VectorBlocks;
 using provenance::wanted;
@@ -54,9 +54,9 @@ struct Watch {
 
 class Interpreter {
  public:
-  // With a rotation only rank 0 runs (the prose above says why that proves every rank).
-  Interpreter(const Schedule& s, std::optional<Rotation> rotation)
-      : s_(s), rotation_(rotation), simulated_(rotation ? 1 : s.nparticipants()), buffers_(s, simulated_),
+  // With a symmetry only rank 0 runs (the prose above says why that proves every rank).
+  Interpreter(const Schedule& s, std::optional<Symmetry> symmetry)
+      : s_(s), symmetry_(symmetry), simulated_(symmetry ? 1 : s.nparticipants()), buffers_(s, simulated_),
         queues_(s.nparticipants(), simulated_) {
     const auto n = static_cast<std::size_t>(simulated_);
     done_.resize(n);
@@ -69,6 +69,9 @@ class Interpreter {
   std::optional<Watch> mismatch() const { return mismatch_; }
   // Made on demand, a participant had several streams: the proof stopped, the schedule must be stored.
   bool needs_stored() const { return several_streams_; }
+  // By XOR, a message's two ends took its blocks in different orders: rank 0 alone does not stand
+  // for every rank (symmetry.cc), the proof stopped, and every rank must run.
+  bool orders_differ() const { return orders_differ_; }
 
   Proof run() {
     Proof proof;
@@ -89,14 +92,14 @@ class Interpreter {
     }
     if (proof.ok) check_finished(proof);
     if (proof.ok) check_outputs(proof);
-    if (proof.ok && rotation_) {
-      if (std::optional<std::string> unlike = provenance::outputs_turn(s_, *rotation_)) {
+    if (proof.ok && symmetry_) {
+      if (std::optional<std::string> unlike = provenance::outputs_turn(s_, *symmetry_)) {
         proof.ok = false;
         proof.message = *unlike;
       }
     }
-    if (rotation_) {  // every rank ran rank 0's steps, turned
-      proof.by_rotation = true;
+    if (symmetry_) {  // every rank ran rank 0's steps, turned
+      proof.by_symmetry = true;
       proof.steps *= static_cast<std::size_t>(s_.nranks());
       proof.messages *= static_cast<std::size_t>(s_.nranks());
     }
@@ -291,11 +294,13 @@ class Interpreter {
     return !steps.step().receives() || !incoming(p, steps.step()).empty();
   }
 
-  // The messages that the receive `step` of p takes. With a rotation, rank 0 receives from peer
-  // p what rank 0 itself sends to rank -p, turned by p.
+  // The messages that the receive `step` of p takes. With a symmetry, rank 0 receives from peer
+  // p what rank 0 itself sends to rank -p (by XOR, to p), turned by p when it was sent.
   Queue& incoming(int p, const Step& step) {
-    if (!rotation_) return queues_.queue(p, step.peer, p, step.channel);
-    return queues_.queue(p, 0, (s_.nranks() - step.peer) % s_.nranks(), step.channel);
+    if (!symmetry_) return queues_.queue(p, step.peer, p, step.channel);
+    return queues_.queue(p, 0,
+                         static_cast<int>(symmetry_->sender_to_rank0(static_cast<std::uint32_t>(step.peer), nranks())),
+                         step.channel);
   }
 
   // Message buffers are reused: a step allocates only where an element has many runs.
@@ -308,44 +313,9 @@ class Interpreter {
 
   bool execute(int p, int k, const Step& step, Proof& proof) {
     switch (step.kind) {
-      case StepKind::Send: {
-        Contents payload = spare();
-        if (!read(p, k, step.from, payload, proof)) return false;
-        Queue& to = queues_.queue(p, p, step.peer, step.channel);
-        to.messages.push_back(std::move(payload));
-        if (races_) to.clocks.push_back(races_->clock());
-        ++proof.messages;
-        return true;
-      }
+      case StepKind::Send: return send(p, k, step, proof);
       case StepKind::Recv:
-      case StepKind::RecvReduce: {
-        Queue& from = incoming(p, step);
-        Contents payload = std::move(from.messages[from.head++]);
-        if (from.empty()) {
-          from.messages.clear();
-          from.clocks.clear();
-          from.head = 0;
-        }
-        if (payload.size() != step.to.count) {  // validate() matches them only where the steps are stored
-          fail(proof, p, k,
-               "receives " + std::to_string(step.to.count) + " elements, but the matching send has " +
-                   std::to_string(payload.size()));
-          return false;
-        }
-        if (rotation_) {  // rank 0's own message, turned into the one rank `peer` sends
-          for (Element& element : payload) rotation_->turn(element, static_cast<std::uint32_t>(step.peer), nranks());
-        }
-        if (step.kind == StepKind::RecvReduce) {
-          if (!read(p, k, step.from, local_, proof) || !combine_into(p, k, step.to, local_, payload, proof)) {
-            return false;
-          }
-          std::swap(payload, local_);
-        }
-        const bool written = write(p, k, step.to, payload, proof);
-        payload.clear();
-        spare_.push_back(std::move(payload));
-        return written;
-      }
+      case StepKind::RecvReduce: return receive(p, k, step, proof);
       case StepKind::Copy: {
         return read(p, k, step.from, local_, proof) && write(p, k, step.to, local_, proof);
       }
@@ -355,6 +325,55 @@ class Interpreter {
       }
     }
     return false;
+  }
+
+  bool send(int p, int k, const Step& step, Proof& proof) {
+    Contents payload = spare();
+    if (!read(p, k, step.from, payload, proof)) return false;
+    Queue& to = queues_.queue(p, p, step.peer, step.channel);
+    if (symmetry_) {  // rank 0's own message, turned into the one rank 0 receives in its stead
+      const std::uint32_t sender = symmetry_->sender_to_rank0(static_cast<std::uint32_t>(step.peer), nranks());
+      symmetry_->turn_message(payload, step.from, sender, nranks());
+      if (symmetry_->turn == provenance::Turn::Xor)
+        to.orders.push_back(symmetry_->of(step.from.buffer).order(step.from));
+    }
+    to.messages.push_back(std::move(payload));
+    if (races_) to.clocks.push_back(races_->clock());
+    ++proof.messages;
+    return true;
+  }
+
+  bool receive(int p, int k, const Step& step, Proof& proof) {
+    Queue& from = incoming(p, step);
+    if (symmetry_ && symmetry_->turn == provenance::Turn::Xor &&
+        from.orders[from.head] != symmetry_->of(step.to.buffer).order(step.to)) {
+      orders_differ_ = true;
+      fail(proof, p, k, "its message's blocks are taken in another order by XOR at its sender");
+      return false;
+    }
+    Contents payload = std::move(from.messages[from.head++]);
+    if (from.empty()) {
+      from.messages.clear();
+      from.clocks.clear();
+      from.orders.clear();
+      from.head = 0;
+    }
+    if (payload.size() != step.to.count) {  // validate() matches them only where the steps are stored
+      fail(proof, p, k,
+           "receives " + std::to_string(step.to.count) + " elements, but the matching send has " +
+               std::to_string(payload.size()));
+      return false;
+    }
+    if (step.kind == StepKind::RecvReduce) {
+      if (!read(p, k, step.from, local_, proof) || !combine_into(p, k, step.to, local_, payload, proof)) {
+        return false;
+      }
+      std::swap(payload, local_);
+    }
+    const bool written = write(p, k, step.to, payload, proof);
+    payload.clear();
+    spare_.push_back(std::move(payload));
+    return written;
   }
 
   void check_finished(Proof& proof) {
@@ -412,9 +431,10 @@ class Interpreter {
   const Schedule& s_;
   std::optional<Watch> watched_;   // the output element whose last writer a report names
   std::optional<Watch> mismatch_;  // the output element that was found wrong
-  std::optional<Rotation> rotation_;
-  int simulated_;  // participants run: all, or rank 0 alone with a rotation
+  std::optional<Symmetry> symmetry_;
+  int simulated_;  // participants run: all, or rank 0 alone with a symmetry
   bool several_streams_ = false;
+  bool orders_differ_ = false;
   std::vector<std::vector<Stream>> streams_;
   provenance::ElementBuffers buffers_;
   std::vector<std::vector<bool>> done_;  // the steps run, kept only where a participant has waits
@@ -430,18 +450,18 @@ bool several_streams(std::span<const Step> steps) {
   return std::any_of(steps.begin(), steps.end(), [&](const Step& step) { return step.stream != steps[0].stream; });
 }
 
-std::optional<Proof> prove_valid(const Schedule& schedule, const std::optional<Rotation>& rotation) {
+std::optional<Proof> prove_valid(const Schedule& schedule, const std::optional<Symmetry>& symmetry) {
   if (input_elements(schedule.shape) >= Run::kIndexLimit) return Proof{false, provenance::kBeyondIndexLimit, 0, 0};
   std::optional<Watch> wrong;
   {
-    Interpreter interpreter(schedule, rotation);
+    Interpreter interpreter(schedule, symmetry);
     Proof proof = interpreter.run();
-    if (interpreter.needs_stored()) return std::nullopt;
+    if (interpreter.needs_stored() || interpreter.orders_differ()) return std::nullopt;
     if (proof.ok || !interpreter.mismatch()) return proof;
     wrong = interpreter.mismatch();
   }
   // A wrong output: run again, watching that element, to name the step that wrote it last.
-  Interpreter again(schedule, rotation);
+  Interpreter again(schedule, symmetry);
   again.watch(*wrong);
   return again.run();
 }

@@ -17,7 +17,7 @@ struct Proof {
   std::string message;
   std::size_t steps = 0;     // steps executed
   std::size_t messages = 0;  // sends matched
-  bool by_rotation = false;  // every rank's program is rank 0's turned: rank 0 ran, for all
+  bool by_symmetry = false;  // every rank's program is rank 0's turned: rank 0 ran, for all
 };
 
 // Proves, without numbers, that after the schedule runs (sends buffered, participants
@@ -28,7 +28,7 @@ struct Proof {
 //     defines (all-reduce: (r, i) for every rank r; all-gather: the one input it copies; ...);
 //   - nothing writes an out-of-place input, and no participant is left waiting (deadlock).
 // In-place schedules run with the input aliased into the output as NCCL lays it out. Where
-// every rank's program is rank 0's turned, rank 0 alone runs (Proof::by_rotation). A schedule
+// every rank's program is rank 0's turned, rank 0 alone runs (Proof::by_symmetry). A schedule
 // made on demand is never stored where its participants have one stream each and no waits (the
 // ring's): every rank's steps are made as the proof runs them, each checked as validate() would
 // (its matching sends and receives by the proof itself).
@@ -38,7 +38,7 @@ Proof prove(const Schedule&);
 // cover's rank 0 turned and cut to them (cover.cc says why); nothing where neither holds. Made on demand, the schedule
 // is then never stored: rank 0's steps are, the others' are made once each and compared (on up to
 // `threads` threads).
-std::optional<Proof> prove_by_rotation(const Schedule&, unsigned threads = 1);
+std::optional<Proof> prove_by_symmetry(const Schedule&, unsigned threads = 1);
 // The proof of every rank, whether or not the schedule is symmetric (prove() without the rotation).
 Proof prove_in_full(const Schedule&);
 
@@ -46,8 +46,9 @@ Proof prove_in_full(const Schedule&);
 // before it is built (ScheduleSize from impls/algorithms: estimate_schedule). Made on demand
 // (the proof then holds no steps), or stored.
 MemoryEstimate proof_memory(const Case& shape, const ScheduleSize&, bool on_demand = false);
-// What the proof on rank 0 alone holds (prove_by_rotation of a schedule made on demand): rank
-// 0's steps and elements, the other ranks' steps made one at a time.
-MemoryEstimate rank0_proof_memory(const Case& shape, const ScheduleSize&);
+// What the proof on rank 0 alone holds (prove_by_symmetry): rank 0's elements, and rank 0's
+// steps with the others' made one at a time where the schedule is made on demand, every rank's
+// where it is `stored`.
+MemoryEstimate rank0_proof_memory(const Case& shape, const ScheduleSize&, bool stored = false);
 
 }  // namespace collcheck

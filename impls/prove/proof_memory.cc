@@ -47,11 +47,13 @@ MemoryEstimate proof_memory(const Case& shape, const ScheduleSize& size, bool on
   return proof_state(shape, held, static_cast<std::uint64_t>(shape.nranks));
 }
 
-MemoryEstimate rank0_proof_memory(const Case& shape, const ScheduleSize& size) {
+MemoryEstimate rank0_proof_memory(const Case& shape, const ScheduleSize& size, bool stored) {
   const auto nranks = static_cast<std::uint64_t>(std::max(shape.nranks, 1));
   ScheduleSize rank0 = size;
-  rank0.participants = 1;
-  rank0.steps = size.steps / nranks + 1;
+  if (!stored) {  // made on demand, only rank 0's steps are kept
+    rank0.participants = 1;
+    rank0.steps = size.steps / nranks + 1;
+  }
   rank0.scratch_elements = size.scratch_elements / nranks + 1;
   return proof_state(shape, rank0, 1);
 }

@@ -11,7 +11,7 @@
 namespace collcheck {
 namespace {
 
-using provenance::Rotation;
+using provenance::Symmetry;
 
 // Blocks of unequal length: the cover's rank 0, where the schedule is the cover cut (cover.cc says
 // why that proves it). A proof that fails gives way to the full one, which names the step in the
@@ -29,16 +29,17 @@ std::optional<Proof> prove_by_cover(const Schedule& schedule, unsigned threads) 
 }  // namespace
 
 // Rank 0's steps checked and stored, the others' compared with them (a valid step turned is
-// valid). Where rank 0's streams do not keep apart, the full proof runs, under the race check.
-std::optional<Proof> prove_by_rotation(const Schedule& schedule, unsigned threads) {
+// valid). Where rank 0's streams do not keep apart, or by XOR a message's ends order its blocks
+// differently (prove_valid gives nothing), the full proof runs, under the race check.
+std::optional<Proof> prove_by_symmetry(const Schedule& schedule, unsigned threads) {
   if (!schedule.on_demand()) {
     if (schedule.participants.empty()) return std::nullopt;
     const std::vector<Step>& rank0 = schedule.participants.front().steps;
     if (several_streams(rank0) && !provenance::streams_apart(schedule, rank0)) return std::nullopt;
-    const std::optional<Rotation> rotation = provenance::find_rotation(schedule);
-    if (!rotation) return prove_by_cover(schedule, 1);
+    const std::optional<Symmetry> symmetry = provenance::find_symmetry(schedule);
+    if (!symmetry) return prove_by_cover(schedule, 1);
     Status valid = validate(schedule);
-    return valid ? *prove_valid(schedule, rotation) : Proof{false, valid.error().message, 0, 0};
+    return valid ? prove_valid(schedule, symmetry) : Proof{false, valid.error().message, 0, 0};
   }
   Schedule rank0 = schedule;
   rank0.make_steps = {};
@@ -49,13 +50,13 @@ std::optional<Proof> prove_by_rotation(const Schedule& schedule, unsigned thread
     steps.push_back(made.step());
   }
   if (several_streams(steps) && !provenance::streams_apart(schedule, steps)) return std::nullopt;
-  const std::optional<Rotation> rotation = provenance::find_rotation(schedule, steps, threads);
-  if (!rotation) return prove_by_cover(schedule, threads);
-  return *prove_valid(rank0, rotation);
+  const std::optional<Symmetry> symmetry = provenance::find_symmetry(schedule, steps, threads);
+  if (!symmetry) return prove_by_cover(schedule, threads);
+  return prove_valid(rank0, symmetry);
 }
 
 Proof prove(const Schedule& schedule) {
-  if (std::optional<Proof> proof = prove_by_rotation(schedule)) return *proof;
+  if (std::optional<Proof> proof = prove_by_symmetry(schedule)) return *proof;
   return prove_in_full(schedule);
 }
 

@@ -1,23 +1,32 @@
-// Rotation symmetry (symmetry.h): the turning of each buffer is found on rank 1, trying "does
-// not turn" and then parts of S/k elements for k = 1..64 (k channels' shares, each of n equal
-// blocks), and then every step of every rank is compared with rank 0's turned.
+// Symmetry of a schedule (symmetry.h) works as follows. The turning of each buffer is found on
+// rank 1, trying "does not turn" and then parts of S/k elements for k = 1..64 (k channels' shares,
+// each of n equal blocks), by rotation and then, where n is a power of two, by XOR; then every
+// step of every rank is compared with rank 0's turned.
 //
-// Rotation symmetry. Let rho_r turn rank s into s+r (mod n), an offset of each buffer by the
-// buffer's Turning (block b of every part becomes block b+r, element j of a block staying j),
-// and a contribution (s, i) into (s+r, i turned as an input offset). find_rotation checks, for
-// every rank r and step k, that rank r's step k is rho_r of rank 0's step k: same kind, channel,
-// stream and waits, the peer turned, every range turned (a range inside one block, so that its
-// image is one range with its elements in the same order). Then rho_1, and so every rho_r, maps
-// the schedule onto itself. The run is determinate: a stream's steps run in order, the k-th
+// The turns. Let g be a rotation (rank s becomes s+r mod n) or an XOR (s becomes s XOR r); both
+// are groups acting on the ranks, and rank r is the image of rank 0 under exactly one member,
+// rho_r. rho_r turns an offset of each buffer by the buffer's Turning (block b of every part
+// becomes block b turned by r, element j of a block staying j), and a contribution (s, i) into
+// (s turned by r, i turned as an input offset). find_symmetry checks, for every rank r and step
+// k, that rank r's step k is rho_r of rank 0's step k: same kind, channel, stream and waits, the
+// peer turned, every range turned. A range's image must be a range: one inside one block is, with
+// its elements in order; by XOR so are 2^k whole blocks from a multiple of 2^k, whose blocks are
+// then taken in another order (block b of the range read at place b XOR (r mod 2^k)), the same
+// for every range of that many blocks of that length (Turning::order). A step that moves elements
+// from one range to another therefore turns element by element only where both take the same
+// order: checked for every local step here, and for every message as the proof matches its send
+// with its receive (a message turns with its sender's order, proof.cc). Then every rho_r maps the
+// schedule onto itself, element by element. The run is determinate: a stream's steps run in order, the k-th
 // send from a to b on a channel is met by the k-th receive there whatever the interleaving, so
 // what every message and element holds, and whether a step ever runs, depend on the schedule
 // alone (each rank has one stream, or streams that keep apart, streams_apart: any other is
 // proven in full, under the race check). Run the ranks in lockstep rounds (each round every rank runs every step that
 // is ready): by induction over the rounds rank r holds rho_r of what rank 0 holds and has run the same steps, and the
-// k-th message from rank p to rank 0 on channel c is rho_p of the k-th message from rank 0 to rank -p on c. That is how
-// the interpreter runs rank 0 alone: a receive from p takes rank 0's own sends to -p, turned by p, and is ready exactly
-// when that send has run. So rank 0 reads an undefined element, combines a contribution twice or waits forever exactly
-// when every rank does, and rank r's outputs are rho_r of rank 0's. The last link is not assumed but checked
+// k-th message from rank p to rank 0 on channel c is rho_p of the k-th message from rank 0 to the rank that rho_p turns
+// into 0 (-p by rotation, p by XOR) on c. That is how the interpreter runs rank 0 alone: a receive from p takes rank
+// 0's own sends to that rank, turned by p, and is ready exactly when that send has run. So rank 0 reads an undefined
+// element, combines a contribution twice or waits forever exactly when every rank does, and rank r's outputs are rho_r
+// of rank 0's. The last link is not assumed but checked
 // (outputs_turn): for every rank r and output element i, what the collective requires of rank r's element T_r(i) is
 // rho_r of what it requires of rank 0's i; where it is not, rank r's outputs, rank 0's turned, are wrong, and the
 // proof fails saying so. Where a check of the steps fails, every rank runs (the full proof).
@@ -38,7 +47,7 @@ namespace collcheck::provenance {
 std::uint64_t Turning::offset(std::uint64_t offset, std::uint32_t by, std::uint32_t nranks) const {
   if (part == 0) return offset;
   const std::uint64_t base = offset / part * part, within = offset % part;
-  return base + (within / block + by) % nranks * block + within % block;
+  return base + turned_rank(turn, static_cast<std::uint32_t>(within / block), by, nranks) * block + within % block;
 }
 
 std::uint64_t Turning::stretch(std::uint64_t offset) const {
@@ -50,24 +59,134 @@ std::optional<Range> Turning::range(const Range& range, std::uint32_t by, std::u
   Range turned = range;
   if (part == 0 || range.count == 0) return turned;  // an empty range's offset is never used
   const std::uint64_t within = range.offset % part;
-  if (within / block != (within + range.count - 1) / block) return std::nullopt;
-  turned.offset = offset(range.offset, by, nranks);
+  const std::uint64_t first = within / block;
+  if (first == (within + range.count - 1) / block) {
+    turned.offset = offset(range.offset, by, nranks);
+    return turned;
+  }
+  const std::uint64_t blocks = range.count / block;
+  const bool aligned = turn == Turn::Xor && within % block == 0 && range.count % block == 0 && blocks <= nranks &&
+                       (blocks & (blocks - 1)) == 0 && first % blocks == 0;
+  if (!aligned) return std::nullopt;
+  turned.offset = range.offset - within + ((first ^ by) & ~(blocks - 1)) * block;
   return turned;
 }
 
-Run Rotation::contributions(const Run& run, std::uint32_t by, std::uint32_t nranks) const {
-  return make_run(of(BufferKind::Input).offset(run.index, by, nranks),
-                  static_cast<std::uint32_t>((std::uint64_t{run.first} + by) % nranks), run.count, nranks,
-                  static_cast<std::uint32_t>(run.stride));
+std::uint64_t Turning::source_of(std::uint64_t j, const Range& range, std::uint32_t by) const {
+  if (turn != Turn::Xor || part == 0 || range.count <= block) return j;  // inside one block: in order
+  const std::uint64_t blocks = range.count / block;
+  return ((j / block) ^ (by & (blocks - 1))) * block + j % block;
 }
 
-void Rotation::turn(Element& element, std::uint32_t by, std::uint32_t nranks) const {
-  const std::span<const Run> runs = element.runs();
-  if (runs.size() == 1) return element.assign_single(contributions(runs[0], by, nranks));
+namespace {
+
+// The dyadic pieces of [low, high): aligned intervals of 2^k, each starting at a multiple of its
+// length, as recursive doubling's groups are (at most 2 log2 of the length of them).
+template <typename Visit>
+void dyadic_pieces(std::uint64_t low, std::uint64_t high, Visit&& visit) {
+  while (low < high) {
+    std::uint64_t length = low == 0 ? std::uint64_t{1} << 63 : low & (~low + 1);  // the largest aligned at low
+    while (low + length > high) length /= 2;
+    visit(low, length);
+    low += length;
+  }
+}
+
+// Runs of one index and stride, given as intervals of their place along the stride, joined
+// where they meet (and round the end of the `places`) into canonical runs.
+void join_places(std::vector<std::pair<std::uint64_t, std::uint64_t>>& places, std::uint64_t index,
+                 std::uint32_t low_bits, std::uint32_t stride, std::uint64_t nplaces, std::uint32_t nranks,
+                 std::vector<Run>& into) {
+  std::sort(places.begin(), places.end());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> joined;  // [begin, end)
+  for (const auto& [begin, length] : places) {
+    if (!joined.empty() && joined.back().second == begin) {
+      joined.back().second += length;
+    } else {
+      joined.emplace_back(begin, begin + length);
+    }
+  }
+  // The interval ending at the last place goes on at place 0 (a run may wrap round rank n-1).
+  const bool wraps = joined.size() > 1 && joined.front().first == 0 && joined.back().second == nplaces;
+  for (std::size_t i = wraps ? 1 : 0; i < joined.size(); ++i) {
+    const std::uint64_t extra = wraps && i + 1 == joined.size() ? joined.front().second : 0;
+    const std::uint64_t count = joined[i].second - joined[i].first + extra;
+    into.push_back(make_run(index, static_cast<std::uint32_t>(joined[i].first * stride + low_bits),
+                            static_cast<std::uint32_t>(count), nranks, stride));
+  }
+}
+
+// A run of several ranks XOR `by` (n a power of two): with a stride of a power of two s, its ranks
+// share their bits below s and hold consecutive places above (modulo n/s); the places split into
+// dyadic pieces, each of which XOR turns into another such piece, and the pieces join again.
+// Another stride (two single ranks joined end to end) goes rank by rank.
+void xor_runs(const Run& run, std::uint64_t index, std::uint32_t by, std::uint32_t nranks, std::vector<Run>& into) {
+  const auto stride = static_cast<std::uint32_t>(run.stride);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> places;
+  if ((stride & (stride - 1)) != 0) {
+    for (std::uint64_t k = 0; k < run.count; ++k) places.emplace_back(run.rank(k, nranks) ^ by, 1);
+    return join_places(places, index, 0, 1, nranks, nranks, into);
+  }
+  const std::uint64_t nplaces = nranks / stride;
+  const std::uint32_t low_bits = (run.first ^ by) & (stride - 1);
+  const std::uint64_t high = by / stride, start = run.first / stride, end = start + run.count;
+  const auto turn_piece = [&](std::uint64_t begin, std::uint64_t length) {
+    places.emplace_back((begin ^ high) & ~(length - 1), length);
+  };
+  dyadic_pieces(start, std::min(end, nplaces), turn_piece);
+  if (end > nplaces) dyadic_pieces(0, end - nplaces, turn_piece);
+  join_places(places, index, low_bits, stride, nplaces, nranks, into);
+}
+
+}  // namespace
+
+void Symmetry::contributions(const Run& run, std::uint32_t by, std::uint32_t nranks, std::vector<Run>& into) const {
+  const std::uint64_t index = of(BufferKind::Input).offset(run.index, by, nranks);
+  if (turn == Turn::Xor && run.count > 1) return xor_runs(run, index, by, nranks, into);
+  into.push_back(make_run(index, turned_rank(turn, run.first, by, nranks), run.count, nranks,
+                          static_cast<std::uint32_t>(run.stride)));
+}
+
+bool Symmetry::turns_into(const Run& run, const Run& want, std::uint32_t by, std::uint32_t nranks) const {
+  if (turn == Turn::Rotation || run.count == 1) {
+    return make_run(of(BufferKind::Input).offset(run.index, by, nranks), turned_rank(turn, run.first, by, nranks),
+                    run.count, nranks, static_cast<std::uint32_t>(run.stride)) == want;
+  }
   std::vector<Run> turned;
+  contributions(run, by, nranks, turned);
+  return turned.size() == 1 && turned[0] == want;
+}
+
+void Symmetry::turn_element(Element& element, std::uint32_t by, std::uint32_t nranks) const {
+  const std::span<const Run> runs = element.runs();
+  if (runs.empty()) return;
+  std::vector<Run> turned;
+  if (runs.size() == 1 && (turn == Turn::Rotation || runs[0].count == 1)) {
+    contributions(runs[0], by, nranks, turned);
+    return element.assign_single(turned[0]);
+  }
   turned.reserve(runs.size());
-  for (const Run& run : runs) turned.push_back(contributions(run, by, nranks));
-  if (!turned.empty()) element.assign(std::move(turned));
+  for (const Run& run : runs) contributions(run, by, nranks, turned);
+  // By XOR the pieces of different runs may meet: joined again as a union joins them.
+  if (turn == Turn::Xor && turned.size() > 1) turned = combine(turned, {}, nranks).runs;
+  element.assign(std::move(turned));
+}
+
+void Symmetry::turn_message(std::vector<Element>& message, const Range& from, std::uint32_t by,
+                            std::uint32_t nranks) const {
+  const Turning& turning = of(from.buffer);
+  if (turning.part != 0 && from.count > turning.block) {
+    // By XOR the blocks change places by a mask, pairwise (each order is its own inverse); by
+    // rotation, and inside one block, none moves.
+    const std::uint64_t block = turning.block;
+    for (std::uint64_t b = 0; b * block < message.size(); ++b) {
+      const std::uint64_t other = turning.source_of(b * block, from, by) / block;
+      if (other <= b) continue;
+      const auto at = [&](std::uint64_t k) { return message.begin() + static_cast<std::ptrdiff_t>(k * block); };
+      std::swap_ranges(at(b), at(b + 1), at(other));
+    }
+  }
+  for (Element& element : message) turn_element(element, by, nranks);
 }
 
 namespace {
@@ -80,22 +199,23 @@ bool same_range(const Range& mine, const Range& rank0, const Turning& turning, s
 
 // Whether `step` is `model` (rank 0's) turned by `by`, looking at the ranges of `only` (all
 // buffers where it is empty).
-bool turns_into(const Step& step, const Step& model, std::uint32_t by, std::uint32_t n, const Rotation& rotation,
+bool turns_into(const Step& step, const Step& model, std::uint32_t by, std::uint32_t n, const Symmetry& symmetry,
                 std::optional<BufferKind> only) {
   if (step.kind != model.kind || step.channel != model.channel || step.stream != model.stream) return false;
   if ((step.sends() || step.receives()) &&
-      static_cast<std::uint32_t>(step.peer) != (static_cast<std::uint32_t>(model.peer) + by) % n) {
+      static_cast<std::uint32_t>(step.peer) !=
+          turned_rank(symmetry.turn, static_cast<std::uint32_t>(model.peer), by, n)) {
     return false;
   }
   for (const auto& [range, model_range] : {std::pair{&step.from, &model.from}, std::pair{&step.to, &model.to}}) {
     if (only && range->buffer != *only) continue;
-    if (!same_range(*range, *model_range, rotation.of(range->buffer), by, n)) return false;
+    if (!same_range(*range, *model_range, symmetry.of(range->buffer), by, n)) return false;
   }
   return true;
 }
 
 // Whether participant r's steps (stored, or made on demand) are `rank0` turned by r.
-bool turns_into(const Schedule& s, int r, std::span<const Step> rank0, const Rotation& rotation,
+bool turns_into(const Schedule& s, int r, std::span<const Step> rank0, const Symmetry& symmetry,
                 std::optional<BufferKind> only) {
   const auto n = static_cast<std::uint32_t>(s.nranks());
   const auto by = static_cast<std::uint32_t>(r);
@@ -104,35 +224,38 @@ bool turns_into(const Schedule& s, int r, std::span<const Step> rank0, const Rot
   if (!s.on_demand()) {
     if (mine.steps.size() != rank0.size()) return false;
     for (std::size_t k = 0; k < rank0.size(); ++k) {
-      if (!turns_into(mine.steps[k], rank0[k], by, n, rotation, only)) return false;
+      if (!turns_into(mine.steps[k], rank0[k], by, n, symmetry, only)) return false;
     }
     return true;
   }
   std::size_t k = 0;
   for (StepReader steps = s.steps_of(r); steps.next(); ++k) {
-    if (k == rank0.size() || !turns_into(steps.step(), rank0[k], by, n, rotation, only)) return false;
+    if (k == rank0.size() || !turns_into(steps.step(), rank0[k], by, n, symmetry, only)) return false;
   }
   return k == rank0.size();
 }
 
-// Rank 0's step with its ranges taken apart once for a rotation (which part, block and element of
+// Rank 0's step with its ranges taken apart once for a symmetry (which part, block and element of
 // the block each starts at), so that turning it by r for every rank costs no division.
 struct PreparedRange {
   Range range;
   bool turns = false;      // the buffer turns and the range is not empty
-  bool straddles = false;  // it crosses a block's end: no turned image
+  bool straddles = false;  // no turned image (Turning::range)
+  Turn turn = Turn::Rotation;
   std::uint64_t part_start = 0, within_block = 0, block = 0;
   std::uint32_t block_index = 0;
+  std::uint32_t aligned = ~std::uint32_t{0};  // by XOR, a range of 2^k whole blocks: ~(2^k - 1)
 
-  PreparedRange(const Range& model, const Turning& turning, std::uint32_t nranks) : range(model) {
+  PreparedRange(const Range& model, const Turning& turning, std::uint32_t nranks) : range(model), turn(turning.turn) {
     if (turning.part == 0 || model.count == 0) return;
     turns = true;
     const std::uint64_t within = model.offset % turning.part;
-    straddles = within / turning.block != (within + model.count - 1) / turning.block;
+    straddles = !turning.range(model, 0, nranks);
     part_start = model.offset - within;
     block_index = static_cast<std::uint32_t>(within / turning.block % nranks);
     within_block = within % turning.block;
     block = turning.block;
+    if (model.count > block) aligned = ~static_cast<std::uint32_t>(model.count / block - 1);
   }
 
   // Whether `mine` is this range turned by `by` (0 < by < nranks).
@@ -140,26 +263,25 @@ struct PreparedRange {
     if (mine.count == 0 && range.count == 0) return mine.buffer == range.buffer;
     if (!turns) return mine == range;
     if (straddles || mine.buffer != range.buffer || mine.count != range.count) return false;
-    std::uint32_t turned = block_index + by;
-    if (turned >= nranks) turned -= nranks;
+    const std::uint32_t turned = turned_rank(turn, block_index, by, nranks) & aligned;
     return mine.offset == part_start + turned * block + within_block;
   }
 };
 
 struct PreparedStep {
   const Step* model;
+  Turn turn;
   PreparedRange from, to;
 
-  PreparedStep(const Step& step, const Rotation& rotation, std::uint32_t nranks)
-      : model(&step), from(step.from, rotation.of(step.from.buffer), nranks),
-        to(step.to, rotation.of(step.to.buffer), nranks) {}
+  PreparedStep(const Step& step, const Symmetry& symmetry, std::uint32_t nranks)
+      : model(&step), turn(symmetry.turn), from(step.from, symmetry.of(step.from.buffer), nranks),
+        to(step.to, symmetry.of(step.to.buffer), nranks) {}
 
   bool turns_into(const Step& step, std::uint32_t by, std::uint32_t n) const {
     if (step.kind != model->kind || step.channel != model->channel || step.stream != model->stream) return false;
-    if (step.sends() || step.receives()) {
-      std::uint32_t peer = static_cast<std::uint32_t>(model->peer) + by;
-      if (peer >= n) peer -= n;
-      if (static_cast<std::uint32_t>(step.peer) != peer) return false;
+    if ((step.sends() || step.receives()) &&
+        static_cast<std::uint32_t>(step.peer) != turned_rank(turn, static_cast<std::uint32_t>(model->peer), by, n)) {
+      return false;
     }
     return from.turns_into(step.from, by, n) && to.turns_into(step.to, by, n);
   }
@@ -194,7 +316,7 @@ bool every_rank_turns(const Schedule& s, const std::vector<PreparedStep>& prepar
   return turned;
 }
 
-// What find_rotation requires before it compares steps.
+// What find_symmetry requires before it compares steps.
 bool could_be_symmetric(const Schedule& s) {
   const int n = s.nranks();
   if (n < 2 || s.nparticipants() != n) return false;
@@ -210,35 +332,60 @@ bool could_be_symmetric(const Schedule& s) {
 
 }  // namespace
 
-std::optional<Rotation> find_rotation(const Schedule& s) {
+std::optional<Symmetry> find_symmetry(const Schedule& s) {
   if (s.participants.empty()) return std::nullopt;
-  return find_rotation(s, s.participants.front().steps);
+  return find_symmetry(s, s.participants.front().steps);
 }
 
-std::optional<Rotation> find_rotation(const Schedule& s, std::span<const Step> rank0, unsigned threads) {
-  if (!could_be_symmetric(s)) return std::nullopt;
+namespace {
+
+// The turnings under which rank 1 is rank 0 turned by `turn`, or nothing.
+std::optional<Symmetry> turnings_on_rank1(const Schedule& s, std::span<const Step> rank0, Turn turn) {
   const auto n = static_cast<std::uint64_t>(s.nranks());
-  Rotation rotation;
+  Symmetry symmetry{turn, {}};
   for (BufferKind kind : {BufferKind::Input, BufferKind::Output, BufferKind::Scratch}) {
     const std::uint64_t size = s.buffer_size(0, kind);
     bool found = false;
     for (std::uint64_t parts = 0; parts <= 64 && !found; ++parts) {  // 0: the buffer does not turn
       if (parts > 0 && (size % parts != 0 || size / parts % n != 0 || size == 0)) continue;
-      Turning& turning = rotation.buffers[static_cast<std::size_t>(kind)];
-      turning = parts == 0 ? Turning{} : Turning{size / parts, size / parts / n};
-      found = turns_into(s, 1, rank0, rotation, kind);
+      Turning& turning = symmetry.buffers[static_cast<std::size_t>(kind)];
+      turning = parts == 0 ? Turning{0, 0, turn} : Turning{size / parts, size / parts / n, turn};
+      found = turns_into(s, 1, rank0, symmetry, kind);
     }
     if (!found) return std::nullopt;
   }
   // In place the input is the output: both must turn alike.
-  if (s.shape.in_place && (rotation.of(BufferKind::Input).part != rotation.of(BufferKind::Output).part)) {
+  if (s.shape.in_place && (symmetry.of(BufferKind::Input).part != symmetry.of(BufferKind::Output).part)) {
     return std::nullopt;
   }
-  std::vector<PreparedStep> prepared;
-  prepared.reserve(rank0.size());
-  for (const Step& step : rank0) prepared.emplace_back(step, rotation, static_cast<std::uint32_t>(n));
-  if (!every_rank_turns(s, prepared, threads)) return std::nullopt;
-  return rotation;
+  // By XOR a step that moves elements from one range to another must take them in one order at
+  // both (a message's two ends are compared as the proof matches them).
+  for (const Step& step : rank0) {
+    const bool local =
+        step.kind == StepKind::Copy || step.kind == StepKind::Reduce || step.kind == StepKind::RecvReduce;
+    if (local && symmetry.of(step.from.buffer).order(step.from) != symmetry.of(step.to.buffer).order(step.to)) {
+      return std::nullopt;
+    }
+  }
+  return symmetry;
+}
+
+}  // namespace
+
+std::optional<Symmetry> find_symmetry(const Schedule& s, std::span<const Step> rank0, unsigned threads) {
+  if (!could_be_symmetric(s)) return std::nullopt;
+  const auto n = static_cast<std::uint32_t>(s.nranks());
+  const bool power_of_two = (n & (n - 1)) == 0;
+  for (Turn turn : {Turn::Rotation, Turn::Xor}) {
+    if (turn == Turn::Xor && !power_of_two) break;
+    const std::optional<Symmetry> symmetry = turnings_on_rank1(s, rank0, turn);
+    if (!symmetry) continue;
+    std::vector<PreparedStep> prepared;
+    prepared.reserve(rank0.size());
+    for (const Step& step : rank0) prepared.emplace_back(step, *symmetry, n);
+    if (every_rank_turns(s, prepared, threads)) return symmetry;
+  }
+  return std::nullopt;
 }
 
 namespace {
@@ -315,17 +462,17 @@ bool streams_apart(const Schedule& s, std::span<const Step> steps, int participa
   return true;
 }
 
-std::optional<std::string> outputs_turn(const Schedule& s, const Rotation& rotation) {
+std::optional<std::string> outputs_turn(const Schedule& s, const Symmetry& symmetry) {
   // An all-reduce requires of every rank's element i every rank's input i, once: rank r's element
   // T(i) needs input T(i), and rank 0's element i's need turned is input T_in(i), the same where the
   // input and the output turn alike. That equality is what the check below would find element by
   // element, n x count times.
   if (s.shape.collective == Collective::AllReduce &&
-      rotation.of(BufferKind::Input) == rotation.of(BufferKind::Output)) {
+      symmetry.of(BufferKind::Input) == symmetry.of(BufferKind::Output)) {
     return std::nullopt;
   }
   const auto n = static_cast<std::uint32_t>(s.nranks());
-  const Turning& output = rotation.of(BufferKind::Output);
+  const Turning& output = symmetry.of(BufferKind::Output);
   const VectorBlocks blocks0 = vector_blocks(s.shape, 0);
   const std::size_t size = s.buffer_size(0, BufferKind::Output);
   for (std::uint32_t by = 1; by < n; ++by) {
@@ -334,8 +481,8 @@ std::optional<std::string> outputs_turn(const Schedule& s, const Rotation& rotat
       const std::size_t turned = output.offset(i, by, n);
       const Run rank0 = wanted(s.shape, 0, i, blocks0);
       stretch = std::min({wanted_stretch(s.shape, i, size, blocks0), wanted_stretch(s.shape, turned, size, blocks),
-                          output.stretch(i), rotation.of(BufferKind::Input).stretch(rank0.index)});
-      if (wanted(s.shape, static_cast<int>(by), turned, blocks) == rotation.contributions(rank0, by, n)) continue;
+                          output.stretch(i), symmetry.of(BufferKind::Input).stretch(rank0.index)});
+      if (symmetry.turns_into(rank0, wanted(s.shape, static_cast<int>(by), turned, blocks), by, n)) continue;
       return "rank " + std::to_string(by) + "'s program is rank 0's turned, but " +
              std::string(name(s.shape.collective)) + " does not require its output element " + std::to_string(turned) +
              " to hold rank 0's element " + std::to_string(i) + " turned";

@@ -1,5 +1,5 @@
-// Rotation symmetry of a schedule: whether every rank's program is rank 0's turned by its rank,
-// so that proving rank 0 proves them all (proof.cc says why that is sound).
+// The symmetry of a schedule: whether every rank's program is rank 0's turned by its rank, so
+// that proving rank 0 proves them all (proof.cc and symmetry.cc say why that is sound).
 #pragma once
 
 #include <array>
@@ -7,50 +7,88 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "impls/prove/provenance.h"
 #include "impls/schedule/schedule.h"
 
 namespace collcheck::provenance {
 
+// How rank 0's ranks and blocks become rank r's: by rotation, rank s becoming s+r (mod n: the
+// ring, pairwise and Bruck), or, where n is a power of two, by XOR, rank s becoming s XOR r
+// (recursive doubling, whose rank r meets r XOR d in the round of distance d).
+enum class Turn : std::uint8_t { Rotation, Xor };
+
+// Rank s turned by `by` (s, by < nranks).
+inline std::uint32_t turned_rank(Turn turn, std::uint32_t s, std::uint32_t by, std::uint32_t nranks) {
+  if (turn == Turn::Xor) return s ^ by;
+  const std::uint32_t sum = s + by;
+  return sum >= nranks ? sum - nranks : sum;
+}
+
 // How the offsets of one buffer turn from rank 0 to rank r: not at all (`part` 0), or the buffer
 // is cut into parts of `part` elements (a channel's share), each cut into n equal blocks, and
-// block b of every part becomes block b+r (mod n) of the same part, element j staying element j.
+// block b of every part becomes block b turned by r (turned_rank) of the same part, element j
+// staying element j.
 struct Turning {
   std::uint64_t part = 0;
   std::uint64_t block = 0;  // part / n
+  Turn turn = Turn::Rotation;
 
   std::uint64_t offset(std::uint64_t offset, std::uint32_t by, std::uint32_t nranks) const;
   // How many offsets from `offset` on turn alike (to the end of its block; all where none turns).
   std::uint64_t stretch(std::uint64_t offset) const;
-  // The range turned, or nothing where it straddles two blocks (then it has no single image).
+  // The range turned, or nothing where it has no single image. A range inside one block turns
+  // with its elements in order. By XOR, whole blocks aligned on their number (2^k blocks from a
+  // multiple of 2^k) turn into whole blocks so aligned, as a set: the blocks within are taken in
+  // another order (source_of).
   std::optional<Range> range(const Range&, std::uint32_t by, std::uint32_t nranks) const;
+  // For the elements of `range` (a range range() turns) read in order, and their image read in
+  // order: the place among the first of what the image's element `j` is the turn of.
+  std::uint64_t source_of(std::uint64_t j, const Range& range, std::uint32_t by) const;
+  // What decides that order: 0 where the elements keep theirs (one block, or no XOR), else the
+  // block's length (the range's length then gives the blocks). A message whose two ends differ
+  // in it is not turned alike at both, and rank 0 alone does not stand for every rank.
+  std::uint64_t order(const Range& range) const {
+    return turn == Turn::Xor && part != 0 && range.count > block ? block : 0;
+  }
 
   friend bool operator==(const Turning&, const Turning&) = default;
 };
 
-// The turnings of a rotation-symmetric schedule, per buffer kind (Input, Output, Scratch).
-struct Rotation {
+// The turnings of a symmetric schedule, per buffer kind (Input, Output, Scratch), all of `turn`.
+struct Symmetry {
+  Turn turn = Turn::Rotation;
   std::array<Turning, 3> buffers;
 
   const Turning& of(BufferKind kind) const { return buffers[static_cast<std::size_t>(kind)]; }
-  // Contributions turned: rank s becomes s+by, an input index i the input turned by `by`.
-  Run contributions(const Run&, std::uint32_t by, std::uint32_t nranks) const;
+  // The rank whose message to rank 0 is rank 0's own message to `peer`, turned by that rank: -peer
+  // by rotation, peer itself by XOR.
+  std::uint32_t sender_to_rank0(std::uint32_t peer, std::uint32_t nranks) const {
+    return turn == Turn::Xor ? peer : (nranks - peer) % nranks;
+  }
+  // Contributions turned, appended to `into`: rank s becomes s turned by `by`, an input index i
+  // the input turned. A run stays one run by rotation; by XOR it may become several.
+  void contributions(const Run&, std::uint32_t by, std::uint32_t nranks, std::vector<Run>& into) const;
+  // Whether `run` turned by `by` is exactly the one run `want`.
+  bool turns_into(const Run& run, const Run& want, std::uint32_t by, std::uint32_t nranks) const;
   // An element's contributions turned, in place.
-  void turn(Element&, std::uint32_t by, std::uint32_t nranks) const;
+  void turn_element(Element&, std::uint32_t by, std::uint32_t nranks) const;
+  // Rank 0's message read from `from`, turned in place into the one rank `by` sends: each
+  // element turned, and by XOR the blocks of a message of several taken in rank `by`'s order.
+  void turn_message(std::vector<Element>& message, const Range& from, std::uint32_t by, std::uint32_t nranks) const;
 };
 
-// The rotation under which the schedule is symmetric, or nothing. It is found on rank 1 and
-// then checked against every step of every rank: same kinds, channels, streams and waits, the
-// peer turned by r, every range turned by r. It also requires what the proof of rank 0 alone
-// relies on: ranks only (no switch), equal buffer sizes, and in place only
-// where the input is the output. (That the collective's required outputs turn the same way is
-// checked by the proof, which knows them.)
-std::optional<Rotation> find_rotation(const Schedule&);
+// The symmetry of the schedule, or nothing: a rotation is tried first, then XOR where n is a
+// power of two. It is found on rank 1 and then checked against every step of every rank: same
+// kinds, channels, streams and waits, the peer turned by r, every range turned by r. It also requires what the proof of
+// rank 0 alone relies on: ranks only (no switch), equal buffer sizes, and in place only where the input is the output.
+// (That the collective's required outputs turn the same way is checked by the proof, which knows them.)
+std::optional<Symmetry> find_symmetry(const Schedule&);
 // The same for a schedule whose steps are made on demand: rank 0's steps, stored, are `rank0`,
 // and every other rank's are made once, one at a time, and compared, on up to `threads` threads
 // (each rank's steps made by its own sequence: the generators share nothing they change).
-std::optional<Rotation> find_rotation(const Schedule&, std::span<const Step> rank0, unsigned threads = 1);
+std::optional<Symmetry> find_symmetry(const Schedule&, std::span<const Step> rank0, unsigned threads = 1);
 // Whether a participant's streams keep apart: no element that one of them writes is read or
 // written by another (the input and output aliased in place), so that no race between them is
 // possible (for rank 0 of a symmetric schedule, on any rank, turned). One stream keeps apart
@@ -63,6 +101,6 @@ bool streams_apart(const Schedule&, std::span<const Step> steps, int participant
 // each move element by element, the first element of a stretch stands for the rest. An
 // all-reduce whose input and output turn alike needs no check: its requirement at element i is
 // every rank's input i.
-std::optional<std::string> outputs_turn(const Schedule&, const Rotation&);
+std::optional<std::string> outputs_turn(const Schedule&, const Symmetry&);
 
 }  // namespace collcheck::provenance

@@ -17,7 +17,7 @@ collcheck_add_cli_test(memory_check_large_ranges check --ranks 64..64 --count 16
   "lower --count or --ranks \\(the largest case, [a-z]+/[a-z0-9]+/[a-z]+/n=[0-9]+/ranks=64/[^ ]* on [a-z]+@sim\\), or raise --memory-limit"
   EMPTY stdout)
 # prove refuses up front a shape that not even rank 0's proof would fit in; one whose full proof
-# would not fit but rank 0's would runs if its schedule is rotation-symmetric, and is refused when
+# would not fit but rank 0's would runs if its schedule is symmetric, and is refused when
 # it is reached otherwise, after the bands proven before it are shown.
 collcheck_add_cli_test(memory_prove_many_ranks prove --algorithm ring --collective allreduce --ranks 4096
   --memory-limit 1M STATUS 2
@@ -31,12 +31,17 @@ collcheck_add_cli_test(memory_prove_symmetric_by_rank0 prove --algorithm ring --
 collcheck_add_cli_test(memory_prove_alltoall_by_rank0 prove --algorithm pairwise --collective alltoall --ranks 1024
   --counts 1 --memory-limit 16M STATUS 0 STDOUT "  513\\.\\.1024 +2 +2 +0 +[0-9]+ +[0-9.]+ s +2\n2 of 2 schedules proven\n$"
   EMPTY stderr)
+# Recursive doubling is symmetric by XOR: rank 0's 64 Ki elements fit where every rank's 64 Mi
+# (1 GiB) would not.
+collcheck_add_cli_test(memory_prove_rd_by_xor prove --algorithm rd --collective allgather --ranks 1024
+  --counts 64 --layout outofplace --memory-limit 16M STATUS 0
+  STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +1\n1 of 1 schedules proven\n$" EMPTY stderr)
 # (The ring all-reduce is rotation-symmetric at every count now, by its cover where blocks differ;
 # the ring all-gatherv, its ranks' counts uneven, is not.)
 collcheck_add_cli_test(memory_prove_refused_when_reached prove --algorithm ring --collective allgatherv --ranks 128,512
   --counts 4 --layout outofplace --memory-limit 16M STATUS 2
   STDOUT "  65\\.\\.128 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0\n +257\\.\\.512 +0 +0 +0 +0 +[0-9.]+ s +0\n$"
-  STDERR "^collcheck prove: ring allgatherv on 512 ranks, count 1408 needs about [0-9.]+ MiB .* more than the --memory-limit of 16\\.0 MiB; its schedule is not rotation-symmetric, so every rank is proven: lower --ranks or --counts, or raise --memory-limit\n$")
+  STDERR "^collcheck prove: ring allgatherv on 512 ranks, count 1408 needs about [0-9.]+ MiB .* more than the --memory-limit of 16\\.0 MiB; its schedule is not symmetric \\(by rotation or XOR\\), so every rank is proven: lower --ranks or --counts, or raise --memory-limit\n$")
 collcheck_add_cli_test(memory_bench_large_size bench -e 1G --memory-limit 1G STATUS 2
   STDERR "^collcheck bench: -e 1\\.0 GiB on ring@sim needs about [0-9.]+ GiB" "lower -e or --ranks" EMPTY stdout)
 # A world of processes on this host holds more than its ranks' buffers: the processes, proc's

@@ -123,8 +123,8 @@ TEST(ProofEstimate, GrowsWithTheSchedule) {
 }
 
 // A reduced element's contributions stay one run, held in the 16-byte Element itself, for the
-// ring and for recursive halving on a power of two; recursive halving folding extra ranks in
-// keeps an allowance of several runs per element (a vector of its own): the estimate says which.
+// ring, for recursive halving on a power of two and for in-network aggregation; recursive halving folding extra ranks
+// in keeps an allowance of several runs per element (a vector of its own): the estimate says which.
 TEST(ProofEstimate, AllowsRunsPerReducedElementAsTheAlgorithmMakesThem) {
   Case shape;
   shape.collective = Collective::ReduceScatter;
@@ -138,6 +138,7 @@ TEST(ProofEstimate, AllowsRunsPerReducedElementAsTheAlgorithmMakesThem) {
   };
   EXPECT_EQ(per_element(proof_memory(shape, *estimate_schedule("rhd", shape, Knobs{}))), "16 B, messages queued");
   EXPECT_EQ(per_element(proof_memory(shape, *estimate_schedule("ring", shape, Knobs{}))), "16 B, messages queued");
+  EXPECT_EQ(per_element(proof_memory(shape, *estimate_schedule("innet", shape, Knobs{}))), "16 B, messages queued");
   Case folded = shape;
   folded.nranks = 1000;
   const ScheduleSize size = *estimate_schedule("rhd", folded, Knobs{});

@@ -226,7 +226,7 @@ TEST(Proof, ProvesSchedulesMadeOnDemand) {
     if (!with_cover) schedule->cover = {};  // 17 elements: unequal blocks, symmetric only through the cover
     const Proof proof = prove(*schedule);
     EXPECT_TRUE(proof.ok) << proof.message;
-    EXPECT_EQ(proof.by_rotation, with_cover) << count;
+    EXPECT_EQ(proof.by_symmetry, with_cover) << count;
   }
   Result<Schedule> ring = make_schedule("ring", spread_case(Collective::AllReduce, 16, 8), Knobs{});
   ASSERT_TRUE(ring.ok());
@@ -236,7 +236,7 @@ TEST(Proof, ProvesSchedulesMadeOnDemand) {
         r, Step{StepKind::Send, (r + 1) % 8, Range{BufferKind::Input, 2 * static_cast<std::uint64_t>(r), 2}, Range{}});
   Proof proof = prove(on_demand(unreceived));
   EXPECT_FALSE(proof.ok);
-  EXPECT_TRUE(proof.by_rotation);
+  EXPECT_TRUE(proof.by_symmetry);
   EXPECT_NE(proof.message.find("never received"), std::string::npos) << proof.message;
   Schedule short_send = *ring;  // every rank's first send is one element short
   for (Participant& participant : short_send.participants) participant.steps.front().from.count -= 1;
@@ -256,7 +256,7 @@ TEST(Proof, ProvesSchedulesMadeOnDemandInFullAsTheirStepsAreMade) {
     return *std::find_if(steps.begin(), steps.end(), [&](const Step& step) { return step.kind == kind; });
   };
   Proof proof = prove(on_demand(*ring));
-  EXPECT_TRUE(proof.ok && !proof.by_rotation) << proof.message;
+  EXPECT_TRUE(proof.ok && !proof.by_symmetry) << proof.message;
 
   Schedule not_reduced = *ring;  // rank 3 overwrites where it should reduce: a wrong output
   first_of(not_reduced, 3, StepKind::RecvReduce).kind = StepKind::Recv;
@@ -300,10 +300,10 @@ TEST(Proof, FindsRacesBetweenStreamsThatNothingOrders) {
     const Range block{BufferKind::Output, 2 * static_cast<std::uint64_t>(r), 2};
     racing.add(r, Step{StepKind::Copy, -1, block, block, 0, 1});
   }
-  ASSERT_TRUE(provenance::find_rotation(racing));
+  ASSERT_TRUE(provenance::find_symmetry(racing));
   Proof proof = prove(racing);
   EXPECT_FALSE(proof.ok);
-  EXPECT_FALSE(proof.by_rotation);
+  EXPECT_FALSE(proof.by_symmetry);
   EXPECT_NE(proof.message.find("on another stream touches too, and nothing orders the two"), std::string::npos)
       << proof.message;
 

@@ -35,8 +35,8 @@ TEST(Proof, ProvesASymmetricRingOnRankZeroAndSaysSo) {
       ASSERT_TRUE(schedule.ok());
       const Proof proof = prove(*schedule);
       EXPECT_TRUE(proof.ok) << proof.message;
-      EXPECT_TRUE(proof.by_rotation) << count << " elements, " << channels << " channels";
-      EXPECT_EQ(provenance::find_rotation(*schedule).has_value(), equal_blocks) << count;
+      EXPECT_TRUE(proof.by_symmetry) << count << " elements, " << channels << " channels";
+      EXPECT_EQ(provenance::find_symmetry(*schedule).has_value(), equal_blocks) << count;
       EXPECT_EQ(provenance::cover_rank0(*schedule).has_value(), !equal_blocks) << count;
       const Proof full = prove_in_full(*schedule);
       EXPECT_EQ(proof.steps, full.steps) << count;
@@ -53,13 +53,13 @@ TEST(Proof, RefusesTheSymmetricPathWhereOneRankDiffers) {
   const Case shape = spread_case(Collective::AllReduce, 16, 8);
   Result<Schedule> harmless = make_schedule("ring", shape, Knobs{});
   ASSERT_TRUE(harmless.ok());
-  ASSERT_TRUE(provenance::find_rotation(*harmless));
+  ASSERT_TRUE(provenance::find_symmetry(*harmless));
   const Range block{BufferKind::Output, 2, 2};
   harmless.value().copy(5, block, block);
-  EXPECT_FALSE(provenance::find_rotation(*harmless));
+  EXPECT_FALSE(provenance::find_symmetry(*harmless));
   Proof proof = prove(*harmless);
   EXPECT_TRUE(proof.ok) << proof.message;
-  EXPECT_FALSE(proof.by_rotation);
+  EXPECT_FALSE(proof.by_symmetry);
 
   Result<Schedule> broken = make_schedule("ring", shape, Knobs{});
   ASSERT_TRUE(broken.ok());
@@ -67,10 +67,10 @@ TEST(Proof, RefusesTheSymmetricPathWhereOneRankDiffers) {
   const auto last = std::find_if(steps.rbegin(), steps.rend(), [](const Step& step) { return step.receives(); });
   ASSERT_NE(last, steps.rend());
   last->to.offset = (last->to.offset + 2) % 16;  // the next block: in range, but wrong
-  EXPECT_FALSE(provenance::find_rotation(*broken));
+  EXPECT_FALSE(provenance::find_symmetry(*broken));
   proof = prove(*broken);
   EXPECT_FALSE(proof.ok);
-  EXPECT_FALSE(proof.by_rotation);
+  EXPECT_FALSE(proof.by_symmetry);
   // The step that wrote the wrong element last is found by running the proof again.
   EXPECT_NE(proof.message.find("(last written by rank 5 step "), std::string::npos) << proof.message;
 }
@@ -79,7 +79,7 @@ TEST(Proof, RefusesTheSymmetricPathWhereOneRankDiffers) {
 // collective does not require of rank 1 what it requires of rank 0, turned: the outputs' check
 // must say so, and the full proof must fail too.
 void expect_outputs_refused(const Schedule& schedule, const std::string& collective) {
-  const std::optional<provenance::Rotation> rotation = provenance::find_rotation(schedule);
+  const std::optional<provenance::Symmetry> rotation = provenance::find_symmetry(schedule);
   ASSERT_TRUE(rotation) << collective;
   EXPECT_TRUE(provenance::outputs_turn(schedule, *rotation)) << collective;
   const Proof proof = prove(schedule);
@@ -121,7 +121,7 @@ TEST(Proof, AnAllReduceWhoseInputDoesNotTurnStillHasItsOutputsChecked) {
                              Range{BufferKind::Output, into, 1}, 0, 0});
     }
   }
-  const std::optional<provenance::Rotation> rotation = provenance::find_rotation(swapped);
+  const std::optional<provenance::Symmetry> rotation = provenance::find_symmetry(swapped);
   ASSERT_TRUE(rotation);
   EXPECT_EQ(rotation->of(BufferKind::Input).part, 0U);
   EXPECT_EQ(rotation->of(BufferKind::Output).part, 2U);
@@ -136,14 +136,14 @@ TEST(Proof, TheRotationCheckOnSeveralThreadsComparesEveryRank) {
   Result<Schedule> ring = make_schedule("ring", shape, Knobs{});
   ASSERT_TRUE(ring.ok());
   for (unsigned threads : {1U, 3U, 8U}) {
-    const std::optional<Proof> symmetric = prove_by_rotation(on_demand(*ring), threads);
+    const std::optional<Proof> symmetric = prove_by_symmetry(on_demand(*ring), threads);
     ASSERT_TRUE(symmetric) << threads << " threads";
-    EXPECT_TRUE(symmetric->ok && symmetric->by_rotation) << symmetric->message;
+    EXPECT_TRUE(symmetric->ok && symmetric->by_symmetry) << symmetric->message;
     for (int rank : {1, 16, 17, 50, 98, 99}) {
       Schedule changed = *ring;
       const Range block{BufferKind::Output, 3, 1};
       changed.copy(rank, block, block);
-      EXPECT_FALSE(prove_by_rotation(on_demand(changed), threads)) << "rank " << rank << ", " << threads << " threads";
+      EXPECT_FALSE(prove_by_symmetry(on_demand(changed), threads)) << "rank " << rank << ", " << threads << " threads";
     }
   }
 }
@@ -181,9 +181,9 @@ TEST(Proof, TheCoverCheckComparesEveryRankTurnedAndCut) {
     ASSERT_TRUE(ring.ok());
     ASSERT_TRUE(ring->cover) << count;
     for (unsigned threads : {1U, 3U}) {
-      const std::optional<Proof> covered = prove_by_rotation(on_demand(*ring), threads);
+      const std::optional<Proof> covered = prove_by_symmetry(on_demand(*ring), threads);
       ASSERT_TRUE(covered) << count << " elements, " << threads << " threads";
-      EXPECT_TRUE(covered->ok && covered->by_rotation) << covered->message;
+      EXPECT_TRUE(covered->ok && covered->by_symmetry) << covered->message;
       for (int rank : {0, 1, 4, 8}) {
         for (const auto& [what, change] : changes) {
           Schedule changed = *ring;
@@ -192,7 +192,7 @@ TEST(Proof, TheCoverCheckComparesEveryRankTurnedAndCut) {
               << count << " elements, rank " << rank << ": " << what;
           const Proof proof = prove(changed);
           EXPECT_EQ(proof.ok, prove_in_full(changed).ok) << what;
-          EXPECT_FALSE(proof.by_rotation) << what;
+          EXPECT_FALSE(proof.by_symmetry) << what;
         }
       }
     }
