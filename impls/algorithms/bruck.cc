@@ -39,8 +39,6 @@ using generators::at;
 using generators::block_of;
 using generators::check;
 using generators::copy_alone;
-using generators::copy_needed;
-using generators::copy_step;
 using generators::modulo;
 using generators::Piece;
 using generators::recv_step;
@@ -164,10 +162,11 @@ class BruckSteps {
     enter(indices_->size() == 1 ? Phase::Message : Phase::Packing);
   }
   void copy(generators::StepBatch& batch, Range from, Range to) const {
-    if (copy_needed(from, to)) batch.add(copy_step(from, to, place_.piece.channel));
+    batch.add_copy(from, to, place_.piece.channel);
   }
+  // Rank r's block of a buffer, for r at most one turn of the ring away (r_ + k and r_ - k, 0 <= k < n).
   Range block(BufferKind buffer, int rank) const {
-    return at(buffer, block_of(modulo(rank, n_), place_.count, place_.piece));
+    return at(buffer, block_of(generators::wrapped(rank, n_), place_.count, place_.piece));
   }
 
   void rotation(generators::StepBatch& batch) {

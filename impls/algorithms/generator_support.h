@@ -107,6 +107,10 @@ class StepBatch {
     check(made_ < kSteps, "a batch has room for each step added");
     steps_[made_++] = step;
   }
+  // A copy of `from` to `to`, left out where it moves nothing (copy_needed).
+  void add_copy(Range from, Range to, int channel) {
+    if (copy_needed(from, to)) add(Step{StepKind::Copy, -1, from, to, channel, channel});
+  }
   std::size_t room() const { return kSteps - made_; }
   bool empty() const { return made_ == 0; }
   std::span<const Step> take() { return {steps_.data(), std::exchange(made_, 0)}; }
@@ -131,6 +135,11 @@ int ceil_log2(int n);
 inline int modulo(int value, int n) {
   const int remainder = value % n;
   return remainder < 0 ? remainder + n : remainder;
+}
+// The same for a value at most one turn of the ring away (-n < value < 2n), without a division.
+inline int wrapped(int value, int n) {
+  if (value >= n) return value - n;
+  return value < 0 ? value + n : value;
 }
 
 // The rank at `position` counted from `root` around the ranks (position 0 is the root).

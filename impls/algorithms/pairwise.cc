@@ -36,7 +36,6 @@ namespace {
 
 using generators::at;
 using generators::block_of;
-using generators::copy_needed;
 using generators::copy_step;
 using generators::modulo;
 using generators::Piece;
@@ -62,7 +61,7 @@ StepSequence alltoall_steps(std::shared_ptr<const PairwisePlan> plan, int r) {
     const Range own_input = at(BufferKind::Input, block_of(r, count, piece));
     const Range own_output = at(BufferKind::Output, block_of(r, count, piece));
     if (batch.room() < 1) co_yield batch.take();
-    if (!shape.in_place && copy_needed(own_input, own_output)) batch.add(copy_step(own_input, own_output, channel));
+    if (!shape.in_place) batch.add_copy(own_input, own_output, channel);
     for (int s = 1; s < n; ++s) {
       if (batch.room() < 3) co_yield batch.take();  // a send, a copy and a receive at most
       const int to = modulo(r + s, n);

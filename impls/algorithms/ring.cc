@@ -199,8 +199,7 @@ StepSequence allgather_steps(SharedPlan plan, int r) {
     if (batch.room() < 2) co_yield batch.take();
     if (n > 1) batch.add(send_step(next, own_input, piece.channel));
     const Range own_output = at(BufferKind::Output, block_of(r, count, piece));
-    if (!shape.in_place && copy_needed(own_input, own_output))
-      batch.add(copy_step(own_input, own_output, piece.channel));
+    if (!shape.in_place) batch.add_copy(own_input, own_output, piece.channel);
     for (int s = 0; s < n - 1; ++s) {
       if (batch.room() < 2) co_yield batch.take();
       // Later steps forward the block received in the step before.

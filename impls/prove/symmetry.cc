@@ -44,151 +44,6 @@
 
 namespace collcheck::provenance {
 
-std::uint64_t Turning::offset(std::uint64_t offset, std::uint32_t by, std::uint32_t nranks) const {
-  if (part == 0) return offset;
-  const std::uint64_t base = offset / part * part, within = offset % part;
-  return base + turned_rank(turn, static_cast<std::uint32_t>(within / block), by, nranks) * block + within % block;
-}
-
-std::uint64_t Turning::stretch(std::uint64_t offset) const {
-  if (part == 0) return std::numeric_limits<std::uint64_t>::max();
-  return block - offset % part % block;
-}
-
-std::optional<Range> Turning::range(const Range& range, std::uint32_t by, std::uint32_t nranks) const {
-  Range turned = range;
-  if (part == 0 || range.count == 0) return turned;  // an empty range's offset is never used
-  const std::uint64_t within = range.offset % part;
-  const std::uint64_t first = within / block;
-  if (first == (within + range.count - 1) / block) {
-    turned.offset = offset(range.offset, by, nranks);
-    return turned;
-  }
-  const std::uint64_t blocks = range.count / block;
-  const bool aligned = turn == Turn::Xor && within % block == 0 && range.count % block == 0 && blocks <= nranks &&
-                       (blocks & (blocks - 1)) == 0 && first % blocks == 0;
-  if (!aligned) return std::nullopt;
-  turned.offset = range.offset - within + ((first ^ by) & ~(blocks - 1)) * block;
-  return turned;
-}
-
-std::uint64_t Turning::source_of(std::uint64_t j, const Range& range, std::uint32_t by) const {
-  if (turn != Turn::Xor || part == 0 || range.count <= block) return j;  // inside one block: in order
-  const std::uint64_t blocks = range.count / block;
-  return ((j / block) ^ (by & (blocks - 1))) * block + j % block;
-}
-
-namespace {
-
-// The dyadic pieces of [low, high): aligned intervals of 2^k, each starting at a multiple of its
-// length, as recursive doubling's groups are (at most 2 log2 of the length of them).
-template <typename Visit>
-void dyadic_pieces(std::uint64_t low, std::uint64_t high, Visit&& visit) {
-  while (low < high) {
-    std::uint64_t length = low == 0 ? std::uint64_t{1} << 63 : low & (~low + 1);  // the largest aligned at low
-    while (low + length > high) length /= 2;
-    visit(low, length);
-    low += length;
-  }
-}
-
-// Runs of one index and stride, given as intervals of their place along the stride, joined
-// where they meet (and round the end of the `places`) into canonical runs.
-void join_places(std::vector<std::pair<std::uint64_t, std::uint64_t>>& places, std::uint64_t index,
-                 std::uint32_t low_bits, std::uint32_t stride, std::uint64_t nplaces, std::uint32_t nranks,
-                 std::vector<Run>& into) {
-  std::sort(places.begin(), places.end());
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> joined;  // [begin, end)
-  for (const auto& [begin, length] : places) {
-    if (!joined.empty() && joined.back().second == begin) {
-      joined.back().second += length;
-    } else {
-      joined.emplace_back(begin, begin + length);
-    }
-  }
-  // The interval ending at the last place goes on at place 0 (a run may wrap round rank n-1).
-  const bool wraps = joined.size() > 1 && joined.front().first == 0 && joined.back().second == nplaces;
-  for (std::size_t i = wraps ? 1 : 0; i < joined.size(); ++i) {
-    const std::uint64_t extra = wraps && i + 1 == joined.size() ? joined.front().second : 0;
-    const std::uint64_t count = joined[i].second - joined[i].first + extra;
-    into.push_back(make_run(index, static_cast<std::uint32_t>(joined[i].first * stride + low_bits),
-                            static_cast<std::uint32_t>(count), nranks, stride));
-  }
-}
-
-// A run of several ranks XOR `by` (n a power of two): with a stride of a power of two s, its ranks
-// share their bits below s and hold consecutive places above (modulo n/s); the places split into
-// dyadic pieces, each of which XOR turns into another such piece, and the pieces join again.
-// Another stride (two single ranks joined end to end) goes rank by rank.
-void xor_runs(const Run& run, std::uint64_t index, std::uint32_t by, std::uint32_t nranks, std::vector<Run>& into) {
-  const auto stride = static_cast<std::uint32_t>(run.stride);
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> places;
-  if ((stride & (stride - 1)) != 0) {
-    for (std::uint64_t k = 0; k < run.count; ++k) places.emplace_back(run.rank(k, nranks) ^ by, 1);
-    return join_places(places, index, 0, 1, nranks, nranks, into);
-  }
-  const std::uint64_t nplaces = nranks / stride;
-  const std::uint32_t low_bits = (run.first ^ by) & (stride - 1);
-  const std::uint64_t high = by / stride, start = run.first / stride, end = start + run.count;
-  const auto turn_piece = [&](std::uint64_t begin, std::uint64_t length) {
-    places.emplace_back((begin ^ high) & ~(length - 1), length);
-  };
-  dyadic_pieces(start, std::min(end, nplaces), turn_piece);
-  if (end > nplaces) dyadic_pieces(0, end - nplaces, turn_piece);
-  join_places(places, index, low_bits, stride, nplaces, nranks, into);
-}
-
-}  // namespace
-
-void Symmetry::contributions(const Run& run, std::uint32_t by, std::uint32_t nranks, std::vector<Run>& into) const {
-  const std::uint64_t index = of(BufferKind::Input).offset(run.index, by, nranks);
-  if (turn == Turn::Xor && run.count > 1) return xor_runs(run, index, by, nranks, into);
-  into.push_back(make_run(index, turned_rank(turn, run.first, by, nranks), run.count, nranks,
-                          static_cast<std::uint32_t>(run.stride)));
-}
-
-bool Symmetry::turns_into(const Run& run, const Run& want, std::uint32_t by, std::uint32_t nranks) const {
-  if (turn == Turn::Rotation || run.count == 1) {
-    return make_run(of(BufferKind::Input).offset(run.index, by, nranks), turned_rank(turn, run.first, by, nranks),
-                    run.count, nranks, static_cast<std::uint32_t>(run.stride)) == want;
-  }
-  std::vector<Run> turned;
-  contributions(run, by, nranks, turned);
-  return turned.size() == 1 && turned[0] == want;
-}
-
-void Symmetry::turn_element(Element& element, std::uint32_t by, std::uint32_t nranks) const {
-  const std::span<const Run> runs = element.runs();
-  if (runs.empty()) return;
-  std::vector<Run> turned;
-  if (runs.size() == 1 && (turn == Turn::Rotation || runs[0].count == 1)) {
-    contributions(runs[0], by, nranks, turned);
-    return element.assign_single(turned[0]);
-  }
-  turned.reserve(runs.size());
-  for (const Run& run : runs) contributions(run, by, nranks, turned);
-  // By XOR the pieces of different runs may meet: joined again as a union joins them.
-  if (turn == Turn::Xor && turned.size() > 1) turned = combine(turned, {}, nranks).runs;
-  element.assign(std::move(turned));
-}
-
-void Symmetry::turn_message(std::vector<Element>& message, const Range& from, std::uint32_t by,
-                            std::uint32_t nranks) const {
-  const Turning& turning = of(from.buffer);
-  if (turning.part != 0 && from.count > turning.block) {
-    // By XOR the blocks change places by a mask, pairwise (each order is its own inverse); by
-    // rotation, and inside one block, none moves.
-    const std::uint64_t block = turning.block;
-    for (std::uint64_t b = 0; b * block < message.size(); ++b) {
-      const std::uint64_t other = turning.source_of(b * block, from, by) / block;
-      if (other <= b) continue;
-      const auto at = [&](std::uint64_t k) { return message.begin() + static_cast<std::ptrdiff_t>(k * block); };
-      std::swap_ranges(at(b), at(b + 1), at(other));
-    }
-  }
-  for (Element& element : message) turn_element(element, by, nranks);
-}
-
 namespace {
 
 bool same_range(const Range& mine, const Range& rank0, const Turning& turning, std::uint32_t by, std::uint32_t n) {
@@ -241,12 +96,11 @@ struct PreparedRange {
   Range range;
   bool turns = false;      // the buffer turns and the range is not empty
   bool straddles = false;  // no turned image (Turning::range)
-  Turn turn = Turn::Rotation;
   std::uint64_t part_start = 0, within_block = 0, block = 0;
   std::uint32_t block_index = 0;
   std::uint32_t aligned = ~std::uint32_t{0};  // by XOR, a range of 2^k whole blocks: ~(2^k - 1)
 
-  PreparedRange(const Range& model, const Turning& turning, std::uint32_t nranks) : range(model), turn(turning.turn) {
+  PreparedRange(const Range& model, const Turning& turning, std::uint32_t nranks) : range(model) {
     if (turning.part == 0 || model.count == 0) return;
     turns = true;
     const std::uint64_t within = model.offset % turning.part;
@@ -258,12 +112,15 @@ struct PreparedRange {
     if (model.count > block) aligned = ~static_cast<std::uint32_t>(model.count / block - 1);
   }
 
-  // Whether `mine` is this range turned by `by` (0 < by < nranks).
+  // Whether `mine` is this range turned by `by` (0 < by < nranks), the turn a template parameter so
+  // that the rotation's comparison, the ring's hot loop, has no test of it.
+  template <Turn kTurn>
   bool turns_into(const Range& mine, std::uint32_t by, std::uint32_t nranks) const {
     if (mine.count == 0 && range.count == 0) return mine.buffer == range.buffer;
     if (!turns) return mine == range;
     if (straddles || mine.buffer != range.buffer || mine.count != range.count) return false;
-    const std::uint32_t turned = turned_rank(turn, block_index, by, nranks) & aligned;
+    std::uint32_t turned = turned_rank(kTurn, block_index, by, nranks);
+    if constexpr (kTurn == Turn::Xor) turned &= aligned;
     return mine.offset == part_start + turned * block + within_block;
   }
 };
@@ -277,40 +134,82 @@ struct PreparedStep {
       : model(&step), turn(symmetry.turn), from(step.from, symmetry.of(step.from.buffer), nranks),
         to(step.to, symmetry.of(step.to.buffer), nranks) {}
 
+  template <Turn kTurn>
   bool turns_into(const Step& step, std::uint32_t by, std::uint32_t n) const {
     if (step.kind != model->kind || step.channel != model->channel || step.stream != model->stream) return false;
     if ((step.sends() || step.receives()) &&
-        static_cast<std::uint32_t>(step.peer) != turned_rank(turn, static_cast<std::uint32_t>(model->peer), by, n)) {
+        static_cast<std::uint32_t>(step.peer) != turned_rank(kTurn, static_cast<std::uint32_t>(model->peer), by, n)) {
       return false;
     }
-    return from.turns_into(step.from, by, n) && to.turns_into(step.to, by, n);
+    return from.turns_into<kTurn>(step.from, by, n) && to.turns_into<kTurn>(step.to, by, n);
   }
 };
 
-// Whether participant r's steps (stored, or made on demand) are rank 0's prepared steps turned by r.
-bool turns_into(const Schedule& s, int r, const std::vector<PreparedStep>& rank0) {
-  const auto n = static_cast<std::uint32_t>(s.nranks());
-  const auto by = static_cast<std::uint32_t>(r);
-  const Participant& mine = s.participants[static_cast<std::size_t>(r)];
-  if (mine.waits != s.participants.front().waits || mine.scratch != s.participants.front().scratch) return false;
-  std::size_t k = 0;
-  for (StepReader steps = s.steps_of(r); steps.next(); ++k) {
-    if (k == rank0.size() || !rank0[k].turns_into(steps.step(), by, n)) return false;
+// One rank's steps as they are read side by side with other ranks': the batch at hand not yet
+// compared.
+struct RankReader {
+  StepReader steps;
+  std::span<const Step> pending;
+
+  // Whether its next steps are rank 0's [begin, end) turned by `by`.
+  template <Turn kTurn>
+  bool turn(const std::vector<PreparedStep>& rank0, std::size_t begin, std::size_t end, std::uint32_t by,
+            std::uint32_t n) {
+    for (std::size_t k = begin; k < end;) {
+      if (pending.empty()) pending = steps.next_batch();
+      if (pending.empty()) return false;  // fewer steps than rank 0
+      const std::size_t take = std::min(pending.size(), end - k);
+      for (std::size_t j = 0; j < take; ++j) {
+        if (!rank0[k + j].turns_into<kTurn>(pending[j], by, n)) return false;
+      }
+      k += take;
+      pending = pending.subspan(take);
+    }
+    return true;
   }
-  return k == rank0.size();
+};
+
+// Whether ranks [first, last) (stored, or made on demand) are rank 0's prepared steps turned, each
+// by its rank. The ranks are read side by side, a stretch of rank 0's steps at a time, so that the
+// stretch comes from the cache for every rank after the first: rank 0's prepared steps at 16,384
+// ranks are tens of MB, and read whole rank after rank they came from memory each time.
+template <Turn kTurn>
+bool ranks_turn(const Schedule& s, std::size_t first, std::size_t last, const std::vector<PreparedStep>& rank0,
+                const std::atomic<bool>& turned) {
+  constexpr std::size_t kStretch = 2048;  // steps: some 300 KB of rank 0's, with the steps they point to
+  const auto n = static_cast<std::uint32_t>(s.nranks());
+  const Participant& zero = s.participants.front();
+  std::vector<RankReader> readers;
+  readers.reserve(last - first);
+  for (std::size_t r = first; r < last; ++r) {
+    const Participant& mine = s.participants[r];
+    if (mine.waits != zero.waits || mine.scratch != zero.scratch) return false;
+    readers.push_back(RankReader{s.steps_of(static_cast<int>(r)), {}});
+  }
+  for (std::size_t begin = 0; begin < rank0.size() && turned.load(); begin += kStretch) {
+    const std::size_t end = std::min(begin + kStretch, rank0.size());
+    for (std::size_t i = 0; i < readers.size(); ++i) {
+      if (!readers[i].turn<kTurn>(rank0, begin, end, static_cast<std::uint32_t>(first + i), n)) return false;
+    }
+  }
+  // More steps than rank 0 on any rank is a difference too.
+  return std::all_of(readers.begin(), readers.end(),
+                     [](RankReader& reader) { return reader.pending.empty() && reader.steps.next_batch().empty(); });
 }
 
 // Whether ranks 1..n-1 are rank 0's prepared steps turned, compared on `threads` threads in batches
-// of ranks (share_indices); the first rank found not turned stops them all.
+// of ranks (share_indices); the first batch found not turned stops them all.
 bool every_rank_turns(const Schedule& s, const std::vector<PreparedStep>& prepared, unsigned threads) {
   constexpr std::size_t kRanksPerBatch = 16;
   const auto others = static_cast<std::size_t>(s.nranks() - 1);
   std::atomic<bool> turned{true};
   share_indices((others + kRanksPerBatch - 1) / kRanksPerBatch, threads, [&](std::size_t batch, std::size_t) {
-    const std::size_t first = 1 + batch * kRanksPerBatch;
-    for (std::size_t r = first; r < std::min(first + kRanksPerBatch, others + 1) && turned.load(); ++r) {
-      if (!turns_into(s, static_cast<int>(r), prepared)) turned = false;
-    }
+    const std::size_t first = 1 + batch * kRanksPerBatch, last = std::min(first + kRanksPerBatch, others + 1);
+    if (!turned.load()) return false;
+    const bool alike = prepared.empty() || prepared.front().turn == Turn::Rotation
+                           ? ranks_turn<Turn::Rotation>(s, first, last, prepared, turned)
+                           : ranks_turn<Turn::Xor>(s, first, last, prepared, turned);
+    if (!alike) turned = false;
     return turned.load();
   });
   return turned;

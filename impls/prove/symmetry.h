@@ -77,6 +77,13 @@ struct Symmetry {
   // Rank 0's message read from `from`, turned in place into the one rank `by` sends: each
   // element turned, and by XOR the blocks of a message of several taken in rank `by`'s order.
   void turn_message(std::vector<Element>& message, const Range& from, std::uint32_t by, std::uint32_t nranks) const;
+
+ private:
+  bool stays_one_run(const Run& run) const { return turn == Turn::Rotation || run.count == 1; }
+  Run turned_run(const Run& run, std::uint32_t by, std::uint32_t nranks) const {
+    return make_run(of(BufferKind::Input).offset(run.index, by, nranks), turned_rank(turn, run.first, by, nranks),
+                    run.count, nranks, static_cast<std::uint32_t>(run.stride));
+  }
 };
 
 // The symmetry of the schedule, or nothing: a rotation is tried first, then XOR where n is a

@@ -125,6 +125,14 @@ class StepReader {
     return true;
   }
   const Step& step() const { return stored_ != nullptr ? (*stored_)[read_ - 1] : made_.step(); }
+  // The next steps at once, as many as are at hand (every stored one left, or the rest of a
+  // batch made), `step()` then the last of them; empty at the end. Valid until the next call.
+  std::span<const Step> next_batch() {
+    if (stored_ == nullptr) return made_.next_batch();
+    const std::span<const Step> rest = std::span<const Step>(*stored_).subspan(read_);
+    read_ = stored_->size();
+    return rest;
+  }
 
  private:
   const std::vector<Step>* stored_ = nullptr;

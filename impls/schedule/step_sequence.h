@@ -23,7 +23,7 @@ struct Step;
 // A generator that makes steps by the billion may also yield a batch, `co_yield std::span<const
 // Step>(made, count)` over steps it keeps until it resumes: next() then walks the batch and
 // resumes the coroutine only past its end, since a resume costs about as much as making a step.
-// The reader sees one step at a time either way.
+// The reader sees one step at a time either way, or the rest of a batch at once (next_batch).
 template <typename Value>
 class Sequence {
  public:
@@ -87,6 +87,16 @@ class Sequence {
     return !handle_.done();
   }
   const Value& step() const { return handle_.promise().current[taken_]; }
+  // The steps from the next one to the end of the batch they were yielded in (empty at the end),
+  // the cursor left on the last of them: for a reader that walks a batch in a loop of its own.
+  // They stay valid until the next call.
+  std::span<const Value> next_batch() {
+    if (!next()) return {};
+    const promise_type& promise = handle_.promise();
+    const std::span<const Value> batch(promise.current + taken_, promise.yielded - taken_);
+    taken_ = promise.yielded - 1;
+    return batch;
+  }
 
  private:
   explicit Sequence(Handle handle) : handle_(handle) {}

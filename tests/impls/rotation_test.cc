@@ -148,6 +148,45 @@ TEST(Proof, TheRotationCheckOnSeveralThreadsComparesEveryRank) {
   }
 }
 
+// Ranks are compared side by side, a stretch of rank 0's steps at a time (symmetry.cc): a ring of
+// 8 ranks in chunks of one element (thousands of steps a rank, several stretches, made on demand in
+// batches, or stored) whose rank 5 differs only in its last step, has one step more or one fewer, or whose
+// rank 3 differs in one step in the middle of a stretch, is refused the symmetric path on 1 or 3
+// threads.
+TEST(Proof, TheRotationCheckComparesRanksSideBySideToTheirLastStep) {
+  Result<Schedule> ring = make_schedule("ring", spread_case(Collective::AllReduce, 3200, 8), Knobs{1, 1, 2});
+  ASSERT_TRUE(ring.ok());
+  ASSERT_GT(ring->participants[0].steps.size(), 3 * 2048U);
+  using Change = void (*)(Schedule&);
+  const std::pair<const char*, Change> changes[] = {
+      {"rank 5's last step lands elsewhere",
+       [](Schedule& s) {
+         s.participants[5].steps.back().to.offset = (s.participants[5].steps.back().to.offset + 1) % 3200;
+       }},
+      {"rank 5 has one step fewer", [](Schedule& s) { s.participants[5].steps.pop_back(); }},
+      {"rank 5 has one step more",
+       [](Schedule& s) {
+         s.copy(5, Range{BufferKind::Output, 3, 1}, Range{BufferKind::Output, 3, 1});
+       }},
+      {"rank 3's step 3000 goes elsewhere", [](Schedule& s) { s.participants[3].steps[3000].channel = 1; }},
+  };
+  for (unsigned threads : {1U, 3U}) {
+    const std::optional<Proof> symmetric = prove_by_symmetry(on_demand(*ring), threads);
+    ASSERT_TRUE(symmetric);
+    EXPECT_TRUE(symmetric->ok && symmetric->by_symmetry) << symmetric->message;
+    // Stored, a rank's steps come as one batch, which every stretch cuts.
+    EXPECT_TRUE(provenance::find_symmetry(*ring, {ring->participants[0].steps}, threads));
+    for (const auto& [what, change] : changes) {
+      Schedule changed = *ring;
+      change(changed);
+      EXPECT_FALSE(provenance::find_symmetry(on_demand(changed), {ring->participants[0].steps}, threads))
+          << what << ", " << threads << " threads";
+      EXPECT_FALSE(provenance::find_symmetry(changed, {ring->participants[0].steps}, threads))
+          << what << ", stored, " << threads << " threads";
+    }
+  }
+}
+
 // The cover's check compares every rank with the cover turned and cut: a ring of 9 ranks at counts
 // whose blocks differ (one block empty at 8, one longer at 10, 2 channels of chunks of 2 at 41) is
 // proven on rank 0 alone through its cover, on 1 or 3 threads; with any one rank changed (a step
