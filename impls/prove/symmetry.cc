@@ -224,7 +224,6 @@ bool could_be_symmetric(const Schedule& s) {
     for (BufferKind kind : {BufferKind::Input, BufferKind::Output, BufferKind::Scratch}) {
       if (s.buffer_size(r, kind) != s.buffer_size(0, kind)) return false;
     }
-    if (s.shape.in_place && in_place_alias(s.shape, r).offset != 0) return false;
   }
   return true;
 }
@@ -237,6 +236,31 @@ std::optional<Symmetry> find_symmetry(const Schedule& s) {
 }
 
 namespace {
+
+// In place one buffer lies inside the other, at a place of its own on each rank (an all-gather's
+// input is block r of its output; an all-reduce's input is its output): rank r's element T_r(i) of
+// the inside buffer must then lie where rank 0's element i does, turned as the outer buffer turns,
+// so that turning rank 0's storage gives rank r's. Checked a stretch at a time.
+bool aliases_turn(const Schedule& s, const Symmetry& symmetry) {
+  if (!s.shape.in_place) return true;
+  const Alias zero = in_place_alias(s.shape, 0);
+  const BufferKind outer = zero.inside == BufferKind::Input ? BufferKind::Output : BufferKind::Input;
+  const Turning& inside = symmetry.of(zero.inside);
+  const Turning& around = symmetry.of(outer);
+  const auto n = static_cast<std::uint32_t>(s.nranks());
+  const std::uint64_t size = s.buffer_size(0, zero.inside);
+  bool same_place = true;  // every rank's at rank 0's place: the two must turn alike
+  for (int r = 1; r < s.nranks() && same_place; ++r) same_place = in_place_alias(s.shape, r).offset == zero.offset;
+  if (same_place) return inside == around;
+  for (std::uint32_t by = 1; by < n; ++by) {
+    const std::uint64_t place = in_place_alias(s.shape, static_cast<int>(by)).offset;
+    for (std::uint64_t i = 0, stretch = 1; i < size; i += stretch) {
+      if (place + inside.offset(i, by, n) != around.offset(zero.offset + i, by, n)) return false;
+      stretch = std::min({size - i, inside.stretch(i), around.stretch(zero.offset + i)});
+    }
+  }
+  return true;
+}
 
 // The turnings under which rank 1 is rank 0 turned by `turn`, or nothing.
 std::optional<Symmetry> turnings_on_rank1(const Schedule& s, std::span<const Step> rank0, Turn turn) {
@@ -253,10 +277,7 @@ std::optional<Symmetry> turnings_on_rank1(const Schedule& s, std::span<const Ste
     }
     if (!found) return std::nullopt;
   }
-  // In place the input is the output: both must turn alike.
-  if (s.shape.in_place && (symmetry.of(BufferKind::Input).part != symmetry.of(BufferKind::Output).part)) {
-    return std::nullopt;
-  }
+  if (!aliases_turn(s, symmetry)) return std::nullopt;
   // By XOR a step that moves elements from one range to another must take them in one order at
   // both (a message's two ends are compared as the proof matches them).
   for (const Step& step : rank0) {

@@ -148,6 +148,42 @@ TEST(Proof, TheRotationCheckOnSeveralThreadsComparesEveryRank) {
   }
 }
 
+// In place an all-gather's input is block r of its output, and a reduce-scatter's output block r
+// of its input: rank 0 alone stands for every rank where that place turns with the buffer around
+// it, as it does for the ring (by rotation) and recursive doubling (by XOR).
+TEST(Proof, ProvesInPlaceGathersAndScattersOnRankZero) {
+  for (const auto& [algorithm, collective] :
+       {std::pair{"ring", Collective::AllGather}, std::pair{"rd", Collective::AllGather},
+        std::pair{"ring", Collective::ReduceScatter}}) {
+    for (int n : {2, 4, 8, 16}) {
+      Result<Schedule> schedule = make_schedule(algorithm, spread_case(collective, 5, n, 0, true), Knobs{2, 2, 2});
+      ASSERT_TRUE(schedule.ok());
+      const Proof proof = prove(*schedule);
+      EXPECT_TRUE(proof.ok && proof.by_symmetry) << algorithm << " on " << n << ": " << proof.message;
+      EXPECT_EQ(proof.steps, prove_in_full(*schedule).steps);
+    }
+  }
+}
+
+// An in-place all-gather of 2 ranks whose every rank sends output element 0 and receives into
+// element 1: rank 1 is rank 0 turned step by step (neither range moves), and rank 0, run alone,
+// would be right, but rank 1's input lies at element 1, which its program overwrites, and what it
+// sends it never had. Its input's place does not turn with the output: the shortcut must refuse it.
+TEST(Proof, InPlaceTheInputsPlaceMustTurnWithTheOutput) {
+  Schedule schedule;
+  schedule.algorithm = "hand";
+  schedule.shape = spread_case(Collective::AllGather, 1, 2, 0, true);
+  schedule.participants.resize(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    schedule.add(rank, Step{StepKind::Send, 1 - rank, Range{BufferKind::Output, 0, 1}, Range{}, 0, 0});
+    schedule.add(rank, Step{StepKind::Recv, 1 - rank, Range{}, Range{BufferKind::Output, 1, 1}, 0, 0});
+  }
+  EXPECT_FALSE(provenance::find_symmetry(schedule));
+  const Proof proof = prove(schedule);
+  EXPECT_FALSE(proof.ok);
+  EXPECT_FALSE(proof.by_symmetry);
+}
+
 // Ranks are compared side by side, a stretch of rank 0's steps at a time (symmetry.cc): a ring of
 // 8 ranks in chunks of one element (thousands of steps a rank, several stretches, made on demand in
 // batches, or stored) whose rank 5 differs only in its last step, has one step more or one fewer, or whose
