@@ -41,6 +41,23 @@ constexpr auto kPoll = std::chrono::microseconds(50);
 
 using Clock = std::chrono::steady_clock;
 
+// How long giving a run's resources back may take (deregistering buffers and windows, destroying
+// a pre-multiplied sum) before the next run meets a communicator still busy with it.
+constexpr auto kReleaseTime = std::chrono::seconds(30);
+
+// A non-blocking communicator's call may return ncclInProgress, and NCCL takes no other call on
+// that communicator until it has finished ("Attempt to use communicator before the previous
+// operation returned ncclSuccess"). Polls ncclCommGetAsyncError until then or until `until`: the
+// call's result, ncclInProgress if it was still running at `until`, or the poll's own error.
+ncclResult_t settle(ncclComm_t comm, ncclResult_t result, Clock::time_point until) {
+  while (result == ncclInProgress) {
+    if (ncclResult_t polled = ncclCommGetAsyncError(comm, &result); polled != ncclSuccess) return polled;
+    if (result != ncclInProgress || Clock::now() >= until) break;
+    std::this_thread::sleep_for(kPoll);
+  }
+  return result;
+}
+
 std::string cuda_failure(const char* call, cudaError_t error) {
   return std::string(call) + ": " + cudaGetErrorString(error);
 }
@@ -106,10 +123,11 @@ struct RunResources {
   ~RunResources() {
     if (graph != nullptr) cudaGraphExecDestroy(graph);
     if (comm == nullptr) return;
-    if (op) ncclRedOpDestroy(*op, comm);
-    for (void* handle : registered) ncclCommDeregister(comm, handle);
+    const Clock::time_point until = Clock::now() + kReleaseTime;
+    if (op) settle(comm, ncclRedOpDestroy(*op, comm), until);
+    for (void* handle : registered) settle(comm, ncclCommDeregister(comm, handle), until);
 #if NCCL_VERSION_CODE >= 22700
-    for (Window window : windows) ncclCommWindowDeregister(comm, window);
+    for (Window window : windows) settle(comm, ncclCommWindowDeregister(comm, window), until);
 #endif
   }
   RunResources(const RunResources&) = delete;
@@ -214,8 +232,9 @@ class NcclRankBackend final : public RankBackend {
   void register_buffers(const cuda::DeviceRankBuffers& device, RunResources& resources) {
     for (const auto& [base, bytes] : device.allocations()) {
       void* handle = nullptr;
-      if (ncclResult_t r = ncclCommRegister(comm_, base, bytes, &handle); r != ncclSuccess)
-        throw std::runtime_error("ncclCommRegister: " + nccl_failure(r, comm_));
+      ncclResult_t r = ncclCommRegister(comm_, base, bytes, &handle);
+      if (r == ncclInProgress) r = wait_for_comm();
+      if (r != ncclSuccess) throw std::runtime_error("ncclCommRegister: " + nccl_failure(r, comm_));
       resources.registered.push_back(handle);
     }
   }
@@ -242,7 +261,8 @@ class NcclRankBackend final : public RankBackend {
   CallEnd premultiplied_sum(DType dtype, RunResources& resources) {
     std::uint64_t one = encode(dtype, 1.0);  // little-endian: the element's bytes come first
     ncclRedOp_t op{};
-    const ncclResult_t r = ncclRedOpCreatePreMulSum(&op, &one, *nccl_dtype(dtype), ncclScalarHostImmediate, comm_);
+    ncclResult_t r = ncclRedOpCreatePreMulSum(&op, &one, *nccl_dtype(dtype), ncclScalarHostImmediate, comm_);
+    if (r == ncclInProgress) r = wait_for_comm();
     if (r == ncclSuccess) {
       resources.op = op;
       return {};
@@ -298,13 +318,8 @@ class NcclRankBackend final : public RankBackend {
 
   // Polls the communicator until its last operation is no longer in progress.
   ncclResult_t wait_for_comm() {
-    ncclResult_t state = ncclInProgress;
-    while (state == ncclInProgress) {
-      if (ncclResult_t r = ncclCommGetAsyncError(comm_, &state); r != ncclSuccess) return r;
-      if (state != ncclInProgress) break;
-      past_deadline_check("NCCL still had the call in progress");
-      std::this_thread::sleep_for(kPoll);
-    }
+    const ncclResult_t state = settle(comm_, ncclInProgress, deadline_);
+    if (state == ncclInProgress) past_deadline_check("NCCL still had the call in progress");
     return state;
   }
 
@@ -380,10 +395,7 @@ Result<std::unique_ptr<RankBackend>> make_nccl_rank_backend(World& world, const 
     ncclResult_t result = ncclCommInitRankConfig(&comm, world.size(), id, world.rank(), &config);
     const auto end =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kInitSeconds));
-    while (result == ncclInProgress && Clock::now() < end) {
-      std::this_thread::sleep_for(kPoll);
-      if (ncclCommGetAsyncError(comm, &result) != ncclSuccess) break;
-    }
+    result = settle(comm, result, end);
     if (result != ncclSuccess) {
       const std::string why = result == ncclInProgress
                                   ? "not ready after " + std::to_string(static_cast<int>(kInitSeconds)) + " s"
