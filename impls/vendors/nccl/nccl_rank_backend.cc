@@ -45,17 +45,20 @@ using Clock = std::chrono::steady_clock;
 // a pre-multiplied sum) before the next run meets a communicator still busy with it.
 constexpr auto kReleaseTime = std::chrono::seconds(30);
 
-// A non-blocking communicator's call may return ncclInProgress, and NCCL takes no other call on
-// that communicator until it has finished ("Attempt to use communicator before the previous
-// operation returned ncclSuccess"). Polls ncclCommGetAsyncError until then or until `until`: the
+// A non-blocking communicator may still be busy with a call after the call returned, whether it
+// returned ncclInProgress or ncclSuccess: ncclCommWindowRegister (2.28) returns ncclSuccess while
+// the group job it started runs on. NCCL takes no other call on that communicator until the job
+// has finished ("Attempt to use communicator before the previous operation returned
+// ncclSuccess", seen on an H200). So after every call that did not fail, this polls
+// ncclCommGetAsyncError until the communicator is no longer in progress or until `until`: the
 // call's result, ncclInProgress if it was still running at `until`, or the poll's own error.
 ncclResult_t settle(ncclComm_t comm, ncclResult_t result, Clock::time_point until) {
-  while (result == ncclInProgress) {
+  if (result != ncclSuccess && result != ncclInProgress) return result;
+  for (;;) {
     if (ncclResult_t polled = ncclCommGetAsyncError(comm, &result); polled != ncclSuccess) return polled;
-    if (result != ncclInProgress || Clock::now() >= until) break;
+    if (result != ncclInProgress || Clock::now() >= until) return result;
     std::this_thread::sleep_for(kPoll);
   }
-  return result;
 }
 
 std::string cuda_failure(const char* call, cudaError_t error) {
@@ -233,7 +236,7 @@ class NcclRankBackend final : public RankBackend {
     for (const auto& [base, bytes] : device.allocations()) {
       void* handle = nullptr;
       ncclResult_t r = ncclCommRegister(comm_, base, bytes, &handle);
-      if (r == ncclInProgress) r = wait_for_comm();
+      r = settled(r);
       if (r != ncclSuccess) throw std::runtime_error("ncclCommRegister: " + nccl_failure(r, comm_));
       resources.registered.push_back(handle);
     }
@@ -245,7 +248,7 @@ class NcclRankBackend final : public RankBackend {
     for (const auto& [base, bytes] : device.allocations()) {
       Window window{};
       ncclResult_t r = ncclCommWindowRegister(comm_, base, bytes, &window, NCCL_WIN_COLL_SYMMETRIC);
-      if (r == ncclInProgress) r = wait_for_comm();
+      r = settled(r);
       if (r != ncclSuccess) throw std::runtime_error("ncclCommWindowRegister: " + nccl_failure(r, comm_));
       resources.windows.push_back(window);
     }
@@ -262,7 +265,7 @@ class NcclRankBackend final : public RankBackend {
     std::uint64_t one = encode(dtype, 1.0);  // little-endian: the element's bytes come first
     ncclRedOp_t op{};
     ncclResult_t r = ncclRedOpCreatePreMulSum(&op, &one, *nccl_dtype(dtype), ncclScalarHostImmediate, comm_);
-    if (r == ncclInProgress) r = wait_for_comm();
+    r = settled(r);
     if (r == ncclSuccess) {
       resources.op = op;
       return {};
@@ -290,7 +293,7 @@ class NcclRankBackend final : public RankBackend {
       case Collective::Reduce: result = ncclReduce(in, out, c.count, dtype, op, c.root, comm_, stream_); break;
       default: return "NCCL has no " + std::string(collcheck::name(c.collective));
     }
-    if (result == ncclInProgress) result = wait_for_comm();
+    result = settled(result);
     if (result == ncclSuccess) return {};
     const std::string text = nccl_failure(result, comm_);
     if (result == ncclInvalidUsage) return CallEnd::refusal("NCCL refused the call (ncclInvalidUsage): " + text);
@@ -316,11 +319,12 @@ class NcclRankBackend final : public RankBackend {
     return {};
   }
 
-  // Polls the communicator until its last operation is no longer in progress.
-  ncclResult_t wait_for_comm() {
-    const ncclResult_t state = settle(comm_, ncclInProgress, deadline_);
-    if (state == ncclInProgress) past_deadline_check("NCCL still had the call in progress");
-    return state;
+  // `result` of a call on the communicator, once the communicator is no longer busy with it
+  // (settle), bounded by the run's deadline.
+  ncclResult_t settled(ncclResult_t result) {
+    result = settle(comm_, result, deadline_);
+    if (result == ncclInProgress) past_deadline_check("NCCL still had the call in progress");
+    return result;
   }
 
   // Polls the stream to completion, NCCL's asynchronous errors and the deadline on the way.
