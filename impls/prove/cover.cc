@@ -241,8 +241,8 @@ std::optional<CoveredRank0> cover_rank0(const Schedule& s, unsigned threads) {
   if (!cut) return std::nullopt;
   cover.make_steps = {};
   cover.participants.front().steps = std::move(rank0);
-  const Turning equal{blocks.nranks * blocks.longest, blocks.longest};
-  covered.rotation.buffers = {equal, equal, Turning{}};
+  const BufferCut equal{blocks.nranks * blocks.longest, blocks.longest};
+  covered.rotation.cuts = {equal, equal, BufferCut{}};
   covered.steps = steps;
   covered.messages = sends;
   return covered;

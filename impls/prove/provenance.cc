@@ -56,13 +56,7 @@ std::optional<Run> join(const Run& a, const Run& b, std::uint32_t nranks) {
 
 namespace {
 
-// A run as straight pieces [first, end) that do not wrap.
-struct Piece {
-  std::uint64_t index;
-  std::uint64_t first;
-  std::uint64_t end;
-};
-
+// A run as straight pieces [first, end) of ranks that do not wrap.
 void add_pieces(std::span<const Run> runs, std::uint32_t nranks, std::vector<Piece>& pieces) {
   for (const Run& run : runs) {
     if (run.stride > 1) {
@@ -80,21 +74,21 @@ void add_pieces(std::span<const Run> runs, std::uint32_t nranks, std::vector<Pie
 
 }  // namespace
 
-Union combine(std::span<const Run> a, std::span<const Run> b, std::uint32_t nranks) {
-  std::vector<Piece> pieces;
-  pieces.reserve(2 * (a.size() + b.size()));
-  add_pieces(a, nranks, pieces);
-  add_pieces(b, nranks, pieces);
+Union merge_pieces(std::vector<Piece>& pieces, const Places& places, std::uint32_t nranks) {
   std::sort(pieces.begin(), pieces.end(),
             [](const Piece& x, const Piece& y) { return std::tie(x.index, x.first) < std::tie(y.index, y.first); });
+  const auto rank_of = [&](std::uint64_t place) {
+    return static_cast<std::uint32_t>(place * places.stride + places.low_bits);
+  };
   std::vector<Piece> merged;
   Union u;
   for (const Piece& next : pieces) {
     if (!merged.empty() && merged.back().index == next.index && next.first <= merged.back().end) {
       Piece& last = merged.back();
       if (next.first < last.end) {
-        const auto first = static_cast<std::uint32_t>(next.first);
-        u.shared = Run{next.index, first, static_cast<std::uint32_t>(std::min(last.end, next.end) - first)};
+        u.shared =
+            make_run(next.index, rank_of(next.first),
+                     static_cast<std::uint32_t>(std::min(last.end, next.end) - next.first), nranks, places.stride);
         return u;
       }
       last.end = next.end;
@@ -102,21 +96,29 @@ Union combine(std::span<const Run> a, std::span<const Run> b, std::uint32_t nran
     }
     merged.push_back(next);
   }
-  // Join each index's piece ending at rank n-1 with its piece starting at rank 0.
+  // Join each index's piece ending at the last place with its piece starting at place 0.
   u.runs.reserve(merged.size());
   for (std::size_t begin = 0; begin < merged.size();) {
     std::size_t end = begin;
     while (end < merged.size() && merged[end].index == merged[begin].index) ++end;
-    const bool wraps = end - begin > 1 && merged[begin].first == 0 && merged[end - 1].end == nranks;
+    const bool wraps = end - begin > 1 && merged[begin].first == 0 && merged[end - 1].end == places.count;
     for (std::size_t i = begin + (wraps ? 1 : 0); i < end; ++i) {
       const Piece& piece = merged[i];
       const std::uint64_t extra = wraps && i == end - 1 ? merged[begin].end : 0;
-      u.runs.push_back(make_run(piece.index, static_cast<std::uint32_t>(piece.first),
-                                static_cast<std::uint32_t>(piece.end - piece.first + extra), nranks));
+      u.runs.push_back(make_run(piece.index, rank_of(piece.first),
+                                static_cast<std::uint32_t>(piece.end - piece.first + extra), nranks, places.stride));
     }
     begin = end;
   }
   return u;
+}
+
+Union combine(std::span<const Run> a, std::span<const Run> b, std::uint32_t nranks) {
+  std::vector<Piece> pieces;
+  pieces.reserve(2 * (a.size() + b.size()));
+  add_pieces(a, nranks, pieces);
+  add_pieces(b, nranks, pieces);
+  return merge_pieces(pieces, Places{1, 0, nranks}, nranks);
 }
 
 std::optional<CombinedTwice> combine_all(std::vector<Element>& a, const std::vector<Element>& b, std::uint32_t nranks) {

@@ -132,6 +132,27 @@ struct Union {
 
 Union combine(std::span<const Run> a, std::span<const Run> b, std::uint32_t nranks);
 
+// Where the places of merge_pieces() lie among the ranks: place p is rank p * stride + low_bits,
+// for p below `count` (a stride of 1 and no low bits: the ranks themselves).
+struct Places {
+  std::uint32_t stride = 1;
+  std::uint32_t low_bits = 0;
+  std::uint64_t count = 0;
+};
+
+// Places [first, end) of one index, straight (not wrapping round the last place).
+struct Piece {
+  std::uint64_t index;
+  std::uint64_t first;
+  std::uint64_t end;
+};
+
+// The union of `pieces` as runs: sorted, merged where they touch, and each index's piece ending
+// at the last place joined with its piece starting at place 0 (a run that wraps). Two pieces that
+// share places are a contribution combined twice: `shared` names the first such places. combine()
+// merges ranks this way, and the XOR turn (turning.cc) places along a stride.
+Union merge_pieces(std::vector<Piece>& pieces, const Places& places, std::uint32_t nranks);
+
 // The common case without allocating: the union of two single runs of one index, or nothing
 // (then combine() decides). Two runs join where they meet end to end with one stride (two single
 // ranks with the stride between them), or where they interleave: runs of one count and stride

@@ -127,11 +127,10 @@ struct PreparedRange {
 
 struct PreparedStep {
   const Step* model;
-  Turn turn;
   PreparedRange from, to;
 
   PreparedStep(const Step& step, const Symmetry& symmetry, std::uint32_t nranks)
-      : model(&step), turn(symmetry.turn), from(step.from, symmetry.of(step.from.buffer), nranks),
+      : model(&step), from(step.from, symmetry.of(step.from.buffer), nranks),
         to(step.to, symmetry.of(step.to.buffer), nranks) {}
 
   template <Turn kTurn>
@@ -199,16 +198,15 @@ bool ranks_turn(const Schedule& s, std::size_t first, std::size_t last, const st
 
 // Whether ranks 1..n-1 are rank 0's prepared steps turned, compared on `threads` threads in batches
 // of ranks (share_indices); the first batch found not turned stops them all.
-bool every_rank_turns(const Schedule& s, const std::vector<PreparedStep>& prepared, unsigned threads) {
+bool every_rank_turns(const Schedule& s, Turn turn, const std::vector<PreparedStep>& prepared, unsigned threads) {
   constexpr std::size_t kRanksPerBatch = 16;
   const auto others = static_cast<std::size_t>(s.nranks() - 1);
   std::atomic<bool> turned{true};
   share_indices((others + kRanksPerBatch - 1) / kRanksPerBatch, threads, [&](std::size_t batch, std::size_t) {
     const std::size_t first = 1 + batch * kRanksPerBatch, last = std::min(first + kRanksPerBatch, others + 1);
     if (!turned.load()) return false;
-    const bool alike = prepared.empty() || prepared.front().turn == Turn::Rotation
-                           ? ranks_turn<Turn::Rotation>(s, first, last, prepared, turned)
-                           : ranks_turn<Turn::Xor>(s, first, last, prepared, turned);
+    const bool alike = turn == Turn::Rotation ? ranks_turn<Turn::Rotation>(s, first, last, prepared, turned)
+                                              : ranks_turn<Turn::Xor>(s, first, last, prepared, turned);
     if (!alike) turned = false;
     return turned.load();
   });
@@ -245,8 +243,8 @@ bool aliases_turn(const Schedule& s, const Symmetry& symmetry) {
   if (!s.shape.in_place) return true;
   const Alias zero = in_place_alias(s.shape, 0);
   const BufferKind outer = zero.inside == BufferKind::Input ? BufferKind::Output : BufferKind::Input;
-  const Turning& inside = symmetry.of(zero.inside);
-  const Turning& around = symmetry.of(outer);
+  const Turning inside = symmetry.of(zero.inside);
+  const Turning around = symmetry.of(outer);
   const auto n = static_cast<std::uint32_t>(s.nranks());
   const std::uint64_t size = s.buffer_size(0, zero.inside);
   bool same_place = true;  // every rank's at rank 0's place: the two must turn alike
@@ -271,8 +269,7 @@ std::optional<Symmetry> turnings_on_rank1(const Schedule& s, std::span<const Ste
     bool found = false;
     for (std::uint64_t parts = 0; parts <= 64 && !found; ++parts) {  // 0: the buffer does not turn
       if (parts > 0 && (size % parts != 0 || size / parts % n != 0 || size == 0)) continue;
-      Turning& turning = symmetry.buffers[static_cast<std::size_t>(kind)];
-      turning = parts == 0 ? Turning{0, 0, turn} : Turning{size / parts, size / parts / n, turn};
+      symmetry.cut(kind) = parts == 0 ? BufferCut{} : BufferCut{size / parts, size / parts / n};
       found = turns_into(s, 1, rank0, symmetry, kind);
     }
     if (!found) return std::nullopt;
@@ -303,7 +300,7 @@ std::optional<Symmetry> find_symmetry(const Schedule& s, std::span<const Step> r
     std::vector<PreparedStep> prepared;
     prepared.reserve(rank0.size());
     for (const Step& step : rank0) prepared.emplace_back(step, *symmetry, n);
-    if (every_rank_turns(s, prepared, threads)) return symmetry;
+    if (every_rank_turns(s, symmetry->turn, prepared, threads)) return symmetry;
   }
   return std::nullopt;
 }
@@ -392,7 +389,7 @@ std::optional<std::string> outputs_turn(const Schedule& s, const Symmetry& symme
     return std::nullopt;
   }
   const auto n = static_cast<std::uint32_t>(s.nranks());
-  const Turning& output = symmetry.of(BufferKind::Output);
+  const Turning output = symmetry.of(BufferKind::Output);
   const VectorBlocks blocks0 = vector_blocks(s.shape, 0);
   const std::size_t size = s.buffer_size(0, BufferKind::Output);
   for (std::uint32_t by = 1; by < n; ++by) {

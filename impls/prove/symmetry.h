@@ -26,13 +26,21 @@ inline std::uint32_t turned_rank(Turn turn, std::uint32_t s, std::uint32_t by, s
   return sum >= nranks ? sum - nranks : sum;
 }
 
-// How the offsets of one buffer turn from rank 0 to rank r: not at all (`part` 0), or the buffer
-// is cut into parts of `part` elements (a channel's share), each cut into n equal blocks, and
-// block b of every part becomes block b turned by r (turned_rank) of the same part, element j
-// staying element j.
-struct Turning {
+// How one buffer is cut for a symmetry: not at all (`part` 0: its offsets do not turn), or into
+// parts of `part` elements (a channel's share), each cut into n equal blocks.
+struct BufferCut {
   std::uint64_t part = 0;
   std::uint64_t block = 0;  // part / n
+
+  friend bool operator==(const BufferCut&, const BufferCut&) = default;
+};
+
+// How the offsets of one buffer turn from rank 0 to rank r, its cut under the symmetry's turn
+// (Symmetry::of makes one): block b of every part becomes block b turned by r (turned_rank) of the
+// same part, element j staying element j.
+struct Turning {
+  std::uint64_t part = 0;
+  std::uint64_t block = 0;
   Turn turn = Turn::Rotation;
 
   std::uint64_t offset(std::uint64_t offset, std::uint32_t by, std::uint32_t nranks) const;
@@ -56,16 +64,21 @@ struct Turning {
   friend bool operator==(const Turning&, const Turning&) = default;
 };
 
-// The turnings of a symmetric schedule, per buffer kind (Input, Output, Scratch), all of `turn`.
+// A symmetric schedule's turn and the cut of each buffer kind (Input, Output, Scratch).
 struct Symmetry {
   Turn turn = Turn::Rotation;
-  std::array<Turning, 3> buffers;
+  std::array<BufferCut, 3> cuts;
 
-  const Turning& of(BufferKind kind) const { return buffers[static_cast<std::size_t>(kind)]; }
+  BufferCut& cut(BufferKind kind) { return cuts[static_cast<std::size_t>(kind)]; }
+  Turning of(BufferKind kind) const {
+    const BufferCut& cut = cuts[static_cast<std::size_t>(kind)];
+    return Turning{cut.part, cut.block, turn};
+  }
   // The rank whose message to rank 0 is rank 0's own message to `peer`, turned by that rank: -peer
   // by rotation, peer itself by XOR.
   std::uint32_t sender_to_rank0(std::uint32_t peer, std::uint32_t nranks) const {
-    return turn == Turn::Xor ? peer : (nranks - peer) % nranks;
+    if (turn == Turn::Xor || peer == 0) return peer;
+    return nranks - peer;
   }
   // Contributions turned, appended to `into`: rank s becomes s turned by `by`, an input index i
   // the input turned. A run stays one run by rotation; by XOR it may become several.
@@ -88,8 +101,9 @@ struct Symmetry {
 
 // The symmetry of the schedule, or nothing: a rotation is tried first, then XOR where n is a
 // power of two. It is found on rank 1 and then checked against every step of every rank: same
-// kinds, channels, streams and waits, the peer turned by r, every range turned by r. It also requires what the proof of
-// rank 0 alone relies on: ranks only (no switch), equal buffer sizes, and in place only where the input is the output.
+// kinds, channels, streams and waits, the peer turned by r, every range turned by r. It also
+// requires what the proof of rank 0 alone relies on: ranks only (no switch), equal buffer sizes,
+// and in place only where the inside buffer's place turns with the buffer around it.
 // (That the collective's required outputs turn the same way is checked by the proof, which knows them.)
 std::optional<Symmetry> find_symmetry(const Schedule&);
 // The same for a schedule whose steps are made on demand: rank 0's steps, stored, are `rank0`,

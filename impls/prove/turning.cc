@@ -62,50 +62,33 @@ void dyadic_pieces(std::uint64_t low, std::uint64_t high, Visit&& visit) {
   }
 }
 
-// Runs of one index and stride, given as intervals of their place along the stride, joined
-// where they meet (and round the end of the `places`) into canonical runs.
-void join_places(std::vector<std::pair<std::uint64_t, std::uint64_t>>& places, std::uint64_t index,
-                 std::uint32_t low_bits, std::uint32_t stride, std::uint64_t nplaces, std::uint32_t nranks,
-                 std::vector<Run>& into) {
-  std::sort(places.begin(), places.end());
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> joined;  // [begin, end)
-  for (const auto& [begin, length] : places) {
-    if (!joined.empty() && joined.back().second == begin) {
-      joined.back().second += length;
-    } else {
-      joined.emplace_back(begin, begin + length);
-    }
-  }
-  // The interval ending at the last place goes on at place 0 (a run may wrap round rank n-1).
-  const bool wraps = joined.size() > 1 && joined.front().first == 0 && joined.back().second == nplaces;
-  for (std::size_t i = wraps ? 1 : 0; i < joined.size(); ++i) {
-    const std::uint64_t extra = wraps && i + 1 == joined.size() ? joined.front().second : 0;
-    const std::uint64_t count = joined[i].second - joined[i].first + extra;
-    into.push_back(make_run(index, static_cast<std::uint32_t>(joined[i].first * stride + low_bits),
-                            static_cast<std::uint32_t>(count), nranks, stride));
-  }
-}
-
 // A run of several ranks XOR `by` (n a power of two): with a stride of a power of two s, its ranks
 // share their bits below s and hold consecutive places above (modulo n/s); the places split into
 // dyadic pieces, each of which XOR turns into another such piece, and the pieces join again.
 // Another stride (two single ranks joined end to end) goes rank by rank.
 void xor_runs(const Run& run, std::uint64_t index, std::uint32_t by, std::uint32_t nranks, std::vector<Run>& into) {
   const auto stride = static_cast<std::uint32_t>(run.stride);
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> places;
+  std::vector<Piece> pieces;
+  const auto merge_into = [&](const Places& places) {
+    const std::vector<Run> runs = merge_pieces(pieces, places, nranks).runs;  // XOR'd pieces never overlap
+    into.insert(into.end(), runs.begin(), runs.end());
+  };
   if ((stride & (stride - 1)) != 0) {
-    for (std::uint64_t k = 0; k < run.count; ++k) places.emplace_back(run.rank(k, nranks) ^ by, 1);
-    return join_places(places, index, 0, 1, nranks, nranks, into);
+    for (std::uint64_t k = 0; k < run.count; ++k) {
+      const std::uint32_t rank = run.rank(k, nranks) ^ by;
+      pieces.push_back(Piece{index, rank, std::uint64_t{rank} + 1});
+    }
+    return merge_into(Places{1, 0, nranks});
   }
   const std::uint64_t nplaces = nranks / stride;
-  const std::uint32_t low_bits = (run.first ^ by) & (stride - 1);
   const std::uint64_t high = by / stride, start = run.first / stride, end = start + run.count;
   const auto turn_piece = [&](std::uint64_t begin, std::uint64_t length) {
-    places.emplace_back((begin ^ high) & ~(length - 1), length);
+    const std::uint64_t first = (begin ^ high) & ~(length - 1);
+    pieces.push_back(Piece{index, first, first + length});
   };
   dyadic_pieces(start, std::min(end, nplaces), turn_piece);
   if (end > nplaces) dyadic_pieces(0, end - nplaces, turn_piece);
-  join_places(places, index, low_bits, stride, nplaces, nranks, into);
+  merge_into(Places{stride, (run.first ^ by) & (stride - 1), nplaces});
 }
 
 }  // namespace
@@ -136,7 +119,7 @@ void Symmetry::turn_element(Element& element, std::uint32_t by, std::uint32_t nr
 
 void Symmetry::turn_message(std::vector<Element>& message, const Range& from, std::uint32_t by,
                             std::uint32_t nranks) const {
-  const Turning& turning = of(from.buffer);
+  const Turning turning = of(from.buffer);
   if (turning.part != 0 && from.count > turning.block) {
     // By XOR the blocks change places by a mask, pairwise (each order is its own inverse); by
     // rotation, and inside one block, none moves.

@@ -24,7 +24,6 @@ using provenance::Element;
 using ContributionRun = provenance::Run;
 using provenance::Symmetry;
 using provenance::Turn;
-using provenance::Turning;
 
 // Recursive doubling on a power of two is symmetric by XOR (not by rotation), at every count,
 // channel count and chunk, and proven on rank 0 with the steps and messages the full proof counts;
@@ -100,8 +99,7 @@ TEST(XorSymmetry, TurnsRunsAsTheirRanksTurn) {
 TEST(XorSymmetry, AMessageOfSeveralBlocksTakesItsSendersOrder) {
   Symmetry symmetry;
   symmetry.turn = Turn::Xor;
-  const Turning output{8, 2, Turn::Xor};
-  symmetry.buffers[static_cast<std::size_t>(BufferKind::Output)] = output;
+  symmetry.cut(BufferKind::Output) = provenance::BufferCut{8, 2};
   std::vector<Element> message;
   for (std::uint64_t j = 0; j < 8; ++j) message.emplace_back(j, 0);
   symmetry.turn_message(message, Range{BufferKind::Output, 0, 8}, 3, 4);
