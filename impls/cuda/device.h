@@ -5,8 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "impls/link/guarded_buffer.h"
 #include "reference/collective.h"
@@ -69,6 +71,62 @@ class DeviceBytes {
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
 };
+
+class StagingPool;
+
+// Device memory from a StagingPool, `size` bytes of it used, going back to the pool when dropped.
+class StagedBytes {
+ public:
+  StagedBytes() = default;
+  StagedBytes(StagedBytes&&) noexcept = default;
+  StagedBytes& operator=(StagedBytes&& other) noexcept;
+  StagedBytes(const StagedBytes&) = delete;
+  StagedBytes& operator=(const StagedBytes&) = delete;
+  ~StagedBytes();
+
+  std::byte* data() const { return memory_.data(); }
+  std::size_t size() const { return size_; }
+
+ private:
+  friend class StagingPool;
+  StagedBytes(StagingPool& pool, DeviceBytes memory, std::size_t size)
+      : pool_(&pool), memory_(std::move(memory)), size_(size) {}
+  StagingPool* pool_ = nullptr;
+  DeviceBytes memory_;
+  std::size_t size_ = 0;
+};
+
+// One participant's device memory for staged messages, kept for reuse: a message's bytes come
+// from here and go back when it is done with, so that a run does not allocate per message (on a
+// GPU cudaMalloc and cudaFree cost tens of microseconds, and cudaFree waits for the device).
+// A request takes the smallest kept allocation that holds it, else a new one of the next power
+// of two. It must outlive every StagedBytes it hands out. Thread-safe.
+class StagingPool {
+ public:
+  explicit StagingPool(Device& device) : device_(device) {}
+  StagedBytes take(std::size_t bytes);
+  std::size_t allocations() const { return allocations_; }  // made so far, for tests
+
+ private:
+  friend class StagedBytes;
+  void keep(DeviceBytes memory);
+
+  Device& device_;
+  std::mutex mutex_;
+  std::vector<DeviceBytes> kept_;
+  std::size_t allocations_ = 0;
+};
+
+inline StagedBytes& StagedBytes::operator=(StagedBytes&& other) noexcept {
+  std::swap(pool_, other.pool_);
+  std::swap(memory_, other.memory_);
+  std::swap(size_, other.size_);
+  return *this;
+}
+
+inline StagedBytes::~StagedBytes() {
+  if (pool_ != nullptr && memory_.data() != nullptr) pool_->keep(std::move(memory_));
+}
 
 // A rank buffer between guard zones in a device's memory, laid out by guarded_buffer.h's rule
 // (GuardLayout), the zones checked by reading them back.

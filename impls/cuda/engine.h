@@ -39,8 +39,10 @@ struct ParticipantState {
   std::size_t remaining = 0;
   std::vector<int> outbound;  // the rings it sends on
   int call = 0;
-  int returned = -1;  // the last call whose steps have all run (a rank returned from it)
+  int returned = -1;         // the last call whose steps have all run (a rank returned from it)
+  double between_calls = 0;  // seconds spent between calls reading outputs back, left out of call_ends
   std::unique_ptr<Device> device;
+  std::unique_ptr<StagingPool> staging;  // its sends' staged bytes, on `device`
   DeviceGuardedBuffer input, output, scratch;
   RetransmitJitter patience;  // reliable: each wait before asking again, drawn (no two in step)
 };

@@ -54,8 +54,10 @@ class EngineBackend final : public Backend {
     engine.inputs = options.inputs;
     engine.calls =
         options.timed ? std::max(options.warmup, 0) + std::max(options.iterations, 1) : std::max(options.calls, 1);
-    // Timed calls all read the case's inputs (bench checks only out of place).
-    engine.call_seed_step = options.timed || variant_.stale_inputs ? 0 : 1;
+    // Timed calls run on the buffers as written once (bench checks only out of place).
+    engine.call_seed_step = variant_.stale_inputs ? 0 : 1;
+    engine.inputs_once = options.timed;
+    engine.earlier_outputs = !options.timed || options.checked;
     engine.hook = options.without_faults ? nullptr : options.hook;
     engine.protocol = protocol();
     engine.deadline = run_deadline(c, options, {});

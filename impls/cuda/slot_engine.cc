@@ -121,6 +121,7 @@ void Engine::link_step(ParticipantState& state, std::size_t k, const Step& step,
 void Engine::set_up_buffers(ParticipantState& state) {
   const int p = state.participant;
   state.device = options_.make_device(p);
+  state.staging = std::make_unique<StagingPool>(*state.device);
   const auto allocate = [&](DeviceGuardedBuffer& buffer, BufferKind kind) {
     buffer = DeviceGuardedBuffer(*state.device, schedule_.buffer_size(p, kind), element_, schedule_.shape.offset,
                                  options_.guard);
@@ -192,7 +193,7 @@ void Engine::stop(bool detected, bool hang, const std::string& error) {
 void Engine::record_return(ParticipantState& state) {
   state.returned = state.call;
   if (state.participant >= schedule_.nranks()) return;
-  const double seconds = seconds_between(running_since_, Clock::now());
+  const double seconds = seconds_between(running_since_, Clock::now()) - state.between_calls;
   const std::lock_guard<std::mutex> lock(error_mutex_);
   double& end = result_.call_ends[static_cast<std::size_t>(state.call)];
   end = std::max(end, seconds);
@@ -304,13 +305,18 @@ std::vector<std::byte> Engine::final_output(ParticipantState& state) {
   return out;
 }
 
-// Ends the participant's call and starts its next one: keep a rank's output, write the next
-// call's inputs, and run the script again from the top.
+// Ends the participant's call and starts its next one: keep a rank's output (where earlier outputs
+// are wanted), write the next call's inputs (unless they are written once), and run the script
+// again from the top.
 void Engine::next_call(ParticipantState& state) {
   const int call = state.call++;
   const int p = state.participant;
-  if (p < schedule_.nranks()) {
+  if (p < schedule_.nranks() && options_.earlier_outputs) {
+    const Clock::time_point began = Clock::now();
     result_.earlier_outputs[static_cast<std::size_t>(call)][static_cast<std::size_t>(p)] = final_output(state);
+    state.between_calls += seconds_between(began, Clock::now());
+  }
+  if (p < schedule_.nranks() && !options_.inputs_once) {
     Case next = schedule_.shape;
     next.seed = schedule_.shape.seed + static_cast<std::uint64_t>(call + 1) * options_.call_seed_step;
     const std::size_t count = schedule_.buffer_size(p, BufferKind::Input);

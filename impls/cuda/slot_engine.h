@@ -47,6 +47,13 @@ struct EngineOptions {
   const std::vector<std::vector<std::byte>>* inputs = nullptr;  // given inputs, rank by rank
   int calls = 1;
   std::uint64_t call_seed_step = 1;  // call k's inputs: the case with seed + k * this
+  // Timed (bench): the inputs are written once, before the first call, and every call after it
+  // runs on the buffers as the one before left them (in place: on its outputs), as nccl-tests'
+  // calls do; call_seed_step is not used.
+  bool inputs_once = false;
+  // Each call's outputs read back before the next (EngineRun::earlier_outputs); a timed run that
+  // is not checked needs none. The reading is left out of call_ends.
+  bool earlier_outputs = true;
   LinkHook* hook = nullptr;
   LinkProtocol protocol;
   double deadline = 60;                            // seconds from the start

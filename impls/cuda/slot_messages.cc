@@ -17,7 +17,7 @@ void Engine::post(ParticipantState& state, int index, const Step& step) {
   out.sequence = static_cast<std::uint64_t>(state.call) * ring.per_call + link.ordinal;
   const std::size_t bytes = step.from.count * element_;
   const std::byte* source = at(state, step.from.buffer, step.from.offset);
-  out.bytes = DeviceBytes(*state.device, bytes);
+  out.bytes = state.staging->take(bytes);
   const std::size_t pieces = ring.pieces(bytes);
   for (std::size_t piece = 0; piece < pieces; ++piece) {
     const std::size_t offset = piece * ring.shape.slot_bytes;
@@ -25,7 +25,7 @@ void Engine::post(ParticipantState& state, int index, const Step& step) {
     out.sums.push_back(state.device->copy_with_checksum(out.bytes.data() + offset, source + offset, length));
   }
   if (settings_.reliable && options_.hook != nullptr) {  // a retransmission goes through the hook afresh
-    out.pristine = DeviceBytes(*state.device, bytes);
+    out.pristine = state.staging->take(bytes);
     state.device->copy(out.pristine.data(), out.bytes.data(), bytes);
   }
   decide(*state.device, ring, out, Clock::now());

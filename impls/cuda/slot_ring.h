@@ -30,8 +30,8 @@ struct SlotHeader {
 // after their checksums were taken) and what the hook decided.
 struct Outgoing {
   std::uint64_t sequence = 0;
-  DeviceBytes bytes;                // in the sender's device memory
-  DeviceBytes pristine;             // reliable, under a hook: the bytes before it, for retransmissions
+  StagedBytes bytes;                // in the sender's device memory
+  StagedBytes pristine;             // reliable, under a hook: the bytes before it, for retransmissions
   std::vector<std::uint64_t> sums;  // per piece, of the bytes the sender meant to send
   std::size_t next_piece = 0;       // over every transmission: pieces * (1 + duplicates)
   Clock::time_point not_before;

@@ -1,13 +1,17 @@
 // The cuda transport's engine driven directly on the host device: the same bits as the simulated
 // fabric on the same schedules (ranks and switches, several calls, messages of many pieces through
-// rings of two slots, MSCCL thread blocks with dependencies), and faults at its send hook ending
-// `detected` or `ok` as the link protocol says. Threaded: the tsan preset runs it.
+// rings of two slots, MSCCL thread blocks with dependencies), timed calls on the buffers the call
+// before left, the staging pool's reuse, and faults at its send hook ending `detected` or `ok` as
+// the link protocol says. Threaded: the tsan preset runs it.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "impls/algorithms/algorithms.h"
+#include "impls/cuda/device.h"
 #include "impls/cuda/slot_engine.h"
 #include "impls/link/guarded_buffer.h"
 #include "impls/sim/sim_backend.h"
@@ -66,6 +70,57 @@ TEST(CudaEngine, EachCallsEndIsTimed) {
   EXPECT_GT(run.call_ends.front(), 0);
   for (std::size_t call = 1; call < run.call_ends.size(); ++call)
     EXPECT_GE(run.call_ends[call], run.call_ends[call - 1]);
+}
+
+// Timed calls (bench) run on the buffers as the call before left them, the inputs written once:
+// in place, the second call of a sum all-reduce sums the first's outputs, n times the first sum.
+// Outputs between calls are read back only where they are wanted.
+TEST(CudaEngine, TimedCallsRunOnTheBuffersTheCallBeforeLeft) {
+  const Case c = case_of("allreduce/u32/sum/n=999/ranks=3/root=0/inplace/offset=0/values=exact/seed=5");
+  const Schedule schedule = make_schedule("ring", c).value();
+  SimulationOptions sim(7, nullptr, true);
+  sim.guard = kGuardElements;
+  const SimulatedRun first = simulate(schedule, sim_fabric(c.nranks), sim);
+  ASSERT_TRUE(first.completed) << first.error;
+  cuda::EngineOptions options;
+  options.guard = kGuardElements;
+  options.calls = 2;
+  options.inputs_once = true;
+  options.earlier_outputs = false;
+  const cuda::EngineRun run = cuda::run_engine(schedule, options);
+  ASSERT_TRUE(run.completed) << run.error;
+  for (int r = 0; r < c.nranks; ++r) {
+    const auto rank = static_cast<std::size_t>(r);
+    EXPECT_TRUE(run.earlier_outputs[0][rank].empty());
+    const std::vector<std::byte>& once = first.outputs[rank];
+    const std::vector<std::byte>& twice = run.outputs[rank];
+    ASSERT_EQ(twice.size(), once.size());
+    for (std::size_t at = 0; at + 4 <= once.size(); at += 4) {
+      std::uint32_t sum = 0, again = 0;
+      std::memcpy(&sum, once.data() + at, 4);
+      std::memcpy(&again, twice.data() + at, 4);
+      ASSERT_EQ(again, static_cast<std::uint32_t>(sum * 3U)) << "rank " << r << " byte " << at;
+    }
+  }
+}
+
+// A participant's staged messages take their memory from its pool and give it back: a message no
+// larger than one given back allocates nothing.
+TEST(StagingPool, ReusesTheMemoryOfMessagesDoneWith) {
+  const std::unique_ptr<cuda::Device> device = cuda::make_host_device(0);
+  cuda::StagingPool pool(*device);
+  {
+    const cuda::StagedBytes first = pool.take(1000);
+    EXPECT_EQ(first.size(), 1000u);
+    const cuda::StagedBytes second = pool.take(3000);
+    EXPECT_EQ(pool.allocations(), 2u);
+  }
+  const cuda::StagedBytes small = pool.take(900);  // the 1024 bytes kept, not the 4096
+  const cuda::StagedBytes large = pool.take(4000);
+  EXPECT_EQ(pool.allocations(), 2u);
+  const cuda::StagedBytes more = pool.take(10);  // every kept allocation is in use
+  EXPECT_EQ(pool.allocations(), 3u);
+  EXPECT_NE(small.data(), large.data());
 }
 
 // Rings of two 1 KiB slots: a message of many pieces waits for credits between them.
