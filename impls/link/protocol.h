@@ -58,7 +58,7 @@ struct LinkSettings {
   double timeout = 0;     // seconds a wait may see nothing new
   double retransmit = 0;  // reliable: seconds of silence before asking again (before jitter)
   double reorder_window = 0;
-  int retries = 7;
+  int retries = LinkProtocol{}.retries;
 
   // A wait for a message that needs `travel` seconds on its link (its route's latency plus its
   // bytes over the narrowest bandwidth) may see nothing new for the timeout plus that travel (when
