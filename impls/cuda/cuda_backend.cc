@@ -6,7 +6,7 @@ namespace collcheck {
 
 std::unique_ptr<Backend> make_cuda_backend(SimVariant variant, Knobs knobs, std::string spec) {
   return make_engine_backend(std::move(variant), knobs, std::move(spec),
-                             EngineDevices{cuda::make_cuda_device, cuda::cuda_cannot_run_here});
+                             EngineDevices{cuda::make_cuda_device, cuda::cuda_cannot_run_here, cuda::kDeviceSlotBytes});
 }
 
 }  // namespace collcheck

@@ -30,7 +30,7 @@ class EngineBackend final : public Backend {
     c.max_ranks = std::min(c.max_ranks, kMaxHostRanks);
     c.reliable = knobs_.protocol.reliable;
     // A message's pieces: one slot each, so counts near a slot's multiples reach the last piece's edges.
-    c.edge_bytes = {cuda::ring_shape(1, kRingBytes).slot_bytes};
+    c.edge_bytes = {cuda::ring_shape(1, kRingBytes, devices_.largest_slot).slot_bytes};
     return c;
   }
 
@@ -63,6 +63,7 @@ class EngineBackend final : public Backend {
     engine.deadline = run_deadline(c, options, {});
     engine.reduction = variant_.reduction;
     engine.ring_bytes = kRingBytes;
+    engine.largest_slot = devices_.largest_slot;
     engine.make_device = devices_.make;
     cuda::EngineRun run = cuda::run_engine(whole, engine);
     if (!run.completed) {

@@ -7,6 +7,7 @@
 
 #include "impls/backend/backend.h"
 #include "impls/cuda/device.h"
+#include "impls/cuda/slot_engine.h"
 #include "impls/sim/sim_backend.h"
 
 namespace collcheck {
@@ -15,6 +16,7 @@ namespace collcheck {
 struct EngineDevices {
   cuda::DeviceMaker make = cuda::make_host_device;
   std::string (*cannot_run_here)() = nullptr;
+  std::size_t largest_slot = cuda::kHostSlotBytes;  // the rings' slots where they have room
 };
 
 // `spec` is the name the backend reports (`ring@cuda-host:chunk=4`).

@@ -20,8 +20,9 @@
 
 namespace collcheck::cuda {
 
-RingShape ring_shape(std::size_t rings, std::size_t ring_bytes) {
+RingShape ring_shape(std::size_t rings, std::size_t ring_bytes, std::size_t largest_slot) {
   RingShape shape;
+  shape.slot_bytes = std::max<std::size_t>(largest_slot, 1024);
   if (rings == 0) return shape;
   const std::size_t room = ring_bytes / rings;
   while (shape.slots * shape.slot_bytes > room && shape.slots > 4) shape.slots /= 2;
@@ -87,7 +88,7 @@ void Engine::set_up() {
     state.remaining = steps.size();
     set_up_buffers(state);
   }
-  const RingShape shape = ring_shape(rings_.size(), options_.ring_bytes);
+  const RingShape shape = ring_shape(rings_.size(), options_.ring_bytes, options_.largest_slot);
   for (std::unique_ptr<SlotRing>& ring : rings_) {
     ring->shape = shape;
     ring->payload =

@@ -42,6 +42,12 @@ namespace collcheck::cuda {
 // request goes back: every message from the one asked for goes again through the hook as a new
 // attempt (go-back-N); asked for more than `retries` times, it ends the run `detected`.
 
+// A slot on the host: a piece costs a few copies and a checksum there, so small slots lose little.
+// On a GPU every piece costs several host round trips to the device (a copy or kernel launched,
+// then waited for), tens of microseconds in all, so its slots are larger (kDeviceSlotBytes).
+inline constexpr std::size_t kHostSlotBytes = std::size_t{64} << 10;
+inline constexpr std::size_t kDeviceSlotBytes = std::size_t{2} << 20;
+
 struct EngineOptions {
   std::size_t guard = 0;  // elements of guard zone around every buffer; ranges may run into it
   const std::vector<std::vector<std::byte>>* inputs = nullptr;  // given inputs, rank by rank
@@ -60,6 +66,7 @@ struct EngineOptions {
   ReductionOverride reduction;                     // null members: the device's kernels; set: the host device only
   DeviceMaker make_device = make_host_device;      // each participant's device
   std::size_t ring_bytes = std::size_t{64} << 20;  // the slots of every ring together, at most
+  std::size_t largest_slot = kHostSlotBytes;       // a slot's bytes where the rings have room
 };
 
 struct EngineRun {
@@ -78,12 +85,12 @@ struct EngineRun {
 // Runs `schedule` (stored, validated with options.guard of slack) on the engine.
 EngineRun run_engine(const Schedule& schedule, const EngineOptions& options);
 
-// The slots of one ring when `rings` rings share `ring_bytes`: 8 slots of 64 KiB, fewer and
-// smaller (down to 2 of 1 KiB) where many rings share the bytes.
+// The slots of one ring when `rings` rings share `ring_bytes`: 8 slots of `largest_slot` bytes
+// (64 KiB on the host), fewer and smaller (down to 2 of 1 KiB) where many rings share the bytes.
 struct RingShape {
   std::size_t slots = 8;
-  std::size_t slot_bytes = std::size_t{64} << 10;
+  std::size_t slot_bytes = kHostSlotBytes;
 };
-RingShape ring_shape(std::size_t rings, std::size_t ring_bytes);
+RingShape ring_shape(std::size_t rings, std::size_t ring_bytes, std::size_t largest_slot = kHostSlotBytes);
 
 }  // namespace collcheck::cuda
