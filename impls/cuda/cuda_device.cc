@@ -88,15 +88,15 @@ class CudaDevice final : public Device {
   }
   std::uint64_t checksum(const std::byte* data, std::size_t bytes) override {
     select();
-    check(static_cast<cudaError_t>(launch_checksum(data, bytes, result_, stream_)), "launch_checksum");
-    std::uint64_t sum = 0;
-    check(cudaMemcpyAsync(&sum, result_, sizeof sum, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
-    wait("checksum");
-    return sum;
+    return checksum_on_stream(data, bytes);
   }
+  // The copy, the checksum kernel and its result's way back in order on the stream, one wait.
   std::uint64_t copy_with_checksum(std::byte* to, const std::byte* from, std::size_t bytes) override {
-    copy(to, from, bytes);
-    return checksum(to, bytes);
+    select();
+    if (bytes != 0 && to != from) {
+      check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
+    }
+    return checksum_on_stream(to, bytes);
   }
   void reduce(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
               std::size_t count) override {
@@ -113,6 +113,14 @@ class CudaDevice final : public Device {
 
  private:
   void select() { check(cudaSetDevice(ordinal_), "cudaSetDevice"); }
+  // The checksum kernel after what the stream holds, its result read back: one wait.
+  std::uint64_t checksum_on_stream(const std::byte* data, std::size_t bytes) {
+    check(static_cast<cudaError_t>(launch_checksum(data, bytes, result_, stream_)), "launch_checksum");
+    std::uint64_t sum = 0;
+    check(cudaMemcpyAsync(&sum, result_, sizeof sum, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+    wait("checksum");
+    return sum;
+  }
   // Any direction (unified addressing tells host from device, and one device from another).
   void copy_any(void* to, const void* from, std::size_t bytes) {
     if (bytes == 0) return;
