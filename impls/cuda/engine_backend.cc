@@ -38,7 +38,9 @@ class EngineBackend final : public Backend {
   MemoryEstimate estimate_memory(const Case& c) const override {
     MemoryEstimate estimate = Backend::estimate_memory(c);
     estimate.add("rings", kRingBytes, "the slots of every message stream");
-    estimate.add("staged", case_buffers(c, 0).total() * 2, "messages staged by their senders");
+    // Staged messages hold what the buffers hold, twice over under faults (the bytes before the
+    // hook), each rounded up to a power of two by the staging pool.
+    estimate.add("staged", case_buffers(c, 0).total() * 4, "messages staged by their senders");
     return estimate;
   }
 

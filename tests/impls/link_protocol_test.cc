@@ -277,7 +277,7 @@ TEST(LinkProtocol, TimeoutsAreClampedBelowTheDeadlineAndScaleWithTheMessage) {
 TEST(LinkProtocol, SettingsAndTimers) {
   const LinkSettings virtual_time = resolve(LinkProtocol{}, kVirtualClock, 0.4);
   EXPECT_DOUBLE_EQ(virtual_time.timeout, 0.2);  // half the deadline, under 0.5 s
-  EXPECT_DOUBLE_EQ(virtual_time.retransmit, 0.2 / (7 + kRetransmitSpare));
+  EXPECT_DOUBLE_EQ(virtual_time.retransmit, 0.2 / (LinkProtocol{}.retries + kRetransmitSpare));
   EXPECT_DOUBLE_EQ(resolve(LinkProtocol{}, kRealClock, 60).timeout, 2);
   LinkProtocol never;
   never.timeout = -1;
