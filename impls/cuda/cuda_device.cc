@@ -93,9 +93,7 @@ class CudaDevice final : public Device {
   // The copy, the checksum kernel and its result's way back in order on the stream, one wait.
   std::uint64_t copy_with_checksum(std::byte* to, const std::byte* from, std::size_t bytes) override {
     select();
-    if (bytes != 0 && to != from) {
-      check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
-    }
+    if (to != from) enqueue_copy(to, from, bytes);
     return checksum_on_stream(to, bytes);
   }
   void reduce(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
@@ -121,11 +119,16 @@ class CudaDevice final : public Device {
     wait("checksum");
     return sum;
   }
-  // Any direction (unified addressing tells host from device, and one device from another).
+  // A copy in any direction (unified addressing tells host from device, and one device from
+  // another), put on the stream.
+  void enqueue_copy(void* to, const void* from, std::size_t bytes) {
+    if (bytes != 0) check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
+  }
+  // The same, waited for.
   void copy_any(void* to, const void* from, std::size_t bytes) {
     if (bytes == 0) return;
     select();
-    check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
+    enqueue_copy(to, from, bytes);
     wait("cudaMemcpyAsync");
   }
   // Polls the stream instead of blocking in cudaStreamSynchronize, so a stuck device ends the run.

@@ -9,10 +9,9 @@ namespace collcheck::cuda {
 StagedBytes StagingPool::take(std::size_t bytes) {
   {
     const std::lock_guard<std::mutex> lock(mutex_);
-    const auto fits = [&](const DeviceBytes& kept) { return kept.size() >= bytes; };
-    auto best = kept_.end();
+    auto best = kept_.end();  // the smallest that holds `bytes`
     for (auto it = kept_.begin(); it != kept_.end(); ++it) {
-      if (fits(*it) && (best == kept_.end() || it->size() < best->size())) best = it;
+      if (it->size() >= bytes && (best == kept_.end() || it->size() < best->size())) best = it;
     }
     if (best != kept_.end()) {
       DeviceBytes memory = std::move(*best);
@@ -22,6 +21,11 @@ StagedBytes StagingPool::take(std::size_t bytes) {
     ++allocations_;
   }
   return StagedBytes(*this, DeviceBytes(device_, std::bit_ceil(std::max<std::size_t>(bytes, 256))), bytes);
+}
+
+std::size_t StagingPool::allocations() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return allocations_;
 }
 
 void StagingPool::keep(DeviceBytes memory) {

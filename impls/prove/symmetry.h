@@ -38,9 +38,7 @@ struct BufferCut {
 // How the offsets of one buffer turn from rank 0 to rank r, its cut under the symmetry's turn
 // (Symmetry::of makes one): block b of every part becomes block b turned by r (turned_rank) of the
 // same part, element j staying element j.
-struct Turning {
-  std::uint64_t part = 0;
-  std::uint64_t block = 0;
+struct Turning : BufferCut {
   Turn turn = Turn::Rotation;
 
   std::uint64_t offset(std::uint64_t offset, std::uint32_t by, std::uint32_t nranks) const;
@@ -70,10 +68,7 @@ struct Symmetry {
   std::array<BufferCut, 3> cuts;
 
   BufferCut& cut(BufferKind kind) { return cuts[static_cast<std::size_t>(kind)]; }
-  Turning of(BufferKind kind) const {
-    const BufferCut& cut = cuts[static_cast<std::size_t>(kind)];
-    return Turning{cut.part, cut.block, turn};
-  }
+  Turning of(BufferKind kind) const { return Turning{cuts[static_cast<std::size_t>(kind)], turn}; }
   // The rank whose message to rank 0 is rank 0's own message to `peer`, turned by that rank: -peer
   // by rotation, peer itself by XOR.
   std::uint32_t sender_to_rank0(std::uint32_t peer, std::uint32_t nranks) const {
