@@ -27,8 +27,8 @@ __global__ void finish_average_kernel(std::byte* data, std::size_t count, int nr
   finish_average_span<kDType>(data, count, nranks, grid_lanes());
 }
 
-// The checksum in segments (checksum_body.h): thread t takes segment t / 4 of stream t % 4, so that
-// neighbouring threads read neighbouring words; four threads put the streams together, one folds.
+// The checksum in segments (checksum_body.h): thread t takes segment t / 4 of stream t % 4 (each
+// stream a quarter of the message); four threads put the streams together, one folds.
 constexpr int kMaxSegments = 256;
 constexpr std::uint64_t kWordsPerSegmentAtLeast = 16;
 

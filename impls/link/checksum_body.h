@@ -11,11 +11,15 @@
 
 namespace collcheck {
 
-// The checksum works as follows. The bytes are taken in groups of 32: word k of every group (its
-// 8 bytes in memory order) goes to stream k. Past the last whole group, the remaining whole words
-// go to stream 0 and the last partial word, zero-padded, to stream 1. Stream k starts from k + 1
+// The checksum works as follows. The message's whole 64-byte blocks are cut into four quarters of
+// consecutive blocks (quarter k: blocks [B*k/4, B*(k+1)/4) of the B), and stream k takes the
+// 8-byte words of quarter k in order (each word's 8 bytes in memory order); stream 3 then also
+// takes what follows the last whole block: its whole words, and the last partial word,
+// zero-padded. Each stream is thus one run of the message's bytes. Stream k starts from k + 1
 // and takes each word by CRC-32C (Castagnoli, reflected polynomial 0x82f63b78, as the crc32
-// instruction computes it); the length and the four streams are then folded by mix64.
+// instruction computes it); the length and the four streams are then folded by mix64. (Four
+// streams of consecutive bytes let a CPU fold each by carry-less multiplication, 64 bytes at a
+// time, checksum.cc, and a device cut each into segments, below.)
 
 // One word into a stream, bit by bit (no table that a device would have to hold).
 COLLCHECK_HOST_DEVICE inline std::uint64_t crc32c_word(std::uint64_t crc, std::uint64_t word) {
@@ -27,28 +31,30 @@ COLLCHECK_HOST_DEVICE inline std::uint64_t crc32c_word(std::uint64_t crc, std::u
   return c;
 }
 
+// The first word of stream `stream` (0..3), counted in words from the message's start, and how
+// many words it takes (the last partial word, zero-padded, counted in stream 3).
+COLLCHECK_HOST_DEVICE inline std::uint64_t stream_first_word(std::size_t bytes, int stream) {
+  const std::uint64_t blocks = bytes / 64;
+  return 8 * (blocks * static_cast<std::uint64_t>(stream) / 4);
+}
+COLLCHECK_HOST_DEVICE inline std::uint64_t stream_words(std::size_t bytes, int stream) {
+  const std::uint64_t end = stream == 3 ? (bytes + 7) / 8 : stream_first_word(bytes, stream + 1);
+  return end - stream_first_word(bytes, stream);
+}
+// Word `index` of stream `stream`.
+COLLCHECK_HOST_DEVICE inline std::uint64_t stream_word(const std::byte* data, std::size_t bytes, int stream,
+                                                       std::uint64_t index) {
+  const std::size_t at = 8 * (stream_first_word(bytes, stream) + index);
+  std::uint64_t word = 0;
+  std::memcpy(&word, data + at, at + 8 <= bytes ? 8 : bytes - at);
+  return word;
+}
+
 // Stream `stream` (0..3) of the checksum of `bytes` bytes at `data`.
 COLLCHECK_HOST_DEVICE inline std::uint64_t checksum_stream(const std::byte* data, std::size_t bytes, int stream) {
   std::uint64_t crc = static_cast<std::uint64_t>(stream) + 1;
-  const std::size_t groups = bytes / 32;
-  for (std::size_t group = 0; group < groups; ++group) {
-    std::uint64_t word;
-    std::memcpy(&word, data + group * 32 + static_cast<std::size_t>(stream) * 8, 8);
-    crc = crc32c_word(crc, word);
-  }
-  std::size_t at = groups * 32;
-  const std::size_t words_end = at + (bytes - at) / 8 * 8;
-  if (stream == 0) {
-    for (; at < words_end; at += 8) {
-      std::uint64_t word;
-      std::memcpy(&word, data + at, 8);
-      crc = crc32c_word(crc, word);
-    }
-  } else if (stream == 1 && words_end < bytes) {
-    std::uint64_t tail = 0;
-    std::memcpy(&tail, data + words_end, bytes - words_end);
-    crc = crc32c_word(crc, tail);
-  }
+  const std::uint64_t words = stream_words(bytes, stream);
+  for (std::uint64_t index = 0; index < words; ++index) crc = crc32c_word(crc, stream_word(data, bytes, stream, index));
   return crc;
 }
 
@@ -87,28 +93,6 @@ COLLCHECK_HOST_DEVICE inline std::uint32_t crc32c_after_zeros(std::uint64_t byte
     square = crc32c_multiply(square, square);
   }
   return power;
-}
-
-// How many words stream `stream` of a message of `bytes` bytes takes, and its word `index`.
-COLLCHECK_HOST_DEVICE inline std::uint64_t stream_words(std::size_t bytes, int stream) {
-  const std::uint64_t groups = bytes / 32;
-  if (stream == 0) return groups + (bytes % 32) / 8;
-  if (stream == 1) return groups + (bytes % 8 != 0 ? 1 : 0);
-  return groups;
-}
-COLLCHECK_HOST_DEVICE inline std::uint64_t stream_word(const std::byte* data, std::size_t bytes, int stream,
-                                                       std::uint64_t index) {
-  const std::uint64_t groups = bytes / 32;
-  std::uint64_t word = 0;
-  if (index < groups) {
-    std::memcpy(&word, data + index * 32 + static_cast<std::size_t>(stream) * 8, 8);
-  } else if (stream == 0) {
-    std::memcpy(&word, data + groups * 32 + (index - groups) * 8, 8);
-  } else {  // stream 1's last word: the partial one, zero-padded
-    const std::size_t whole = bytes / 8 * 8;
-    std::memcpy(&word, data + whole, bytes - whole);
-  }
-  return word;
 }
 
 // Words [first, end) of segment `segment` of `segments` of a stream of `words` words.

@@ -67,16 +67,23 @@ struct LinkProtocol {
   int retries = 20;
 };
 
-// The checksum of a piece of a message: CRC-32C of four interleaved streams of its 8-byte words,
+// The checksum of a piece of a message: CRC-32C of each quarter of its 8-byte words (checksum_body.h),
 // folded with its length into 64 bits. Every error of up to three flipped bits within a stream
 // is caught (CRC-32C's Hamming distance at these lengths), and any other with odds 1 - 2^-32.
 std::uint64_t checksum(std::span<const std::byte> bytes);
-// The same value computed without the CPU's crc32 instruction (for tests: both must agree).
-std::uint64_t checksum_without_hardware(std::span<const std::byte> bytes);
 // Copies `from` to `to` (which must not overlap it) and returns checksum(from), in one pass.
-// `around_cache`: the copy goes to memory with non-temporal stores where `to` is 16-byte aligned
+// `around_cache`: the copy goes to memory with non-temporal stores where `to` is 64-byte aligned
 // (and x86 has them), ordered before the function returns (a store that publishes the bytes may
 // follow): for a FIFO slot that another core reads next.
 std::uint64_t copy_with_checksum(std::byte* to, std::span<const std::byte> from, bool around_cache = false);
+
+// The ways a CPU may take the checksum, each giving the same value (tests compare them; the two
+// functions above take the fastest this CPU has): checksum_body.h's loop (what a device runs), the
+// crc32 instruction (x86 with SSE 4.2), folding by carry-less multiplication (x86 with AVX-512 and
+// VPCLMULQDQ).
+enum class ChecksumWay : std::uint8_t { Portable, Crc32, Folding };
+bool has_checksum_way(ChecksumWay);
+// copy_with_checksum (or, with `to` null, checksum) taken the way asked, which this CPU must have.
+std::uint64_t copy_with_checksum_by(ChecksumWay, std::byte* to, std::span<const std::byte> from, bool around_cache);
 
 }  // namespace collcheck

@@ -1,6 +1,6 @@
-// The message checksum: the crc32 instruction and checksum_body.h's loop (what a device runs) give
-// the same value (processes on different CPUs and devices must agree), and flipped bits and other
-// lengths change it.
+// The message checksum: the folding by carry-less multiplication, the crc32 instruction and
+// checksum_body.h's loop (what a device runs) give the same value (processes on different CPUs and
+// devices must agree), and flipped bits and other lengths change it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,34 +20,65 @@ std::vector<std::byte> bytes_of(std::size_t size, std::uint64_t seed) {
   return bytes;
 }
 
-TEST(Checksum, HardwareAndThePortableLoopAgree) {
-  for (std::size_t size : {0, 1, 7, 8, 9, 31, 32, 33, 64, 100, 4096, 131072, 131075}) {
-    const std::vector<std::byte> data = bytes_of(size, size);
-    EXPECT_EQ(checksum(data), checksum_without_hardware(data)) << size;
-  }
+// Sizes around what each way takes differently: words, the 64-byte blocks, quarters of unequal
+// length (B mod 4 blocks left over), one block and several per quarter, and tails after them.
+constexpr std::size_t kSizes[] = {0,   1,   7,   8,   9,   31,  32,  33,  63,   64,   100,  255,    256,
+                                  257, 320, 383, 384, 448, 511, 512, 575, 1000, 4096, 4160, 131072, 131075};
+
+constexpr ChecksumWay kWays[] = {ChecksumWay::Portable, ChecksumWay::Crc32, ChecksumWay::Folding};
+
+const char* name(ChecksumWay way) {
+  return way == ChecksumWay::Folding ? "folding" : way == ChecksumWay::Crc32 ? "crc32 instruction" : "portable loop";
 }
 
-// The sender's one-pass copy gives checksum()'s value and a faithful copy, at every length.
-TEST(Checksum, CopyWithChecksumCopiesAndAgrees) {
-  for (std::size_t size : {0, 1, 7, 8, 9, 31, 32, 33, 64, 100, 4096, 131072, 131075}) {
-    const std::vector<std::byte> data = bytes_of(size, size + 1);
-    // Around the cache too (non-temporal stores where the destination is 16-byte aligned, at
-    // offset 0 of an aligned block; the cached copy at offset 8): the same bytes, the same value.
-    for (const auto& [around_cache, at] : {std::pair{false, 0}, std::pair{true, 0}, std::pair{true, 8}}) {
-      std::vector<std::byte> copy(size + 64, std::byte{0x5a});
-      auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(copy.data()) + 15) / 16 * 16);
-      std::byte* to = base + at;
-      EXPECT_EQ(copy_with_checksum(to, data, around_cache), checksum(data)) << size;
-      EXPECT_TRUE(std::equal(data.begin(), data.end(), to)) << size << (around_cache ? " around the cache" : "");
-      EXPECT_EQ(to[size], std::byte{0x5a}) << size;  // nothing written past the end
+// Every way this CPU has gives the portable loop's value, the one checksum() gives.
+TEST(Checksum, EveryWayAgrees) {
+  int ways = 0;
+  for (ChecksumWay way : kWays) {
+    if (!has_checksum_way(way)) continue;
+    ++ways;
+    for (std::size_t size : kSizes) {
+      const std::vector<std::byte> data = bytes_of(size, size);
+      EXPECT_EQ(copy_with_checksum_by(way, nullptr, data, false), checksum(data)) << size << " bytes, " << name(way);
+      EXPECT_EQ(copy_with_checksum_by(way, nullptr, data, false),
+                copy_with_checksum_by(ChecksumWay::Portable, nullptr, data, false))
+          << size << " bytes, " << name(way);
     }
   }
+  if (ways < 3)
+    GTEST_SKIP() << "this CPU has " << ways << " of the checksum's 3 ways (crc32: SSE 4.2; folding: "
+                 << "AVX-512 with VPCLMULQDQ); the others were not compared";
+}
+
+// The sender's one-pass copy gives checksum()'s value and a faithful copy, every way, at every length.
+TEST(Checksum, CopyWithChecksumCopiesAndAgrees) {
+  for (ChecksumWay way : kWays) {
+    if (!has_checksum_way(way)) continue;
+    for (std::size_t size : kSizes) {
+      const std::vector<std::byte> data = bytes_of(size, size + 1);
+      // Around the cache too (non-temporal stores where the destination is 64-byte aligned, at
+      // offset 0 of an aligned block; the cached copy at offset 8): the same bytes, the same value.
+      for (const auto& [around_cache, at] : {std::pair{false, 0}, std::pair{true, 0}, std::pair{true, 8}}) {
+        std::vector<std::byte> copy(size + 128, std::byte{0x5a});
+        std::byte* base = copy.data() + (64 - reinterpret_cast<std::uintptr_t>(copy.data()) % 64) % 64;
+        std::byte* to = base + at;
+        EXPECT_EQ(copy_with_checksum_by(way, to, data, around_cache), checksum(data)) << size << ", " << name(way);
+        EXPECT_TRUE(std::equal(data.begin(), data.end(), to))
+            << size << (around_cache ? " around the cache, " : ", ") << name(way);
+        EXPECT_EQ(to[size], std::byte{0x5a}) << size << ", " << name(way);  // nothing written past the end
+      }
+    }
+  }
+  const std::vector<std::byte> data = bytes_of(4160, 9);
+  std::vector<std::byte> copy(data.size());
+  EXPECT_EQ(copy_with_checksum(copy.data(), data), checksum(data));
+  EXPECT_EQ(copy, data);
 }
 
 // The checksum in segments (what a device's threads share) puts each stream together exactly as
 // the one loop takes it, however many segments, more than the stream has words included.
 TEST(Checksum, SegmentsPutTogetherGiveEveryStream) {
-  for (std::size_t size : {0, 1, 7, 8, 9, 24, 31, 32, 33, 63, 100, 1000, 4096, 65536 + 13}) {
+  for (std::size_t size : {0, 1, 7, 8, 9, 24, 31, 32, 33, 63, 100, 320, 1000, 4096, 65536 + 13}) {
     const std::vector<std::byte> data = bytes_of(size, size + 5);
     for (int segments : {1, 2, 3, 5, 16, 64, 256}) {
       std::uint64_t streams[4];
@@ -59,7 +90,7 @@ TEST(Checksum, SegmentsPutTogetherGiveEveryStream) {
         ASSERT_EQ(streams[stream], checksum_stream(data.data(), size, stream))
             << size << " bytes, stream " << stream << ", " << segments << " segments";
       }
-      EXPECT_EQ(fold_checksum(size, streams), checksum_without_hardware(data)) << size << " bytes";
+      EXPECT_EQ(fold_checksum(size, streams), checksum(data)) << size << " bytes";
     }
   }
 }
