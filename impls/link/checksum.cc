@@ -17,11 +17,11 @@ namespace {
 
 enum class Copy { None, Cached, AroundCache };
 
-// Copies one 8-byte word (or the last partial one) as `kCopy` says: the bytes after the last whole
-// 64-byte block always by ordinary stores.
+// Copies one 8-byte word (or the last partial one) to byte `at` of `to` as `kCopy` says: the bytes
+// after the last whole 64-byte block always by ordinary stores. (`to` is null without a copy.)
 template <Copy kCopy>
-inline void copy_word(std::byte* to, const std::uint64_t& word, std::size_t bytes) {
-  if constexpr (kCopy != Copy::None) std::memcpy(to, &word, bytes);
+inline void copy_word(std::byte* to, std::size_t at, const std::uint64_t& word, std::size_t bytes) {
+  if constexpr (kCopy != Copy::None) std::memcpy(to + at, &word, bytes);
 }
 
 // The checksum of [from, from + n) as checksum_body.h defines it, the four streams (quarters) side
@@ -47,7 +47,7 @@ inline std::uint64_t hash(const std::byte* from, std::size_t n, std::byte* to) {
       const std::size_t bytes = at + 8 <= n ? 8 : n - at;
       std::uint64_t value = 0;
       std::memcpy(&value, from + at, bytes);
-      copy_word<kCopy>(to + at, value, bytes);
+      copy_word<kCopy>(to, at, value, bytes);
       crc = Crc::word(crc, value);
     }
     streams[stream] = crc;
@@ -79,11 +79,10 @@ struct WordBlocks {
       for (int stream = 0; stream < 4; ++stream) {
         const std::byte* source = from + first[stream] + at;
         std::memcpy(words[stream], source, 64);
-        std::byte* target = to + first[stream] + at;
-        if constexpr (kCopy == Copy::Cached) std::memcpy(target, words[stream], 64);
+        if constexpr (kCopy == Copy::Cached) std::memcpy(to + first[stream] + at, words[stream], 64);
         if constexpr (kCopy == Copy::AroundCache) {
           for (std::size_t part = 0; part < 4; ++part) {
-            _mm_stream_si128(reinterpret_cast<__m128i*>(target + 16 * part),
+            _mm_stream_si128(reinterpret_cast<__m128i*>(to + first[stream] + at + 16 * part),
                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(source + 16 * part)));
           }
         }
