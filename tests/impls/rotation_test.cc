@@ -273,7 +273,7 @@ TEST(Proof, TheCoverCheckComparesEveryRankTurnedAndCut) {
     }
     const Case covering = ring->cover.make().shape;
     Schedule wrong_cover = *ring;
-    wrong_cover.cover.make = [covering, knobs] {
+    wrong_cover.cover.make = [covering, knobs = knobs] {
       Case more = covering;
       more.count += 9 * static_cast<std::size_t>(knobs.channels);
       return *make_schedule("ring", more, knobs);
