@@ -4,6 +4,7 @@
 #include "impls/proc/progress.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -123,7 +124,15 @@ bool ProcTransport::State::push_frame(Outbound& out, const Outgoing& message, st
 bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std::size_t n) {
   if (out.rdma.active) return push_rdma(out, message, n);
   if (!credit(out)) return false;
-  fill_slot(out, message, n, out.fifo.slot(out.tail), message.bytes <= kAroundCacheAtMost);
+  // Only the sender's one-pass copy and checksum chooses how to store (fill_slot).
+  const bool chooses = settings.checksums && !message.hooked;
+  const bool around_cache = chooses && slot_stores.around_cache(n);
+  const auto start = std::chrono::steady_clock::now();
+  fill_slot(out, message, n, out.fifo.slot(out.tail), around_cache);
+  if (chooses) {
+    slot_stores.filled(around_cache, n,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   out.fifo.control->tail.store(++out.tail, std::memory_order_release);
   return true;
 }

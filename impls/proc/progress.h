@@ -44,9 +44,53 @@ namespace collcheck::proc {
 // so a piece costs two atomic stores and no per-element synchronisation.
 
 constexpr std::size_t kSlotHeader = 64;  // keeps payloads cache-line aligned
-// Messages up to this size go into shared-memory slots around the sender's cache (fill_slot).
-constexpr std::size_t kAroundCacheAtMost = std::size_t{2} << 20;
 static_assert(sizeof(PieceHeader) <= kSlotHeader);
+
+// How a sender stores pieces into the receivers' slots works as follows. Ordinary stores must
+// first take each line of the slot from the core that last read it, the receiver's: cheap where
+// the two cores share a cache, dear where they do not (this project's machine gives its two
+// virtual cores one or the other, and moves them: docs/performance.md). Stores around the cache
+// (non-temporal) do not take the line: steady either way, but the receiver then reads the piece
+// from memory. So the sender times its fills of at least kTimedBytes, in seconds per byte, and
+// keeps a moving average for each way. It tries each way once, then fills with the cheaper one,
+// and with the other once more after kProbeEvery fills times how much dearer that one was (at most
+// kMostDearer times), so that probing costs about 1/kProbeEvery of the time of the fills and each
+// average still follows a move. (The way it fills with is timed every time: if that one becomes
+// the dearer, the next fill takes the other.)
+class SlotStores {
+ public:
+  static constexpr std::size_t kTimedBytes = std::size_t{16} << 10;
+  static constexpr std::uint64_t kProbeEvery = 32;
+  static constexpr double kMostDearer = 16;
+
+  // Whether the next fill of `bytes` goes around the cache.
+  bool around_cache(std::size_t bytes) const {
+    if (cost_[1] == 0) return true;
+    if (cost_[0] == 0) return false;
+    const bool cheaper = cost_[1] < cost_[0];
+    return bytes >= kTimedBytes && probe_in_ == 0 ? !cheaper : cheaper;
+  }
+  // A fill of `bytes` took `seconds` (only fills of at least kTimedBytes count).
+  void filled(bool around_cache, std::size_t bytes, double seconds) {
+    if (bytes < kTimedBytes) return;
+    const double sample = seconds / static_cast<double>(bytes);
+    double& cost = cost_[around_cache ? 1 : 0];
+    cost = cost == 0 ? sample : (cost + sample) / 2;
+    if (cost_[0] == 0 || cost_[1] == 0) return;
+    if (probe_in_ > 0) {
+      --probe_in_;
+      return;
+    }
+    const double dearer = std::max(cost_[0], cost_[1]) / std::max(std::min(cost_[0], cost_[1]), 1e-300);
+    probe_in_ = static_cast<std::uint64_t>(static_cast<double>(kProbeEvery) * std::min(dearer, kMostDearer));
+  }
+  // The averages, seconds per byte (0: not tried yet), ordinary stores first.
+  double cost(bool around_cache) const { return cost_[around_cache ? 1 : 0]; }
+
+ private:
+  double cost_[2] = {0, 0};
+  std::uint64_t probe_in_ = 0;  // timed fills before the next probe of the dearer way
+};
 
 // `tail` is the producer's; the rest the consumer's. Reliable streams also carry, against the
 // data, how many messages the consumer has taken (`acked`) and its requests to go back to a
@@ -237,6 +281,7 @@ struct ProcTransport::State {
   std::size_t lazy = 0;  // lazy messages in the outbound queues
   // Received pieces land with streaming stores: this rank's output is far larger than its caches.
   bool streaming_landings = false;
+  proc::SlotStores slot_stores;  // how pieces go into the receivers' slots, by what each way costs
   std::uint64_t call = 0;
   std::string failure;                        // set by a step, a link, or another process; ends the run
   std::vector<std::vector<std::byte>> spare;  // tcp payload buffers for reuse
@@ -313,10 +358,8 @@ struct ProcTransport::State {
   bool push_slot(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
   bool credit(proc::Outbound& out);
   // The message's next `n` bytes and their header into `slot` (the receiver's, or ib's staging).
-  // `around_cache`: a small message into the receiver's slot, which its core reads next: the
-  // payload goes to memory with non-temporal stores rather than into this core's cache, from which
-  // the other core would take it line by line (faster at 1 MiB, slower from 16 MiB on, where the
-  // receiver then reads every piece from memory instead of the shared cache: docs/performance.md).
+  // `around_cache`: the payload goes to memory with non-temporal stores rather than into this
+  // core's cache (slot_stores says when).
   void fill_slot(const proc::Outbound& out, const proc::Outgoing& message, std::size_t n, std::byte* slot,
                  bool around_cache = false);
   bool push_rdma(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);

@@ -1,0 +1,51 @@
+// How the proc transport's senders store pieces into the receivers' slots (proc::SlotStores): the
+// way that costs less, each way tried now and then.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+
+#include "impls/proc/progress.h"
+
+namespace collcheck {
+namespace {
+
+// A sender fills the receivers' slots the way that costs less, tries each now and then, and so
+// follows a change of costs (its two cores coming to share a cache, or ceasing to).
+TEST(SlotStores, FillsTheCheaperWayAndFollowsAMove) {
+  proc::SlotStores stores;
+  const std::size_t piece = std::size_t{128} << 10;
+  double ordinary = 4e-9, around = 1e-9;  // seconds per byte of each way, as the fills would find
+  auto fills = [&](int count) {
+    int ordinary_fills = 0;
+    for (int i = 0; i < count; ++i) {
+      const bool around_cache = stores.around_cache(piece);
+      ordinary_fills += around_cache ? 0 : 1;
+      stores.filled(around_cache, piece, static_cast<double>(piece) * (around_cache ? around : ordinary));
+    }
+    return ordinary_fills;
+  };
+  // Each way is tried once first, then the cheaper taken, the other only as a probe: once per
+  // 32 fills times how much dearer it is (4 times here), so that probes cost about 1/32 of the time.
+  EXPECT_EQ(fills(2), 1);
+  const int probes = fills(1290);
+  EXPECT_GE(probes, 8);
+  EXPECT_LE(probes, 12);
+  EXPECT_DOUBLE_EQ(stores.cost(true), 1e-9);
+  // Ordinary stores become the cheaper: within a few probes they are taken.
+  ordinary = 0.5e-9;
+  fills(300);
+  EXPECT_GE(fills(100), 90);
+  EXPECT_LT(stores.cost(false), stores.cost(true));
+  // The way taken becomes the dearer: the other is taken at once (but for a probe).
+  ordinary = 2e-9;
+  fills(1);
+  EXPECT_LE(fills(10), 1);
+  // Fills too small to time take the cheaper way, uncounted.
+  for (int i = 0; i < 64; ++i) EXPECT_TRUE(stores.around_cache(proc::SlotStores::kTimedBytes - 1));
+  const double before = stores.cost(true);
+  stores.filled(true, proc::SlotStores::kTimedBytes - 1, 1.0);
+  EXPECT_DOUBLE_EQ(stores.cost(true), before);
+}
+
+}  // namespace
+}  // namespace collcheck
