@@ -73,7 +73,8 @@ class SlotStores {
   // A fill of `bytes` took `seconds` (only fills of at least kTimedBytes count).
   void filled(bool around_cache, std::size_t bytes, double seconds) {
     if (bytes < kTimedBytes) return;
-    const double sample = seconds / static_cast<double>(bytes);
+    // A clock that did not move counts as a nanosecond: a cost of 0 would read as untried.
+    const double sample = std::max(seconds, 1e-9) / static_cast<double>(bytes);
     double& cost = cost_[around_cache ? 1 : 0];
     cost = cost == 0 ? sample : (cost + sample) / 2;
     if (cost_[0] == 0 || cost_[1] == 0) return;

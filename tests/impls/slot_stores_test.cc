@@ -40,6 +40,11 @@ TEST(SlotStores, FillsTheCheaperWayAndFollowsAMove) {
   ordinary = 2e-9;
   fills(1);
   EXPECT_LE(fills(10), 1);
+  // A fill the clock did not see still counts: the way is tried, not untried for ever.
+  proc::SlotStores fresh;
+  fresh.filled(true, piece, 0.0);
+  EXPECT_GT(fresh.cost(true), 0.0);
+  EXPECT_FALSE(fresh.around_cache(piece));  // the other way is tried next
   // Fills too small to time take the cheaper way, uncounted.
   for (int i = 0; i < 64; ++i) EXPECT_TRUE(stores.around_cache(proc::SlotStores::kTimedBytes - 1));
   const double before = stores.cost(true);
