@@ -31,6 +31,9 @@ COLLCHECK_HOST_DEVICE inline std::uint64_t crc32c_word(std::uint64_t crc, std::u
   return c;
 }
 
+// The value stream `stream` (0..3) starts from.
+COLLCHECK_HOST_DEVICE inline std::uint64_t stream_start(int stream) { return static_cast<std::uint64_t>(stream) + 1; }
+
 // The first word of stream `stream` (0..3), counted in words from the message's start, and how
 // many words it takes (the last partial word, zero-padded, counted in stream 3).
 COLLCHECK_HOST_DEVICE inline std::uint64_t stream_first_word(std::size_t bytes, int stream) {
@@ -52,7 +55,7 @@ COLLCHECK_HOST_DEVICE inline std::uint64_t stream_word(const std::byte* data, st
 
 // Stream `stream` (0..3) of the checksum of `bytes` bytes at `data`.
 COLLCHECK_HOST_DEVICE inline std::uint64_t checksum_stream(const std::byte* data, std::size_t bytes, int stream) {
-  std::uint64_t crc = static_cast<std::uint64_t>(stream) + 1;
+  std::uint64_t crc = stream_start(stream);
   const std::uint64_t words = stream_words(bytes, stream);
   for (std::uint64_t index = 0; index < words; ++index) crc = crc32c_word(crc, stream_word(data, bytes, stream, index));
   return crc;
@@ -120,7 +123,8 @@ COLLCHECK_HOST_DEVICE inline std::uint64_t combine_segments(const std::uint32_t*
   const std::uint64_t shorter = words / static_cast<std::uint64_t>(segments);
   const std::uint32_t after_shorter = crc32c_after_zeros(8 * shorter);
   const std::uint32_t after_longer = crc32c_after_zeros(8 * (shorter + 1));
-  std::uint32_t value = crc32c_multiply(static_cast<std::uint32_t>(stream) + 1, crc32c_after_zeros(8 * words));
+  std::uint32_t value =
+      crc32c_multiply(static_cast<std::uint32_t>(stream_start(stream)), crc32c_after_zeros(8 * words));
   std::uint32_t joined = 0;
   for (int segment = 0; segment < segments; ++segment) {
     const std::uint64_t length = segment_start(words, segment + 1, segments) - segment_start(words, segment, segments);

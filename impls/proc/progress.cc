@@ -124,14 +124,16 @@ bool ProcTransport::State::push_frame(Outbound& out, const Outgoing& message, st
 bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std::size_t n) {
   if (out.rdma.active) return push_rdma(out, message, n);
   if (!credit(out)) return false;
-  // Only the sender's one-pass copy and checksum chooses how to store (fill_slot).
+  // Only the sender's one-pass copy and checksum chooses how to store (fill_slot); only a fill
+  // large enough to time reads the clock.
   const bool chooses = settings.checksums && !message.hooked;
-  const bool around_cache = chooses && slot_stores.around_cache(n);
-  const auto start = std::chrono::steady_clock::now();
-  fill_slot(out, message, n, out.fifo.slot(out.tail), around_cache);
-  if (chooses) {
-    slot_stores.filled(around_cache, n,
-                       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  const bool around_cache = chooses && out.stores.around_cache(n);
+  if (!chooses || !SlotStores::timed(n)) {
+    fill_slot(out, message, n, out.fifo.slot(out.tail), around_cache);
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    fill_slot(out, message, n, out.fifo.slot(out.tail), around_cache);
+    out.stores.filled(around_cache, n, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   out.fifo.control->tail.store(++out.tail, std::memory_order_release);
   return true;

@@ -49,7 +49,8 @@ static_assert(sizeof(PieceHeader) <= kSlotHeader);
 // How a sender stores pieces into the receivers' slots works as follows. Ordinary stores must
 // first take each line of the slot from the core that last read it, the receiver's: cheap where
 // the two cores share a cache, dear where they do not (this project's machine gives its two
-// virtual cores one or the other, and moves them: docs/performance.md). Stores around the cache
+// virtual cores one or the other, and moves them: docs/performance.md; so each stream to a
+// receiver keeps its own). Stores around the cache
 // (non-temporal) do not take the line: steady either way, but the receiver then reads the piece
 // from memory. So the sender times its fills of at least kTimedBytes, in seconds per byte, and
 // keeps a moving average for each way. It tries each way once, then fills with the cheaper one,
@@ -63,16 +64,17 @@ class SlotStores {
   static constexpr std::uint64_t kProbeEvery = 32;
   static constexpr double kMostDearer = 16;
 
+  static bool timed(std::size_t bytes) { return bytes >= kTimedBytes; }
   // Whether the next fill of `bytes` goes around the cache.
   bool around_cache(std::size_t bytes) const {
     if (cost_[1] == 0) return true;
     if (cost_[0] == 0) return false;
     const bool cheaper = cost_[1] < cost_[0];
-    return bytes >= kTimedBytes && probe_in_ == 0 ? !cheaper : cheaper;
+    return timed(bytes) && probe_in_ == 0 ? !cheaper : cheaper;
   }
   // A fill of `bytes` took `seconds` (only fills of at least kTimedBytes count).
   void filled(bool around_cache, std::size_t bytes, double seconds) {
-    if (bytes < kTimedBytes) return;
+    if (!timed(bytes)) return;
     // A clock that did not move counts as a nanosecond: a cost of 0 would read as untried.
     const double sample = std::max(seconds, 1e-9) / static_cast<double>(bytes);
     double& cost = cost_[around_cache ? 1 : 0];
@@ -214,6 +216,7 @@ struct Outbound {
   std::uint64_t tail = 0, head_seen = 0;
   std::uint64_t acked = 0;         // reliable: messages the receiver has taken
   std::uint64_t rewinds_seen = 0;  // shm: rewind requests handled
+  SlotStores stores;               // shm: how pieces go into the receiver's slots, by what each way costs
   std::deque<Outgoing> queue;      // posted and not yet pushed (reliable: not yet acked), by sequence
 };
 
@@ -282,7 +285,6 @@ struct ProcTransport::State {
   std::size_t lazy = 0;  // lazy messages in the outbound queues
   // Received pieces land with streaming stores: this rank's output is far larger than its caches.
   bool streaming_landings = false;
-  proc::SlotStores slot_stores;  // how pieces go into the receivers' slots, by what each way costs
   std::uint64_t call = 0;
   std::string failure;                        // set by a step, a link, or another process; ends the run
   std::vector<std::vector<std::byte>> spare;  // tcp payload buffers for reuse
