@@ -177,10 +177,22 @@ Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const C
 }
 
 Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs,
-                                           bool rank0_alone) {
+                                           bool rank0_alone, std::uint64_t unit) {
   Result<ScheduleSize> size = estimate_schedule(algorithm, shape, knobs);
   if (!size) return size.error();
   const bool on_demand = has_on_demand_form(algorithm, shape.collective);
+  if (unit > 1) {
+    // In units, the proof holds `unit` times fewer elements; a stored schedule is held twice, as it
+    // is and in units.
+    Case held = shape;
+    held.count /= unit;
+    for (std::size_t& count : held.counts) count /= unit;
+    ScheduleSize narrowed = *size;
+    narrowed.scratch_elements /= unit;
+    MemoryEstimate estimate = proof_memory(held, narrowed, on_demand);
+    if (!on_demand) estimate.add(schedule_memory(*size));
+    return estimate;
+  }
   if (rank0_alone && !on_demand) return rank0_proof_memory(shape, *size, true);
   if (rank0_alone) {
     // An all-reduce whose blocks differ in length is proven through its cover (impls/prove/cover.h):

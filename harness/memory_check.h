@@ -64,8 +64,9 @@ std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const
 // for one shape: the schedule and the proof state.
 Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs,
                                              bool numeric = true, bool reliable = false, std::uint64_t links = 0);
-// `rank0_alone`: the proof on rank 0 alone of a schedule that turns out symmetric.
+// `rank0_alone`: the proof on rank 0 alone of a schedule that turns out symmetric. `unit`: the
+// proof of every rank of the schedule in units of that many elements (impls/prove: in_units).
 Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs,
-                                           bool rank0_alone = false);
+                                           bool rank0_alone = false, std::uint64_t unit = 1);
 
 }  // namespace collcheck::cli

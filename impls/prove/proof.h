@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,7 @@ struct Proof {
   std::size_t steps = 0;     // steps executed
   std::size_t messages = 0;  // sends matched
   bool by_symmetry = false;  // every rank's program is rank 0's turned: rank 0 ran, for all
+  std::size_t unit = 1;      // proven in units (in_units): each element proven stood for this many
 };
 
 // Proves, without numbers, that after the schedule runs (sends buffered, participants
@@ -41,6 +43,19 @@ Proof prove(const Schedule&);
 std::optional<Proof> prove_by_symmetry(const Schedule&, unsigned threads = 1);
 // The proof of every rank, whether or not the schedule is symmetric (prove() without the rotation).
 Proof prove_in_full(const Schedule&);
+
+// Where the case's counts, every scratch size and every range of every step are whole multiples of
+// one unit of more than one element, the same schedule in units: its counts, sizes, offsets and
+// lengths divided by the unit, so that its proof proves this one with that many times fewer
+// elements (units.cc says why). Nothing where the unit is 1 (or nothing moves). Every step is made
+// once to find the unit (stopping where it reaches 1). A stored schedule gives a stored one; one
+// made on demand gives one made on demand, which keeps a copy of this one and divides its steps as
+// they are made. prove() tries it where no symmetry holds.
+struct InUnits {
+  Schedule schedule;
+  std::uint64_t unit = 1;
+};
+std::optional<InUnits> in_units(const Schedule&);
 
 // What proving a schedule of that size for `shape` will hold, the schedule included, estimated
 // before it is built (ScheduleSize from impls/algorithms: estimate_schedule). Made on demand

@@ -1,5 +1,6 @@
 // Which proof runs (proof.h): rank 0 alone where every rank is rank 0's turned (symmetry.h) or the
-// cover's rank 0 turned and cut (cover.h), else every rank; the interpreter itself is proof.cc's.
+// cover's rank 0 turned and cut (cover.h), else the schedule in units where it never cuts one
+// (units.cc), else every rank; the interpreter itself is proof.cc's.
 #include <optional>
 #include <vector>
 
@@ -55,8 +56,17 @@ std::optional<Proof> prove_by_symmetry(const Schedule& schedule, unsigned thread
   return prove_valid(rank0, symmetry);
 }
 
+// Where no symmetry holds, in units where the schedule never cuts one; a proof in units that fails
+// gives way to the full one, which names the step and element in the schedule's own terms.
 Proof prove(const Schedule& schedule) {
   if (std::optional<Proof> proof = prove_by_symmetry(schedule)) return *proof;
+  if (std::optional<InUnits> units = in_units(schedule)) {
+    Proof proof = prove(units->schedule);
+    if (proof.ok) {
+      proof.unit *= units->unit;
+      return proof;
+    }
+  }
   return prove_in_full(schedule);
 }
 

@@ -24,23 +24,28 @@ collcheck_add_cli_test(memory_prove_many_ranks prove --algorithm ring --collecti
   STDERR "^collcheck prove: ring allreduce on 4096 ranks, count 12290 needs about [0-9.]+ GiB \\(schedule [0-9.]+ KiB: 0 steps x [0-9]+ B. proof state "
   "lower --ranks or --counts, or raise --memory-limit\n$" EMPTY stdout)
 collcheck_add_cli_test(memory_prove_symmetric_by_rank0 prove --algorithm ring --collective allreduce --ranks 1024
-  --counts 1024 --memory-limit 16M STATUS 0 STDOUT "  513\\.\\.1024 +2 +2 +0 +[0-9]+ +[0-9.]+ s +2\n2 of 2 schedules proven\n$"
+  --counts 1024 --memory-limit 16M STATUS 0 STDOUT "  513\\.\\.1024 +2 +2 +0 +[0-9]+ +[0-9.]+ s +2 +0\n2 of 2 schedules proven\n$"
   EMPTY stderr)
 # Pairwise all-to-all is made on demand too: rank 0's proof fits where the stored schedule (144 MiB
 # here) would not.
 collcheck_add_cli_test(memory_prove_alltoall_by_rank0 prove --algorithm pairwise --collective alltoall --ranks 1024
-  --counts 1 --memory-limit 16M STATUS 0 STDOUT "  513\\.\\.1024 +2 +2 +0 +[0-9]+ +[0-9.]+ s +2\n2 of 2 schedules proven\n$"
+  --counts 1 --memory-limit 16M STATUS 0 STDOUT "  513\\.\\.1024 +2 +2 +0 +[0-9]+ +[0-9.]+ s +2 +0\n2 of 2 schedules proven\n$"
   EMPTY stderr)
 # Recursive doubling is symmetric by XOR: rank 0's 64 Ki elements fit where every rank's 64 Mi
 # (1 GiB) would not.
 collcheck_add_cli_test(memory_prove_rd_by_xor prove --algorithm rd --collective allgather --ranks 1024
   --counts 64 --layout outofplace --memory-limit 16M STATUS 0
-  STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +1\n1 of 1 schedules proven\n$" EMPTY stderr)
+  STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +1 +0\n1 of 1 schedules proven\n$" EMPTY stderr)
+# In-network all-gather has no symmetry (its switches are participants of their own), but it never
+# cuts a block: proven in units of the count, every rank's 64 Mi elements (1 GiB) become 1 Mi.
+collcheck_add_cli_test(memory_prove_innet_in_units prove --algorithm innet --collective allgather --ranks 1024
+  --counts 64 --layout outofplace --memory-limit 64M STATUS 0
+  STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +1\n1 of 1 schedules proven\n$" EMPTY stderr)
 # (The ring all-reduce is rotation-symmetric at every count now, by its cover where blocks differ;
 # the ring all-gatherv, its ranks' counts uneven, is not.)
 collcheck_add_cli_test(memory_prove_refused_when_reached prove --algorithm ring --collective allgatherv --ranks 128,512
   --counts 4 --layout outofplace --memory-limit 16M STATUS 2
-  STDOUT "  65\\.\\.128 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0\n +257\\.\\.512 +0 +0 +0 +0 +[0-9.]+ s +0\n$"
+  STDOUT "  65\\.\\.128 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +0\n +257\\.\\.512 +0 +0 +0 +0 +[0-9.]+ s +0 +0\n$"
   STDERR "^collcheck prove: ring allgatherv on 512 ranks, count 1408 needs about [0-9.]+ MiB .* more than the --memory-limit of 16\\.0 MiB; its schedule is not symmetric \\(by rotation or XOR\\), so every rank is proven: lower --ranks or --counts, or raise --memory-limit\n$")
 collcheck_add_cli_test(memory_bench_large_size bench -e 1G --memory-limit 1G STATUS 2
   STDERR "^collcheck bench: -e 1\\.0 GiB on ring@sim needs about [0-9.]+ GiB" "lower -e or --ranks" EMPTY stdout)
@@ -69,5 +74,5 @@ collcheck_add_cli_test(memory_bad_limit prove --algorithm ring --ranks 4 --memor
 collcheck_add_cli_test(memory_too_small simulate --algorithm ring --ranks 4 --counts 1K --memory-limit 1K STATUS 2
   STDERR "^collcheck simulate: --counts 1024 needs about [0-9.]+ KiB" EMPTY stdout)
 set_tests_properties(cli.memory_replay_huge_case cli.memory_simulate_many_chunks cli.memory_check_large_ranges
-  cli.memory_prove_many_ranks cli.memory_prove_symmetric_by_rank0 cli.memory_prove_alltoall_by_rank0 cli.memory_prove_refused_when_reached cli.memory_bench_large_size cli.memory_replay_fits cli.memory_no_limit
+  cli.memory_prove_many_ranks cli.memory_prove_symmetric_by_rank0 cli.memory_prove_alltoall_by_rank0 cli.memory_prove_innet_in_units cli.memory_prove_refused_when_reached cli.memory_bench_large_size cli.memory_replay_fits cli.memory_no_limit
   cli.memory_bad_limit cli.memory_too_small PROPERTIES LABELS "cli;memory")

@@ -1,0 +1,102 @@
+// Proofs in units: a schedule that never cuts a unit of elements proven on one element per unit.
+//
+// It works as follows. The `unit` is the greatest common divisor of the case's counts (its count,
+// and every entry of a v-collective's counts), every participant's scratch size, and the offset and
+// count of every range a step reads or writes. Every buffer is then a row of whole units, and every
+// step moves or reduces whole units, each of a unit's elements alike: element u*unit + j of a
+// buffer (its lane j) meets only elements of lane j, and what happens to lane j is exactly what
+// happens to element u of the same schedule with every count, size, offset and length divided by
+// the unit (the schedule `in_units`), its contribution (r, i) standing for (r, i*unit + j).
+//
+// Every collective lays its buffers out in whole counts (blocks of count elements, a v-collective's
+// blocks of its counts, the in-place alias at a multiple of them), so its requirement maps alike:
+// output element u*unit + j must hold what output element u of the schedule in units must hold,
+// every index i taken to i*unit + j. Sends meet receives, waits, races (ranges overlap in units
+// exactly where they overlap in elements), reads before writes and deadlocks are step for step the
+// same. So proving the schedule in units proves every lane, that is the schedule, with `unit` times
+// fewer elements: in-network aggregation's all-gather at 16,384 ranks and count 4096, which no
+// symmetry covers (its switches are participants of their own), is proven at count 1.
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <vector>
+
+#include "impls/prove/proof.h"
+
+namespace collcheck {
+namespace {
+
+// The unit so far, with the range's offset and length taken in; 1 stops the search.
+std::uint64_t with_range(std::uint64_t unit, const Range& range) {
+  return std::gcd(unit, std::gcd(std::uint64_t{range.offset}, range.count));
+}
+
+std::uint64_t with_step(std::uint64_t unit, const Step& step) {
+  if (step.reads()) unit = with_range(unit, step.from);
+  if (step.writes()) unit = with_range(unit, step.to);
+  return unit;
+}
+
+Range divided(Range range, std::uint64_t unit) {
+  range.offset = range.offset / unit;
+  range.count /= unit;
+  return range;
+}
+
+Step divided(Step step, std::uint64_t unit) {
+  if (step.reads()) step.from = divided(step.from, unit);
+  if (step.writes()) step.to = divided(step.to, unit);
+  return step;
+}
+
+// The steps of `made` divided as they come, a batch at a time.
+StepSequence divided_steps(std::shared_ptr<const Schedule> made, int participant, std::uint64_t unit) {
+  StepReader reader = made->steps_of(participant);
+  std::vector<Step> batch;
+  for (std::span<const Step> steps = reader.next_batch(); !steps.empty(); steps = reader.next_batch()) {
+    batch.clear();
+    for (const Step& step : steps) batch.push_back(divided(step, unit));
+    co_yield std::span<const Step>(batch);
+  }
+}
+
+}  // namespace
+
+std::optional<InUnits> in_units(const Schedule& schedule) {
+  const Case& shape = schedule.shape;
+  std::uint64_t unit = shape.count;
+  for (std::size_t count : shape.counts) unit = std::gcd(unit, std::uint64_t{count});
+  for (const Participant& participant : schedule.participants)
+    unit = std::gcd(unit, std::uint64_t{participant.scratch});
+  for (int p = 0; p < schedule.nparticipants() && unit > 1; ++p) {
+    StepReader reader = schedule.steps_of(p);
+    for (std::span<const Step> steps = reader.next_batch(); !steps.empty() && unit > 1; steps = reader.next_batch()) {
+      for (const Step& step : steps) unit = with_step(unit, step);
+    }
+  }
+  // A count of 0 leaves the unit 0 where nothing moves: nothing to divide either.
+  if (unit <= 1) return std::nullopt;
+
+  InUnits result{Schedule{}, unit};
+  Schedule& narrowed = result.schedule;
+  narrowed.algorithm = schedule.algorithm;
+  narrowed.shape = shape;
+  narrowed.shape.count /= unit;
+  for (std::size_t& count : narrowed.shape.counts) count /= unit;
+  narrowed.participants.reserve(schedule.participants.size());
+  for (const Participant& participant : schedule.participants) {
+    Participant in_units_of{participant.is_switch, participant.scratch / unit, {}, participant.waits};
+    in_units_of.steps.reserve(participant.steps.size());
+    for (const Step& step : participant.steps) in_units_of.steps.push_back(divided(step, unit));
+    narrowed.participants.push_back(std::move(in_units_of));
+  }
+  if (schedule.on_demand()) {
+    // The participants' own records (without steps) are small; the copy keeps the generator's state.
+    auto made = std::make_shared<const Schedule>(schedule);
+    narrowed.make_steps = [made, unit](int participant) { return divided_steps(made, participant, unit); };
+  }
+  return result;
+}
+
+}  // namespace collcheck
