@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,10 +91,21 @@ std::string shape_words(const Algorithm& algorithm, const Case& shape) {
          std::to_string(shape.nranks) + " ranks, count " + std::to_string(shape.count);
 }
 
-// Whether memory holds the proof of `shape`, in full or else on rank 0 alone; `largest` the
-// largest proof the sweep may run, by its estimate so far. A shape whose full proof does not fit
-// is proven on rank 0 or refused when reached, never in full, so it counts by rank 0's estimate:
-// it does not lower the proofs run at once.
+// Whether every rank's input and output are as long as rank 0's, as a proof on rank 0 alone requires
+// (impls/prove/symmetry.h): a v-collective's uneven counts, or a reduce's root, rule it out before a
+// schedule is made (pairwise all-to-allv at 16,384 ranks would store 18 GiB of steps first).
+bool same_buffers_on_every_rank(const Case& shape) {
+  for (int rank = 1; rank < shape.nranks; ++rank) {
+    if (input_elements(shape, rank) != input_elements(shape, 0)) return false;
+    if (output_elements(shape, rank) != output_elements(shape, 0)) return false;
+  }
+  return true;
+}
+
+// Whether memory holds the proof of `shape`, in full or else on rank 0 alone (or, where the ranks'
+// buffers differ, in units); `largest` the largest proof the sweep may run, by its estimate so far.
+// A shape whose full proof does not fit is proven that way or refused when reached, never in full,
+// so it counts by that way's estimate: it does not lower the proofs run at once.
 Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sweep, std::uint64_t& largest) {
   Result<MemoryEstimate> estimate = proved_shape_memory(algorithm.name, shape, sweep.knobs);
   if (!estimate) return Ok{};
@@ -102,15 +114,31 @@ Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sw
     largest = std::max(largest, estimate->total());
     return fit;
   }
-  Result<MemoryEstimate> rank0 = proved_shape_memory(algorithm.name, shape, sweep.knobs, true);
-  if (!rank0 || !fits(*rank0, sweep.budget, "", "")) return fit;
-  largest = std::max(largest, rank0->total());
+  // Else on rank 0 alone, where every rank's buffers are alike. Where they differ, in units at
+  // best, of at most what the counts share (impls/prove: in_units); so a v-collective whose counts
+  // share nothing is refused here, before its schedule is made.
+  if (same_buffers_on_every_rank(shape)) {
+    Result<MemoryEstimate> rank0 = proved_shape_memory(algorithm.name, shape, sweep.knobs, true);
+    if (!rank0 || !fits(*rank0, sweep.budget, "", "")) return fit;
+    largest = std::max(largest, rank0->total());
+    return Ok{};
+  }
+  std::uint64_t unit = shape.count;
+  for (std::size_t count : shape.counts) {
+    if (unit <= 1) break;
+    unit = std::gcd(unit, std::uint64_t{count});
+  }
+  if (unit <= 1) return fit;
+  Result<MemoryEstimate> in_units = proved_shape_memory(algorithm.name, shape, sweep.knobs, false, unit);
+  if (!in_units || !fits(*in_units, sweep.budget, "", "")) return fit;
+  largest = std::max(largest, in_units->total());
   return Ok{};
 }
 
 // Refuses, before any proof, a sweep one of whose shapes memory could not hold. A shape whose
-// full proof would not fit but whose proof on rank 0 alone would passes here: it is refused
-// when it is reached, before its full proof, if it turns out not to be symmetric.
+// full proof would not fit but whose proof on rank 0 alone (or in units) would passes here: it is
+// refused when it is reached, before its full proof, if it turns out neither symmetric nor in
+// units small enough to fit.
 Status sweep_fits(const Arguments& args, Sweep& sweep) {
   Result<MemoryBudget> budget = memory_budget(args);
   if (!budget) return budget.error();

@@ -41,12 +41,20 @@ collcheck_add_cli_test(memory_prove_rd_by_xor prove --algorithm rd --collective 
 collcheck_add_cli_test(memory_prove_innet_in_units prove --algorithm innet --collective allgather --ranks 1024
   --counts 64 --layout outofplace --memory-limit 64M STATUS 0
   STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +1\n1 of 1 schedules proven\n$" EMPTY stderr)
-# (The ring all-reduce is rotation-symmetric at every count now, by its cover where blocks differ;
-# the ring all-gatherv, its ranks' counts uneven, is not.)
-collcheck_add_cli_test(memory_prove_refused_when_reached prove --algorithm ring --collective allgatherv --ranks 128,512
-  --counts 4 --layout outofplace --memory-limit 16M STATUS 2
-  STDOUT "  65\\.\\.128 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +0\n +257\\.\\.512 +0 +0 +0 +0 +[0-9.]+ s +0 +0\n$"
-  STDERR "^collcheck prove: ring allgatherv on 512 ranks, count 1408 needs about [0-9.]+ MiB .* more than the --memory-limit of 16\\.0 MiB; its schedule is not symmetric \\(by rotation or XOR\\), so every rank is proven: lower --ranks or --counts, or raise --memory-limit\n$")
+# A shape whose ranks' buffers differ (pairwise all-to-allv's uneven counts) cannot be proven on rank 0
+# alone, and its counts share no unit: refused before any schedule is made (at 16,384 ranks that
+# schedule would be 18 GiB of steps), the table never started.
+collcheck_add_cli_test(memory_prove_uneven_refused_up_front prove --algorithm pairwise --collective alltoallv
+  --ranks 64 --counts 4096 --memory-limit 16M STATUS 2
+  STDERR "^collcheck prove: pairwise alltoallv on 64 ranks, count [0-9]+ needs about [0-9.]+ MiB .* more than the --memory-limit of 16\\.0 MiB; lower --ranks or --counts, or raise --memory-limit\n$"
+  EMPTY stdout)
+# The ring all-reduce at count 7 is neither symmetric (most blocks are empty, too few for its
+# cover) nor in units: at 4096 ranks its full proof is refused when it is reached, after the band
+# proven before it is shown.
+collcheck_add_cli_test(memory_prove_refused_when_reached prove --algorithm ring --collective allreduce --ranks 128,4096
+  --counts 7 --layout outofplace --memory-limit 1M STATUS 2
+  STDOUT "  65\\.\\.128 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +0\n +2049\\.\\.4096 +0 +0 +0 +0 +[0-9.]+ s +0 +0\n$"
+  STDERR "^collcheck prove: ring allreduce on 4096 ranks, count 7 needs about [0-9.]+ MiB .* more than the --memory-limit of 1\\.0 MiB; its schedule is not symmetric \\(by rotation or XOR\\), so every rank is proven: lower --ranks or --counts, or raise --memory-limit\n$")
 collcheck_add_cli_test(memory_bench_large_size bench -e 1G --memory-limit 1G STATUS 2
   STDERR "^collcheck bench: -e 1\\.0 GiB on ring@sim needs about [0-9.]+ GiB" "lower -e or --ranks" EMPTY stdout)
 # A world of processes on this host holds more than its ranks' buffers: the processes, proc's
@@ -74,5 +82,6 @@ collcheck_add_cli_test(memory_bad_limit prove --algorithm ring --ranks 4 --memor
 collcheck_add_cli_test(memory_too_small simulate --algorithm ring --ranks 4 --counts 1K --memory-limit 1K STATUS 2
   STDERR "^collcheck simulate: --counts 1024 needs about [0-9.]+ KiB" EMPTY stdout)
 set_tests_properties(cli.memory_replay_huge_case cli.memory_simulate_many_chunks cli.memory_check_large_ranges
-  cli.memory_prove_many_ranks cli.memory_prove_symmetric_by_rank0 cli.memory_prove_alltoall_by_rank0 cli.memory_prove_innet_in_units cli.memory_prove_refused_when_reached cli.memory_bench_large_size cli.memory_replay_fits cli.memory_no_limit
+  cli.memory_prove_many_ranks cli.memory_prove_symmetric_by_rank0 cli.memory_prove_alltoall_by_rank0 cli.memory_prove_innet_in_units cli.memory_prove_uneven_refused_up_front
+  cli.memory_prove_refused_when_reached cli.memory_bench_large_size cli.memory_replay_fits cli.memory_no_limit
   cli.memory_bad_limit cli.memory_too_small PROPERTIES LABELS "cli;memory")
