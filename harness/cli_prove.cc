@@ -7,7 +7,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -123,11 +122,7 @@ Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sw
     largest = std::max(largest, rank0->total());
     return Ok{};
   }
-  std::uint64_t unit = shape.count;
-  for (std::size_t count : shape.counts) {
-    if (unit <= 1) break;
-    unit = std::gcd(unit, std::uint64_t{count});
-  }
+  const std::uint64_t unit = counts_unit(shape);
   if (unit <= 1) return fit;
   Result<MemoryEstimate> in_units = proved_shape_memory(algorithm.name, shape, sweep.knobs, false, unit);
   if (!in_units || !fits(*in_units, sweep.budget, "", "")) return fit;

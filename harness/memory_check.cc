@@ -184,12 +184,9 @@ Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Cas
   if (unit > 1) {
     // In units, the proof holds `unit` times fewer elements; a stored schedule is held twice, as it
     // is and in units.
-    Case held = shape;
-    held.count /= unit;
-    for (std::size_t& count : held.counts) count /= unit;
     ScheduleSize narrowed = *size;
     narrowed.scratch_elements /= unit;
-    MemoryEstimate estimate = proof_memory(held, narrowed, on_demand);
+    MemoryEstimate estimate = proof_memory(case_in_units(shape, unit), narrowed, on_demand);
     if (!on_demand) estimate.add(schedule_memory(*size));
     return estimate;
   }

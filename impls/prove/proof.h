@@ -56,6 +56,10 @@ struct InUnits {
   std::uint64_t unit = 1;
 };
 std::optional<InUnits> in_units(const Schedule&);
+// What the case's counts share (its count and a v-collective's every count): in_units' unit divides
+// it. And the case in units of `unit`, its counts divided.
+std::uint64_t counts_unit(const Case&);
+Case case_in_units(Case shape, std::uint64_t unit);
 
 // What proving a schedule of that size for `shape` will hold, the schedule included, estimated
 // before it is built (ScheduleSize from impls/algorithms: estimate_schedule). Made on demand

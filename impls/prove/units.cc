@@ -63,10 +63,24 @@ StepSequence divided_steps(std::shared_ptr<const Schedule> made, int participant
 
 }  // namespace
 
+std::uint64_t counts_unit(const Case& shape) {
+  std::uint64_t unit = shape.count;
+  for (std::size_t count : shape.counts) {
+    if (unit == 1) break;
+    unit = std::gcd(unit, std::uint64_t{count});
+  }
+  return unit;
+}
+
+Case case_in_units(Case shape, std::uint64_t unit) {
+  shape.count /= unit;
+  for (std::size_t& count : shape.counts) count /= unit;
+  return shape;
+}
+
 std::optional<InUnits> in_units(const Schedule& schedule) {
   const Case& shape = schedule.shape;
-  std::uint64_t unit = shape.count;
-  for (std::size_t count : shape.counts) unit = std::gcd(unit, std::uint64_t{count});
+  std::uint64_t unit = counts_unit(shape);
   for (const Participant& participant : schedule.participants)
     unit = std::gcd(unit, std::uint64_t{participant.scratch});
   for (int p = 0; p < schedule.nparticipants() && unit > 1; ++p) {
@@ -81,9 +95,7 @@ std::optional<InUnits> in_units(const Schedule& schedule) {
   InUnits result{Schedule{}, unit};
   Schedule& narrowed = result.schedule;
   narrowed.algorithm = schedule.algorithm;
-  narrowed.shape = shape;
-  narrowed.shape.count /= unit;
-  for (std::size_t& count : narrowed.shape.counts) count /= unit;
+  narrowed.shape = case_in_units(shape, unit);
   narrowed.participants.reserve(schedule.participants.size());
   for (const Participant& participant : schedule.participants) {
     Participant in_units_of{participant.is_switch, participant.scratch / unit, {}, participant.waits};
