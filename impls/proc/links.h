@@ -31,14 +31,16 @@ struct Key {
 };
 
 // One piece of a message, as a FIFO slot and a TCP frame both carry it: the message's sequence
-// number on its stream, where the piece lies in it, the transmission it belongs to, and the
-// checksum of the bytes the sender meant to send (0 when checksums are off).
+// number on its stream, where the piece lies in it, the transmission it belongs to, the
+// checksum of the bytes the sender meant to send (0 when checksums are off), and how they were
+// stored.
 struct PieceHeader {
   std::uint64_t sequence;
   std::uint64_t offset;
   std::uint64_t bytes;
   std::uint64_t checksum;
   std::uint32_t attempt;
+  std::uint32_t around_cache;  // shm: the sender stored the bytes around the cache (SlotStores)
 };
 
 // What a TCP frame carries besides pieces: the link protocol's control messages. Acks and

@@ -4,6 +4,7 @@
 #include "impls/proc/progress.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -113,8 +114,8 @@ bool ProcTransport::State::push_frame(Outbound& out, const Outgoing& message, st
   Connection& connection = *out.connection;
   if (connection.out.size() - connection.out_sent >= kTcpWindow) return false;
   const std::byte* data = message.payload(message.pushed);
-  const PieceHeader header{message.sequence, message.pushed, n, piece_sum(out, message, data, n),
-                           out.sender.attempt(message.sequence)};
+  const PieceHeader header{
+      message.sequence, message.pushed, n, piece_sum(out, message, data, n), out.sender.attempt(message.sequence), 0};
   append_frame(connection, FrameHeader{epoch, FrameKind::Piece, out.key.from, out.key.to, out.key.channel, 0, header},
                data);
   return true;
@@ -127,6 +128,10 @@ bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std
   // Only the sender's one-pass copy and checksum chooses how to store (fill_slot); only a fill
   // large enough to time reads the clock.
   const bool chooses = settings.checksums && !message.hooked;
+  if (chooses) {  // what the receiver's end pays for each way (the line its head is on)
+    out.stores.heard(std::bit_cast<double>(out.fifo.control->taking[0].load(std::memory_order_relaxed)),
+                     std::bit_cast<double>(out.fifo.control->taking[1].load(std::memory_order_relaxed)));
+  }
   const bool around_cache = chooses && out.stores.around_cache(n);
   if (!chooses || !SlotStores::timed(n)) {
     fill_slot(out, message, n, out.fifo.slot(out.tail), around_cache);
@@ -158,7 +163,8 @@ void ProcTransport::State::fill_slot(const Outbound& out, const Outgoing& messag
     if (n > 0) std::memcpy(slot + kSlotHeader, payload, n);
     sum = piece_sum(out, message, slot + kSlotHeader, n);
   }
-  const PieceHeader header{message.sequence, message.pushed, n, sum, out.sender.attempt(message.sequence)};
+  const PieceHeader header{message.sequence,      message.pushed, n, sum, out.sender.attempt(message.sequence),
+                           around_cache ? 1U : 0U};
   std::memcpy(slot, &header, sizeof header);
 }
 

@@ -53,11 +53,15 @@ static_assert(sizeof(PieceHeader) <= kSlotHeader);
 // receiver keeps its own). Stores around the cache
 // (non-temporal) do not take the line: steady either way, but the receiver then reads the piece
 // from memory. So the sender times its fills of at least kTimedBytes, in seconds per byte, and
-// keeps a moving average for each way. It tries each way once, then fills with the cheaper one,
-// and with the other once more after kProbeEvery fills times how much dearer that one was (at most
-// kMostDearer times), so that probing costs about 1/kProbeEvery of the time of the fills and each
-// average still follows a move. (The way it fills with is timed every time: if that one becomes
-// the dearer, the next fill takes the other.)
+// keeps a moving average for each way; the receiver times its taking of such pieces (the check
+// and the landing) per way, each piece's header saying which, and publishes its averages in the
+// FIFO's control block, which the sender hears before it chooses (`heard`). A way's cost is the
+// two together: the fill that is cheaper for the sender may cost the receiver more. The sender
+// tries each way once, then fills with the cheaper one, and with the other once more after
+// kProbeEvery fills times how much dearer that one was (at most kMostDearer times), so that
+// probing costs about 1/kProbeEvery of the time of the fills and each average still follows a
+// move. (The way it fills with is timed every time: if that one becomes the dearer, the next
+// fill takes the other.) A way the receiver has not yet timed counts its fill alone.
 class SlotStores {
  public:
   static constexpr std::size_t kTimedBytes = std::size_t{16} << 10;
@@ -69,8 +73,13 @@ class SlotStores {
   bool around_cache(std::size_t bytes) const {
     if (cost_[1] == 0) return true;
     if (cost_[0] == 0) return false;
-    const bool cheaper = cost_[1] < cost_[0];
+    const bool cheaper = total(true) < total(false);
     return timed(bytes) && probe_in_ == 0 ? !cheaper : cheaper;
+  }
+  // What taking a piece filled each way costs the receiver, seconds per byte (0: not yet timed).
+  void heard(double ordinary, double around_cache) {
+    receiver_[0] = ordinary;
+    receiver_[1] = around_cache;
   }
   // A fill of `bytes` took `seconds` (only fills of at least kTimedBytes count).
   void filled(bool around_cache, std::size_t bytes, double seconds) {
@@ -84,26 +93,32 @@ class SlotStores {
       --probe_in_;
       return;
     }
-    const double dearer = std::max(cost_[0], cost_[1]) / std::max(std::min(cost_[0], cost_[1]), 1e-300);
+    const double dearer = std::max(total(false), total(true)) / std::max(std::min(total(false), total(true)), 1e-300);
     probe_in_ = static_cast<std::uint64_t>(static_cast<double>(kProbeEvery) * std::min(dearer, kMostDearer));
   }
-  // The averages, seconds per byte (0: not tried yet), ordinary stores first.
+  // The averages of the fills, seconds per byte (0: not tried yet), ordinary stores first; and
+  // with what the receiver pays for them.
   double cost(bool around_cache) const { return cost_[around_cache ? 1 : 0]; }
+  double total(bool around_cache) const { return cost_[around_cache ? 1 : 0] + receiver_[around_cache ? 1 : 0]; }
 
  private:
   double cost_[2] = {0, 0};
-  std::uint64_t probe_in_ = 0;  // timed fills before the next probe of the dearer way
+  double receiver_[2] = {0, 0};  // heard from the receiver
+  std::uint64_t probe_in_ = 0;   // timed fills before the next probe of the dearer way
 };
 
 // `tail` is the producer's; the rest the consumer's. Reliable streams also carry, against the
 // data, how many messages the consumer has taken (`acked`) and its requests to go back to a
 // message (`rewind_to`, then `rewinds` counts them, so the producer sees each request once).
+// `taking` is the consumer's cost of taking a piece filled each way (SlotStores), seconds per
+// byte as a double's bits (0: not timed yet).
 struct FifoControl {
   alignas(64) std::atomic<std::uint64_t> tail;
   alignas(64) std::atomic<std::uint64_t> head;
   std::atomic<std::uint64_t> acked;
   std::atomic<std::uint64_t> rewind_to;
   std::atomic<std::uint64_t> rewinds;
+  std::atomic<std::uint64_t> taking[2];
 };
 
 struct FifoShape {
@@ -231,7 +246,8 @@ struct Inbound {
   // The position due next (message, byte), and, reliable, since when the stream has brought
   // nothing useful and what it last asked the sender for.
   LinkReceiver receiver;
-  bool waiting = false;  // reliable: a receive waits on this stream
+  bool waiting = false;       // reliable: a receive waits on this stream
+  double taking[2] = {0, 0};  // shm: what taking a piece filled each way costs, seconds per byte
 };
 
 // A receive or send step's stream (index into inbound or outbound) and its ordinal there: the

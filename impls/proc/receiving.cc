@@ -2,6 +2,9 @@
 // against its sequence and checksum before it lands (copied or reduced into place), dropping
 // duplicates, and, reliable, waiting, asking the sender to go back and acknowledging what was
 // taken. The sending side and the progress loop are progress.cc's.
+#include <algorithm>
+#include <bit>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 
@@ -42,6 +45,17 @@ void ProcTransport::State::pop(Inbound& in) {
 }
 
 namespace {
+
+// A piece taken (checked and landed) in `taking`: the moving average of its way's cost per byte,
+// published for the sender (a clock that did not move counts a nanosecond, as the sender's does).
+void took(Inbound& in, const PieceHeader& piece, std::chrono::steady_clock::duration taking) {
+  const int way = piece.around_cache != 0 ? 1 : 0;
+  const double sample =
+      std::max(std::chrono::duration<double>(taking).count(), 1e-9) / static_cast<double>(piece.bytes);
+  double& cost = in.taking[way];
+  cost = cost == 0 ? sample : (cost + sample) / 2;
+  in.fifo.control->taking[way].store(std::bit_cast<std::uint64_t>(cost), std::memory_order_relaxed);
+}
 
 // A received piece's copy into its destination; `streaming` (a case whose buffers are far larger
 // than the caches) with streaming stores on x86-64, which do not read the destination's lines
@@ -125,6 +139,9 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
   judged.checksums = settings.checks(sequence, in.per_call);
   while (peek(in, piece, data)) {
     taken = Taken::Some;
+    // How long taking a piece of the sender's choosing costs (SlotStores): timed where it is large.
+    const bool timed = !in.tcp && !in.rdma.active && judged.checksums && SlotStores::timed(piece.bytes);
+    const auto started = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const PieceLabel label{piece.sequence, piece.offset, piece.bytes, piece.checksum, piece.attempt};
     const Verdict verdict = receiver.judge(label, {data, piece.bytes}, bytes, judged);
     if (verdict != Verdict::Take) {
@@ -134,6 +151,7 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
     // Only the bytes this piece writes: by then the sends they hold are often out already.
     protect(to + receiver.due_byte(), piece.bytes);
     land(to, from, data, receiver.due_byte(), piece.bytes);
+    if (timed) took(in, piece, std::chrono::steady_clock::now() - started);
     pop(in);
     if (receiver.take(piece.bytes, bytes, settings.reliable ? now() : 0)) {
       in.waiting = false;

@@ -188,6 +188,7 @@ void ProcTransport::State::reset_inbound() {
     in.fifo.control->acked.store(0, std::memory_order_relaxed);
     in.fifo.control->rewind_to.store(0, std::memory_order_relaxed);
     in.fifo.control->rewinds.store(0, std::memory_order_relaxed);
+    for (std::atomic<std::uint64_t>& taking : in.fifo.control->taking) taking.store(0, std::memory_order_relaxed);
   }
 }
 
@@ -243,7 +244,8 @@ void ProcTransport::State::send_control(int to_rank, FrameKind kind, const Key& 
                                         const std::string& text) {
   Connection& connection = peers.connections[static_cast<std::size_t>(to_rank)];
   if (connection.fd < 0) return;
-  const FrameHeader header{epoch, kind, key.from, key.to, key.channel, 0, PieceHeader{sequence, 0, text.size(), 0, 0}};
+  const FrameHeader header{
+      epoch, kind, key.from, key.to, key.channel, 0, PieceHeader{sequence, 0, text.size(), 0, 0, 0}};
   append_frame(connection, header, reinterpret_cast<const std::byte*>(text.data()));
 }
 

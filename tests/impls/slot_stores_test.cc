@@ -52,5 +52,34 @@ TEST(SlotStores, FillsTheCheaperWayAndFollowsAMove) {
   EXPECT_DOUBLE_EQ(stores.cost(true), before);
 }
 
+// A way's cost is the fill and the receiver's taking together: stores around the cache that are
+// cheaper to fill but leave the receiver reading from memory lose to ordinary stores that the
+// receiver reads from a shared cache. A chooser that weighed the fills alone fails here.
+TEST(SlotStores, WeighsWhatTheReceiverPaysToo) {
+  proc::SlotStores stores;
+  const std::size_t piece = std::size_t{128} << 10;
+  const double fill_ordinary = 2e-9, fill_around = 1e-9;
+  const double take_ordinary = 0.5e-9, take_around = 3e-9;
+  int ordinary_fills = 0;
+  for (int i = 0; i < 400; ++i) {
+    if (i >= 2) stores.heard(take_ordinary, take_around);  // once the receiver has taken a piece each way
+    const bool around_cache = stores.around_cache(piece);
+    ordinary_fills += around_cache ? 0 : 1;
+    stores.filled(around_cache, piece, static_cast<double>(piece) * (around_cache ? fill_around : fill_ordinary));
+  }
+  EXPECT_GE(ordinary_fills, 380);
+  EXPECT_DOUBLE_EQ(stores.total(false), fill_ordinary + take_ordinary);
+  EXPECT_DOUBLE_EQ(stores.total(true), fill_around + take_around);
+  // The receiver's cost of ordinary stores rises (the cores no longer share a cache): around the cache again.
+  stores.heard(4e-9, take_around);
+  int around_fills = 0;
+  for (int i = 0; i < 100; ++i) {
+    const bool around_cache = stores.around_cache(piece);
+    around_fills += around_cache ? 1 : 0;
+    stores.filled(around_cache, piece, static_cast<double>(piece) * (around_cache ? fill_around : fill_ordinary));
+  }
+  EXPECT_GE(around_fills, 90);
+}
+
 }  // namespace
 }  // namespace collcheck
