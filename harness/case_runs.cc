@@ -32,6 +32,7 @@ CaseRun run_case(const CaseSetting& setting, Backend& backend, const DrawnCase& 
     context.outcome = classify(drawn.c, base);
     run.classified = context.outcome;
   }
+  context.budget_spent = setting.spent && setting.spent();
   for (const Property* property : setting.properties) {
     run.results.push_back(property->check(drawn.c, backend, base, context));
     run.cannot_run_here = backend.cannot_run_here();

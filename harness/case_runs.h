@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ struct CaseSetting {
   bool faults = false;  // classify the base run's outcome
   double deadline = 0;  // per run
   Clock::time_point start;
+  // Whether the time budget has run out (in lockstep, as rank 0's clock says): asked once per case
+  // after its base run (PropertyContext::budget_spent); unset: never.
+  std::function<bool()> spent = {};
 };
 
 CaseRun run_case(const CaseSetting& setting, Backend& backend, const DrawnCase& drawn, std::uint64_t schedule_seed);

@@ -254,7 +254,10 @@ struct NextCases {
 NextCases next_runs(const Loop& loop, BackendLoop& user, Draws& draws, CaseWorkers& workers, std::size_t first,
                     Clock::time_point deadline) {
   const CheckOptions& options = loop.options;
-  const CaseSetting setting{loop.properties, loop.faults.any(), options.deadline, user.start};
+  CaseSetting setting{loop.properties, loop.faults.any(), options.deadline, user.start};
+  // Threads of their own never agree in lockstep: each reads the clock.
+  if (workers.any()) setting.spent = [deadline] { return Clock::now() >= deadline; };
+  else setting.spent = [&options, deadline] { return past(options, deadline); };
   const std::size_t step = options.share.count;  // the next case of this share is `step` on
   std::size_t batch = workers.any() ? 4 * workers.size() : 1;
   if (options.cases > 0) batch = std::min(batch, (options.cases - first + step - 1) / step);

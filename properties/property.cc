@@ -198,7 +198,7 @@ constexpr Property kProperties[] = {
     {"recovery",
      "after a run that ended detected or hang, the same case run again without faults is ok and "
      "matches the oracle",
-     &recovery},
+     &recovery, true},
     {"reliability", "a backend that retransmits (reliable) ends ok with the right result under transient faults",
      &reliability},
     {"oracle", "every rank's output matches the CPU oracle: bit for bit on exact inputs, within the bound on real ones",
@@ -206,13 +206,14 @@ constexpr Property kProperties[] = {
     {"rank-agreement", "all-reduce, all-gather and broadcast leave identical bits on every rank", &rank_agreement},
     {"buffer-safety", "guard zones around every buffer are untouched and an out-of-place input is unchanged",
      &buffer_safety},
-    {"determinism", "the same case run again, under another interleaving, gives identical bits", &determinism},
-    {"in-place", "in-place and out-of-place calls give identical bits", &in_place},
+    {"determinism", "the same case run again, under another interleaving, gives identical bits", &determinism, true},
+    {"in-place", "in-place and out-of-place calls give identical bits", &in_place, true},
     {"composition",
      "reduce-scatter then all-gather equals all-reduce (bit for bit on exact values); all-to-all twice "
      "gives the input back",
-     &composition},
-    {"repeat", "three calls back to back on the same buffers each match the oracle for their own inputs", &repeat},
+     &composition, true},
+    {"repeat", "three calls back to back on the same buffers each match the oracle for their own inputs", &repeat,
+     true},
 };
 
 }  // namespace
@@ -220,6 +221,7 @@ constexpr Property kProperties[] = {
 PropertyResult Property::check(const Case& c, Backend& backend, const RepeatedRun& base,
                                const PropertyContext& context) const {
   if (base.refused) return skip("the backend refused the case (a precondition, not a finding): " + base.error);
+  if (runs_again && context.budget_spent) return skip("the time budget ran out during the case's run: not run again");
   return predicate(c, backend, base, context);
 }
 

@@ -27,6 +27,9 @@ struct PropertyContext {
   bool transient = false;               // every fault of the plan heals by itself (see faults docs)
   double deadline = 0;                  // RunOptions::deadline of every run
   std::optional<Outcome> outcome = {};  // the base run's class, when the caller has it already
+  // The check's time budget ran out during the base run: no property runs the case again (a hang
+  // then costs one deadline past the budget, not one per property).
+  bool budget_spent = false;
 
   bool under_faults() const { return !fault_plan.empty(); }
   // Options for one more run of the case under the same faults and deadline.
@@ -45,6 +48,7 @@ struct Property {
   std::string_view name;
   std::string_view doc;
   PropertyResult (*predicate)(const Case&, Backend&, const RepeatedRun& base, const PropertyContext&);
+  bool runs_again = false;  // the predicate runs the case again (skipped once the budget is spent)
 
   PropertyResult check(const Case&, Backend&, const RepeatedRun& base, const PropertyContext&) const;
 };

@@ -96,9 +96,8 @@ std::string ProcTransport::links() const {
   return tcp ? (state_->size > 1 && state_->links != ProcLinks::Tcp ? "shm+tcp" : "tcp") : "shm";
 }
 
-// Every stream of the schedule, each receiver's FIFO layout, and this process's ends of them.
-// Everything here depends only on the schedule, so every process decides the same (an error
-// included) before anyone waits at the barrier.
+// Every stream of the schedule, each receiver's FIFO layout, and this process's ends of them: from
+// the schedule alone, so every process decides the same (an error included) before any barrier.
 Status ProcTransport::State::plan(const Schedule& next) {
   schedule = &next;
   element = size_of(next.shape.dtype);
@@ -183,12 +182,11 @@ void ProcTransport::State::reset_inbound() {
   for (Inbound& in : inbound) {
     if (in.tcp) continue;
     in.head = in.tail_seen = 0;
-    in.fifo.control->tail.store(0, std::memory_order_relaxed);
-    in.fifo.control->head.store(0, std::memory_order_relaxed);
-    in.fifo.control->acked.store(0, std::memory_order_relaxed);
-    in.fifo.control->rewind_to.store(0, std::memory_order_relaxed);
-    in.fifo.control->rewinds.store(0, std::memory_order_relaxed);
-    for (std::atomic<std::uint64_t>& taking : in.fifo.control->taking) taking.store(0, std::memory_order_relaxed);
+    FifoControl& control = *in.fifo.control;
+    for (auto* word : {&control.tail, &control.head, &control.acked, &control.rewind_to, &control.rewinds,
+                       &control.taking[0], &control.taking[1]}) {
+      word->store(0, std::memory_order_relaxed);
+    }
   }
 }
 

@@ -34,6 +34,13 @@ collcheck_add_cli_test(check_hang_mutant check --backend mutant:hang@proc --seed
   STDOUT "FAILED liveness on mutant:hang@proc" "hang: rank\\(s\\) [0-9, ]+ did not return within the deadline of 3\\.0 s"
   "replay: collcheck replay --backend 'mutant:hang@proc'")
 set_tests_properties(cli.check_hang_mutant PROPERTIES LABELS "cli;proc" TIMEOUT 120)
+# A run that hangs past the time budget is the check's last: no property runs the case again
+# (recovery would wait out a second deadline), so only liveness fails, in one deadline.
+collcheck_add_cli_test(check_hang_past_budget check --backend mutant:hang@proc --seed 3 --ranks 2..4
+  --count 0..64 --deadline 3s --time-budget 1s STATUS 1
+  STDOUT "1 cases in [0-9.]+ s: 0 passed, 1 failed"
+  "\nFAILED liveness on mutant:hang@proc after 1 case \\([0-9.]+ s\\), shrunk in 0 runs to:\n[^\n]*\n[^\n]*\n  replay: [^\n]*\n$")
+set_tests_properties(cli.check_hang_past_budget PROPERTIES LABELS "cli;proc" TIMEOUT 120)
 collcheck_add_cli_test(check_crash_mutant check --backend mutant:crash@proc --seed 3 --ranks 2..4
   --count 0..64 --deadline 10s --time-budget 10s STATUS 1
   STDOUT "FAILED liveness on mutant:crash@proc" "crash: rank [0-9]+ died" "rank [0-9]+ died: signal 6 \\(SIGABRT\\)"
