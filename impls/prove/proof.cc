@@ -2,7 +2,7 @@
 // index) input contributions, kept as runs of consecutive ranks modulo the rank count per index,
 // so every ring partial sum (even one that wraps round rank n-1 to rank 0) stays one run and a
 // tree's a run or two, even at thousands of ranks. Participants run from a worklist, each step
-// as soon as it can; sends are buffered in per-link FIFO queues.
+// as soon as it can, a receiver woken by a send first; sends are buffered in per-link FIFO queues.
 //
 // With several streams a participant is watched for races (race_check.h), so that the one
 // interleaving run stands for all. Where every rank's program is rank 0's turned, rank 0 runs
@@ -75,7 +75,10 @@ class Interpreter {
 
   Proof run() {
     Proof proof;
-    // A worklist of participants that may be able to move; a send wakes its receiver.
+    // A worklist of participants that may be able to move; a send wakes its receiver, which runs
+    // next, so that a message is taken soon after it is sent and few wait at once (woken at the
+    // back, in-network aggregation's multicast held a whole level's copies of V: 9.4 GiB instead of
+    // 5.4 at 16,384 ranks).
     std::deque<int> work;
     std::vector<bool> queued(static_cast<std::size_t>(simulated_), true);
     for (int p = 0; p < simulated_; ++p) work.push_back(p);
@@ -86,7 +89,7 @@ class Interpreter {
       advance(p, proof, [&](int woken) {
         if (woken < simulated_ && !queued[static_cast<std::size_t>(woken)]) {
           queued[static_cast<std::size_t>(woken)] = true;
-          work.push_back(woken);
+          work.push_front(woken);
         }
       });
     }
