@@ -17,6 +17,7 @@
 #include "harness/text_table.h"
 #include "impls/algorithms/algorithms.h"
 #include "impls/prove/proof.h"
+#include "impls/prove/symmetry.h"
 #include "reference/counts.h"
 #include "reference/numbers.h"
 #include "reference/shared_indices.h"
@@ -90,17 +91,6 @@ std::string shape_words(const Algorithm& algorithm, const Case& shape) {
          std::to_string(shape.nranks) + " ranks, count " + std::to_string(shape.count);
 }
 
-// Whether every rank's input and output are as long as rank 0's, as a proof on rank 0 alone requires
-// (impls/prove/symmetry.h): a v-collective's uneven counts, or a reduce's root, rule it out before a
-// schedule is made (pairwise all-to-allv at 16,384 ranks would store 18 GiB of steps first).
-bool same_buffers_on_every_rank(const Case& shape) {
-  for (int rank = 1; rank < shape.nranks; ++rank) {
-    if (input_elements(shape, rank) != input_elements(shape, 0)) return false;
-    if (output_elements(shape, rank) != output_elements(shape, 0)) return false;
-  }
-  return true;
-}
-
 // Whether memory holds the proof of `shape`, in full or else on rank 0 alone (or, where the ranks'
 // buffers differ, in units); `largest` the largest proof the sweep may run, by its estimate so far.
 // A shape whose full proof does not fit is proven that way or refused when reached, never in full,
@@ -116,7 +106,7 @@ Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sw
   // Else on rank 0 alone, where every rank's buffers are alike. Where they differ, in units at
   // best, of at most what the counts share (impls/prove: in_units); so a v-collective whose counts
   // share nothing is refused here, before its schedule is made.
-  if (same_buffers_on_every_rank(shape)) {
+  if (provenance::rank_buffers_alike(shape)) {
     Result<MemoryEstimate> rank0 = proved_shape_memory(algorithm.name, shape, sweep.knobs, true);
     if (!rank0 || !fits(*rank0, sweep.budget, "", "")) return fit;
     largest = std::max(largest, rank0->total());
@@ -260,7 +250,7 @@ ShapeProof prove_one(const Algorithm& algorithm, const Case& shape, const Sweep&
                               : Status(Ok{});
     if (!result.refused) return result;
     if (units) {
-      proof = prove(units->schedule);
+      proof = prove_in_full(units->schedule);
       proof->unit *= units->unit;
       // A failure is named in the schedule's own terms where its full proof fits, else in units.
       Result<MemoryEstimate> full = proved_shape_memory(algorithm.name, shape, knobs);

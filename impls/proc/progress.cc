@@ -128,14 +128,14 @@ bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std
   // Only the sender's one-pass copy and checksum chooses how to store (fill_slot); only a fill
   // large enough to time reads the clock.
   const bool chooses = settings.checksums && !message.hooked;
-  if (chooses) {  // what the receiver's end pays for each way (the line its head is on)
+  if (!chooses || !SlotStores::timed(n)) {
+    fill_slot(out, message, n, out.fifo.slot(out.tail), chooses && out.stores.around_cache(n));
+  } else {
+    // What the receiver's end pays for each way: read where the fill is timed, its line being the
+    // receiver's (written with every piece it takes).
     out.stores.heard(std::bit_cast<double>(out.fifo.control->taking[0].load(std::memory_order_relaxed)),
                      std::bit_cast<double>(out.fifo.control->taking[1].load(std::memory_order_relaxed)));
-  }
-  const bool around_cache = chooses && out.stores.around_cache(n);
-  if (!chooses || !SlotStores::timed(n)) {
-    fill_slot(out, message, n, out.fifo.slot(out.tail), around_cache);
-  } else {
+    const bool around_cache = out.stores.around_cache(n);
     const auto start = std::chrono::steady_clock::now();
     fill_slot(out, message, n, out.fifo.slot(out.tail), around_cache);
     out.stores.filled(around_cache, n, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -55,7 +55,7 @@ static_assert(sizeof(PieceHeader) <= kSlotHeader);
 // from memory. So the sender times its fills of at least kTimedBytes, in seconds per byte, and
 // keeps a moving average for each way; the receiver times its taking of such pieces (the check
 // and the landing) per way, each piece's header saying which, and publishes its averages in the
-// FIFO's control block, which the sender hears before it chooses (`heard`). A way's cost is the
+// FIFO's control block, which the sender hears before each timed fill (`heard`). A way's cost is the
 // two together: the fill that is cheaper for the sender may cost the receiver more. The sender
 // tries each way once, then fills with the cheaper one, and with the other once more after
 // kProbeEvery fills times how much dearer that one was (at most kMostDearer times), so that

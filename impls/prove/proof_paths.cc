@@ -56,12 +56,13 @@ std::optional<Proof> prove_by_symmetry(const Schedule& schedule, unsigned thread
   return prove_valid(rank0, symmetry);
 }
 
-// Where no symmetry holds, in units where the schedule never cuts one; a proof in units that fails
-// gives way to the full one, which names the step and element in the schedule's own terms.
+// Where no symmetry holds, in units where the schedule never cuts one (in full: dividing every
+// range by the unit turns nothing that did not turn before); a proof in units that fails gives way
+// to the full one, which names the step and element in the schedule's own terms.
 Proof prove(const Schedule& schedule) {
   if (std::optional<Proof> proof = prove_by_symmetry(schedule)) return *proof;
   if (std::optional<InUnits> units = in_units(schedule)) {
-    Proof proof = prove(units->schedule);
+    Proof proof = prove_in_full(units->schedule);
     if (proof.ok) {
       proof.unit *= units->unit;
       return proof;

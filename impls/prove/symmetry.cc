@@ -216,17 +216,23 @@ bool every_rank_turns(const Schedule& s, Turn turn, const std::vector<PreparedSt
 // What find_symmetry requires before it compares steps.
 bool could_be_symmetric(const Schedule& s) {
   const int n = s.nranks();
-  if (n < 2 || s.nparticipants() != n) return false;
+  if (n < 2 || s.nparticipants() != n || !rank_buffers_alike(s.shape)) return false;
   for (int r = 0; r < n; ++r) {
     if (s.participants[static_cast<std::size_t>(r)].is_switch) return false;
-    for (BufferKind kind : {BufferKind::Input, BufferKind::Output, BufferKind::Scratch}) {
-      if (s.buffer_size(r, kind) != s.buffer_size(0, kind)) return false;
-    }
+    if (s.buffer_size(r, BufferKind::Scratch) != s.buffer_size(0, BufferKind::Scratch)) return false;
   }
   return true;
 }
 
 }  // namespace
+
+bool rank_buffers_alike(const Case& shape) {
+  for (int rank = 1; rank < shape.nranks; ++rank) {
+    if (input_elements(shape, rank) != input_elements(shape, 0)) return false;
+    if (output_elements(shape, rank) != output_elements(shape, 0)) return false;
+  }
+  return true;
+}
 
 std::optional<Symmetry> find_symmetry(const Schedule& s) {
   if (s.participants.empty()) return std::nullopt;

@@ -94,6 +94,11 @@ struct Symmetry {
   }
 };
 
+// Whether every rank's input and output are as long as rank 0's, as a proof on rank 0 alone
+// requires: a v-collective's uneven counts, or a reduce's root, rule it out (known from the case,
+// before any schedule is made).
+bool rank_buffers_alike(const Case&);
+
 // The symmetry of the schedule, or nothing: a rotation is tried first, then XOR where n is a
 // power of two. It is found on rank 1 and then checked against every step of every rank: same
 // kinds, channels, streams and waits, the peer turned by r, every range turned by r. It also
