@@ -19,12 +19,31 @@
 #include "impls/worlds/launched_backend.h"
 #include "impls/worlds/mpi_world.h"
 #include "impls/worlds/thread_world_backend.h"
+#include "reference/key_values.h"
 #include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
 
-constexpr std::string_view kTransports = "sim, cuda-host, proc or ib (mpi and gloo are named alone: mpi, gloo:NAME)";
+constexpr std::string_view kTransports =
+    "sim, cuda-host, cuda, proc or ib (mpi and gloo are named alone: mpi, gloo:NAME)";
+
+// The options of `@cuda` and `@cuda-host` with `mode=threads|processes` taken out (checked): the knobs.
+Result<std::string> engine_knob_options(std::string_view spec, std::string_view options) {
+  Result<std::vector<KeyValue>> items = split_key_values(options);
+  if (!items) return backend_spec_error(spec, items.error().message);
+  std::string knobs;
+  for (const KeyValue& item : *items) {
+    if (item.key == "mode") {
+      if (item.value != "threads" && item.value != "processes") {
+        return backend_spec_error(spec, escaped_input(item.item) + ": must be mode=threads or mode=processes");
+      }
+      continue;
+    }
+    knobs += (knobs.empty() ? "" : ",") + std::string(item.item);
+  }
+  return knobs;
+}
 
 }  // namespace
 
@@ -38,6 +57,18 @@ Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
     return Error{"--backend", quoted_input(spec) + " does not run across processes: use ALGORITHM@proc, mpi or gloo"};
   }
   const std::string_view transport = spec.substr(at + 1);
+  if (transport.starts_with("cuda")) {
+    const std::string_view name = transport.substr(0, transport.find(':'));
+    Result<std::string> knobs =
+        engine_knob_options(spec, transport.substr(std::min(name.size() + 1, transport.size())));
+    if (!knobs) return knobs.error();
+#if COLLCHECK_HAVE_CUDA
+    if (name == "cuda") return engine_process_specs(spec.substr(0, at), *knobs, spec, name, cuda_engine_devices());
+#else
+    if (name == "cuda") return backend_spec_error(spec, "this build has no CUDA: " COLLCHECK_CUDA_REASON);
+#endif
+    return engine_process_specs(spec.substr(0, at), *knobs, spec, name, EngineDevices{});
+  }
   const bool ib = transport.starts_with("ib");
   const std::size_t name_length = ib ? 2 : 4;
   const std::string_view options =
@@ -146,7 +177,10 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
   if (transport == "cuda") return backend_spec_error(spec, "this build has no CUDA: " COLLCHECK_CUDA_REASON);
 #endif
   Knobs knobs;
-  Status parsed = parse_knobs(spec, options, knobs);
+  Result<std::string> knob_options = std::string(options);
+  if (transport != "sim") knob_options = engine_knob_options(spec, options);  // mode=threads
+  if (!knob_options) return knob_options.error();
+  Status parsed = parse_knobs(spec, *knob_options, knobs);
   if (!parsed) return parsed.error();
   return make_in_process_backends(spec, what, in_process_factory(transport), knobs,
                                   "@" + std::string(transport) + (options.empty() ? "" : ":" + std::string(options)));

@@ -87,6 +87,15 @@ bool runs_across_processes(std::string_view spec) {
   const std::size_t at = spec.rfind('@');
   if (at == std::string_view::npos) return false;
   const std::string_view transport = spec.substr(at + 1);
+  if (transport.starts_with("cuda")) {  // @cuda and @cuda-host with mode=processes among the options
+    for (std::string_view rest = transport.substr(std::min(transport.find(':'), transport.size())); !rest.empty();) {
+      rest.remove_prefix(1);
+      const std::string_view item = rest.substr(0, rest.find(','));
+      if (item == "mode=processes") return true;
+      rest.remove_prefix(item.size());
+    }
+    return false;
+  }
   return transport == "proc" || transport.starts_with("proc:") || transport == "ib" || transport.starts_with("ib:");
 }
 

@@ -86,7 +86,8 @@ struct RankBackendSpec {
 MemoryEstimate library_temporaries(const Case&);
 
 // True when the spec names a backend that runs across processes: `ALGORITHM@proc[...]`, `ALGORITHM@ib[...]`,
-// `mutant:NAME@proc`, `mpi[...]`, `gloo[...]`, `plugin:PATH[...]`, `nccl[...]`.
+// `ALGORITHM@cuda[-host]:...,mode=processes`, `mutant:NAME@proc`, `mpi[...]`, `gloo[...]`, `plugin:PATH[...]`,
+// `nccl[...]`.
 bool runs_across_processes(std::string_view spec);
 
 // True when the spec names a vendor backend that talks over its own transport (`mpi[...]`,

@@ -4,9 +4,12 @@
 
 namespace collcheck {
 
+EngineDevices cuda_engine_devices() {
+  return EngineDevices{cuda::make_cuda_device, cuda::cuda_cannot_run_here, cuda::kDeviceSlotBytes};
+}
+
 std::unique_ptr<Backend> make_cuda_backend(SimVariant variant, Knobs knobs, std::string spec) {
-  return make_engine_backend(std::move(variant), knobs, std::move(spec),
-                             EngineDevices{cuda::make_cuda_device, cuda::cuda_cannot_run_here, cuda::kDeviceSlotBytes});
+  return make_engine_backend(std::move(variant), knobs, std::move(spec), cuda_engine_devices());
 }
 
 }  // namespace collcheck

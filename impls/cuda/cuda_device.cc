@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -107,6 +108,33 @@ class CudaDevice final : public Device {
     check(static_cast<cudaError_t>(launch_finish_average(dtype, data, count, nranks, stream_)),
           "launch_finish_average");
     wait("finish_average");
+  }
+
+  // CUDA IPC: the handle names the whole allocation `memory` begins; opened in another process
+  // (on the same GPU or one it reaches as a peer), it maps there at an address of its own.
+  bool shares_by_handle() const override { return true; }
+  std::vector<std::byte> share(std::byte* memory) override {
+    select();
+    cudaIpcMemHandle_t handle{};
+    check(cudaIpcGetMemHandle(&handle, memory), "cudaIpcGetMemHandle");
+    const auto* bytes = reinterpret_cast<const std::byte*>(&handle);
+    return {bytes, bytes + sizeof handle};
+  }
+  std::byte* open_shared(std::span<const std::byte> handle) override {
+    if (handle.size() != sizeof(cudaIpcMemHandle_t)) {
+      throw std::runtime_error("cudaIpcOpenMemHandle: a handle of " + std::to_string(handle.size()) + " bytes, not " +
+                               std::to_string(sizeof(cudaIpcMemHandle_t)));
+    }
+    select();
+    cudaIpcMemHandle_t opened{};
+    std::memcpy(&opened, handle.data(), sizeof opened);
+    void* memory = nullptr;
+    check(cudaIpcOpenMemHandle(&memory, opened, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+    return static_cast<std::byte*>(memory);
+  }
+  void close_shared(std::byte* memory) override {
+    select();
+    cudaIpcCloseMemHandle(memory);
   }
 
  private:

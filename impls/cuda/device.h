@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +40,17 @@ class Device {
   // out = a ⊕ b for `count` elements (avg as sum), and avg's last step.
   virtual void reduce(DType, RedOp, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) = 0;
   virtual void finish_average(DType, std::byte* data, std::size_t count, int nranks) = 0;
+
+  // Memory that a device in another process reaches (`mode=processes`): whether this device
+  // names its memory by handles (a CUDA device: IPC handles); the handle of memory it allocated;
+  // memory another process's device allocated, opened here by its handle, and closed again. A
+  // device without handles (the host) shares memory through a segment instead (process_rings.h).
+  virtual bool shares_by_handle() const { return false; }
+  virtual std::vector<std::byte> share(std::byte* /*memory*/) { return {}; }
+  virtual std::byte* open_shared(std::span<const std::byte> /*handle*/) {
+    throw std::runtime_error(name() + " opens no memory of other processes");
+  }
+  virtual void close_shared(std::byte* /*memory*/) {}
 };
 
 // Makes participant p's device; where devices cannot be made, why.

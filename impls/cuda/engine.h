@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "impls/cuda/device.h"
+#include "impls/cuda/process_rings.h"
 #include "impls/cuda/slot_engine.h"
 #include "impls/cuda/slot_ring.h"
 
@@ -66,6 +67,10 @@ class Engine {
 
  private:
   void set_up();
+  void place_rings();
+  bool hosted(int participant) const { return across_ == nullptr || across_->hosts(participant, schedule_.nranks()); }
+  // The run is over for this process: stopped here, or by another process.
+  bool halted() const { return stopped_.load(std::memory_order_acquire) || (across_ != nullptr && across_->stopped()); }
   void link_step(ParticipantState& state, std::size_t k, const Step& step, RingIndex& links);
   void set_up_buffers(ParticipantState& state);
   void stop_at_deadline(ParticipantState& state);
@@ -109,6 +114,9 @@ class Engine {
   std::atomic<bool> stopped_{false};
   std::mutex error_mutex_;
   EngineRun result_;
+  // Declared last, so destroyed first: what it opened of other processes' memory goes before the
+  // devices it was opened on.
+  std::unique_ptr<ProcessRings> across_;
 };
 
 }  // namespace collcheck::cuda

@@ -3,9 +3,11 @@
 #include "impls/cuda/engine_backend.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "impls/cuda/slot_engine.h"
 #include "impls/link/guarded_buffer.h"
+#include "impls/mutants/mutants.h"
 #include "impls/worlds/launched_backend.h"
 
 namespace collcheck {
@@ -14,6 +16,50 @@ namespace {
 // Participants are threads: beyond this many a run is mostly threads waiting for a core.
 constexpr int kMaxHostRanks = 64;
 constexpr std::size_t kRingBytes = std::size_t{64} << 20;
+
+// A variant's own reduction (a mutant's) runs on the host, where only the host device's memory is.
+std::string refuse_host_reduction(const SimVariant& variant, const EngineDevices& devices) {
+  if (devices.make == cuda::make_host_device || (!variant.reduction.reduce && !variant.reduction.finish_average)) {
+    return {};
+  }
+  return variant.name + " reduces on the host: run it @cuda-host";
+}
+
+// The engine's options for one run of either backend (threads, or this process's rank).
+cuda::EngineOptions engine_options(const SimVariant& variant, const Knobs& knobs, const EngineDevices& devices,
+                                   const CallOptions& options, double deadline) {
+  cuda::EngineOptions engine;
+  engine.guard = kGuardElements;
+  engine.calls =
+      options.timed ? std::max(options.warmup, 0) + std::max(options.iterations, 1) : std::max(options.calls, 1);
+  // Timed calls run on the buffers as written once (bench checks only out of place).
+  engine.call_seed_step = variant.stale_inputs ? 0 : 1;
+  engine.inputs_once = options.timed;
+  engine.earlier_outputs = !options.timed || options.checked;
+  engine.protocol = variant_protocol(variant, knobs);
+  engine.deadline = deadline;
+  engine.reduction = variant.reduction;
+  engine.ring_bytes = kRingBytes;
+  engine.largest_slot = devices.largest_slot;
+  engine.make_device = devices.make;
+  return engine;
+}
+
+// A message's pieces: one slot each, so counts near a slot's multiples reach the last piece's edges.
+std::vector<std::size_t> engine_edge_bytes(const EngineDevices& devices) {
+  return {cuda::ring_shape(1, kRingBytes, devices.largest_slot).slot_bytes};
+}
+
+Outcome ending(const cuda::EngineRun& run) {
+  return run.detected ? Outcome::Detected : run.hang ? Outcome::Hang : Outcome::Crash;
+}
+
+// The timed calls' mean: from the slowest rank's return from the last warmup call.
+double timed_seconds(const cuda::EngineRun& run, const CallOptions& options) {
+  const int warmup = std::max(options.warmup, 0);
+  const double from = warmup > 0 ? run.call_ends[static_cast<std::size_t>(warmup - 1)] : 0.0;
+  return (run.call_ends.back() - from) / static_cast<double>(run.call_ends.size() - static_cast<std::size_t>(warmup));
+}
 
 class EngineBackend final : public Backend {
  public:
@@ -29,8 +75,7 @@ class EngineBackend final : public Backend {
     Capabilities c = variant_capabilities(variant_, knobs_, spec_);
     c.max_ranks = std::min(c.max_ranks, kMaxHostRanks);
     c.reliable = knobs_.protocol.reliable;
-    // A message's pieces: one slot each, so counts near a slot's multiples reach the last piece's edges.
-    c.edge_bytes = {cuda::ring_shape(1, kRingBytes, devices_.largest_slot).slot_bytes};
+    c.edge_bytes = engine_edge_bytes(devices_);
     return c;
   }
 
@@ -45,42 +90,21 @@ class EngineBackend final : public Backend {
   }
 
   RepeatedRun run(const Case& c, const RunOptions& options) override {
-    if (devices_.make != cuda::make_host_device && (variant_.reduction.reduce || variant_.reduction.finish_average)) {
-      return RepeatedRun::ended(Outcome::Crash, variant_.name + " reduces on the host: run it @cuda-host");
+    if (const std::string refused = refuse_host_reduction(variant_, devices_); !refused.empty()) {
+      return RepeatedRun::ended(Outcome::Crash, refused);
     }
     Result<Schedule> schedule = variant_.schedule(c, knobs_);
     if (!schedule) return RepeatedRun::ended(Outcome::Crash, schedule.error().text());
     const Schedule whole = stored(std::move(schedule).value());
-    cuda::EngineOptions engine;
-    engine.guard = kGuardElements;
+    cuda::EngineOptions engine = engine_options(variant_, knobs_, devices_, options, run_deadline(c, options, {}));
     engine.inputs = options.inputs;
-    engine.calls =
-        options.timed ? std::max(options.warmup, 0) + std::max(options.iterations, 1) : std::max(options.calls, 1);
-    // Timed calls run on the buffers as written once (bench checks only out of place).
-    engine.call_seed_step = variant_.stale_inputs ? 0 : 1;
-    engine.inputs_once = options.timed;
-    engine.earlier_outputs = !options.timed || options.checked;
     engine.hook = options.without_faults ? nullptr : options.hook;
-    engine.protocol = protocol();
-    engine.deadline = run_deadline(c, options, {});
-    engine.reduction = variant_.reduction;
-    engine.ring_bytes = kRingBytes;
-    engine.largest_slot = devices_.largest_slot;
-    engine.make_device = devices_.make;
     cuda::EngineRun run = cuda::run_engine(whole, engine);
-    if (!run.completed) {
-      return RepeatedRun::ended(run.detected ? Outcome::Detected
-                                : run.hang   ? Outcome::Hang
-                                             : Outcome::Crash,
-                                run.error);
-    }
+    if (!run.completed) return RepeatedRun::ended(ending(run), run.error);
     RepeatedRun result;
     result.calls = calls_of(run.earlier_outputs, run.outputs, run.inputs, run.guards_intact);
     if (options.timed) {
-      // The timed calls only: from the slowest rank's return from the last warmup call.
-      const int warmup = std::max(options.warmup, 0);
-      const double from = warmup > 0 ? run.call_ends[static_cast<std::size_t>(warmup - 1)] : 0.0;
-      result.seconds = (run.call_ends.back() - from) / (engine.calls - warmup);
+      result.seconds = timed_seconds(run, options);
       if (!options.checked) result.calls.clear();
       else result.calls.erase(result.calls.begin(), result.calls.begin() + std::max(options.warmup, 0));
     }
@@ -88,15 +112,107 @@ class EngineBackend final : public Backend {
   }
 
  private:
-  LinkProtocol protocol() const { return variant_protocol(variant_, knobs_); }
-
   SimVariant variant_;
   Knobs knobs_;
   std::string spec_;
   EngineDevices devices_;
 };
 
+// One rank's part of `ALGORITHM@cuda[-host]:mode=processes`: the engine in this process runs the
+// participants this rank hosts, the rings between the processes in shared memory.
+class EngineRankBackend final : public RankBackend {
+ public:
+  EngineRankBackend(World& world, SimVariant variant, Knobs knobs, std::string name, EngineDevices devices)
+      : world_(world), variant_(std::move(variant)), knobs_(knobs), name_(std::move(name)), devices_(devices) {}
+
+  std::string name() const override { return name_; }
+
+  RankRun run(const Case& c, const RankRunOptions& options) override {
+    const auto start = std::chrono::steady_clock::now();
+    const int rank = world_.rank();
+    if (c.nranks != world_.size()) {
+      return RankRun::ended(Outcome::Detected, "the case has " + std::to_string(c.nranks) + " ranks, the world " +
+                                                   std::to_string(world_.size()));
+    }
+    if (const std::string refused = refuse_host_reduction(variant_, devices_); !refused.empty()) {
+      return RankRun::ended(Outcome::Crash, refused);
+    }
+    Knobs knobs = knobs_;  // the spec's, and the run's own on top (RunOptions::knobs)
+    if (Status parsed = parse_knobs(name_, options.knobs, knobs); !parsed) {
+      return RankRun::ended(Outcome::Detected, parsed.error().text());
+    }
+    Result<Schedule> schedule = variant_.schedule(c, knobs);
+    if (!schedule) return RankRun::ended(Outcome::Detected, schedule.error().text());
+    const Schedule whole = stored(std::move(schedule).value());
+    cuda::EngineOptions engine = engine_options(variant_, knobs, devices_, options, options.deadline);
+    std::vector<std::vector<std::byte>> inputs;
+    if (options.input != nullptr) {  // this rank's given input, at its place among the ranks'
+      inputs.resize(static_cast<std::size_t>(c.nranks));
+      inputs[static_cast<std::size_t>(rank)] = *options.input;
+      engine.inputs = &inputs;
+    }
+    engine.hook = options.hook;
+    engine.world = &world_;
+    cuda::EngineRun run = cuda::run_engine(whole, engine);
+    if (!run.completed) return RankRun::ended(ending(run), run.error);
+    RankRun result;
+    std::vector<std::vector<RankResult>> calls =
+        calls_of(run.earlier_outputs, run.outputs, run.inputs, run.guards_intact);
+    if (options.timed && !options.checked) calls.clear();
+    if (options.timed && options.checked) calls.erase(calls.begin(), calls.begin() + std::max(options.warmup, 0));
+    for (std::vector<RankResult>& call : calls) result.calls.push_back(std::move(call[static_cast<std::size_t>(rank)]));
+    result.seconds = options.timed ? timed_seconds(run, options)
+                                   : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  }
+
+ private:
+  World& world_;
+  SimVariant variant_;
+  Knobs knobs_;
+  std::string name_;
+  EngineDevices devices_;
+};
+
 }  // namespace
+
+Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what, std::string_view options,
+                                                          std::string_view spec, std::string_view transport,
+                                                          EngineDevices devices) {
+  Knobs knobs;
+  Status parsed = parse_knobs(spec, options, knobs);
+  if (!parsed) return parsed.error();
+  const std::string suffix = "@" + std::string(transport) + ":" + std::string(options) + (options.empty() ? "" : ",") +
+                             std::string(kProcessesMode);
+  Result<std::vector<NamedVariant>> named = named_variants(spec, what, suffix, false);
+  if (!named) return named.error();
+  std::vector<RankBackendSpec> specs;
+  for (NamedVariant& one : *named) {
+    RankBackendSpec made;
+    made.name = one.name;
+    made.capabilities = variant_capabilities(one.variant, knobs, one.name);
+    made.capabilities.max_ranks = std::min(made.capabilities.max_ranks, kMaxHostRanks);
+    made.capabilities.reliable = knobs.protocol.reliable;
+    made.capabilities.edge_bytes = engine_edge_bytes(devices);
+    made.capabilities.knobs_per_run = true;
+    made.capabilities.independent_instances = false;
+    made.cannot_run_here = devices.cannot_run_here == nullptr ? std::string() : devices.cannot_run_here();
+    // Each process: its rings' words and, on the host, their slots (in shared memory); the whole
+    // schedule, which each builds.
+    made.world_memory = [](const Case& c) {
+      MemoryEstimate estimate;
+      estimate.add("rings", kRingBytes, "the slots of every message stream, in shared memory");
+      estimate.add("staged", case_buffers(c, 0).total() * 4, "messages staged by their senders");
+      return estimate;
+    };
+    made.make = [variant = std::move(one.variant), knobs, name = one.name,
+                 devices](World& world) -> Result<std::unique_ptr<RankBackend>> {
+      return std::unique_ptr<RankBackend>(std::make_unique<EngineRankBackend>(world, variant, knobs, name, devices));
+    };
+    specs.push_back(std::move(made));
+  }
+  return specs;
+}
 
 std::unique_ptr<Backend> make_engine_backend(SimVariant variant, Knobs knobs, std::string spec, EngineDevices devices) {
   return std::make_unique<EngineBackend>(std::move(variant), knobs, std::move(spec), devices);

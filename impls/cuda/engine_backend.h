@@ -4,8 +4,11 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "impls/backend/backend.h"
+#include "impls/backend/rank_backend.h"
 #include "impls/cuda/device.h"
 #include "impls/cuda/slot_engine.h"
 #include "impls/sim/sim_backend.h"
@@ -25,5 +28,17 @@ std::unique_ptr<Backend> make_cuda_host_backend(SimVariant variant, Knobs knobs,
 // ALGORITHM@cuda: every participant on a CUDA device of this process (cuda_backend.cc, built
 // where CUDA is found).
 std::unique_ptr<Backend> make_cuda_backend(SimVariant variant, Knobs knobs, std::string spec);
+EngineDevices cuda_engine_devices();
+
+// The engine's mode, an option of `@cuda` and `@cuda-host`: `threads` (the default: every
+// participant a thread of this process) or `processes` (one process per rank, launched like
+// `@proc`, the rings in shared memory: process_rings.h).
+inline constexpr std::string_view kProcessesMode = "mode=processes";
+
+// `WHAT@TRANSPORT:OPTIONS,mode=processes` (WHAT: an algorithm, all, mutant:NAME, schedule:FILE;
+// OPTIONS: the knobs, the mode taken out) as backends across processes on `devices`.
+Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what, std::string_view options,
+                                                          std::string_view spec, std::string_view transport,
+                                                          EngineDevices devices);
 
 }  // namespace collcheck

@@ -34,12 +34,14 @@ RingShape ring_shape(std::size_t rings, std::size_t ring_bytes, std::size_t larg
 EngineRun Engine::run() {
   start_ = Clock::now();
   deadline_ = start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.deadline));
+  if (options_.world != nullptr) across_ = std::make_unique<ProcessRings>(*options_.world);
   set_up();
   result_.call_ends.assign(static_cast<std::size_t>(std::max(options_.calls, 1)), 0.0);
   running_since_ = Clock::now();
   std::vector<std::thread> threads;
   threads.reserve(participants_.size());
   for (ParticipantState& state : participants_) {
+    if (!hosted(state.participant)) continue;
     threads.emplace_back([this, &state] {
       try {
         participant_main(state);
@@ -49,10 +51,21 @@ EngineRun Engine::run() {
     });
   }
   for (std::thread& thread : threads) thread.join();
-  if (!result_.error.empty()) return std::move(result_);
+  // Another process ended the run: this one says so, unless it had a reason of its own.
+  if (result_.error.empty() && halted()) stop(true, false, "stopped: another rank ended the run");
+  if (!result_.error.empty()) {
+    if (across_ != nullptr) across_->finish();
+    return std::move(result_);
+  }
   result_.completed = true;
   for (int rank = 0; rank < schedule_.nranks(); ++rank) {
     ParticipantState& state = participants_[static_cast<std::size_t>(rank)];
+    if (!hosted(rank)) {
+      result_.outputs.emplace_back();
+      result_.inputs.emplace_back();
+      result_.guards_intact.push_back(true);
+      continue;
+    }
     result_.outputs.push_back(final_output(state));
     std::vector<std::byte> input(schedule_.buffer_size(rank, BufferKind::Input) * element_);
     state.device->read(input.data(), at(state, BufferKind::Input, 0), input.size());
@@ -61,6 +74,7 @@ EngineRun Engine::run() {
     result_.guards_intact.push_back(state.input.intact(device) && state.output.intact(device) &&
                                     state.scratch.intact(device));
   }
+  if (across_ != nullptr) across_->finish();
   return std::move(result_);
 }
 
@@ -86,14 +100,30 @@ void Engine::set_up() {
       if (step.sends() || step.receives()) link_step(state, k, step, links);
     }
     state.remaining = steps.size();
-    set_up_buffers(state);
+    if (hosted(state.participant)) set_up_buffers(state);
   }
+  place_rings();
+}
+
+// Every ring's slots in its receiver's device memory, its headers and control words beside them
+// (host memory); across processes where both ends reach them (process_rings.h).
+void Engine::place_rings() {
   const RingShape shape = ring_shape(rings_.size(), options_.ring_bytes, options_.largest_slot);
+  for (std::unique_ptr<SlotRing>& ring : rings_) ring->shape = shape;
+  if (across_ != nullptr) {
+    std::vector<Device*> devices;
+    for (ParticipantState& state : participants_) devices.push_back(state.device.get());
+    across_->place(rings_, schedule_.nranks(), devices);
+    return;
+  }
   for (std::unique_ptr<SlotRing>& ring : rings_) {
-    ring->shape = shape;
-    ring->payload =
+    ring->own_slots =
         DeviceBytes(*participants_[static_cast<std::size_t>(ring->to)].device, shape.slots * shape.slot_bytes);
-    ring->headers = std::make_unique<SlotHeader[]>(shape.slots);
+    ring->own_headers = std::make_unique<SlotHeader[]>(shape.slots);
+    ring->own_control = std::make_unique<RingControl>();
+    ring->slots = ring->own_slots.data();
+    ring->headers = ring->own_headers.get();
+    ring->control = ring->own_control.get();
   }
 }
 
@@ -188,6 +218,7 @@ void Engine::stop(bool detected, bool hang, const std::string& error) {
   result_.detected = detected;
   result_.hang = hang;
   stopped_.store(true, std::memory_order_release);
+  if (across_ != nullptr) across_->stop_everyone();
 }
 
 // A rank has run every step of its current call: the call's end is the slowest rank's.
@@ -201,7 +232,7 @@ void Engine::record_return(ParticipantState& state) {
 }
 
 void Engine::participant_main(ParticipantState& state) {
-  while (!stopped_.load(std::memory_order_acquire)) {
+  while (!halted()) {
     bool moved = false;
     if (state.remaining == 0 && state.returned < state.call) record_return(state);
     if (state.remaining == 0 && state.call + 1 < options_.calls) {
@@ -229,8 +260,8 @@ void Engine::participant_main(ParticipantState& state) {
 void Engine::stop_at_deadline(ParticipantState& state) {
   for (StreamState& stream : state.streams) advance(state, stream);
   const Clock::time_point grace = Clock::now() + std::chrono::milliseconds(200);
-  while (!stopped_.load(std::memory_order_acquire) && Clock::now() < grace) std::this_thread::yield();
-  if (stopped_.load(std::memory_order_acquire)) return;
+  while (!halted() && Clock::now() < grace) std::this_thread::yield();
+  if (halted()) return;
   int first = static_cast<int>(state.done.size());
   for (const StreamState& stream : state.streams) {
     if (stream.next < stream.steps.size()) first = std::min(first, stream.steps[stream.next]);

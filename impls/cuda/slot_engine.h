@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "impls/backend/world.h"
 #include "impls/cuda/device.h"
 #include "impls/link/hook.h"
 #include "impls/link/protocol.h"
@@ -67,8 +68,13 @@ struct EngineOptions {
   DeviceMaker make_device = make_host_device;      // each participant's device
   std::size_t ring_bytes = std::size_t{64} << 20;  // the slots of every ring together, at most
   std::size_t largest_slot = kHostSlotBytes;       // a slot's bytes where the rings have room
+  // The participants are processes of this world, each running those whose host_rank is its own,
+  // the rings between them in shared memory (process_rings.h); the run's results hold this
+  // process's ranks only. Null: every participant is a thread of this process.
+  World* world = nullptr;
 };
 
+// A run's results; with EngineOptions::world, the entries of ranks other processes run are empty.
 struct EngineRun {
   bool completed = false;
   bool detected = false;  // the link protocol stopped the run (a fault, a silent stream)

@@ -91,9 +91,9 @@ bool release_held(SlotRing& ring, Clock::time_point now) {
 // slots; whether any moved. Reliable, it first heeds the receiver, and keeps what it pushed.
 bool Engine::pump(Device& device, SlotRing& ring) {
   bool moved = settings_.reliable && heed_receiver(device, ring);
-  while (!ring.outbox.empty() && !stopped_.load(std::memory_order_relaxed)) {
+  while (!ring.outbox.empty() && !halted()) {
     const Clock::time_point now = Clock::now();
-    if (settings_.reliable && ring.outbox.front().sequence < ring.acked.load(std::memory_order_acquire)) {
+    if (settings_.reliable && ring.outbox.front().sequence < ring.control->acked.load(std::memory_order_acquire)) {
       ring.next_sequence = std::max(ring.next_sequence, ring.outbox.front().sequence + 1);
       ring.outbox.pop_front();  // taken already: a retransmission no longer wanted
       moved = true;
@@ -105,7 +105,7 @@ bool Engine::pump(Device& device, SlotRing& ring) {
     const std::size_t pieces = ring.pieces(front.bytes.size());
     const std::size_t transmissions = front.dropped ? 0 : pieces * static_cast<std::size_t>(1 + front.duplicates);
     while (front.next_piece < transmissions) {
-      if (ring.pushed - ring.taken.load(std::memory_order_acquire) >= ring.shape.slots) return moved;
+      if (ring.pushed - ring.control->taken.load(std::memory_order_acquire) >= ring.shape.slots) return moved;
       const std::size_t piece = front.next_piece % pieces;
       const std::size_t offset = piece * ring.shape.slot_bytes;
       const std::size_t length =
@@ -129,15 +129,15 @@ bool Engine::pump(Device& device, SlotRing& ring) {
 // Reliable: forgets what the receiver has taken, and goes back where it asks to; whether either
 // happened.
 bool Engine::heed_receiver(Device& device, SlotRing& ring) {
-  const std::uint64_t acked = ring.acked.load(std::memory_order_acquire);
+  const std::uint64_t acked = ring.control->acked.load(std::memory_order_acquire);
   const std::size_t kept = ring.sent.size();
   std::erase_if(ring.sent, [&](const Outgoing& out) { return out.sequence < acked; });
   ring.sender.acknowledged(acked);
   bool moved = ring.sent.size() != kept;
-  const std::uint64_t rewinds = ring.rewinds.load(std::memory_order_acquire);
+  const std::uint64_t rewinds = ring.control->rewinds.load(std::memory_order_acquire);
   if (rewinds != ring.rewinds_seen) {
     ring.rewinds_seen = rewinds;
-    rewind(device, ring, ring.rewind_to.load(std::memory_order_relaxed));
+    rewind(device, ring, ring.control->rewind_to.load(std::memory_order_relaxed));
     moved = true;
   }
   return moved;
@@ -147,7 +147,7 @@ bool Engine::heed_receiver(Device& device, SlotRing& ring) {
 // the hook again with its attempt counted; the one asked for, sent more than `retries` times
 // again, ends the run.
 void Engine::rewind(Device& device, SlotRing& ring, std::uint64_t to) {
-  to = std::max(to, ring.acked.load(std::memory_order_acquire));
+  to = std::max(to, ring.control->acked.load(std::memory_order_acquire));
   std::vector<Outgoing> again;
   for (auto it = ring.sent.begin(); it != ring.sent.end();) {
     if (it->sequence < to) {
@@ -200,8 +200,8 @@ void Engine::rewind(Device& device, SlotRing& ring, std::uint64_t to) {
 // same position within the retransmission interval.
 void Engine::ask(ParticipantState& state, SlotRing& ring, Clock::time_point now) {
   if (!ring.receiver.ask(seconds_between(start_, now), settings_, &state.patience)) return;
-  ring.rewind_to.store(ring.receiver.due_message(), std::memory_order_relaxed);
-  ring.rewinds.fetch_add(1, std::memory_order_release);
+  ring.control->rewind_to.store(ring.receiver.due_message(), std::memory_order_relaxed);
+  ring.control->rewinds.fetch_add(1, std::memory_order_release);
 }
 
 Progress Engine::receive(ParticipantState& state, StreamState& stream, int index, const Step& step) {
@@ -217,7 +217,7 @@ Progress Engine::receive(ParticipantState& state, StreamState& stream, int index
   const std::uint64_t wanted = static_cast<std::uint64_t>(state.call) * ring.per_call + link.ordinal;
   const std::size_t bytes = step.to.count * element_;
   while (receiver.due_message() == wanted) {
-    const std::uint64_t piece = ring.taken.load(std::memory_order_relaxed);
+    const std::uint64_t piece = ring.control->taken.load(std::memory_order_relaxed);
     SlotHeader& header = ring.header(piece);
     if (header.ready.load(std::memory_order_acquire) != piece + 1) break;
     const PieceLabel label = header.label;
@@ -228,7 +228,7 @@ Progress Engine::receive(ParticipantState& state, StreamState& stream, int index
         stop(true, false, stream_text(ring, wanted) + ": " + link_fault_text(verdict, label, receiver, bytes));
         return Progress::Failed;
       }
-      ring.taken.store(piece + 1, std::memory_order_release);  // dropped, and the sender asked to go back
+      ring.control->taken.store(piece + 1, std::memory_order_release);  // dropped, and the sender asked to go back
       ask(state, ring, now);
       continue;
     }
@@ -236,9 +236,9 @@ Progress Engine::receive(ParticipantState& state, StreamState& stream, int index
     stream.quiet_since = now;
     const bool complete = verdict == Verdict::Take &&
                           receiver.take(label.bytes, bytes, settings_.reliable ? seconds_between(start_, now) : 0);
-    ring.taken.store(piece + 1, std::memory_order_release);
+    ring.control->taken.store(piece + 1, std::memory_order_release);
     if (complete) {
-      if (settings_.reliable) ring.acked.store(receiver.due_message(), std::memory_order_release);
+      if (settings_.reliable) ring.control->acked.store(receiver.due_message(), std::memory_order_release);
       return Progress::Done;
     }
   }

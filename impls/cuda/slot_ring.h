@@ -42,21 +42,33 @@ struct Outgoing {
   int duplicates = 0;
 };
 
-// One message stream (from, to, channel): the slots (the receiver's memory), the credit word, the
-// receiver's acknowledgement and rewind requests (reliable), and each end's own state, touched
-// only by that end's thread.
-struct SlotRing {
-  int from = 0, to = 0, channel = 0;
-  std::uint64_t per_call = 0;  // messages per call
-  RingShape shape;
-  DeviceBytes payload;  // in the receiver's device memory
-  std::unique_ptr<SlotHeader[]> headers;
+// The words of a message stream both ends touch: the credit word, and (reliable) the receiver's
+// acknowledgement and rewind requests. In the receiver's memory on the host, or in the receiving
+// process's shared segment when the ends are processes (process_rings.h).
+struct RingControl {
   alignas(64) std::atomic<std::uint64_t> taken{0};  // pieces the receiver has consumed
   // Reliable, written by the receiver: every message before `acked` taken; its latest request to
   // go back to message `rewind_to` (stored before `rewinds` counts it, with release order).
   alignas(64) std::atomic<std::uint64_t> acked{0};
   std::atomic<std::uint64_t> rewind_to{0};
   std::atomic<std::uint64_t> rewinds{0};
+};
+
+// One message stream (from, to, channel): the slots (the receiver's memory), their headers and
+// the control words (host memory both ends reach), and each end's own state, touched only by that
+// end's thread. Where the slots, headers and control live is decided once per run: memory of this
+// process (owned here) or memory another process shares (process_rings.h).
+struct SlotRing {
+  int from = 0, to = 0, channel = 0;
+  std::uint64_t per_call = 0;  // messages per call
+  RingShape shape;
+  std::byte* slots = nullptr;  // shape.slots * shape.slot_bytes, on the receiver's device
+  SlotHeader* headers = nullptr;
+  RingControl* control = nullptr;
+  // What this process made for the ring when both ends are its own (null otherwise).
+  DeviceBytes own_slots;
+  std::unique_ptr<SlotHeader[]> own_headers;
+  std::unique_ptr<RingControl> own_control;
   // The sender's.
   std::uint64_t pushed = 0;
   std::uint64_t next_sequence = 0;
@@ -67,7 +79,7 @@ struct SlotRing {
   // The receiver's.
   LinkReceiver receiver;
 
-  std::byte* slot(std::uint64_t piece) { return payload.data() + (piece % shape.slots) * shape.slot_bytes; }
+  std::byte* slot(std::uint64_t piece) { return slots + (piece % shape.slots) * shape.slot_bytes; }
   SlotHeader& header(std::uint64_t piece) { return headers[piece % shape.slots]; }
   std::size_t pieces(std::size_t bytes) const {
     return bytes == 0 ? 1 : (bytes + shape.slot_bytes - 1) / shape.slot_bytes;

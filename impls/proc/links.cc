@@ -16,50 +16,13 @@
 
 #include "impls/worlds/interrupts.h"
 #include "impls/worlds/leftovers.h"
+#include "impls/worlds/shared_segment.h"
 
 namespace collcheck::proc {
 
 std::string system_error(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 namespace {
-
-// Creates this process's segment; returns its name ('s' shm or 'f' file, then the path).
-Result<std::string> create_segment(const std::string& job, int rank, std::byte*& base) {
-  std::string name = "/" + segment_name(job, rank);
-  int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  std::string kept = "s" + name;
-  if (fd < 0) {
-    name = "/tmp" + name;
-    kept = "f" + name;
-    fd = ::open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) return Error{"proc", system_error("cannot create a segment (shm_open, then " + name + ")")};
-  }
-  void* mapped = MAP_FAILED;
-  if (::ftruncate(fd, static_cast<off_t>(kSegmentBytes)) == 0) {
-    mapped = ::mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  }
-  const std::string error = system_error("cannot size or map " + name);
-  ::close(fd);
-  if (mapped == MAP_FAILED) {
-    kept[0] == 's' ? ::shm_unlink(name.c_str()) : ::unlink(name.c_str());
-    return Error{"proc", error};
-  }
-  base = static_cast<std::byte*>(mapped);
-  return kept;
-}
-
-std::byte* map_segment(const std::string& kept, std::string& error) {
-  const std::string path = kept.substr(1);
-  const int fd = kept[0] == 's' ? ::shm_open(path.c_str(), O_RDWR, 0) : ::open(path.c_str(), O_RDWR);
-  if (fd < 0) {
-    error = system_error("cannot open " + path);
-    return nullptr;
-  }
-  void* mapped = ::mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (mapped == MAP_FAILED) error = system_error("cannot map " + path);
-  ::close(fd);
-  return mapped == MAP_FAILED ? nullptr : static_cast<std::byte*>(mapped);
-}
 
 // The names of the segments this process removes on every way out of connect_peers: an error, a
 // WorldTimeout thrown by the control world when a member never joins (killed while connecting:
@@ -253,7 +216,7 @@ Status connect_peers(World& world, const ProcLinkOptions& options, Peers& peers)
   sweep_leftovers();
   SegmentNames names_to_remove;
   std::byte* own = nullptr;
-  Result<std::string> kept = create_segment(world.job(), rank, own);
+  Result<std::string> kept = create_segment(world.job(), rank, kSegmentBytes, own, "proc");
   if (kept) names_to_remove.add(*kept);
   const std::vector<std::string> all =
       allgather_text(world, std::string(hostname) + "\n" + (kept ? *kept : "!" + kept.error().message));
@@ -276,7 +239,7 @@ Status connect_peers(World& world, const ProcLinkOptions& options, Peers& peers)
   std::string mapping;
   for (std::size_t q = 0; q < size && error.empty() && links != ProcLinks::Tcp; ++q) {
     if (q == static_cast<std::size_t>(rank) || peers.hosts[q] != hostname || !mapping.empty()) continue;
-    peers.segments[q] = map_segment(names[q], mapping);
+    peers.segments[q] = map_segment(names[q], kSegmentBytes, mapping);
   }
   const std::string mapped = first_error(allgather_text(world, mapping));
   names_to_remove.remove_all();

@@ -45,7 +45,7 @@ struct RankMemory {
       return buffers.back().data();
     };
     for (int p = 0; p < s.nparticipants(); ++p) {
-      if (proc_host(p, s.nranks()) != rank) continue;
+      if (host_rank(p, s.nranks()) != rank) continue;
       ProcBuffers& b = participants[static_cast<std::size_t>(p)];
       b.scratch = make(p, BufferKind::Scratch);
       if (p >= s.nranks()) continue;

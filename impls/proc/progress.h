@@ -317,7 +317,7 @@ struct ProcTransport::State {
   std::vector<std::uint64_t> done_marks;     // tcp: where our own Done frame to each rank ends
   std::vector<std::uint64_t> peers_arrived;  // tcp: the last Arrived mark of each rank (any case)
 
-  int host(int participant) const { return proc_host(participant, schedule->nranks()); }
+  int host(int participant) const { return host_rank(participant, schedule->nranks()); }
   bool via_shm(const proc::Key& key) const {
     const int from = host(key.from), to = host(key.to);
     return from == to || (links != ProcLinks::Tcp && links != ProcLinks::Ib &&

@@ -46,11 +46,6 @@ inline constexpr std::size_t kProcSlots = 8;
 // The pipeline chunk (elements) of `ALGORITHM@proc` when the user gives none.
 inline constexpr std::size_t kProcDefaultChunk = std::size_t{1} << 18;
 
-// The world rank that runs a participant: rank p itself, switch s = p - nranks on rank s % nranks.
-inline int proc_host(int participant, int nranks) {
-  return participant < nranks ? participant : (participant - nranks) % nranks;
-}
-
 // Where a participant's buffers are (after in-place aliasing); switches have only scratch.
 struct ProcBuffers {
   std::byte* input = nullptr;

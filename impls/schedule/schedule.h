@@ -202,6 +202,12 @@ Schedule stored(Schedule schedule);
 std::string describe(const Schedule&, int participant, int step);  // "rank 3 step 7 (send to 4)"
 std::string participant_name(const Schedule&, int participant);    // "rank 3", or "switch 0" past the ranks
 
+// The rank whose process runs a participant when every rank is a process of its own (`@proc`,
+// `@cuda:mode=processes`): rank p itself; switch s = p - nranks on rank s % nranks.
+inline int host_rank(int participant, int nranks) {
+  return participant < nranks ? participant : (participant - nranks) % nranks;
+}
+
 // How big a schedule will be, estimated from its shape before it is built (impls/algorithms:
 // estimate_schedule): an upper bound within a small factor, to refuse what memory cannot hold.
 struct ScheduleSize {

@@ -1,0 +1,259 @@
+// Process rings (process_rings.h says how they work): the layout every process works out alike,
+// the exchange of segments and handles, and the stop every process reads.
+#include "impls/cuda/process_rings.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string_view>
+
+#include "impls/schedule/schedule.h"
+
+namespace collcheck::cuda {
+namespace {
+
+constexpr std::size_t kLine = 64;
+constexpr std::size_t kSlotAlignment = 256;
+
+std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; }
+
+// The first words of every process's segment.
+struct RunWords {
+  alignas(kLine) std::atomic<std::uint64_t> stop{0};
+};
+
+// Where every ring lies in its receiver's memory, worked out alike by every process.
+struct RingLayout {
+  std::vector<std::size_t> control_at;     // per ring: its RingControl in the receiving process's segment
+  std::vector<std::size_t> slots_at;       // per ring: its slots in the segment, or in its receiver's block
+  std::vector<std::size_t> segment_bytes;  // per rank
+  std::vector<std::size_t> block_bytes;    // per participant: its slots' allocation (devices with handles)
+
+  RingLayout(const std::vector<std::unique_ptr<SlotRing>>& rings, int nranks, int nparticipants,
+             bool slots_in_segment) {
+    const auto ranks = static_cast<std::size_t>(nranks);
+    control_at.resize(rings.size());
+    slots_at.resize(rings.size());
+    segment_bytes.assign(ranks, round_up(sizeof(RunWords), kLine));
+    block_bytes.assign(static_cast<std::size_t>(nparticipants), 0);
+    for (std::size_t r = 0; r < rings.size(); ++r) {
+      std::size_t& end = segment_bytes[static_cast<std::size_t>(host_rank(rings[r]->to, nranks))];
+      control_at[r] = end;
+      end += round_up(sizeof(RingControl), kLine) + round_up(rings[r]->shape.slots * sizeof(SlotHeader), kLine);
+    }
+    for (std::size_t r = 0; r < rings.size(); ++r) {
+      const std::size_t bytes = round_up(rings[r]->shape.slots * rings[r]->shape.slot_bytes, kSlotAlignment);
+      std::size_t& end = slots_in_segment ? segment_bytes[static_cast<std::size_t>(host_rank(rings[r]->to, nranks))]
+                                          : block_bytes[static_cast<std::size_t>(rings[r]->to)];
+      end = round_up(end, kSlotAlignment);
+      slots_at[r] = end;
+      end += bytes;
+    }
+  }
+};
+
+// What a process tells the others: its error before the exchange (empty: none), its pid, where its
+// segment is, and for each receiving participant it hosts the address and handle of its slots.
+struct Announcement {
+  std::string error;
+  std::uint64_t pid = 0;
+  SegmentPlace place;
+  std::vector<std::uint64_t> participants, addresses;
+  std::vector<std::vector<std::byte>> handles;
+};
+
+void put(std::vector<std::byte>& out, const void* data, std::size_t bytes) {
+  const auto* begin = static_cast<const std::byte*>(data);
+  out.insert(out.end(), begin, begin + bytes);
+}
+void put_bytes(std::vector<std::byte>& out, std::span<const std::byte> bytes) {
+  const std::uint64_t size = bytes.size();
+  put(out, &size, sizeof size);
+  out.insert(out.end(), bytes.begin(), bytes.end());
+}
+void put_text(std::vector<std::byte>& out, std::string_view text) {
+  put_bytes(out, std::as_bytes(std::span<const char>(text.data(), text.size())));
+}
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::byte> in) : in_(in) {}
+  std::uint64_t number() {
+    std::uint64_t value = 0;
+    take(&value, sizeof value);
+    return value;
+  }
+  std::vector<std::byte> bytes() {
+    const std::uint64_t size = number();
+    if (size > in_.size() - at_) throw std::runtime_error("process rings: a short announcement");
+    std::vector<std::byte> out(in_.begin() + static_cast<std::ptrdiff_t>(at_),
+                               in_.begin() + static_cast<std::ptrdiff_t>(at_ + size));
+    at_ += size;
+    return out;
+  }
+  std::string text() {
+    const std::vector<std::byte> raw = bytes();
+    return {reinterpret_cast<const char*>(raw.data()), raw.size()};
+  }
+
+ private:
+  void take(void* to, std::size_t bytes) {
+    if (bytes > in_.size() - at_) throw std::runtime_error("process rings: a short announcement");
+    std::memcpy(to, in_.data() + at_, bytes);
+    at_ += bytes;
+  }
+  std::span<const std::byte> in_;
+  std::size_t at_ = 0;
+};
+
+std::vector<std::byte> encode(const Announcement& a) {
+  std::vector<std::byte> out;
+  put_text(out, a.error);
+  put(out, &a.pid, sizeof a.pid);
+  put_text(out, a.place);
+  const std::uint64_t count = a.participants.size();
+  put(out, &count, sizeof count);
+  for (std::size_t k = 0; k < a.participants.size(); ++k) {
+    put(out, &a.participants[k], sizeof a.participants[k]);
+    put(out, &a.addresses[k], sizeof a.addresses[k]);
+    put_bytes(out, a.handles[k]);
+  }
+  return out;
+}
+
+Announcement decode(std::span<const std::byte> in) {
+  Reader reader(in);
+  Announcement a;
+  a.error = reader.text();
+  a.pid = reader.number();
+  a.place = reader.text();
+  const std::uint64_t count = reader.number();
+  for (std::uint64_t k = 0; k < count; ++k) {
+    a.participants.push_back(reader.number());
+    a.addresses.push_back(reader.number());
+    a.handles.push_back(reader.bytes());
+  }
+  return a;
+}
+
+// The first device of `devices` (this process's participants' own).
+Device* any_device(const std::vector<Device*>& devices) {
+  for (Device* device : devices) {
+    if (device != nullptr) return device;
+  }
+  throw std::runtime_error("process rings: this process hosts no participant");
+}
+
+}  // namespace
+
+ProcessRings::~ProcessRings() {
+  for (const Opened& opened : opened_) opened.device->close_shared(opened.memory);
+  for (std::size_t rank = 0; rank < segments_.size(); ++rank) {
+    if (segments_[rank] != nullptr) ::munmap(segments_[rank], segment_bytes_[rank]);
+  }
+  if (segments_.empty() && own_ != nullptr) ::munmap(own_, segment_bytes_.at(static_cast<std::size_t>(rank())));
+  if (!own_place_.empty()) unlink_segment(own_place_);
+}
+
+void ProcessRings::place(std::vector<std::unique_ptr<SlotRing>>& rings, int nranks,
+                         const std::vector<Device*>& devices) {
+  const auto me = static_cast<std::size_t>(rank());
+  Device* local = any_device(devices);
+  const bool by_handle = local->shares_by_handle();
+  const RingLayout layout(rings, nranks, static_cast<int>(devices.size()), !by_handle);
+  segment_bytes_ = layout.segment_bytes;
+
+  // This process's segment (its rings' words set up before anyone maps it) and slots.
+  Announcement mine;
+  mine.pid = static_cast<std::uint64_t>(::getpid());
+  std::vector<std::byte*> block_of(devices.size(), nullptr);
+  try {
+    Result<SegmentPlace> created = create_segment(world_.job(), rank(), segment_bytes_[me], own_, "--backend");
+    if (!created) throw std::runtime_error(created.error().message);
+    own_place_ = *created;
+    mine.place = own_place_;
+    new (own_) RunWords;
+    for (std::size_t r = 0; r < rings.size(); ++r) {
+      if (host_rank(rings[r]->to, nranks) != rank()) continue;
+      std::byte* control = own_ + layout.control_at[r];
+      new (control) RingControl;
+      auto* headers = reinterpret_cast<SlotHeader*>(control + round_up(sizeof(RingControl), kLine));
+      for (std::size_t k = 0; k < rings[r]->shape.slots; ++k) new (headers + k) SlotHeader;
+    }
+    for (std::size_t p = 0; p < devices.size() && by_handle; ++p) {
+      if (devices[p] == nullptr || layout.block_bytes[p] == 0) continue;
+      blocks_.emplace_back(*devices[p], layout.block_bytes[p]);
+      block_of[p] = blocks_.back().data();
+      mine.participants.push_back(p);
+      mine.addresses.push_back(reinterpret_cast<std::uintptr_t>(block_of[p]));
+      mine.handles.push_back(devices[p]->share(block_of[p]));
+    }
+  } catch (const std::exception& failure) {
+    mine.error = failure.what();
+  }
+
+  std::vector<Announcement> all;
+  for (const std::vector<std::byte>& bytes : world_.allgather(encode(mine))) all.push_back(decode(bytes));
+  for (std::size_t q = 0; q < all.size(); ++q) {
+    if (!all[q].error.empty()) throw std::runtime_error("rank " + std::to_string(q) + ": " + all[q].error);
+  }
+
+  // The others' segments, and the slots of their receivers that this process sends to.
+  segments_.assign(all.size(), nullptr);
+  segments_[me] = own_;
+  for (std::size_t q = 0; q < all.size(); ++q) {
+    if (q == me) continue;
+    std::string error;
+    segments_[q] = map_segment(all[q].place, segment_bytes_[q], error);
+    if (segments_[q] == nullptr) throw std::runtime_error("rank " + std::to_string(q) + "'s segment: " + error);
+  }
+  const auto sends_to = [&](int participant) {
+    return std::any_of(rings.begin(), rings.end(), [&](const std::unique_ptr<SlotRing>& ring) {
+      return ring->to == participant && hosts(ring->from, nranks);
+    });
+  };
+  for (std::size_t q = 0; q < all.size(); ++q) {
+    for (std::size_t k = 0; k < all[q].participants.size(); ++k) {
+      const auto participant = static_cast<std::size_t>(all[q].participants[k]);
+      if (q == me || !sends_to(static_cast<int>(participant))) continue;
+      if (all[q].pid == mine.pid) {  // a world of threads: the same address space
+        block_of[participant] = reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(all[q].addresses[k]));
+        continue;
+      }
+      block_of[participant] = local->open_shared(all[q].handles[k]);
+      opened_.push_back({local, block_of[participant]});
+    }
+  }
+
+  for (std::size_t r = 0; r < rings.size(); ++r) {
+    SlotRing& ring = *rings[r];
+    if (!hosts(ring.from, nranks) && !hosts(ring.to, nranks)) continue;
+    std::byte* segment = segments_[static_cast<std::size_t>(host_rank(ring.to, nranks))];
+    ring.control = reinterpret_cast<RingControl*>(segment + layout.control_at[r]);
+    ring.headers = reinterpret_cast<SlotHeader*>(segment + layout.control_at[r] + round_up(sizeof(RingControl), kLine));
+    ring.slots =
+        by_handle ? block_of[static_cast<std::size_t>(ring.to)] + layout.slots_at[r] : segment + layout.slots_at[r];
+  }
+  world_.barrier();
+  unlink_segment(own_place_);
+  own_place_.clear();
+}
+
+void ProcessRings::stop_everyone() {
+  for (std::byte* segment : segments_) {
+    if (segment != nullptr) reinterpret_cast<RunWords*>(segment)->stop.store(1, std::memory_order_release);
+  }
+}
+
+bool ProcessRings::stopped() const {
+  return own_ != nullptr && reinterpret_cast<const RunWords*>(own_)->stop.load(std::memory_order_acquire) != 0;
+}
+
+void ProcessRings::finish() { world_.barrier(); }
+
+}  // namespace collcheck::cuda

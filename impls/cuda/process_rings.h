@@ -1,0 +1,66 @@
+// The cuda engine's message streams when its participants are processes of a world, one per rank
+// (`ALGORITHM@cuda:mode=processes`, `ALGORITHM@cuda-host:mode=processes`): where each ring's slots,
+// headers and control words lie, reached from both its ends.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "impls/backend/world.h"
+#include "impls/cuda/device.h"
+#include "impls/cuda/slot_ring.h"
+#include "impls/worlds/shared_segment.h"
+
+namespace collcheck::cuda {
+
+// Process rings work as follows. Every process runs the participants whose host_rank is its own,
+// and every process finds the same rings in the same order (the engine reads them from the whole
+// schedule), so each works out alone where any ring lies in its receiver's memory (the `RingLayout`):
+// the receiving process's segment holds its `RunWords`, then each inbound ring's RingControl and
+// slot headers, then, on devices without handles (the host), each inbound ring's slots. On a device
+// with handles (CUDA) the slots of each receiving participant are one allocation of its device,
+// which senders in other processes open by its IPC handle (a sender in the same process, a world of
+// threads, takes the address itself). The members swap where their segments are and their handles
+// in one allgather, map and open the others', meet (a barrier) and unlink their segments' names. A
+// process that stops the run stores `stop` in every segment, and every process's participants read
+// their own. `finish` meets once more at the end, before anything is unmapped or freed, so that no
+// sender writes into memory its receiver has let go.
+class ProcessRings {
+ public:
+  explicit ProcessRings(World& world) : world_(world) {}
+  ~ProcessRings();
+  ProcessRings(const ProcessRings&) = delete;
+  ProcessRings& operator=(const ProcessRings&) = delete;
+
+  int rank() const { return world_.rank(); }
+  bool hosts(int participant, int nranks) const { return host_rank(participant, nranks) == world_.rank(); }
+
+  // Collective: every member calls it with the same rings (shape set), `devices` holding the
+  // device of each participant it hosts (null for the others). Sets every ring's slots, headers
+  // and control where this process is one of its ends. Throws std::runtime_error, on every member
+  // alike where a member failed before the exchange.
+  void place(std::vector<std::unique_ptr<SlotRing>>& rings, int nranks, const std::vector<Device*>& devices);
+
+  void stop_everyone();  // the run ends on every process
+  bool stopped() const;  // some process ended it
+  void finish();         // collective: every member is done with the others' memory
+
+ private:
+  struct Opened {
+    Device* device;
+    std::byte* memory;
+  };
+
+  World& world_;
+  SegmentPlace own_place_;
+  std::byte* own_ = nullptr;
+  std::vector<std::byte*> segments_;        // per rank, mapped here (own_ at this rank)
+  std::vector<std::size_t> segment_bytes_;  // per rank
+  std::vector<DeviceBytes> blocks_;         // the slots of the receiving participants hosted here
+  std::vector<Opened> opened_;              // other processes' slots opened by handle
+};
+
+}  // namespace collcheck::cuda
