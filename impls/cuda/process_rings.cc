@@ -57,16 +57,6 @@ struct RingLayout {
   }
 };
 
-// What a process tells the others: its error before the exchange (empty: none), its pid, where its
-// segment is, and for each receiving participant it hosts the address and handle of its slots.
-struct Announcement {
-  std::string error;
-  std::uint64_t pid = 0;
-  SegmentPlace place;
-  std::vector<std::uint64_t> participants, addresses;
-  std::vector<std::vector<std::byte>> handles;
-};
-
 void put(std::vector<std::byte>& out, const void* data, std::size_t bytes) {
   const auto* begin = static_cast<const std::byte*>(data);
   out.insert(out.end(), begin, begin + bytes);
@@ -111,7 +101,7 @@ class Reader {
   std::size_t at_ = 0;
 };
 
-std::vector<std::byte> encode(const Announcement& a) {
+std::vector<std::byte> encode(const ProcessRings::Announcement& a) {
   std::vector<std::byte> out;
   put_text(out, a.error);
   put(out, &a.pid, sizeof a.pid);
@@ -126,9 +116,9 @@ std::vector<std::byte> encode(const Announcement& a) {
   return out;
 }
 
-Announcement decode(std::span<const std::byte> in) {
+ProcessRings::Announcement decode(std::span<const std::byte> in) {
   Reader reader(in);
-  Announcement a;
+  ProcessRings::Announcement a;
   a.error = reader.text();
   a.pid = reader.number();
   a.place = reader.text();
@@ -160,6 +150,36 @@ ProcessRings::~ProcessRings() {
   if (!own_place_.empty()) unlink_segment(own_place_);
 }
 
+namespace {
+
+// The words of every ring this process receives on, in its own segment, made before anyone maps it.
+void set_up_inbound_words(std::byte* own, const std::vector<std::unique_ptr<SlotRing>>& rings, int nranks, int rank,
+                          const RingLayout& layout) {
+  new (own) RunWords;
+  for (std::size_t r = 0; r < rings.size(); ++r) {
+    if (host_rank(rings[r]->to, nranks) != rank) continue;
+    std::byte* control = own + layout.control_at[r];
+    new (control) RingControl;
+    auto* headers = reinterpret_cast<SlotHeader*>(control + round_up(sizeof(RingControl), kLine));
+    for (std::size_t k = 0; k < rings[r]->shape.slots; ++k) new (headers + k) SlotHeader;
+  }
+}
+
+// A device with handles: each receiving participant's slots, one allocation, announced.
+void share_blocks(const std::vector<Device*>& devices, const RingLayout& layout, std::vector<DeviceBytes>& blocks,
+                  std::vector<std::byte*>& block_of, ProcessRings::Announcement& mine) {
+  for (std::size_t p = 0; p < devices.size(); ++p) {
+    if (devices[p] == nullptr || layout.block_bytes[p] == 0) continue;
+    blocks.emplace_back(*devices[p], layout.block_bytes[p]);
+    block_of[p] = blocks.back().data();
+    mine.participants.push_back(p);
+    mine.addresses.push_back(reinterpret_cast<std::uintptr_t>(block_of[p]));
+    mine.handles.push_back(devices[p]->share(block_of[p]));
+  }
+}
+
+}  // namespace
+
 void ProcessRings::place(std::vector<std::unique_ptr<SlotRing>>& rings, int nranks,
                          const std::vector<Device*>& devices) {
   const auto me = static_cast<std::size_t>(rank());
@@ -168,7 +188,7 @@ void ProcessRings::place(std::vector<std::unique_ptr<SlotRing>>& rings, int nran
   const RingLayout layout(rings, nranks, static_cast<int>(devices.size()), !by_handle);
   segment_bytes_ = layout.segment_bytes;
 
-  // This process's segment (its rings' words set up before anyone maps it) and slots.
+  // This process's segment and slots; a failure is announced, so that every member throws alike.
   Announcement mine;
   mine.pid = static_cast<std::uint64_t>(::getpid());
   std::vector<std::byte*> block_of(devices.size(), nullptr);
@@ -177,59 +197,18 @@ void ProcessRings::place(std::vector<std::unique_ptr<SlotRing>>& rings, int nran
     if (!created) throw std::runtime_error(created.error().message);
     own_place_ = *created;
     mine.place = own_place_;
-    new (own_) RunWords;
-    for (std::size_t r = 0; r < rings.size(); ++r) {
-      if (host_rank(rings[r]->to, nranks) != rank()) continue;
-      std::byte* control = own_ + layout.control_at[r];
-      new (control) RingControl;
-      auto* headers = reinterpret_cast<SlotHeader*>(control + round_up(sizeof(RingControl), kLine));
-      for (std::size_t k = 0; k < rings[r]->shape.slots; ++k) new (headers + k) SlotHeader;
-    }
-    for (std::size_t p = 0; p < devices.size() && by_handle; ++p) {
-      if (devices[p] == nullptr || layout.block_bytes[p] == 0) continue;
-      blocks_.emplace_back(*devices[p], layout.block_bytes[p]);
-      block_of[p] = blocks_.back().data();
-      mine.participants.push_back(p);
-      mine.addresses.push_back(reinterpret_cast<std::uintptr_t>(block_of[p]));
-      mine.handles.push_back(devices[p]->share(block_of[p]));
-    }
+    set_up_inbound_words(own_, rings, nranks, rank(), layout);
+    if (by_handle) share_blocks(devices, layout, blocks_, block_of, mine);
   } catch (const std::exception& failure) {
     mine.error = failure.what();
   }
-
   std::vector<Announcement> all;
   for (const std::vector<std::byte>& bytes : world_.allgather(encode(mine))) all.push_back(decode(bytes));
   for (std::size_t q = 0; q < all.size(); ++q) {
     if (!all[q].error.empty()) throw std::runtime_error("rank " + std::to_string(q) + ": " + all[q].error);
   }
-
-  // The others' segments, and the slots of their receivers that this process sends to.
-  segments_.assign(all.size(), nullptr);
-  segments_[me] = own_;
-  for (std::size_t q = 0; q < all.size(); ++q) {
-    if (q == me) continue;
-    std::string error;
-    segments_[q] = map_segment(all[q].place, segment_bytes_[q], error);
-    if (segments_[q] == nullptr) throw std::runtime_error("rank " + std::to_string(q) + "'s segment: " + error);
-  }
-  const auto sends_to = [&](int participant) {
-    return std::any_of(rings.begin(), rings.end(), [&](const std::unique_ptr<SlotRing>& ring) {
-      return ring->to == participant && hosts(ring->from, nranks);
-    });
-  };
-  for (std::size_t q = 0; q < all.size(); ++q) {
-    for (std::size_t k = 0; k < all[q].participants.size(); ++k) {
-      const auto participant = static_cast<std::size_t>(all[q].participants[k]);
-      if (q == me || !sends_to(static_cast<int>(participant))) continue;
-      if (all[q].pid == mine.pid) {  // a world of threads: the same address space
-        block_of[participant] = reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(all[q].addresses[k]));
-        continue;
-      }
-      block_of[participant] = local->open_shared(all[q].handles[k]);
-      opened_.push_back({local, block_of[participant]});
-    }
-  }
-
+  map_others(all);
+  open_others(all, rings, nranks, *local, block_of);
   for (std::size_t r = 0; r < rings.size(); ++r) {
     SlotRing& ring = *rings[r];
     if (!hosts(ring.from, nranks) && !hosts(ring.to, nranks)) continue;
@@ -242,6 +221,44 @@ void ProcessRings::place(std::vector<std::unique_ptr<SlotRing>>& rings, int nran
   world_.barrier();
   unlink_segment(own_place_);
   own_place_.clear();
+}
+
+// The others' segments, mapped here.
+void ProcessRings::map_others(const std::vector<Announcement>& all) {
+  const auto me = static_cast<std::size_t>(rank());
+  segments_.assign(all.size(), nullptr);
+  segments_[me] = own_;
+  for (std::size_t q = 0; q < all.size(); ++q) {
+    if (q == me) continue;
+    std::string error;
+    segments_[q] = map_segment(all[q].place, segment_bytes_[q], error);
+    if (segments_[q] == nullptr) throw std::runtime_error("rank " + std::to_string(q) + "'s segment: " + error);
+  }
+}
+
+// The slots of the other processes' receivers that this process sends to, opened by their handles
+// (in a world of threads, the same address space: their addresses as they are).
+void ProcessRings::open_others(const std::vector<Announcement>& all,
+                               const std::vector<std::unique_ptr<SlotRing>>& rings, int nranks, Device& local,
+                               std::vector<std::byte*>& block_of) {
+  const auto me = static_cast<std::size_t>(rank());
+  const auto sends_to = [&](std::uint64_t participant) {
+    return std::any_of(rings.begin(), rings.end(), [&](const std::unique_ptr<SlotRing>& ring) {
+      return static_cast<std::uint64_t>(ring->to) == participant && hosts(ring->from, nranks);
+    });
+  };
+  for (std::size_t q = 0; q < all.size(); ++q) {
+    for (std::size_t k = 0; k < all[q].participants.size(); ++k) {
+      if (q == me || !sends_to(all[q].participants[k])) continue;
+      std::byte*& block = block_of[static_cast<std::size_t>(all[q].participants[k])];
+      if (all[q].pid == all[me].pid) {
+        block = reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(all[q].addresses[k]));  // NOLINT
+        continue;
+      }
+      block = local.open_shared(all[q].handles[k]);
+      opened_.push_back({&local, block});
+    }
+  }
 }
 
 void ProcessRings::stop_everyone() {

@@ -48,7 +48,21 @@ class ProcessRings {
   bool stopped() const;  // some process ended it
   void finish();         // collective: every member is done with the others' memory
 
+  // What a process tells the others: its error before the exchange (empty: none), its pid, where
+  // its segment is, and for each receiving participant it hosts the address and handle of its slots.
+  struct Announcement {
+    std::string error;
+    std::uint64_t pid = 0;
+    SegmentPlace place;
+    std::vector<std::uint64_t> participants, addresses;
+    std::vector<std::vector<std::byte>> handles;
+  };
+
  private:
+  void map_others(const std::vector<Announcement>& all);
+  void open_others(const std::vector<Announcement>& all, const std::vector<std::unique_ptr<SlotRing>>& rings,
+                   int nranks, Device& local, std::vector<std::byte*>& block_of);
+
   struct Opened {
     Device* device;
     std::byte* memory;

@@ -12,6 +12,17 @@ collcheck_add_cli_test(check_all_proc check --backend all@proc --seed 20261129 -
   --count 0..4K --time-budget 40s STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
 set_tests_properties(cli.check_all_proc PROPERTIES LABELS "cli;proc" TIMEOUT 240)
 
+# The cuda engine with one rank per process (mode=processes: its rings in shared memory between
+# the processes mpirun launched), every algorithm; and a mutant it must find so.
+collcheck_add_cli_test(check_all_cuda_host_processes check --backend all@cuda-host:mode=processes --seed 20261204
+  --ranks 2..5 --count 0..4K --time-budget 20s STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
+set_tests_properties(cli.check_all_cuda_host_processes PROPERTIES LABELS "cli;cuda;proc" TIMEOUT 180)
+collcheck_add_cli_test(check_cuda_host_processes_mutant check --backend mutant:drop-remainder@cuda-host:mode=processes
+  --seed 3 --ranks 2..4 --time-budget 15s STATUS 1
+  STDOUT "FAILED oracle on mutant:drop-remainder@cuda-host:mode=processes"
+  "replay: collcheck replay --backend 'mutant:drop-remainder@cuda-host:mode=processes'")
+set_tests_properties(cli.check_cuda_host_processes_mutant PROPERTIES LABELS "cli;cuda;proc" TIMEOUT 120)
+
 # The same loop on every rank of a world the user launched (rank 0 alone prints).
 add_test(NAME cli.check_ring_proc_lockstep
   COMMAND ${CMAKE_COMMAND} -P ${CMAKE_CURRENT_SOURCE_DIR}/check_cli.cmake --

@@ -2,15 +2,20 @@
 // fabric on the same schedules (ranks and switches, several calls, messages of many pieces through
 // rings of two slots, MSCCL thread blocks with dependencies), timed calls on the buffers the call
 // before left, the staging pool's reuse, and faults at its send hook ending `detected` or `ok` as
-// the link protocol says. Threaded: the tsan preset runs it.
+// the link protocol says; and mode=processes on worlds of threads (every ring's ends meeting in
+// shared memory, one process's stop reaching the others). Threaded: the tsan preset runs it.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "impls/algorithms/algorithms.h"
+#include "impls/backend/world.h"
 #include "impls/cuda/device.h"
 #include "impls/cuda/slot_engine.h"
 #include "impls/link/guarded_buffer.h"
@@ -275,6 +280,83 @@ TEST(CudaEngine, DuplicatesAndDelaysChangeNothing) {
   ASSERT_TRUE(run.completed) << run.error;
   const SimulatedRun want = simulate(make_schedule("ring", kFaultCase).value(), sim_fabric(3), SimulationOptions{});
   EXPECT_EQ(run.outputs, want.outputs);
+}
+
+}  // namespace
+}  // namespace collcheck
+
+namespace collcheck {
+namespace {
+
+// mode=processes on a world of threads: each member runs the engine for the participants it
+// hosts, every member with the same options; their runs, rank by rank.
+std::vector<cuda::EngineRun> run_as_processes(const Schedule& schedule, cuda::EngineOptions options) {
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(schedule.nranks());
+  std::vector<cuda::EngineRun> runs(worlds.size());
+  std::vector<std::thread> members;
+  for (std::size_t rank = 0; rank < worlds.size(); ++rank) {
+    members.emplace_back([&, rank] {
+      cuda::EngineOptions mine = options;
+      mine.world = worlds[rank].get();
+      runs[rank] = cuda::run_engine(schedule, mine);
+    });
+  }
+  for (std::thread& member : members) member.join();
+  return runs;
+}
+
+// Every ring's two ends find the same slots, headers and control words however the rings fall
+// among the processes (switches hosted beside ranks, several channels, many rings per receiver):
+// each member's outputs are the simulated fabric's for its own ranks, and empty for the others'.
+TEST(CudaEngineProcesses, EachProcessRunsItsRanksAsTheSimulatedFabricDoes) {
+  for (const std::string_view algorithm : {"ring", "innet", "pairwise", "tree"}) {
+    Case c = case_of("allreduce/i32/sum/n=1000/ranks=4/root=1/outofplace/offset=1/values=exact/seed=3");
+    if (algorithm == "pairwise") c.collective = Collective::AllToAll;
+    Knobs knobs;
+    knobs.chunk = 64;
+    knobs.channels = 2;
+    const Schedule schedule = stored(make_schedule(algorithm, c, knobs).value());
+    SCOPED_TRACE(std::string(algorithm));
+    SimulationOptions sim(7, nullptr, true);
+    sim.guard = kGuardElements;
+    const SimulatedRun want = simulate(schedule, sim_fabric(c.nranks), sim);
+    ASSERT_TRUE(want.completed) << want.error;
+    cuda::EngineOptions options;
+    options.guard = kGuardElements;
+    options.ring_bytes = 64 << 10;  // small rings: messages of many pieces
+    const std::vector<cuda::EngineRun> runs = run_as_processes(schedule, options);
+    for (std::size_t rank = 0; rank < runs.size(); ++rank) {
+      ASSERT_TRUE(runs[rank].completed) << "rank " << rank << ": " << runs[rank].error;
+      for (std::size_t other = 0; other < runs.size(); ++other) {
+        if (other == rank) {
+          EXPECT_EQ(runs[rank].outputs[other], want.outputs[other]) << "rank " << rank;
+          EXPECT_EQ(runs[rank].inputs[other], want.inputs[other]) << "rank " << rank;
+        } else {
+          EXPECT_TRUE(runs[rank].outputs[other].empty());
+        }
+      }
+    }
+  }
+}
+
+// A process that ends the run stops every other at once: rank 1 finds rank 0's first message
+// damaged, and rank 2, which waits on rank 1 with a link timeout beyond the deadline, ends
+// `detected` by the stop, not `hang` at the deadline.
+TEST(CudaEngineProcesses, OneProcessStoppingStopsEveryOther) {
+  OneFault corrupt({}, true, false);
+  cuda::EngineOptions options;
+  options.hook = &corrupt;
+  options.deadline = 8;
+  options.protocol.timeout = 30;
+  const auto began = std::chrono::steady_clock::now();
+  const std::vector<cuda::EngineRun> runs = run_as_processes(make_schedule("ring", kFaultCase).value(), options);
+  for (std::size_t rank = 0; rank < runs.size(); ++rank) {
+    EXPECT_TRUE(runs[rank].detected) << "rank " << rank << ": " << runs[rank].error;
+    EXPECT_FALSE(runs[rank].hang) << "rank " << rank << ": " << runs[rank].error;
+  }
+  EXPECT_NE(runs[1].error.find("checksum"), std::string::npos) << runs[1].error;
+  EXPECT_NE(runs[2].error.find("another rank ended the run"), std::string::npos) << runs[2].error;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(), 5);
 }
 
 }  // namespace
