@@ -19,6 +19,7 @@
 // run, which the tuner's table did not foresee) is a precondition met late: the run is refused
 // (RunEnding::refused), the communicator kept, and no property judges the case.
 #include "impls/vendors/nccl/nccl_rank_backend.h"
+#include "impls/vendors/nccl/nccl_types.h"
 
 #include <chrono>
 #include <cstring>
@@ -34,6 +35,25 @@
 #include "reference/float_format.h"
 
 namespace collcheck {
+
+std::optional<ncclDataType_t> nccl_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::Int8: return ncclInt8;
+    case DType::UInt8: return ncclUint8;
+    case DType::Int32: return ncclInt32;
+    case DType::UInt32: return ncclUint32;
+    case DType::Int64: return ncclInt64;
+    case DType::UInt64: return ncclUint64;
+    case DType::Float16: return ncclFloat16;
+    case DType::BFloat16: return ncclBfloat16;
+    case DType::Float32: return ncclFloat32;
+    case DType::Float64: return ncclFloat64;
+    case DType::Float8E4M3: return ncclFloat8e4m3;
+    case DType::Float8E5M2: return ncclFloat8e5m2;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 constexpr double kInitSeconds = 120;  // a communicator's creation
@@ -74,24 +94,6 @@ std::string nccl_failure(ncclResult_t result, ncclComm_t comm) {
   const char* last = ncclGetLastError(comm);
   if (last != nullptr && *last != '\0') text += ": " + std::string(last);
   return text;
-}
-
-std::optional<ncclDataType_t> nccl_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::Int8: return ncclInt8;
-    case DType::UInt8: return ncclUint8;
-    case DType::Int32: return ncclInt32;
-    case DType::UInt32: return ncclUint32;
-    case DType::Int64: return ncclInt64;
-    case DType::UInt64: return ncclUint64;
-    case DType::Float16: return ncclFloat16;
-    case DType::BFloat16: return ncclBfloat16;
-    case DType::Float32: return ncclFloat32;
-    case DType::Float64: return ncclFloat64;
-    case DType::Float8E4M3: return ncclFloat8e4m3;
-    case DType::Float8E5M2: return ncclFloat8e5m2;
-  }
-  return std::nullopt;
 }
 
 ncclRedOp_t nccl_op(RedOp op) {
