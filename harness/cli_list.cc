@@ -124,7 +124,8 @@ void print_value_kinds(std::ostream& out) {
 
 void print_algorithms(std::ostream& out) {
   out << "algorithms (prove and simulate with --algorithm NAME; check and replay with --backend NAME@sim, on the\n"
-         "cuda engine with NAME@cuda-host (host threads) or NAME@cuda (CUDA devices), across processes NAME@proc):\n";
+         "cuda engine with NAME@cuda-host (host threads) or NAME@cuda (CUDA devices), one process per rank with\n"
+         "NAME@cuda-host:mode=processes or NAME@cuda:mode=processes, across processes NAME@proc):\n";
   TextTable table;
   table.add_row({"  name", "collective", "what it does"});
   for (const Algorithm& algorithm : all_algorithms()) {
