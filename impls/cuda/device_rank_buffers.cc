@@ -10,6 +10,8 @@
 namespace collcheck::cuda {
 namespace {
 
+constexpr double kUploadSeconds = 60;  // a copy of a rank's buffers to its GPU, at most
+
 void check(const char* call, cudaError_t error) {
   if (error != cudaSuccess) throw std::runtime_error(std::string(call) + ": " + cudaGetErrorString(error));
 }
@@ -95,6 +97,11 @@ std::vector<std::pair<void*, std::size_t>> DeviceRankBuffers::allocations() cons
 
 RankTransfers DeviceRankBuffers::transfers() {
   RankTransfers moves;
+  // From pageable memory cudaMemcpy returns once the bytes are staged, before their DMA to the
+  // device has landed (CUDA's "API synchronization behavior"), and the library's calls run on
+  // non-blocking streams, which do not wait for the legacy stream the DMA is queued on: without
+  // the wait below a call may read an input whose tail has not arrived (on an H200 NCCL's one-rank
+  // averages read zeros so, and were taken at first for NCCL's).
   moves.upload = [this] {
     for (const Mirror* mirror : {&input_, &output_}) {
       if (mirror->device != nullptr) {
@@ -102,6 +109,8 @@ RankTransfers DeviceRankBuffers::transfers() {
               cudaMemcpy(mirror->device, mirror->host.data(), mirror->host.size(), cudaMemcpyHostToDevice));
       }
     }
+    const std::string landed = wait_for_stream(cudaStreamLegacy, kUploadSeconds);
+    if (!landed.empty()) throw std::runtime_error("the inputs' copy to the GPU: " + landed);
   };
   moves.download = [this] {
     for (const Mirror* mirror : {&input_, &output_}) {

@@ -1,7 +1,8 @@
 // A rank's buffers (RankBuffers, impls/backend/rank_calls.h) mirrored on a CUDA device, for rank
 // backends whose library works on device memory: nccl, and users' plugins whose capabilities say
 // memory cuda. Each host allocation is mirrored whole, guard zones included: inputs go up after
-// they are written, everything comes back before results are read (outside the timed region),
+// they are written (and have landed before the upload returns, whatever stream the library's
+// calls run on), everything comes back before results are read (outside the timed region),
 // so a write past a buffer's end on the GPU is a damaged zone on the host. Built where CUDA is
 // (collcheck_cuda_device); every CUDA error throws std::runtime_error naming the call.
 #pragma once

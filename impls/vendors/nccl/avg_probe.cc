@@ -1,10 +1,13 @@
 // nccl_avg_probe: NCCL's average on one rank with nothing of collcheck's harness in between, to
 // tell NCCL's part from ours in what `check --backend nccl` found on an H200 (docs/gpu.md): plain
 // cudaMalloc'd buffers, the inputs collcheck generates for the case, one ncclAllReduce (ncclAvg,
-// and ncclSum beside it) on a one-rank communicator, out of place and in place, then captured in
-// a CUDA graph and replayed with new inputs written before each replay. On one rank every
-// average is its input, so each output is compared with its input bit for bit. Prints one line
-// per run; exits 1 where any output differs. Needs a GPU.
+// and ncclSum beside it) on a one-rank communicator on a non-blocking stream, out of place and in
+// place, then captured in a CUDA graph and replayed with new inputs written before each replay.
+// Each run twice: `staged`, the inputs copied with cudaMemcpy from pageable memory and the call
+// made at once, as the harness did (the copy's DMA may still be landing: CUDA's API
+// synchronization behavior), and `landed`, the legacy stream waited for first, as it does now. On
+// one rank every average is its input, so each output is compared with its input bit for bit.
+// Prints one line per call; exits 1 where a `landed` output differs. Needs a GPU.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -58,7 +61,7 @@ struct Probe {
   bool all_same = true;
 
   // One call (or, graphed, a captured call replayed `calls` times with new inputs each time).
-  void run(const std::string& text, ncclRedOp_t op, bool in_place, bool graphed, int calls) {
+  void run(const std::string& text, ncclRedOp_t op, bool in_place, bool graphed, int calls, bool landed) {
     const Case c = collcheck::parse_case(text).value();
     const std::size_t element = collcheck::size_of(c.dtype), bytes = c.count * element;
     void *in = nullptr, *out = nullptr;
@@ -77,15 +80,17 @@ struct Probe {
       const std::vector<std::byte> input = input_of(c, static_cast<std::uint64_t>(call));
       ok(cudaMemset(out, 0, bytes), "cudaMemset");
       ok(cudaMemcpy(in, input.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+      if (landed) ok(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize (legacy)");
       if (graphed) ok(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
       else ok(ncclAllReduce(in, target, c.count, *collcheck::nccl_dtype(c.dtype), op, comm, stream), "ncclAllReduce");
       ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
       std::vector<std::byte> got(bytes);
       ok(cudaMemcpy(got.data(), target, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
       const std::string verdict = compare(input, got, element);
-      all_same = all_same && verdict == "same as the input";
-      std::printf("%-75s %-4s %-12s %-6s call %d: %s\n", text.c_str(), op == ncclAvg ? "avg" : "sum",
-                  in_place ? "in place" : "out of place", graphed ? "graph" : "", call, verdict.c_str());
+      all_same = all_same && (!landed || verdict == "same as the input");
+      std::printf("%-75s %-4s %-12s %-6s %-6s call %d: %s\n", text.c_str(), op == ncclAvg ? "avg" : "sum",
+                  in_place ? "in place" : "out of place", graphed ? "graph" : "", landed ? "landed" : "staged", call,
+                  verdict.c_str());
     }
     if (exec != nullptr) cudaGraphExecDestroy(exec);
     if (graph != nullptr) cudaGraphDestroy(graph);
@@ -109,19 +114,24 @@ int main() {
                          "allreduce/i64/avg/n=3573/ranks=1/root=0/outofplace/offset=0/values=exact/seed=0"};
   for (const char* text : plain) {
     for (const ncclRedOp_t op : {ncclAvg, ncclSum}) {
-      for (const bool in_place : {false, true}) probe.run(text, op, in_place, false, 1);
+      for (const bool in_place : {false, true}) {
+        for (const bool landed : {false, true}) probe.run(text, op, in_place, false, 1, landed);
+      }
     }
   }
   const char* graphed[] = {"allreduce/i64/avg/n=40455/ranks=1/root=0/outofplace/offset=0/values=exact/seed=1",
                            "allreduce/f64/avg/n=40455/ranks=1/root=0/outofplace/offset=0/values=exact/seed=1",
                            "allreduce/u64/avg/n=40455/ranks=1/root=0/outofplace/offset=0/values=exact/seed=1"};
   for (const char* text : graphed) {
-    probe.run(text, ncclAvg, false, true, 3);
-    probe.run(text, ncclAvg, false, false, 3);
-    probe.run(text, ncclSum, false, true, 3);
+    for (const bool landed : {false, true}) {
+      probe.run(text, ncclAvg, false, true, 3, landed);
+      probe.run(text, ncclAvg, false, false, 3, landed);
+      probe.run(text, ncclSum, false, true, 3, landed);
+    }
   }
   ncclCommDestroy(probe.comm);
   cudaStreamDestroy(probe.stream);
-  std::printf("nccl_avg_probe: %s\n", probe.all_same ? "every output is its input" : "some outputs differ");
+  std::printf("nccl_avg_probe: %s\n",
+              probe.all_same ? "every landed output is its input" : "some landed outputs differ");
   return probe.all_same ? 0 : 1;
 }
