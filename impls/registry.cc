@@ -28,19 +28,30 @@ namespace {
 constexpr std::string_view kTransports =
     "sim, cuda-host, cuda, proc or ib (mpi and gloo are named alone: mpi, gloo:NAME)";
 
-// The options of `@cuda` and `@cuda-host` with `mode=threads|processes` taken out (checked): the knobs.
+// The options of `@cuda` and `@cuda-host` with `mode=threads|processes` taken out (checked): the knobs,
+// checked too, an unknown one answered with every option these transports take.
 Result<std::string> engine_knob_options(std::string_view spec, std::string_view options) {
   Result<std::vector<KeyValue>> items = split_key_values(options);
   if (!items) return backend_spec_error(spec, items.error().message);
+  if (const KeyValue* again = repeated_key(*items))
+    return backend_spec_error(spec, escaped_input(again->key) + " given twice");
   std::string knobs;
+  std::vector<KeyValue> knob_items;
   for (const KeyValue& item : *items) {
     if (item.key == "mode") {
-      if (item.value != "threads" && item.value != "processes") {
-        return backend_spec_error(spec, escaped_input(item.item) + ": must be mode=threads or mode=processes");
-      }
+      constexpr std::string_view kModes[] = {"threads", "processes"};
+      if (Result<std::size_t> mode = read_choice(item, kModes); !mode)
+        return backend_spec_error(spec, mode.error().message);
       continue;
     }
     knobs += (knobs.empty() ? "" : ",") + std::string(item.item);
+    knob_items.push_back(item);
+  }
+  Knobs checked;
+  if (Status applied = apply_knobs(spec, knob_items, checked); !applied) {
+    Error error = applied.error();
+    if (error.message.find("unknown option") != std::string::npos) error.message += ", mode";
+    return error;
   }
   return knobs;
 }

@@ -15,10 +15,12 @@
 #include <vector>
 
 #include "impls/algorithms/algorithms.h"
+#include "impls/backend/rank_backend.h"
 #include "impls/backend/world.h"
 #include "impls/cuda/device.h"
 #include "impls/cuda/slot_engine.h"
 #include "impls/link/guarded_buffer.h"
+#include "impls/registry.h"
 #include "impls/sim/sim_backend.h"
 #include "impls/sim/simulator.h"
 #include "reference/case.h"
@@ -337,6 +339,30 @@ TEST(CudaEngineProcesses, EachProcessRunsItsRanksAsTheSimulatedFabricDoes) {
       }
     }
   }
+}
+
+// `mode=processes` names a backend across processes, one spec per algorithm, named as written with
+// the mode last; a bad mode, a mode given twice and an unknown option are refused, naming what is
+// allowed; `mode=threads` stays in this process.
+TEST(CudaEngineProcesses, TheModeOptionIsReadAndChecked) {
+  EXPECT_TRUE(runs_across_processes("ring@cuda-host:mode=processes"));
+  EXPECT_TRUE(runs_across_processes("ring@cuda:chunk=4,mode=processes"));
+  EXPECT_FALSE(runs_across_processes("ring@cuda-host:mode=threads"));
+  EXPECT_FALSE(runs_across_processes("ring@cuda-host"));
+  const Result<std::vector<RankBackendSpec>> specs = rank_backend_specs("all@cuda-host:chunk=3,mode=processes");
+  ASSERT_TRUE(specs.ok()) << specs.error().text();
+  EXPECT_EQ(specs->size(), algorithm_variant_names().size());
+  EXPECT_EQ(specs->front().name, algorithm_variant_names().front() + "@cuda-host:chunk=3,mode=processes");
+  EXPECT_EQ(specs->front().capabilities.chunk, 3u);
+  const auto error_of = [](const char* spec) {
+    Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec, BackendOptions{});
+    return made.ok() ? std::string("accepted") : made.error().message;
+  };
+  EXPECT_NE(error_of("ring@cuda-host:mode=fibers").find("mode=fibers: must be threads or processes"),
+            std::string::npos);
+  EXPECT_NE(error_of("ring@cuda-host:mode=processes,mode=threads").find("mode given twice"), std::string::npos);
+  EXPECT_NE(error_of("ring@cuda-host:colour=red,mode=processes").find("retries, mode"), std::string::npos);
+  EXPECT_EQ(error_of("ring@cuda-host:mode=threads,chunk=8"), "accepted");
 }
 
 // A process that ends the run stops every other at once: rank 1 finds rank 0's first message
