@@ -203,6 +203,7 @@ std::size_t input_elements(const Case& c) {
 
 std::size_t output_elements(const Case& c) {
   if (!per_rank_counts(c.collective)) return output_elements(c.collective, c.count, c.nranks);
+  if (c.collective == Collective::AllToAllV) return largest_column_total(c);
   std::size_t largest = 0;
   for (int rank = 0; rank < c.nranks; ++rank) largest = std::max(largest, output_elements(c, rank));
   return largest;

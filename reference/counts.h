@@ -40,6 +40,8 @@ std::size_t block_start(const Case&, int rank);
 std::size_t pair_count(const Case&, int source, int destination);
 std::size_t send_start(const Case&, int source, int destination);     // in source's input
 std::size_t receive_start(const Case&, int destination, int source);  // in destination's output
+// All-to-all-v: the largest output of any rank (the largest column total of the counts).
+std::size_t largest_column_total(const Case&);
 
 // `3,0,5`: counts as the case text writes them (`counts=3,0,5`).
 std::string format_counts(std::span<const std::size_t> counts);

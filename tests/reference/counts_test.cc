@@ -96,6 +96,8 @@ TEST(CountsSizes, PerRankBuffersAndBlocks) {
   EXPECT_EQ(input_elements(matrix, 0), 6u);
   EXPECT_EQ(input_elements(matrix, 1), 4u);
   EXPECT_EQ(output_elements(matrix, 2), 7u);
+  EXPECT_EQ(output_elements(matrix), 8u) << "the largest column: rank 1 receives 2 + 0 + 6";
+  EXPECT_EQ(input_elements(matrix), 11u) << "the largest row: rank 2 sends 5 + 6 + 0";
   EXPECT_EQ(send_start(matrix, 2, 1), 5u);
   EXPECT_EQ(receive_start(matrix, 2, 1), 3u);
 }
