@@ -68,6 +68,7 @@ class Engine {
  private:
   void set_up();
   void place_rings();
+  void finish_across();
   bool hosted(int participant) const { return across_ == nullptr || across_->hosts(participant, schedule_.nranks()); }
   // The run is over for this process: stopped here, or by another process.
   bool halted() const { return stopped_.load(std::memory_order_acquire) || (across_ != nullptr && across_->stopped()); }

@@ -154,8 +154,9 @@ class EngineRankBackend final : public RankBackend {
     engine.hook = options.hook;
     engine.world = &world_;
     cuda::EngineRun run = cuda::run_engine(whole, engine);
-    if (!run.completed) return RankRun::ended(ending(run), run.error);
+    if (!run.completed) return RankRun::ended(ending(run), run.error, run.world_broken);
     RankRun result;
+    result.world_broken = run.world_broken;
     std::vector<std::vector<RankResult>> calls =
         calls_of(run.earlier_outputs, run.outputs, run.inputs, run.guards_intact);
     if (options.timed && !options.checked) calls.clear();

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 
 #include "impls/schedule/schedule.h"
 
@@ -25,6 +27,7 @@ std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1
 // The first words of every process's segment.
 struct RunWords {
   alignas(kLine) std::atomic<std::uint64_t> stop{0};
+  alignas(kLine) std::atomic<std::uint64_t> done{0};  // the owner is done with the others' memory
 };
 
 // Where every ring lies in its receiver's memory, worked out alike by every process.
@@ -271,6 +274,19 @@ bool ProcessRings::stopped() const {
   return own_ != nullptr && reinterpret_cast<const RunWords*>(own_)->stop.load(std::memory_order_acquire) != 0;
 }
 
-void ProcessRings::finish() { world_.barrier(); }
+bool ProcessRings::finish(double patience) {
+  if (own_ == nullptr) return true;
+  reinterpret_cast<RunWords*>(own_)->done.store(1, std::memory_order_release);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                            std::chrono::duration<double>(patience));
+  for (std::byte* segment : segments_) {
+    if (segment == nullptr) continue;
+    while (reinterpret_cast<const RunWords*>(segment)->done.load(std::memory_order_acquire) == 0) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  return true;
+}
 
 }  // namespace collcheck::cuda

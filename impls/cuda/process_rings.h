@@ -26,8 +26,10 @@ namespace collcheck::cuda {
 // threads, takes the address itself). The members swap where their segments are and their handles
 // in one allgather, map and open the others', meet (a barrier) and unlink their segments' names. A
 // process that stops the run stores `stop` in every segment, and every process's participants read
-// their own. `finish` meets once more at the end, before anything is unmapped or freed, so that no
-// sender writes into memory its receiver has let go.
+// their own. At the end each process says in its segment that it is done with the others' memory
+// and waits until every other one has said so (`finish`) before anything is unmapped or freed, so
+// that no sender writes into memory its receiver has let go; a process gone (killed by a fault
+// plan) or stuck is waited for only so long, and then the world is not to be used again.
 class ProcessRings {
  public:
   explicit ProcessRings(World& world) : world_(world) {}
@@ -46,7 +48,9 @@ class ProcessRings {
 
   void stop_everyone();  // the run ends on every process
   bool stopped() const;  // some process ended it
-  void finish();         // collective: every member is done with the others' memory
+  // Every member is done with the others' memory: says so and waits, at most `patience` seconds,
+  // until the others have; false when some had not.
+  bool finish(double patience);
 
   // What a process tells the others: its error before the exchange (empty: none), its pid, where
   // its segment is, and for each receiving participant it hosts the address and handle of its slots.

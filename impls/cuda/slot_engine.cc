@@ -20,6 +20,9 @@
 
 namespace collcheck::cuda {
 
+// How long a process that stopped a run waits for the others, stopped too, to be done with its memory.
+constexpr double kStoppedOthersSeconds = 2;
+
 RingShape ring_shape(std::size_t rings, std::size_t ring_bytes, std::size_t largest_slot) {
   RingShape shape;
   shape.slot_bytes = std::max<std::size_t>(largest_slot, 1024);
@@ -54,7 +57,7 @@ EngineRun Engine::run() {
   // Another process ended the run: this one says so, unless it had a reason of its own.
   if (result_.error.empty() && halted()) stop(true, false, "stopped: another rank ended the run");
   if (!result_.error.empty()) {
-    if (across_ != nullptr) across_->finish();
+    finish_across();
     return std::move(result_);
   }
   result_.completed = true;
@@ -74,8 +77,18 @@ EngineRun Engine::run() {
     result_.guards_intact.push_back(state.input.intact(device) && state.output.intact(device) &&
                                     state.scratch.intact(device));
   }
-  if (across_ != nullptr) across_->finish();
+  finish_across();
   return std::move(result_);
+}
+
+// Across processes, the end: every process done with the others' memory. After a failure the
+// others were stopped and end within moments, unless one is gone (a fault plan killed it) or stuck:
+// then the world is not used again. A run that completed waits up to its deadline.
+void Engine::finish_across() {
+  if (across_ == nullptr) return;
+  const double left = seconds_between(Clock::now(), deadline_);
+  const double patience = result_.error.empty() ? std::max(left, 1.0) : kStoppedOthersSeconds;
+  if (!across_->finish(patience)) result_.world_broken = true;
 }
 
 void Engine::set_up() {

@@ -79,6 +79,9 @@ struct EngineRun {
   bool completed = false;
   bool detected = false;  // the link protocol stopped the run (a fault, a silent stream)
   bool hang = false;      // a participant was still waiting at the deadline
+  // Across processes: some process did not say it was done with this one's memory in time (gone, or
+  // stuck); the world is not to be used again.
+  bool world_broken = false;
   std::string error;
   std::vector<std::vector<std::vector<std::byte>>> earlier_outputs;  // [call][rank], calls before the last
   std::vector<std::vector<std::byte>> outputs, inputs;               // the last call's, per rank

@@ -18,6 +18,7 @@
 #include "impls/backend/rank_backend.h"
 #include "impls/backend/world.h"
 #include "impls/cuda/device.h"
+#include "impls/cuda/process_rings.h"
 #include "impls/cuda/slot_engine.h"
 #include "impls/link/guarded_buffer.h"
 #include "impls/registry.h"
@@ -339,6 +340,44 @@ TEST(CudaEngineProcesses, EachProcessRunsItsRanksAsTheSimulatedFabricDoes) {
       }
     }
   }
+}
+
+// The end of a run across processes: a process waits for the others to be done with its memory,
+// but only so long; one that never says so (gone, or stuck) leaves the waiting one `false` (its
+// world broken) instead of holding it.
+TEST(CudaEngineProcesses, FinishingWaitsForTheOthersOnlySoLong) {
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
+  std::vector<std::unique_ptr<cuda::ProcessRings>> across(2);
+  std::vector<std::unique_ptr<cuda::Device>> devices(2);
+  std::vector<std::vector<std::unique_ptr<cuda::SlotRing>>> rings(2);
+  std::vector<std::thread> members;
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    members.emplace_back([&, rank] {
+      devices[rank] = cuda::make_host_device(static_cast<int>(rank));
+      for (int from = 0; from < 2; ++from) {  // 0 -> 1 and 1 -> 0, made alike by both
+        auto& ring = rings[rank].emplace_back(std::make_unique<cuda::SlotRing>());
+        ring->from = from;
+        ring->to = 1 - from;
+        ring->shape = cuda::RingShape{2, 1024};
+      }
+      std::vector<cuda::Device*> hosted(2, nullptr);
+      hosted[rank] = devices[rank].get();
+      across[rank] = std::make_unique<cuda::ProcessRings>(*worlds[rank]);
+      across[rank]->place(rings[rank], 2, hosted);
+    });
+  }
+  for (std::thread& member : members) member.join();
+  // Both ends of each ring found the same words.
+  EXPECT_EQ(rings[0][0]->control->taken.load(), 0u);
+  rings[0][0]->control->taken.store(5);
+  EXPECT_EQ(rings[1][0]->control->taken.load(), 5u);
+  const auto began = std::chrono::steady_clock::now();
+  EXPECT_FALSE(across[0]->finish(0.2)) << "rank 1 never said it was done";
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  EXPECT_GE(waited, 0.2);
+  EXPECT_LT(waited, 2.0);
+  EXPECT_TRUE(across[1]->finish(1)) << "rank 0 had said so";
+  EXPECT_TRUE(across[0]->finish(1));
 }
 
 // `mode=processes` names a backend across processes, one spec per algorithm, named as written with
