@@ -222,7 +222,10 @@ Progress Engine::receive(ParticipantState& state, StreamState& stream, int index
     if (header.ready.load(std::memory_order_acquire) != piece + 1) break;
     const PieceLabel label = header.label;
     const std::byte* data = ring.slot(piece);
-    Verdict verdict = judge(*state.device, ring, label, data, bytes);
+    // A receive that copies lands the piece as it takes the checksum, in one pass (judge).
+    std::byte* copy_to =
+        step.kind == StepKind::Recv ? at(state, step.to.buffer, step.to.offset + label.offset / element_) : nullptr;
+    Verdict verdict = judge(*state.device, ring, label, data, bytes, copy_to);
     if (verdict != Verdict::Take && verdict != Verdict::Duplicate) {
       if (!settings_.reliable) {
         stop(true, false, stream_text(ring, wanted) + ": " + link_fault_text(verdict, label, receiver, bytes));
@@ -232,7 +235,7 @@ Progress Engine::receive(ParticipantState& state, StreamState& stream, int index
       ask(state, ring, now);
       continue;
     }
-    if (verdict == Verdict::Take) land(state, step, label, data);
+    if (verdict == Verdict::Take && copy_to == nullptr) land(state, step, label, data);
     stream.quiet_since = now;
     const bool complete = verdict == Verdict::Take &&
                           receiver.take(label.bytes, bytes, settings_.reliable ? seconds_between(start_, now) : 0);
@@ -275,15 +278,24 @@ Progress Engine::keep_waiting(ParticipantState& state, const StreamState& stream
 }
 
 // The piece's verdict: link/'s judgement of its place (sequence, offset, length), and where it is
-// due and checked, its checksum taken on the device whose memory holds it.
+// due and checked, its checksum taken on the device whose memory holds it. With `copy_to` (a
+// receive that copies), a piece due is copied there as its checksum is taken: one pass over it,
+// and on a GPU one wait instead of two. A damaged piece copied so is harmless: without
+// retransmission the run ends, and with it the piece is due again and its next copy lands on the
+// same bytes before the receive is done.
 Verdict Engine::judge(Device& device, const SlotRing& ring, const PieceLabel& label, const std::byte* data,
-                      std::size_t message_bytes) const {
+                      std::size_t message_bytes, std::byte* copy_to) const {
   LinkSettings place = settings_;
   place.checksums = false;
   const Verdict verdict = ring.receiver.judge(label, {}, message_bytes, place);
-  if (verdict != Verdict::Take || !settings_.checks(label.sequence, ring.per_call)) return verdict;
+  if (verdict != Verdict::Take) return verdict;
+  const bool checked = settings_.checks(label.sequence, ring.per_call);
   const std::size_t bytes = std::min(label.bytes, ring.shape.slot_bytes);
-  return device.checksum(data, bytes) == label.sum ? Verdict::Take : Verdict::Damaged;
+  if (copy_to != nullptr && !checked) device.copy(copy_to, data, label.bytes);
+  if (!checked) return verdict;
+  const std::uint64_t sum =
+      copy_to != nullptr ? device.copy_with_checksum(copy_to, data, bytes) : device.checksum(data, bytes);
+  return sum == label.sum ? Verdict::Take : Verdict::Damaged;
 }
 
 }  // namespace collcheck::cuda
