@@ -68,8 +68,8 @@ Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
     return Error{"--backend", quoted_input(spec) + " does not run across processes: use ALGORITHM@proc, mpi or gloo"};
   }
   const std::string_view transport = spec.substr(at + 1);
-  if (transport.starts_with("cuda")) {
-    const std::string_view name = transport.substr(0, transport.find(':'));
+  const std::string_view name = transport.substr(0, transport.find(':'));
+  if (name == "cuda" || name == "cuda-host") {
     Result<std::string> knobs =
         engine_knob_options(spec, transport.substr(std::min(name.size() + 1, transport.size())));
     if (!knobs) return knobs.error();

@@ -87,7 +87,8 @@ bool runs_across_processes(std::string_view spec) {
   const std::size_t at = spec.rfind('@');
   if (at == std::string_view::npos) return false;
   const std::string_view transport = spec.substr(at + 1);
-  if (transport.starts_with("cuda")) {  // @cuda and @cuda-host with mode=processes among the options
+  const std::string_view engine = transport.substr(0, transport.find(':'));
+  if (engine == "cuda" || engine == "cuda-host") {  // with mode=processes among the options
     for (std::string_view rest = transport.substr(std::min(transport.find(':'), transport.size())); !rest.empty();) {
       rest.remove_prefix(1);
       const std::string_view item = rest.substr(0, rest.find(','));

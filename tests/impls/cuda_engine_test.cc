@@ -384,19 +384,21 @@ TEST(CudaEngineProcesses, FinishingWaitsForTheOthersOnlySoLong) {
 // the mode last; a bad mode, a mode given twice and an unknown option are refused, naming what is
 // allowed; `mode=threads` stays in this process.
 TEST(CudaEngineProcesses, TheModeOptionIsReadAndChecked) {
+  const auto error_of = [](const char* spec) {
+    Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec, BackendOptions{});
+    return made.ok() ? std::string("accepted") : made.error().message;
+  };
   EXPECT_TRUE(runs_across_processes("ring@cuda-host:mode=processes"));
   EXPECT_TRUE(runs_across_processes("ring@cuda:chunk=4,mode=processes"));
   EXPECT_FALSE(runs_across_processes("ring@cuda-host:mode=threads"));
   EXPECT_FALSE(runs_across_processes("ring@cuda-host"));
+  EXPECT_FALSE(runs_across_processes("ring@cudafoo:mode=processes"));
+  EXPECT_NE(error_of("ring@cudafoo:mode=processes").find("transport 'cudafoo'"), std::string::npos);
   const Result<std::vector<RankBackendSpec>> specs = rank_backend_specs("all@cuda-host:chunk=3,mode=processes");
   ASSERT_TRUE(specs.ok()) << specs.error().text();
   EXPECT_EQ(specs->size(), algorithm_variant_names().size());
   EXPECT_EQ(specs->front().name, algorithm_variant_names().front() + "@cuda-host:chunk=3,mode=processes");
   EXPECT_EQ(specs->front().capabilities.chunk, 3u);
-  const auto error_of = [](const char* spec) {
-    Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec, BackendOptions{});
-    return made.ok() ? std::string("accepted") : made.error().message;
-  };
   EXPECT_NE(error_of("ring@cuda-host:mode=fibers").find("mode=fibers: must be threads or processes"),
             std::string::npos);
   EXPECT_NE(error_of("ring@cuda-host:mode=processes,mode=threads").find("mode given twice"), std::string::npos);
