@@ -74,11 +74,11 @@ Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
         engine_knob_options(spec, transport.substr(std::min(name.size() + 1, transport.size())));
     if (!knobs) return knobs.error();
 #if COLLCHECK_HAVE_CUDA
-    if (name == "cuda") return engine_process_specs(spec.substr(0, at), *knobs, spec, name, cuda_engine_devices());
+    if (name == "cuda") return engine_process_specs(spec.substr(0, at), *knobs, spec, cuda_engine_devices());
 #else
     if (name == "cuda") return backend_spec_error(spec, "this build has no CUDA: " COLLCHECK_CUDA_REASON);
 #endif
-    return engine_process_specs(spec.substr(0, at), *knobs, spec, name, EngineDevices{});
+    return engine_process_specs(spec.substr(0, at), *knobs, spec, EngineDevices{});
   }
   const bool ib = transport.starts_with("ib");
   const std::size_t name_length = ib ? 2 : 4;

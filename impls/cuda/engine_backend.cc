@@ -178,13 +178,12 @@ class EngineRankBackend final : public RankBackend {
 }  // namespace
 
 Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what, std::string_view options,
-                                                          std::string_view spec, std::string_view transport,
-                                                          EngineDevices devices) {
+                                                          std::string_view spec, EngineDevices devices) {
   Knobs knobs;
   Status parsed = parse_knobs(spec, options, knobs);
   if (!parsed) return parsed.error();
-  const std::string suffix = "@" + std::string(transport) + ":" + std::string(options) + (options.empty() ? "" : ",") +
-                             std::string(kProcessesMode);
+  // Each backend is named as the spec writes its options, so that a replay line repeats them.
+  const std::string suffix(spec.substr(spec.rfind('@')));
   Result<std::vector<NamedVariant>> named = named_variants(spec, what, suffix, false);
   if (!named) return named.error();
   std::vector<RankBackendSpec> specs;

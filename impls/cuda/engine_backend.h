@@ -30,15 +30,13 @@ std::unique_ptr<Backend> make_cuda_host_backend(SimVariant variant, Knobs knobs,
 std::unique_ptr<Backend> make_cuda_backend(SimVariant variant, Knobs knobs, std::string spec);
 EngineDevices cuda_engine_devices();
 
-// The engine's mode, an option of `@cuda` and `@cuda-host`: `threads` (the default: every
-// participant a thread of this process) or `processes` (one process per rank, launched like
-// `@proc`, the rings in shared memory: process_rings.h).
-inline constexpr std::string_view kProcessesMode = "mode=processes";
-
-// `WHAT@TRANSPORT:OPTIONS,mode=processes` (WHAT: an algorithm, all, mutant:NAME, schedule:FILE;
-// OPTIONS: the knobs, the mode taken out) as backends across processes on `devices`.
+// The engine's mode, an option of `@cuda` and `@cuda-host`: `mode=threads` (the default: every
+// participant a thread of this process) or `mode=processes` (one process per rank, launched like
+// `@proc`, the rings in shared memory: process_rings.h). With mode=processes among the options:
+// `WHAT@TRANSPORT:OPTIONS` (WHAT: an algorithm, all, mutant:NAME, schedule:FILE;
+// OPTIONS: the knobs, the mode taken out) as backends across processes on `devices`, each named
+// as `spec` writes its transport and options.
 Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what, std::string_view options,
-                                                          std::string_view spec, std::string_view transport,
-                                                          EngineDevices devices);
+                                                          std::string_view spec, EngineDevices devices);
 
 }  // namespace collcheck

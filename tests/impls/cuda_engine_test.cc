@@ -399,6 +399,9 @@ TEST(CudaEngineProcesses, TheModeOptionIsReadAndChecked) {
   EXPECT_EQ(specs->size(), algorithm_variant_names().size());
   EXPECT_EQ(specs->front().name, algorithm_variant_names().front() + "@cuda-host:chunk=3,mode=processes");
   EXPECT_EQ(specs->front().capabilities.chunk, 3u);
+  EXPECT_EQ(rank_backend_specs("ring@cuda-host:mode=processes,reliable=on")->front().name,
+            "ring@cuda-host:mode=processes,reliable=on")
+      << "named as written";
   EXPECT_NE(error_of("ring@cuda-host:mode=fibers").find("mode=fibers: must be threads or processes"),
             std::string::npos);
   EXPECT_NE(error_of("ring@cuda-host:mode=processes,mode=threads").find("mode given twice"), std::string::npos);
