@@ -28,27 +28,22 @@ namespace {
 constexpr std::string_view kTransports =
     "sim, cuda-host, cuda, proc or ib (mpi and gloo are named alone: mpi, gloo:NAME)";
 
-// The options of `@cuda` and `@cuda-host` with `mode=threads|processes` taken out (checked): the knobs,
-// checked too, an unknown one answered with every option these transports take.
-Result<std::string> engine_knob_options(std::string_view spec, std::string_view options) {
+// The knobs of `@cuda` and `@cuda-host`, `mode=threads|processes` checked and set aside; an unknown
+// option is answered with every option these transports take.
+Result<Knobs> engine_knobs(std::string_view spec, std::string_view options) {
   Result<std::vector<KeyValue>> items = split_key_values(options);
   if (!items) return backend_spec_error(spec, items.error().message);
   if (const KeyValue* again = repeated_key(*items))
     return backend_spec_error(spec, escaped_input(again->key) + " given twice");
-  std::string knobs;
   std::vector<KeyValue> knob_items;
   for (const KeyValue& item : *items) {
-    if (item.key == "mode") {
-      constexpr std::string_view kModes[] = {"threads", "processes"};
-      if (Result<std::size_t> mode = read_choice(item, kModes); !mode)
-        return backend_spec_error(spec, mode.error().message);
-      continue;
-    }
-    knobs += (knobs.empty() ? "" : ",") + std::string(item.item);
-    knob_items.push_back(item);
+    constexpr std::string_view kModes[] = {"threads", "processes"};
+    if (item.key != "mode") knob_items.push_back(item);
+    else if (Result<std::size_t> mode = read_choice(item, kModes); !mode)
+      return backend_spec_error(spec, mode.error().message);
   }
-  Knobs checked;
-  if (Status applied = apply_knobs(spec, knob_items, checked); !applied) {
+  Knobs knobs;
+  if (Status applied = apply_knobs(spec, knob_items, knobs); !applied) {
     Error error = applied.error();
     if (error.message.find("unknown option") != std::string::npos) error.message += ", mode";
     return error;
@@ -70,8 +65,7 @@ Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
   const std::string_view transport = spec.substr(at + 1);
   const std::string_view name = transport.substr(0, transport.find(':'));
   if (name == "cuda" || name == "cuda-host") {
-    Result<std::string> knobs =
-        engine_knob_options(spec, transport.substr(std::min(name.size() + 1, transport.size())));
+    Result<Knobs> knobs = engine_knobs(spec, transport.substr(std::min(name.size() + 1, transport.size())));
     if (!knobs) return knobs.error();
 #if COLLCHECK_HAVE_CUDA
     if (name == "cuda") return engine_process_specs(spec.substr(0, at), *knobs, spec, cuda_engine_devices());
@@ -188,11 +182,13 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
   if (transport == "cuda") return backend_spec_error(spec, "this build has no CUDA: " COLLCHECK_CUDA_REASON);
 #endif
   Knobs knobs;
-  Result<std::string> knob_options = std::string(options);
-  if (transport != "sim") knob_options = engine_knob_options(spec, options);  // mode=threads
-  if (!knob_options) return knob_options.error();
-  Status parsed = parse_knobs(spec, *knob_options, knobs);
-  if (!parsed) return parsed.error();
+  if (transport == "sim") {
+    if (Status parsed = parse_knobs(spec, options, knobs); !parsed) return parsed.error();
+  } else {  // the cuda engine's: mode=threads among them
+    Result<Knobs> engine = engine_knobs(spec, options);
+    if (!engine) return engine.error();
+    knobs = *engine;
+  }
   return make_in_process_backends(spec, what, in_process_factory(transport), knobs,
                                   "@" + std::string(transport) + (options.empty() ? "" : ":" + std::string(options)));
 }

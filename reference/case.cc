@@ -1,6 +1,7 @@
 // Case validation and its text form: `allreduce/f32/sum/n=1000/ranks=7/root=0/...`.
 #include "reference/case.h"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <vector>
@@ -196,17 +197,14 @@ Result<Case> parse_case(std::string_view text) {
 
 std::size_t input_elements(const Case& c) {
   if (!per_rank_counts(c.collective)) return input_elements(c.collective, c.count, c.nranks);
-  std::size_t largest = 0;
-  for (int rank = 0; rank < c.nranks; ++rank) largest = std::max(largest, input_elements(c, rank));
-  return largest;
+  const std::vector<std::size_t> inputs = rank_elements(c).inputs;
+  return inputs.empty() ? 0 : *std::max_element(inputs.begin(), inputs.end());
 }
 
 std::size_t output_elements(const Case& c) {
   if (!per_rank_counts(c.collective)) return output_elements(c.collective, c.count, c.nranks);
-  if (c.collective == Collective::AllToAllV) return largest_column_total(c);
-  std::size_t largest = 0;
-  for (int rank = 0; rank < c.nranks; ++rank) largest = std::max(largest, output_elements(c, rank));
-  return largest;
+  const std::vector<std::size_t> outputs = rank_elements(c).outputs;
+  return outputs.empty() ? 0 : *std::max_element(outputs.begin(), outputs.end());
 }
 
 }  // namespace collcheck

@@ -114,17 +114,24 @@ std::size_t output_elements(const Case& c, int rank) {
   }
 }
 
-// Every rank's output at once, in one pass along the rows (rank by rank, each output a column sum,
-// strides through n² counts and misses the cache on every one: 11 s at 16,384 ranks).
-std::size_t largest_column_total(const Case& c) {
+RankElements rank_elements(const Case& c) {
   const auto ranks = static_cast<std::size_t>(std::max(c.nranks, 0));
-  std::vector<std::size_t> totals(ranks, 0);
-  for (std::size_t source = 0; source < ranks; ++source) {
+  RankElements elements{std::vector<std::size_t>(ranks, 0), std::vector<std::size_t>(ranks, 0)};
+  if (c.collective != Collective::AllToAllV) {
+    for (std::size_t rank = 0; rank < ranks; ++rank) {
+      elements.inputs[rank] = input_elements(c, static_cast<int>(rank));
+      elements.outputs[rank] = output_elements(c, static_cast<int>(rank));
+    }
+    return elements;
+  }
+  for (std::size_t source = 0; source < ranks; ++source) {  // along the rows: no stride through n² counts
     for (std::size_t destination = 0; destination < ranks; ++destination) {
-      totals[destination] = add(totals[destination], at(c, source * ranks + destination));
+      const std::size_t count = at(c, source * ranks + destination);
+      elements.inputs[source] = add(elements.inputs[source], count);
+      elements.outputs[destination] = add(elements.outputs[destination], count);
     }
   }
-  return totals.empty() ? 0 : *std::max_element(totals.begin(), totals.end());
+  return elements;
 }
 
 std::string format_counts(std::span<const std::size_t> counts) {

@@ -9,6 +9,7 @@
 
 #include "impls/backend/rank_backend.h"
 #include "impls/link/guarded_buffer.h"
+#include "reference/key_values.h"
 
 namespace collcheck {
 
@@ -89,13 +90,10 @@ bool runs_across_processes(std::string_view spec) {
   const std::string_view transport = spec.substr(at + 1);
   const std::string_view engine = transport.substr(0, transport.find(':'));
   if (engine == "cuda" || engine == "cuda-host") {  // with mode=processes among the options
-    for (std::string_view rest = transport.substr(std::min(transport.find(':'), transport.size())); !rest.empty();) {
-      rest.remove_prefix(1);
-      const std::string_view item = rest.substr(0, rest.find(','));
-      if (item == "mode=processes") return true;
-      rest.remove_prefix(item.size());
-    }
-    return false;
+    const std::string_view options = engine.size() < transport.size() ? transport.substr(engine.size() + 1) : "";
+    const Result<std::vector<KeyValue>> items = split_key_values(options);
+    return items && std::any_of(items->begin(), items->end(),
+                                [](const KeyValue& item) { return item.key == "mode" && item.value == "processes"; });
   }
   return transport == "proc" || transport.starts_with("proc:") || transport == "ib" || transport.starts_with("ib:");
 }

@@ -54,6 +54,16 @@ Outcome ending(const cuda::EngineRun& run) {
   return run.detected ? Outcome::Detected : run.hang ? Outcome::Hang : Outcome::Crash;
 }
 
+// The calls a run hands back, rank by rank: every call's, or where timed the timed calls' alone, and
+// only where they are checked.
+std::vector<std::vector<RankResult>> handed_back(cuda::EngineRun& run, const CallOptions& options) {
+  std::vector<std::vector<RankResult>> calls =
+      calls_of(run.earlier_outputs, run.outputs, run.inputs, run.guards_intact);
+  if (options.timed && !options.checked) calls.clear();
+  if (options.timed && options.checked) calls.erase(calls.begin(), calls.begin() + std::max(options.warmup, 0));
+  return calls;
+}
+
 // The timed calls' mean: from the slowest rank's return from the last warmup call.
 double timed_seconds(const cuda::EngineRun& run, const CallOptions& options) {
   const int warmup = std::max(options.warmup, 0);
@@ -102,12 +112,8 @@ class EngineBackend final : public Backend {
     cuda::EngineRun run = cuda::run_engine(whole, engine);
     if (!run.completed) return RepeatedRun::ended(ending(run), run.error);
     RepeatedRun result;
-    result.calls = calls_of(run.earlier_outputs, run.outputs, run.inputs, run.guards_intact);
-    if (options.timed) {
-      result.seconds = timed_seconds(run, options);
-      if (!options.checked) result.calls.clear();
-      else result.calls.erase(result.calls.begin(), result.calls.begin() + std::max(options.warmup, 0));
-    }
+    result.calls = handed_back(run, options);
+    if (options.timed) result.seconds = timed_seconds(run, options);
     return result;
   }
 
@@ -157,11 +163,9 @@ class EngineRankBackend final : public RankBackend {
     if (!run.completed) return RankRun::ended(ending(run), run.error, run.world_broken);
     RankRun result;
     result.world_broken = run.world_broken;
-    std::vector<std::vector<RankResult>> calls =
-        calls_of(run.earlier_outputs, run.outputs, run.inputs, run.guards_intact);
-    if (options.timed && !options.checked) calls.clear();
-    if (options.timed && options.checked) calls.erase(calls.begin(), calls.begin() + std::max(options.warmup, 0));
-    for (std::vector<RankResult>& call : calls) result.calls.push_back(std::move(call[static_cast<std::size_t>(rank)]));
+    for (std::vector<RankResult>& call : handed_back(run, options)) {
+      result.calls.push_back(std::move(call[static_cast<std::size_t>(rank)]));
+    }
     result.seconds = options.timed ? timed_seconds(run, options)
                                    : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
@@ -177,11 +181,8 @@ class EngineRankBackend final : public RankBackend {
 
 }  // namespace
 
-Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what, std::string_view options,
+Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what, const Knobs& knobs,
                                                           std::string_view spec, EngineDevices devices) {
-  Knobs knobs;
-  Status parsed = parse_knobs(spec, options, knobs);
-  if (!parsed) return parsed.error();
   // Each backend is named as the spec writes its options, so that a replay line repeats them.
   const std::string suffix(spec.substr(spec.rfind('@')));
   Result<std::vector<NamedVariant>> named = named_variants(spec, what, suffix, false);

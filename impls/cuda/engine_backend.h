@@ -33,10 +33,10 @@ EngineDevices cuda_engine_devices();
 // The engine's mode, an option of `@cuda` and `@cuda-host`: `mode=threads` (the default: every
 // participant a thread of this process) or `mode=processes` (one process per rank, launched like
 // `@proc`, the rings in shared memory: process_rings.h). With mode=processes among the options:
-// `WHAT@TRANSPORT:OPTIONS` (WHAT: an algorithm, all, mutant:NAME, schedule:FILE;
-// OPTIONS: the knobs, the mode taken out) as backends across processes on `devices`, each named
-// as `spec` writes its transport and options.
-Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what, std::string_view options,
+// `WHAT@TRANSPORT:OPTIONS` (WHAT: an algorithm, all, mutant:NAME, schedule:FILE) with the
+// options' `knobs`, as backends across processes on `devices`, each named as `spec` writes its
+// transport and options.
+Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what, const Knobs& knobs,
                                                           std::string_view spec, EngineDevices devices);
 
 }  // namespace collcheck

@@ -5,16 +5,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <new>
 #include <stdexcept>
-#include <string_view>
 #include <thread>
 
 #include "impls/schedule/schedule.h"
+#include "impls/worlds/wire.h"
 
 namespace collcheck::cuda {
 namespace {
@@ -60,77 +58,34 @@ struct RingLayout {
   }
 };
 
-void put(std::vector<std::byte>& out, const void* data, std::size_t bytes) {
-  const auto* begin = static_cast<const std::byte*>(data);
-  out.insert(out.end(), begin, begin + bytes);
-}
-void put_bytes(std::vector<std::byte>& out, std::span<const std::byte> bytes) {
-  const std::uint64_t size = bytes.size();
-  put(out, &size, sizeof size);
-  out.insert(out.end(), bytes.begin(), bytes.end());
-}
-void put_text(std::vector<std::byte>& out, std::string_view text) {
-  put_bytes(out, std::as_bytes(std::span<const char>(text.data(), text.size())));
-}
-
-class Reader {
- public:
-  explicit Reader(std::span<const std::byte> in) : in_(in) {}
-  std::uint64_t number() {
-    std::uint64_t value = 0;
-    take(&value, sizeof value);
-    return value;
-  }
-  std::vector<std::byte> bytes() {
-    const std::uint64_t size = number();
-    if (size > in_.size() - at_) throw std::runtime_error("process rings: a short announcement");
-    std::vector<std::byte> out(in_.begin() + static_cast<std::ptrdiff_t>(at_),
-                               in_.begin() + static_cast<std::ptrdiff_t>(at_ + size));
-    at_ += size;
-    return out;
-  }
-  std::string text() {
-    const std::vector<std::byte> raw = bytes();
-    return {reinterpret_cast<const char*>(raw.data()), raw.size()};
-  }
-
- private:
-  void take(void* to, std::size_t bytes) {
-    if (bytes > in_.size() - at_) throw std::runtime_error("process rings: a short announcement");
-    std::memcpy(to, in_.data() + at_, bytes);
-    at_ += bytes;
-  }
-  std::span<const std::byte> in_;
-  std::size_t at_ = 0;
-};
-
+// An announcement in the control channel's wire form (impls/worlds/wire.h).
 std::vector<std::byte> encode(const ProcessRings::Announcement& a) {
-  std::vector<std::byte> out;
-  put_text(out, a.error);
-  put(out, &a.pid, sizeof a.pid);
-  put_text(out, a.place);
-  const std::uint64_t count = a.participants.size();
-  put(out, &count, sizeof count);
+  wire::Writer out;
+  out.text(a.error);
+  out.u64(a.pid);
+  out.text(a.place);
+  out.u64(a.participants.size());
   for (std::size_t k = 0; k < a.participants.size(); ++k) {
-    put(out, &a.participants[k], sizeof a.participants[k]);
-    put(out, &a.addresses[k], sizeof a.addresses[k]);
-    put_bytes(out, a.handles[k]);
+    out.u64(a.participants[k]);
+    out.u64(a.addresses[k]);
+    out.bytes(a.handles[k]);
   }
-  return out;
+  return std::move(out.data());
 }
 
 ProcessRings::Announcement decode(std::span<const std::byte> in) {
-  Reader reader(in);
+  wire::Reader reader(in);
   ProcessRings::Announcement a;
   a.error = reader.text();
-  a.pid = reader.number();
+  a.pid = reader.u64();
   a.place = reader.text();
-  const std::uint64_t count = reader.number();
-  for (std::uint64_t k = 0; k < count; ++k) {
-    a.participants.push_back(reader.number());
-    a.addresses.push_back(reader.number());
+  const std::uint64_t count = reader.u64();
+  for (std::uint64_t k = 0; k < count && reader.ok(); ++k) {
+    a.participants.push_back(reader.u64());
+    a.addresses.push_back(reader.u64());
     a.handles.push_back(reader.bytes());
   }
+  if (!reader.ok()) throw std::runtime_error("process rings: a short announcement");
   return a;
 }
 
@@ -245,14 +200,13 @@ void ProcessRings::open_others(const std::vector<Announcement>& all,
                                const std::vector<std::unique_ptr<SlotRing>>& rings, int nranks, Device& local,
                                std::vector<std::byte*>& block_of) {
   const auto me = static_cast<std::size_t>(rank());
-  const auto sends_to = [&](std::uint64_t participant) {
-    return std::any_of(rings.begin(), rings.end(), [&](const std::unique_ptr<SlotRing>& ring) {
-      return static_cast<std::uint64_t>(ring->to) == participant && hosts(ring->from, nranks);
-    });
-  };
+  std::vector<bool> sent_to(block_of.size(), false);  // by a participant of this process
+  for (const std::unique_ptr<SlotRing>& ring : rings) {
+    if (hosts(ring->from, nranks)) sent_to[static_cast<std::size_t>(ring->to)] = true;
+  }
   for (std::size_t q = 0; q < all.size(); ++q) {
     for (std::size_t k = 0; k < all[q].participants.size(); ++k) {
-      if (q == me || !sends_to(all[q].participants[k])) continue;
+      if (q == me || all[q].participants[k] >= sent_to.size() || !sent_to[all[q].participants[k]]) continue;
       std::byte*& block = block_of[static_cast<std::size_t>(all[q].participants[k])];
       if (all[q].pid == all[me].pid) {
         block = reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(all[q].addresses[k]));  // NOLINT

@@ -34,12 +34,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "impls/prove/expected.h"
+#include "reference/counts.h"
 #include "reference/shared_indices.h"
 
 namespace collcheck::provenance {
@@ -227,11 +229,11 @@ bool could_be_symmetric(const Schedule& s) {
 }  // namespace
 
 bool rank_buffers_alike(const Case& shape) {
-  for (int rank = 1; rank < shape.nranks; ++rank) {
-    if (input_elements(shape, rank) != input_elements(shape, 0)) return false;
-    if (output_elements(shape, rank) != output_elements(shape, 0)) return false;
-  }
-  return true;
+  const RankElements elements = rank_elements(shape);
+  const auto alike = [](const std::vector<std::size_t>& lengths) {
+    return std::adjacent_find(lengths.begin(), lengths.end(), std::not_equal_to<>()) == lengths.end();
+  };
+  return alike(elements.inputs) && alike(elements.outputs);
 }
 
 std::optional<Symmetry> find_symmetry(const Schedule& s) {

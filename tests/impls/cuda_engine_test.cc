@@ -31,14 +31,19 @@ namespace {
 
 Case case_of(std::string_view text) { return parse_case(text).value(); }
 
+// What the simulated fabric gives for `calls` calls of `schedule`, with the engine's guard zones.
+SimulatedRun simulated(const Schedule& schedule, int calls = 1) {
+  SimulationOptions sim(7, nullptr, true);
+  sim.guard = kGuardElements;
+  sim.calls = calls;
+  return simulate(schedule, sim_fabric(schedule.nranks()), sim);
+}
+
 // The engine's run of `schedule` must end with the outputs and inputs the simulated fabric gives.
 void expect_same_as_sim(const Schedule& schedule, cuda::EngineOptions options, int calls = 1) {
   options.guard = kGuardElements;
   options.calls = calls;
-  SimulationOptions sim(7, nullptr, true);
-  sim.guard = kGuardElements;
-  sim.calls = calls;
-  const SimulatedRun want = simulate(schedule, sim_fabric(schedule.nranks()), sim);
+  const SimulatedRun want = simulated(schedule, calls);
   ASSERT_TRUE(want.completed) << want.error;
   const cuda::EngineRun got = cuda::run_engine(schedule, options);
   ASSERT_TRUE(got.completed) << got.error;
@@ -86,9 +91,7 @@ TEST(CudaEngine, EachCallsEndIsTimed) {
 TEST(CudaEngine, TimedCallsRunOnTheBuffersTheCallBeforeLeft) {
   const Case c = case_of("allreduce/u32/sum/n=999/ranks=3/root=0/inplace/offset=0/values=exact/seed=5");
   const Schedule schedule = make_schedule("ring", c).value();
-  SimulationOptions sim(7, nullptr, true);
-  sim.guard = kGuardElements;
-  const SimulatedRun first = simulate(schedule, sim_fabric(c.nranks), sim);
+  const SimulatedRun first = simulated(schedule);
   ASSERT_TRUE(first.completed) << first.error;
   cuda::EngineOptions options;
   options.guard = kGuardElements;
@@ -320,9 +323,7 @@ TEST(CudaEngineProcesses, EachProcessRunsItsRanksAsTheSimulatedFabricDoes) {
     knobs.channels = 2;
     const Schedule schedule = stored(make_schedule(algorithm, c, knobs).value());
     SCOPED_TRACE(std::string(algorithm));
-    SimulationOptions sim(7, nullptr, true);
-    sim.guard = kGuardElements;
-    const SimulatedRun want = simulate(schedule, sim_fabric(c.nranks), sim);
+    const SimulatedRun want = simulated(schedule);
     ASSERT_TRUE(want.completed) << want.error;
     cuda::EngineOptions options;
     options.guard = kGuardElements;
