@@ -7,6 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +48,28 @@ constexpr Option kOptions[] = {
 };
 constexpr int kUsageError = 2;
 
+// Lines cut before the proofs (shape_fits cuts a v-collective's to count its pieces), kept for the
+// proof of the same shape (prove_one takes it), so that every step is not made once more to cut it.
+class CutLines {
+ public:
+  void keep(const std::string& key, InPieces pieces) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    lines_.insert_or_assign(key, std::move(pieces));
+  }
+  std::optional<InPieces> take(const std::string& key) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto found = lines_.find(key);
+    if (found == lines_.end()) return std::nullopt;
+    InPieces pieces = std::move(found->second);
+    lines_.erase(found);
+    return pieces;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, InPieces> lines_;  // by algorithm and case
+};
+
 struct Sweep {
   std::vector<const Algorithm*> algorithms;
   std::vector<std::uint64_t> ranks;
@@ -55,7 +80,12 @@ struct Sweep {
   MemoryBudget budget;
   unsigned jobs = 1;     // proofs at once: what --jobs asks, fewer where memory would not hold them
   unsigned threads = 1;  // what --jobs asks: a rotation check's threads hold no proof, so memory does not bound them
+  std::shared_ptr<CutLines> cut_lines = std::make_shared<CutLines>();
 };
+
+std::string line_key(const Algorithm& algorithm, const Case& shape) {
+  return std::string(algorithm.name) + " " + to_string(shape);
+}
 
 // Counts where schedules go wrong: none, one, around nranks, a prime, around the chunk size.
 std::vector<std::size_t> awkward_counts(std::size_t n, std::size_t chunk) {
@@ -104,8 +134,8 @@ Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sw
     return fit;
   }
   // Else on rank 0 alone, where every rank's buffers are alike. Where they differ, in units at
-  // best, of at most what the counts share (impls/prove: in_units); so a v-collective whose counts
-  // share nothing is refused here, before its schedule is made.
+  // best, of at most what the counts share (impls/prove: in_units); a v-collective whose counts
+  // share nothing in pieces (in_pieces), which cuts its line once here to count them.
   if (provenance::rank_buffers_alike(shape)) {
     Result<MemoryEstimate> rank0 = proved_shape_memory(algorithm.name, shape, sweep.knobs, true);
     if (!rank0 || !fits(*rank0, sweep.budget, "", "")) return fit;
@@ -113,7 +143,21 @@ Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sw
     return Ok{};
   }
   const std::uint64_t unit = counts_unit(shape);
-  if (unit <= 1) return fit;
+  if (unit <= 1) {
+    // In pieces at best: the schedule made on demand, every step once, to cut the line.
+    Result<Schedule> made = make_schedule(algorithm.name, shape, sweep.knobs, Form::OnDemand);
+    std::optional<InPieces> pieces = made ? in_pieces(*made) : std::nullopt;
+    if (!pieces) return fit;
+    Result<MemoryEstimate> in_pieces_estimate =
+        proved_in_pieces_memory(algorithm.name, shape, pieces->schedule.shape, sweep.knobs);
+    if (!in_pieces_estimate) return fit;
+    Status in_pieces_fit = fits(*in_pieces_estimate, sweep.budget, shape_words(algorithm, shape) + " in pieces",
+                                "lower --ranks or --counts");
+    if (!in_pieces_fit) return in_pieces_fit;
+    largest = std::max(largest, in_pieces_estimate->total());
+    sweep.cut_lines->keep(line_key(algorithm, shape), std::move(*pieces));
+    return Ok{};
+  }
   Result<MemoryEstimate> in_units = proved_shape_memory(algorithm.name, shape, sweep.knobs, false, unit);
   if (!in_units || !fits(*in_units, sweep.budget, "", "")) return fit;
   largest = std::max(largest, in_units->total());
@@ -206,12 +250,17 @@ std::string band_of(std::uint64_t n) {
   return std::to_string(low) + ".." + std::to_string(high);
 }
 
+struct ShapeProof;
+
 struct Band {
   std::string label;
   std::size_t cases = 0, failed = 0, steps = 0;
   std::size_t symmetric = 0;  // proven on rank 0 alone: every rank's program is rank 0's turned
   std::size_t in_units = 0;   // proven in units of several elements (impls/prove: in_units)
+  std::size_t in_pieces = 0;  // proven in pieces of the collective's line (impls/prove: in_pieces)
   double seconds = 0;
+
+  void add(const ShapeProof& proof);  // one more shape's proof
 };
 
 struct Failure {
@@ -226,9 +275,68 @@ struct ShapeProof {
   std::size_t steps = 0;
   bool symmetric = false;
   bool in_units = false;
+  bool in_pieces = false;
   double seconds = 0;
   std::optional<Failure> failure;
 };
+
+// What a failed proof in units or pieces says an element stands for.
+std::string units_words(std::uint64_t unit) {
+  return " (proven in units of " + std::to_string(unit) + " elements: element u stands for elements u x " +
+         std::to_string(unit) + " .. that + " + std::to_string(unit - 1) + ", input index i for i x " +
+         std::to_string(unit) + " .. that + " + std::to_string(unit - 1) + ")";
+}
+std::string pieces_words(const Case& shape, std::uint64_t pieces) {
+  return " (proven in pieces: the collective's " + std::to_string(shape.count) + " elements in block order cut into " +
+         std::to_string(pieces) +
+         " pieces where a block or any step's range starts or ends, each proven as one element; element and index "
+         "numbers count pieces)";
+}
+
+// The proof of every rank of a schedule with no symmetry: in units where it never cuts one (fewer
+// elements, the same steps), else in pieces where it keeps every element in its place, else element
+// by element; nothing where memory could not hold it (`refused` then says so).
+std::optional<Proof> prove_every_rank(const Algorithm& algorithm, const Case& shape, const Schedule& made,
+                                      const Sweep& sweep, Status& refused) {
+  const Knobs& knobs = sweep.knobs;
+  std::optional<InUnits> units = in_units(made);
+  std::optional<InPieces> pieces = units ? std::nullopt : sweep.cut_lines->take(line_key(algorithm, shape));
+  if (!units && !pieces) pieces = in_pieces(made);
+  Result<MemoryEstimate> estimate =
+      pieces ? proved_in_pieces_memory(algorithm.name, shape, pieces->schedule.shape, knobs)
+             : proved_shape_memory(algorithm.name, shape, knobs, false, units ? units->unit : 1);
+  refused = estimate ? fits(*estimate, sweep.budget, shape_words(algorithm, shape),
+                            "its schedule is not symmetric (by rotation or XOR), so every rank is proven: "
+                            "lower --ranks or --counts")
+                     : Status(Ok{});
+  if (!refused) return std::nullopt;
+  if (!units && !pieces) return prove_in_full(made);
+  Proof proof = units ? prove_in_full(units->schedule) : prove_in_pieces(*pieces);
+  if (units) proof.unit *= units->unit;
+  if (proof.ok) return proof;
+  // A failure is named in the schedule's own terms where its full proof fits, else in units or
+  // pieces; a message that left its place is decided by the full proof alone.
+  Result<MemoryEstimate> full = proved_shape_memory(algorithm.name, shape, knobs);
+  if (full && fits(*full, sweep.budget, "", "")) return prove_in_full(made);
+  if (proof.undecided && full) {
+    refused = fits(*full, sweep.budget, shape_words(algorithm, shape),
+                   "a message of its schedule is received elsewhere on the collective's line than it was sent from, "
+                   "so the proof in pieces cannot decide and every element is proven: lower --ranks or --counts");
+    return std::nullopt;
+  }
+  proof.message += units ? units_words(units->unit) : pieces_words(shape, pieces->pieces);
+  return proof;
+}
+
+void Band::add(const ShapeProof& proof) {
+  ++cases;
+  steps += proof.steps;
+  symmetric += proof.symmetric ? 1 : 0;
+  in_units += proof.in_units ? 1 : 0;
+  in_pieces += proof.in_pieces ? 1 : 0;
+  seconds += proof.seconds;
+  failed += proof.failure ? 1 : 0;
+}
 
 // `threads`: those its rotation check may use (the jobs the sweep has more than shapes).
 ShapeProof prove_one(const Algorithm& algorithm, const Case& shape, const Sweep& sweep, unsigned threads) {
@@ -239,37 +347,13 @@ ShapeProof prove_one(const Algorithm& algorithm, const Case& shape, const Sweep&
   // any other in full as its steps are made; neither is stored.
   Result<Schedule> made = make_schedule(algorithm.name, shape, knobs, Form::OnDemand);
   std::optional<Proof> proof = made ? prove_by_symmetry(*made, threads) : Proof{false, made.error().message, 0, 0};
-  if (!proof) {
-    // Every rank is proven: in units where the schedule never cuts one (fewer elements, the same
-    // steps), else element by element.
-    std::optional<InUnits> units = in_units(*made);
-    Result<MemoryEstimate> estimate = proved_shape_memory(algorithm.name, shape, knobs, false, units ? units->unit : 1);
-    result.refused = estimate ? fits(*estimate, sweep.budget, shape_words(algorithm, shape),
-                                     "its schedule is not symmetric (by rotation or XOR), so every rank is proven: "
-                                     "lower --ranks or --counts")
-                              : Status(Ok{});
-    if (!result.refused) return result;
-    if (units) {
-      proof = prove_in_full(units->schedule);
-      proof->unit *= units->unit;
-      // A failure is named in the schedule's own terms where its full proof fits, else in units.
-      Result<MemoryEstimate> full = proved_shape_memory(algorithm.name, shape, knobs);
-      if (!proof->ok && full && fits(*full, sweep.budget, "", "")) {
-        proof = prove_in_full(*made);
-      } else if (!proof->ok) {
-        proof->message += " (proven in units of " + std::to_string(units->unit) + " elements: element " +
-                          "u stands for elements u x " + std::to_string(units->unit) + " .. that + " +
-                          std::to_string(units->unit - 1) + ", input index i for i x " + std::to_string(units->unit) +
-                          " .. that + " + std::to_string(units->unit - 1) + ")";
-      }
-    } else {
-      proof = prove_in_full(*made);
-    }
-  }
+  if (!proof) proof = prove_every_rank(algorithm, shape, *made, sweep, result.refused);
+  if (!proof) return result;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   result.steps = proof->steps;
   result.symmetric = proof->by_symmetry;
   result.in_units = proof->unit > 1;
+  result.in_pieces = proof->pieces > 0;
   if (proof->ok) return result;
   // A v-collective's sweep count is its first entry (spread_counts), its n their sum.
   const std::size_t count = per_rank_counts(shape.collective) ? shape.counts.front() : shape.count;
@@ -313,11 +397,11 @@ std::string seconds_text(double seconds) {
 void print_bands(const Algorithm& algorithm, const std::vector<Band>& bands, std::ostream& out) {
   out << algorithm.name << " " << name(algorithm.collective) << ":\n";
   TextTable table;
-  table.add_row({"  ranks", "cases", "proven", "failed", "steps", "time", "by symmetry", "in units"});
+  table.add_row({"  ranks", "cases", "proven", "failed", "steps", "time", "by symmetry", "in units", "in pieces"});
   for (const Band& band : bands) {
     table.add_row({"  " + band.label, std::to_string(band.cases), std::to_string(band.cases - band.failed),
                    std::to_string(band.failed), std::to_string(band.steps), seconds_text(band.seconds),
-                   std::to_string(band.symmetric), std::to_string(band.in_units)});
+                   std::to_string(band.symmetric), std::to_string(band.in_units), std::to_string(band.in_pieces)});
   }
   table.print(out);
 }
@@ -352,16 +436,8 @@ std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep
       bands.resize(band_of_shape[k] + 1);
       return bands;
     }
-    Band& band = bands[band_of_shape[k]];
-    ++band.cases;
-    band.steps += proof.steps;
-    band.symmetric += proof.symmetric ? 1 : 0;
-    band.in_units += proof.in_units ? 1 : 0;
-    band.seconds += proof.seconds;
-    if (proof.failure) {
-      ++band.failed;
-      failures.push_back(*proof.failure);
-    }
+    bands[band_of_shape[k]].add(proof);
+    if (proof.failure) failures.push_back(*proof.failure);
   }
   return bands;
 }

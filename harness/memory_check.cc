@@ -204,4 +204,20 @@ Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Cas
   return proof_memory(shape, *size, on_demand);
 }
 
+Result<MemoryEstimate> proved_in_pieces_memory(std::string_view algorithm, const Case& shape, const Case& in_pieces,
+                                               const Knobs& knobs) {
+  Result<ScheduleSize> size = estimate_schedule(algorithm, shape, knobs);
+  if (!size) return size.error();
+  const bool on_demand = has_on_demand_form(algorithm, shape.collective);
+  // Scratch lies on the line too: it shrinks as the line does (rounded up).
+  ScheduleSize narrowed = *size;
+  const std::uint64_t length = std::max<std::uint64_t>(shape.count, 1);
+  narrowed.scratch_elements = (saturating_product(size->scratch_elements, in_pieces.count) + length - 1) / length;
+  MemoryEstimate estimate = proof_memory(in_pieces, narrowed, on_demand);
+  if (!on_demand) estimate.add(schedule_memory(*size));  // held twice, as it is and in pieces
+  // Per element of the line a bit of cut, and a 64-bit count per 64 of them (impls/prove/pieces.h).
+  estimate.add("the line's cuts", shape.count / 4 + 64, std::to_string(shape.count) + " elements x 2 bits");
+  return estimate;
+}
+
 }  // namespace collcheck::cli

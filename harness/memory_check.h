@@ -68,5 +68,9 @@ Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const C
 // proof of every rank of the schedule in units of that many elements (impls/prove: in_units).
 Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs,
                                            bool rank0_alone = false, std::uint64_t unit = 1);
+// The proof of every rank of the schedule in pieces (impls/prove: in_pieces), `in_pieces` being its
+// case with the line's pieces for elements; the line's cuts included.
+Result<MemoryEstimate> proved_in_pieces_memory(std::string_view algorithm, const Case& shape, const Case& in_pieces,
+                                               const Knobs& knobs);
 
 }  // namespace collcheck::cli

@@ -69,7 +69,9 @@ std::string to_string(const Case&);
 // the others default to root=0, outofplace, offset=0, values=exact, seed=0. The result is validated.
 Result<Case> parse_case(std::string_view text);
 
-// Elements in rank's input and output buffers (a reduce's non-root ranks: no output).
+// Elements in rank's input and output buffers (a reduce's non-root ranks: no output). An
+// allgatherv's output and a reducescatterv's input hold `count`, the counts' sum (validate() holds
+// them to it), so that a prover asking per step pays nothing per rank.
 std::size_t input_elements(const Case&, int rank);
 std::size_t output_elements(const Case&, int rank);
 // The largest over the ranks: every rank's buffer size for the uniform collectives (a reduce's

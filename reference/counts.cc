@@ -73,6 +73,12 @@ std::size_t block_start(const Case& c, int rank) {
   return start;
 }
 
+std::vector<std::size_t> block_starts(const Case& c) {
+  std::vector<std::size_t> starts{0};
+  for (std::size_t count : c.counts) starts.push_back(starts.back() + count);
+  return starts;
+}
+
 std::size_t pair_count(const Case& c, int source, int destination) { return at(c, pair_index(c, source, destination)); }
 
 std::size_t send_start(const Case& c, int source, int destination) {
@@ -90,7 +96,7 @@ std::size_t receive_start(const Case& c, int destination, int source) {
 std::size_t input_elements(const Case& c, int rank) {
   switch (c.collective) {
     case Collective::AllGatherV: return at(c, static_cast<std::size_t>(rank));
-    case Collective::ReduceScatterV: return counts_total(c.counts);
+    case Collective::ReduceScatterV: return c.count;
     case Collective::AllToAllV: {
       std::size_t total = 0;
       for (int d = 0; d < c.nranks; ++d) total = add(total, pair_count(c, rank, d));
@@ -102,7 +108,7 @@ std::size_t input_elements(const Case& c, int rank) {
 
 std::size_t output_elements(const Case& c, int rank) {
   switch (c.collective) {
-    case Collective::AllGatherV: return counts_total(c.counts);
+    case Collective::AllGatherV: return c.count;
     case Collective::ReduceScatterV: return at(c, static_cast<std::size_t>(rank));
     case Collective::AllToAllV: {
       std::size_t total = 0;

@@ -37,6 +37,8 @@ Case spread_case(Collective, std::size_t count, int nranks, int root = 0, bool i
 //   reducescatterv: input total,      output counts[r], reduced from block_start(r) of every input
 //   alltoallv:      input sum over d of pair_count(r, d), output sum over s of pair_count(s, r)
 std::size_t block_start(const Case&, int rank);
+// An allgatherv's or reducescatterv's every block_start at once, and one past the last: n+1 offsets.
+std::vector<std::size_t> block_starts(const Case&);
 std::size_t pair_count(const Case&, int source, int destination);
 std::size_t send_start(const Case&, int source, int destination);     // in source's input
 std::size_t receive_start(const Case&, int destination, int source);  // in destination's output

@@ -3,6 +3,7 @@
 #include "impls/algorithms/generators.h"
 
 #include <memory>
+#include <span>
 #include <utility>
 
 #include "impls/algorithms/generator_support.h"
@@ -61,16 +62,14 @@ struct RingPlan {
   Case shape;
   Knobs knobs;
   std::vector<std::size_t> starts;  // the v forms: block_starts(shape)
+  // The v forms: every block's pieces, block b's from piece_starts[b] to piece_starts[b + 1], made
+  // once for every rank where there are at most kPlannedPieces (else each rank makes them as it goes).
+  std::vector<generators::Piece> pieces;
+  std::vector<std::size_t> piece_starts;
 };
+constexpr std::size_t kPlannedPieces = std::size_t{1} << 20;
 using SharedPlan = std::shared_ptr<const RingPlan>;
 using RankSteps = StepSequence (*)(SharedPlan plan, int r);
-
-// Where every block of a v-collective starts, and one past the last: n+1 offsets.
-std::vector<std::size_t> block_starts(const Case& shape) {
-  std::vector<std::size_t> starts{0};
-  for (std::size_t count : shape.counts) starts.push_back(starts.back() + count);
-  return starts;
-}
 
 // The pieces of block b of a v-collective, as offsets into the whole buffer.
 std::vector<generators::Piece> block_pieces(const std::vector<std::size_t>& starts, int b, const Knobs& knobs) {
@@ -78,6 +77,32 @@ std::vector<generators::Piece> block_pieces(const std::vector<std::size_t>& star
   std::vector<generators::Piece> pieces = generators::pieces(starts[index + 1] - starts[index], knobs);
   for (generators::Piece& piece : pieces) piece.offset += starts[index];
   return pieces;
+}
+
+// Every block's pieces at once into the plan, where they are few enough.
+void plan_pieces(RingPlan& plan) {
+  plan.piece_starts.push_back(0);
+  for (int b = 0; b + 1 < static_cast<int>(plan.starts.size()); ++b) {
+    const std::vector<generators::Piece> pieces = block_pieces(plan.starts, b, plan.knobs);
+    if (plan.pieces.size() + pieces.size() > kPlannedPieces) {
+      plan.pieces.clear();
+      plan.piece_starts.clear();
+      return;
+    }
+    plan.pieces.insert(plan.pieces.end(), pieces.begin(), pieces.end());
+    plan.piece_starts.push_back(plan.pieces.size());
+  }
+}
+
+// Block b's pieces: the plan's, or made into `made` where the plan has none.
+std::span<const generators::Piece> pieces_of(const RingPlan& plan, int b, std::vector<generators::Piece>& made) {
+  if (plan.piece_starts.empty()) {
+    made = block_pieces(plan.starts, b, plan.knobs);
+    return made;
+  }
+  const auto index = static_cast<std::size_t>(b);
+  return std::span<const generators::Piece>(plan.pieces)
+      .subspan(plan.piece_starts[index], plan.piece_starts[index + 1] - plan.piece_starts[index]);
 }
 
 // All-reduce's chunks of one `round` of one channel: the channel's `part` cut into n blocks
@@ -246,26 +271,31 @@ StepSequence allgatherv_steps(SharedPlan plan, int r) {
   const std::vector<std::size_t>& starts = plan->starts;
   const int next = modulo(r + 1, n);
   const int previous = modulo(r - 1, n);
+  std::vector<generators::Piece> made;  // a block's pieces, where the plan has none
+  generators::StepBatch batch;
   // Step 0 sends the rank's own input; its local copy goes to block r of the output.
-  for (const generators::Piece& own : block_pieces(starts, r, plan->knobs)) {
+  for (const generators::Piece& own : pieces_of(*plan, r, made)) {
+    if (batch.room() < 2) co_yield batch.take();
     const Range own_input = at(BufferKind::Input, own.offset - starts[static_cast<std::size_t>(r)], own.count);
-    if (n > 1) co_yield send_step(next, own_input, own.channel);
-    const Range own_output = at(BufferKind::Output, own.offset, own.count);
-    if (copy_needed(own_input, own_output)) co_yield copy_step(own_input, own_output, own.channel);
+    if (n > 1) batch.add(send_step(next, own_input, own.channel));
+    batch.add_copy(own_input, at(BufferKind::Output, own.offset, own.count), own.channel);
   }
   for (int s = 0; s < n - 1; ++s) {
     // Later steps forward the block received in the step before.
     if (s > 0) {
-      for (const generators::Piece& piece : block_pieces(starts, modulo(r - s, n), plan->knobs)) {
-        co_yield send_step(next, at(BufferKind::Output, piece.offset, piece.count), piece.channel);
+      for (const generators::Piece& piece : pieces_of(*plan, modulo(r - s, n), made)) {
+        if (batch.room() < 1) co_yield batch.take();
+        batch.add(send_step(next, at(BufferKind::Output, piece.offset, piece.count), piece.channel));
       }
     }
     const int received = modulo(r - s - 1, n);
     check(received != r, "all-gather never receives the rank's own block");
-    for (const generators::Piece& piece : block_pieces(starts, received, plan->knobs)) {
-      co_yield recv_step(previous, at(BufferKind::Output, piece.offset, piece.count), piece.channel);
+    for (const generators::Piece& piece : pieces_of(*plan, received, made)) {
+      if (batch.room() < 1) co_yield batch.take();
+      batch.add(recv_step(previous, at(BufferKind::Output, piece.offset, piece.count), piece.channel));
     }
   }
+  if (!batch.empty()) co_yield batch.take();
 }
 
 StepSequence reducescatterv_steps(SharedPlan plan, int r) {
@@ -278,20 +308,25 @@ StepSequence reducescatterv_steps(SharedPlan plan, int r) {
   const int next = modulo(r + 1, n);
   const int previous = modulo(r - 1, n);
   const std::size_t own_start = starts[static_cast<std::size_t>(r)];
+  std::vector<generators::Piece> made;  // a block's pieces, where the plan has none
+  generators::StepBatch batch;
   for (int s = 0; s < n - 1; ++s) {
-    for (const generators::Piece& piece : block_pieces(starts, modulo(r - s - 1, n), plan->knobs)) {
-      co_yield send_step(next, at(s == 0 ? BufferKind::Input : BufferKind::Scratch, piece.offset, piece.count),
-                         piece.channel);
+    for (const generators::Piece& piece : pieces_of(*plan, modulo(r - s - 1, n), made)) {
+      if (batch.room() < 1) co_yield batch.take();
+      batch.add(send_step(next, at(s == 0 ? BufferKind::Input : BufferKind::Scratch, piece.offset, piece.count),
+                          piece.channel));
     }
     const int received = modulo(r - s - 2, n);
     const bool last = s == n - 2;
     check(last == (received == r), "the last step completes the rank's own block, and only it");
-    for (const generators::Piece& piece : block_pieces(starts, received, plan->knobs)) {
+    for (const generators::Piece& piece : pieces_of(*plan, received, made)) {
+      if (batch.room() < 1) co_yield batch.take();
       const Range into = last ? at(BufferKind::Output, piece.offset - own_start, piece.count)
                               : at(BufferKind::Scratch, piece.offset, piece.count);
-      co_yield recv_reduce_step(previous, at(BufferKind::Input, piece.offset, piece.count), into, piece.channel);
+      batch.add(recv_reduce_step(previous, at(BufferKind::Input, piece.offset, piece.count), into, piece.channel));
     }
   }
+  if (!batch.empty()) co_yield batch.take();
 }
 
 // The schedule whose rank r's steps are rank_steps(plan, r), made on demand; `scratch` elements each.
@@ -301,7 +336,9 @@ Schedule ring_on_demand(const Case& shape, const Knobs& knobs, RankSteps rank_st
     starts = block_starts(shape);
     check(starts.size() == static_cast<std::size_t>(shape.nranks) + 1, "a v-collective has a count per rank");
   }
-  auto plan = std::make_shared<const RingPlan>(RingPlan{shape, knobs, std::move(starts)});
+  auto planned = std::make_shared<RingPlan>(RingPlan{shape, knobs, std::move(starts), {}, {}});
+  if (!planned->starts.empty()) plan_pieces(*planned);
+  std::shared_ptr<const RingPlan> plan = std::move(planned);
   Schedule schedule = generators::on_demand(shape, "ring", [plan, rank_steps](int r) { return rank_steps(plan, r); });
   for (Participant& participant : schedule.participants) participant.scratch = scratch;
   return schedule;

@@ -21,6 +21,7 @@
 #include "impls/prove/expected.h"
 #include "impls/prove/interpreter.h"
 #include "impls/prove/message_queues.h"
+#include "impls/prove/pieces.h"
 #include "impls/prove/provenance.h"
 #include "impls/prove/race_check.h"
 #include "impls/prove/symmetry.h"
@@ -55,8 +56,9 @@ struct Watch {
 class Interpreter {
  public:
   // With a symmetry only rank 0 runs (the prose above says why that proves every rank).
-  Interpreter(const Schedule& s, std::optional<Symmetry> symmetry)
-      : s_(s), symmetry_(symmetry), simulated_(symmetry ? 1 : s.nparticipants()), buffers_(s, simulated_),
+  // With a line, the schedule is one in pieces: each message must stay in its place on the line.
+  Interpreter(const Schedule& s, std::optional<Symmetry> symmetry, const provenance::PieceLine* line)
+      : s_(s), symmetry_(symmetry), line_(line), simulated_(symmetry ? 1 : s.nparticipants()), buffers_(s, simulated_),
         queues_(s.nparticipants(), simulated_) {
     const auto n = static_cast<std::size_t>(simulated_);
     done_.resize(n);
@@ -86,12 +88,16 @@ class Interpreter {
       const int p = work.front();
       work.pop_front();
       queued[static_cast<std::size_t>(p)] = false;
-      advance(p, proof, [&](int woken) {
+      const bool turn_over = advance(p, proof, [&](int woken) {
         if (woken < simulated_ && !queued[static_cast<std::size_t>(woken)]) {
           queued[static_cast<std::size_t>(woken)] = true;
           work.push_front(woken);
         }
       });
+      if (turn_over && !queued[static_cast<std::size_t>(p)]) {  // its turn is over: behind the others
+        queued[static_cast<std::size_t>(p)] = true;
+        work.push_back(p);
+      }
     }
     if (proof.ok) check_finished(proof);
     if (proof.ok) check_outputs(proof);
@@ -223,8 +229,9 @@ class Interpreter {
   // kStepsPerTurn have run; then p waits at the back of the worklist. No participant runs far
   // ahead of the rest, so few messages wait in the queues (running each rank until it blocks let
   // rank r of a ring run r steps ahead: n^2/2 messages queued at once, 100 MB at 2048 ranks).
+  // True where the turn ended with p still able to move.
   template <typename Wake>
-  void advance(int p, Proof& proof, Wake wake) {
+  bool advance(int p, Proof& proof, Wake wake) {
     const auto q = static_cast<std::size_t>(p);
     std::size_t turn = kStepsPerTurn;
     bool progress = true;
@@ -233,13 +240,14 @@ class Interpreter {
       for (Stream& stream : streams_[q]) {
         while (!stream.steps.finished() && checked(p, stream, proof) && ready(p, stream.steps)) {
           int sent_to = -1;
-          if (!run_step(p, stream, proof, sent_to)) return;
+          if (!run_step(p, stream, proof, sent_to)) return false;
           progress = true;
           if (sent_to >= 0) wake(sent_to);
-          if (--turn == 0) return wake(p);
+          if (--turn == 0) return true;
         }
       }
     }
+    return false;
   }
 
   // Runs the step a stream of p stands at and moves past it; `sent_to` the peer of a send.
@@ -337,9 +345,9 @@ class Interpreter {
     if (symmetry_) {  // rank 0's own message, turned into the one rank 0 receives in its stead
       const std::uint32_t sender = symmetry_->sender_to_rank0(static_cast<std::uint32_t>(step.peer), nranks());
       symmetry_->turn_message(payload, step.from, sender, nranks());
-      if (symmetry_->turn == provenance::Turn::Xor)
-        to.orders.push_back(symmetry_->of(step.from.buffer).order(step.from));
+      if (symmetry_->turn == provenance::Turn::Xor) to.keys.push_back(symmetry_->of(step.from.buffer).order(step.from));
     }
+    if (line_ != nullptr) to.keys.push_back(line_->place(p, step.from));
     to.messages.push_back(std::move(payload));
     if (races_) to.clocks.push_back(races_->clock());
     ++proof.messages;
@@ -349,18 +357,21 @@ class Interpreter {
   bool receive(int p, int k, const Step& step, Proof& proof) {
     Queue& from = incoming(p, step);
     if (symmetry_ && symmetry_->turn == provenance::Turn::Xor &&
-        from.orders[from.head] != symmetry_->of(step.to.buffer).order(step.to)) {
+        from.keys[from.head] != symmetry_->of(step.to.buffer).order(step.to)) {
       orders_differ_ = true;
       fail(proof, p, k, "its message's blocks are taken in another order by XOR at its sender");
       return false;
     }
-    Contents payload = std::move(from.messages[from.head++]);
-    if (from.empty()) {
-      from.messages.clear();
-      from.clocks.clear();
-      from.orders.clear();
-      from.head = 0;
+    if (line_ != nullptr && from.keys[from.head] != line_->place(p, step.to)) {
+      fail(proof, p, k,
+           "receives at piece " + std::to_string(line_->place(p, step.to)) +
+               " of the collective's line a message sent from piece " + std::to_string(from.keys[from.head]) +
+               ": proven in pieces, every element must stay in its place on the line");
+      proof.undecided = true;
+      return false;
     }
+    Contents payload = std::move(from.messages[from.head++]);
+    from.drop_taken();
     if (payload.size() != step.to.count) {  // validate() matches them only where the steps are stored
       fail(proof, p, k,
            "receives " + std::to_string(step.to.count) + " elements, but the matching send has " +
@@ -435,7 +446,8 @@ class Interpreter {
   std::optional<Watch> watched_;   // the output element whose last writer a report names
   std::optional<Watch> mismatch_;  // the output element that was found wrong
   std::optional<Symmetry> symmetry_;
-  int simulated_;  // participants run: all, or rank 0 alone with a symmetry
+  const provenance::PieceLine* line_;  // proven in pieces: the line each message must stay in place on
+  int simulated_;                      // participants run: all, or rank 0 alone with a symmetry
   bool several_streams_ = false;
   bool orders_differ_ = false;
   std::vector<std::vector<Stream>> streams_;
@@ -453,18 +465,19 @@ bool several_streams(std::span<const Step> steps) {
   return std::any_of(steps.begin(), steps.end(), [&](const Step& step) { return step.stream != steps[0].stream; });
 }
 
-std::optional<Proof> prove_valid(const Schedule& schedule, const std::optional<Symmetry>& symmetry) {
+std::optional<Proof> prove_valid(const Schedule& schedule, const std::optional<Symmetry>& symmetry,
+                                 const provenance::PieceLine* line) {
   if (input_elements(schedule.shape) >= Run::kIndexLimit) return Proof{false, provenance::kBeyondIndexLimit, 0, 0};
   std::optional<Watch> wrong;
   {
-    Interpreter interpreter(schedule, symmetry);
+    Interpreter interpreter(schedule, symmetry, line);
     Proof proof = interpreter.run();
     if (interpreter.needs_stored() || interpreter.orders_differ()) return std::nullopt;
     if (proof.ok || !interpreter.mismatch()) return proof;
     wrong = interpreter.mismatch();
   }
   // A wrong output: run again, watching that element, to name the step that wrote it last.
-  Interpreter again(schedule, symmetry);
+  Interpreter again(schedule, symmetry, line);
   again.watch(*wrong);
   return again.run();
 }

@@ -4,12 +4,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "impls/schedule/schedule.h"
 
 namespace collcheck {
+
+namespace provenance {
+class PieceLine;  // pieces.h
+}
 
 // What the proof found. On failure `message` names the first offending participant, step
 // and element, and what was expected there.
@@ -20,6 +25,8 @@ struct Proof {
   std::size_t messages = 0;  // sends matched
   bool by_symmetry = false;  // every rank's program is rank 0's turned: rank 0 ran, for all
   std::size_t unit = 1;      // proven in units (in_units): each element proven stood for this many
+  std::uint64_t pieces = 0;  // proven in pieces (in_pieces): the collective's elements cut into this many
+  bool undecided = false;    // in pieces, a message left its place on the line: only the full proof decides
 };
 
 // Proves, without numbers, that after the schedule runs (sends buffered, participants
@@ -60,6 +67,21 @@ std::optional<InUnits> in_units(const Schedule&);
 // it. And the case in units of `unit`, its counts divided.
 std::uint64_t counts_unit(const Case&);
 Case case_in_units(Case shape, std::uint64_t unit);
+
+// Where a v-collective's schedule (allgatherv, reducescatterv, out of place) keeps every element in
+// its place on the collective's line of elements in block order (pieces.cc says what that is and why
+// it proves the schedule), the same schedule with the line cut into pieces where any range starts or
+// ends or a block starts, each piece one element: its counts, sizes, offsets and lengths in pieces.
+// Nothing where a copy or reduction moves elements elsewhere on the line, or where every element is
+// a piece of its own. Every step is made once to cut the line. Its proof is prove_in_pieces(), which
+// also checks that every message is received where it was sent from; prove() tries it after in_units.
+struct InPieces {
+  Schedule schedule;
+  std::uint64_t pieces = 0;  // the line's, which had `count` elements
+  std::shared_ptr<const provenance::PieceLine> line;
+};
+std::optional<InPieces> in_pieces(const Schedule&);
+Proof prove_in_pieces(const InPieces&);
 
 // What proving a schedule of that size for `shape` will hold, the schedule included, estimated
 // before it is built (ScheduleSize from impls/algorithms: estimate_schedule). Made on demand

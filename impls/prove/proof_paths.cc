@@ -1,11 +1,14 @@
 // Which proof runs (proof.h): rank 0 alone where every rank is rank 0's turned (symmetry.h) or the
 // cover's rank 0 turned and cut (cover.h), else the schedule in units where it never cuts one
-// (units.cc), else every rank; the interpreter itself is proof.cc's.
+// (units.cc), else in pieces where it keeps every element in its place (pieces.cc), else every
+// rank; the interpreter itself is proof.cc's.
+#include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "impls/prove/cover.h"
 #include "impls/prove/interpreter.h"
+#include "impls/prove/pieces.h"
 #include "impls/prove/proof.h"
 #include "impls/prove/symmetry.h"
 
@@ -25,6 +28,23 @@ std::optional<Proof> prove_by_cover(const Schedule& schedule, unsigned threads) 
   proof->steps = covered->steps;
   proof->messages = covered->messages;
   return proof;
+}
+
+// Every rank's proof; with a line, of a schedule in pieces (each message checked to stay in place).
+// A schedule made on demand is proven as it is made, never stored, where every participant has one
+// stream and no waits (the ring's); any other is stored first.
+Proof prove_every_rank(const Schedule& schedule, const provenance::PieceLine* line) {
+  if (schedule.on_demand()) {
+    const bool waits = std::any_of(schedule.participants.begin(), schedule.participants.end(),
+                                   [](const Participant& participant) { return !participant.waits.empty(); });
+    if (waits) return prove_every_rank(stored(schedule), line);
+    Status valid = validate_participants(schedule);
+    if (!valid) return Proof{false, valid.error().message, 0, 0};
+    std::optional<Proof> proof = prove_valid(schedule, std::nullopt, line);
+    return proof ? *proof : prove_every_rank(stored(schedule), line);
+  }
+  Status valid = validate(schedule);
+  return valid ? *prove_valid(schedule, std::nullopt, line) : Proof{false, valid.error().message, 0, 0};
 }
 
 }  // namespace
@@ -57,8 +77,9 @@ std::optional<Proof> prove_by_symmetry(const Schedule& schedule, unsigned thread
 }
 
 // Where no symmetry holds, in units where the schedule never cuts one (in full: dividing every
-// range by the unit turns nothing that did not turn before); a proof in units that fails gives way
-// to the full one, which names the step and element in the schedule's own terms.
+// range by the unit turns nothing that did not turn before), else in pieces where every element
+// stays in its place; a proof in units or pieces that fails gives way to the full one, which names
+// the step and element in the schedule's own terms.
 Proof prove(const Schedule& schedule) {
   if (std::optional<Proof> proof = prove_by_symmetry(schedule)) return *proof;
   if (std::optional<InUnits> units = in_units(schedule)) {
@@ -67,23 +88,19 @@ Proof prove(const Schedule& schedule) {
       proof.unit *= units->unit;
       return proof;
     }
+  } else if (std::optional<InPieces> pieces = in_pieces(schedule)) {
+    Proof proof = prove_in_pieces(*pieces);
+    if (proof.ok) return proof;
   }
   return prove_in_full(schedule);
 }
 
-// A schedule made on demand is proven as it is made, never stored, where every participant has
-// one stream and no waits (the ring's); any other is stored first.
-Proof prove_in_full(const Schedule& schedule) {
-  if (schedule.on_demand()) {
-    const bool waits = std::any_of(schedule.participants.begin(), schedule.participants.end(),
-                                   [](const Participant& participant) { return !participant.waits.empty(); });
-    if (waits) return prove_in_full(stored(schedule));
-    Status valid = validate_participants(schedule);
-    if (!valid) return Proof{false, valid.error().message, 0, 0};
-    std::optional<Proof> proof = prove_valid(schedule, std::nullopt);
-    return proof ? *proof : prove_in_full(stored(schedule));
-  }
-  Status valid = validate(schedule);
-  return valid ? *prove_valid(schedule, std::nullopt) : Proof{false, valid.error().message, 0, 0};
+Proof prove_in_full(const Schedule& schedule) { return prove_every_rank(schedule, nullptr); }
+
+Proof prove_in_pieces(const InPieces& pieces) {
+  Proof proof = prove_every_rank(pieces.schedule, pieces.line.get());
+  proof.pieces = pieces.pieces;
+  return proof;
 }
+
 }  // namespace collcheck

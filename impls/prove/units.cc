@@ -22,6 +22,7 @@
 #include <optional>
 #include <vector>
 
+#include "impls/prove/mapped_schedule.h"
 #include "impls/prove/proof.h"
 
 namespace collcheck {
@@ -36,29 +37,6 @@ std::uint64_t with_step(std::uint64_t unit, const Step& step) {
   if (step.reads()) unit = with_range(unit, step.from);
   if (step.writes()) unit = with_range(unit, step.to);
   return unit;
-}
-
-Range divided(Range range, std::uint64_t unit) {
-  range.offset = range.offset / unit;
-  range.count /= unit;
-  return range;
-}
-
-Step divided(Step step, std::uint64_t unit) {
-  if (step.reads()) step.from = divided(step.from, unit);
-  if (step.writes()) step.to = divided(step.to, unit);
-  return step;
-}
-
-// The steps of `made` divided as they come, a batch at a time.
-StepSequence divided_steps(std::shared_ptr<const Schedule> made, int participant, std::uint64_t unit) {
-  StepReader reader = made->steps_of(participant);
-  std::vector<Step> batch;
-  for (std::span<const Step> steps = reader.next_batch(); !steps.empty(); steps = reader.next_batch()) {
-    batch.clear();
-    for (const Step& step : steps) batch.push_back(divided(step, unit));
-    co_yield std::span<const Step>(batch);
-  }
 }
 
 }  // namespace
@@ -92,23 +70,13 @@ std::optional<InUnits> in_units(const Schedule& schedule) {
   // A count of 0 leaves the unit 0 where nothing moves: nothing to divide either.
   if (unit <= 1) return std::nullopt;
 
-  InUnits result{Schedule{}, unit};
-  Schedule& narrowed = result.schedule;
-  narrowed.algorithm = schedule.algorithm;
-  narrowed.shape = case_in_units(shape, unit);
-  narrowed.participants.reserve(schedule.participants.size());
-  for (const Participant& participant : schedule.participants) {
-    Participant in_units_of{participant.is_switch, participant.scratch / unit, {}, participant.waits};
-    in_units_of.steps.reserve(participant.steps.size());
-    for (const Step& step : participant.steps) in_units_of.steps.push_back(divided(step, unit));
-    narrowed.participants.push_back(std::move(in_units_of));
-  }
-  if (schedule.on_demand()) {
-    // The participants' own records (without steps) are small; the copy keeps the generator's state.
-    auto made = std::make_shared<const Schedule>(schedule);
-    narrowed.make_steps = [made, unit](int participant) { return divided_steps(made, participant, unit); };
-  }
-  return result;
+  // Every range divided by the unit (the scratch's too).
+  auto divided = [unit](int, Range range) {
+    range.offset = range.offset / unit;
+    range.count /= unit;
+    return range;
+  };
+  return InUnits{provenance::mapped_schedule(schedule, case_in_units(shape, unit), divided), unit};
 }
 
 }  // namespace collcheck

@@ -24,23 +24,33 @@ collcheck_add_cli_test(memory_prove_many_ranks prove --algorithm ring --collecti
   STDERR "^collcheck prove: ring allreduce on 4096 ranks, count 12290 needs about [0-9.]+ GiB \\(schedule [0-9.]+ KiB: 0 steps x [0-9]+ B. proof state "
   "lower --ranks or --counts, or raise --memory-limit\n$" EMPTY stdout)
 collcheck_add_cli_test(memory_prove_symmetric_by_rank0 prove --algorithm ring --collective allreduce --ranks 1024
-  --counts 1024 --memory-limit 16M STATUS 0 STDOUT "  513\\.\\.1024 +2 +2 +0 +[0-9]+ +[0-9.]+ s +2 +0\n2 of 2 schedules proven\n$"
+  --counts 1024 --memory-limit 16M STATUS 0 STDOUT "  513\\.\\.1024 +2 +2 +0 +[0-9]+ +[0-9.]+ s +2 +0 +0\n2 of 2 schedules proven\n$"
   EMPTY stderr)
 # Pairwise all-to-all is made on demand too: rank 0's proof fits where the stored schedule (144 MiB
 # here) would not.
 collcheck_add_cli_test(memory_prove_alltoall_by_rank0 prove --algorithm pairwise --collective alltoall --ranks 1024
-  --counts 1 --memory-limit 16M STATUS 0 STDOUT "  513\\.\\.1024 +2 +2 +0 +[0-9]+ +[0-9.]+ s +2 +0\n2 of 2 schedules proven\n$"
+  --counts 1 --memory-limit 16M STATUS 0 STDOUT "  513\\.\\.1024 +2 +2 +0 +[0-9]+ +[0-9.]+ s +2 +0 +0\n2 of 2 schedules proven\n$"
   EMPTY stderr)
 # Recursive doubling is symmetric by XOR: rank 0's 64 Ki elements fit where every rank's 64 Mi
 # (1 GiB) would not.
 collcheck_add_cli_test(memory_prove_rd_by_xor prove --algorithm rd --collective allgather --ranks 1024
   --counts 64 --layout outofplace --memory-limit 16M STATUS 0
-  STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +1 +0\n1 of 1 schedules proven\n$" EMPTY stderr)
+  STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +1 +0 +0\n1 of 1 schedules proven\n$" EMPTY stderr)
 # In-network all-gather has no symmetry (its switches are participants of their own), but it never
 # cuts a block: proven in units of the count, every rank's 64 Mi elements (1 GiB) become 1 Mi.
 collcheck_add_cli_test(memory_prove_innet_in_units prove --algorithm innet --collective allgather --ranks 1024
   --counts 64 --layout outofplace --memory-limit 64M STATUS 0
-  STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +1\n1 of 1 schedules proven\n$" EMPTY stderr)
+  STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +1 +0\n1 of 1 schedules proven\n$" EMPTY stderr)
+# The ring's all-gather-v keeps every element in its place on the line of blocks, and its spread
+# counts share no unit: proven in pieces, a piece per non-empty block, where every rank's 40 Ki
+# elements (1.3 GiB by the estimate) would not fit; in less memory refused, with what the pieces need.
+collcheck_add_cli_test(memory_prove_allgatherv_in_pieces prove --algorithm ring --collective allgatherv --ranks 1024
+  --counts 64 --memory-limit 64M STATUS 0
+  STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +0 +1\n1 of 1 schedules proven\n$" EMPTY stderr)
+collcheck_add_cli_test(memory_prove_allgatherv_in_pieces_refused prove --algorithm ring --collective allgatherv
+  --ranks 1024 --counts 64 --memory-limit 8M STATUS 2
+  STDERR "^collcheck prove: ring allgatherv on 1024 ranks, count [0-9]+ in pieces needs about [0-9.]+ MiB .*the line's cuts"
+  EMPTY stdout)
 # A shape whose ranks' buffers differ (pairwise all-to-allv's uneven counts) cannot be proven on rank 0
 # alone, and its counts share no unit: refused before any schedule is made (at 16,384 ranks that
 # schedule would be 18 GiB of steps), the table never started.
@@ -53,7 +63,7 @@ collcheck_add_cli_test(memory_prove_uneven_refused_up_front prove --algorithm pa
 # proven before it is shown.
 collcheck_add_cli_test(memory_prove_refused_when_reached prove --algorithm ring --collective allreduce --ranks 128,4096
   --counts 7 --layout outofplace --memory-limit 1M STATUS 2
-  STDOUT "  65\\.\\.128 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +0\n +2049\\.\\.4096 +0 +0 +0 +0 +[0-9.]+ s +0 +0\n$"
+  STDOUT "  65\\.\\.128 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +0 +0\n +2049\\.\\.4096 +0 +0 +0 +0 +[0-9.]+ s +0 +0 +0\n$"
   STDERR "^collcheck prove: ring allreduce on 4096 ranks, count 7 needs about [0-9.]+ MiB .* more than the --memory-limit of 1\\.0 MiB; its schedule is not symmetric \\(by rotation or XOR\\), so every rank is proven: lower --ranks or --counts, or raise --memory-limit\n$")
 collcheck_add_cli_test(memory_bench_large_size bench -e 1G --memory-limit 1G STATUS 2
   STDERR "^collcheck bench: -e 1\\.0 GiB on ring@sim needs about [0-9.]+ GiB" "lower -e or --ranks" EMPTY stdout)
@@ -82,6 +92,7 @@ collcheck_add_cli_test(memory_bad_limit prove --algorithm ring --ranks 4 --memor
 collcheck_add_cli_test(memory_too_small simulate --algorithm ring --ranks 4 --counts 1K --memory-limit 1K STATUS 2
   STDERR "^collcheck simulate: --counts 1024 needs about [0-9.]+ KiB" EMPTY stdout)
 set_tests_properties(cli.memory_replay_huge_case cli.memory_simulate_many_chunks cli.memory_check_large_ranges
-  cli.memory_prove_many_ranks cli.memory_prove_symmetric_by_rank0 cli.memory_prove_alltoall_by_rank0 cli.memory_prove_innet_in_units cli.memory_prove_uneven_refused_up_front
+  cli.memory_prove_many_ranks cli.memory_prove_symmetric_by_rank0 cli.memory_prove_alltoall_by_rank0 cli.memory_prove_innet_in_units cli.memory_prove_allgatherv_in_pieces
+  cli.memory_prove_allgatherv_in_pieces_refused cli.memory_prove_uneven_refused_up_front
   cli.memory_prove_refused_when_reached cli.memory_bench_large_size cli.memory_replay_fits cli.memory_no_limit
   cli.memory_bad_limit cli.memory_too_small PROPERTIES LABELS "cli;memory")
