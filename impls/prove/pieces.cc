@@ -28,7 +28,6 @@
 // and the full proof decides.
 #include "impls/prove/pieces.h"
 
-#include <bit>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -41,6 +40,18 @@
 namespace collcheck {
 
 namespace provenance {
+namespace {
+
+// The bits set in a word, by adding them up in place (bit pairs, nibbles, bytes): inline, where
+// std::popcount is a library call in a build for every x86-64 (no POPCNT instruction assumed).
+std::uint64_t bits_set(std::uint64_t word) {
+  word -= (word >> 1) & 0x5555555555555555ULL;
+  word = (word & 0x3333333333333333ULL) + ((word >> 2) & 0x3333333333333333ULL);
+  word = (word + (word >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+  return (word * 0x0101010101010101ULL) >> 56;
+}
+
+}  // namespace
 
 PieceLine::PieceLine(const Case& shape, std::uint64_t length)
     : collective_(shape.collective), nranks_(shape.nranks), length_(length), starts_(block_starts(shape)),
@@ -66,13 +77,13 @@ void PieceLine::close() {
   std::uint64_t pieces = 0;
   for (std::size_t word = 0; word < cuts_.size(); ++word) {
     before_word_[word] = pieces;
-    pieces += static_cast<std::uint64_t>(std::popcount(cuts_[word]));
+    pieces += bits_set(cuts_[word]);
   }
 }
 
 std::uint64_t PieceLine::pieces_before(std::uint64_t element) const {
   const std::uint64_t below = cuts_[element / 64] & ((std::uint64_t{1} << (element % 64)) - 1);
-  return before_word_[element / 64] + static_cast<std::uint64_t>(std::popcount(below));
+  return before_word_[element / 64] + bits_set(below);
 }
 
 Range PieceLine::in_pieces(int participant, Range range) const {
