@@ -144,7 +144,15 @@ Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sw
   }
   const std::uint64_t unit = counts_unit(shape);
   if (unit <= 1) {
-    // In pieces at best: the schedule made on demand, every step once, to cut the line.
+    // In pieces at best: the schedule made on demand, every step once, to cut the line; not tried
+    // where even a piece per block would not fit.
+    if (!on_a_line(shape)) return fit;
+    Result<MemoryEstimate> least = proved_in_pieces_memory(algorithm.name, shape, std::nullopt, sweep.knobs);
+    if (!least) return fit;
+    Status least_fit =
+        fits(*least, sweep.budget, shape_words(algorithm, shape) + " in pieces (a piece per block at least)",
+             "lower --ranks or --counts");
+    if (!least_fit) return least_fit;
     Result<Schedule> made = make_schedule(algorithm.name, shape, sweep.knobs, Form::OnDemand);
     std::optional<InPieces> pieces = made ? in_pieces(*made) : std::nullopt;
     if (!pieces) return fit;

@@ -204,10 +204,15 @@ Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Cas
   return proof_memory(shape, *size, on_demand);
 }
 
-Result<MemoryEstimate> proved_in_pieces_memory(std::string_view algorithm, const Case& shape, const Case& in_pieces,
-                                               const Knobs& knobs) {
+Result<MemoryEstimate> proved_in_pieces_memory(std::string_view algorithm, const Case& shape,
+                                               const std::optional<Case>& cut, const Knobs& knobs) {
   Result<ScheduleSize> size = estimate_schedule(algorithm, shape, knobs);
   if (!size) return size.error();
+  Case in_pieces = cut ? *cut : shape;
+  if (!cut) {  // a piece per non-empty block: what cutting the line gives at least
+    in_pieces.count = 0;
+    for (std::size_t& count : in_pieces.counts) in_pieces.count += count = std::min<std::size_t>(count, 1);
+  }
   const bool on_demand = has_on_demand_form(algorithm, shape.collective);
   // Scratch lies on the line too: it shrinks as the line does (rounded up).
   ScheduleSize narrowed = *size;
@@ -215,8 +220,11 @@ Result<MemoryEstimate> proved_in_pieces_memory(std::string_view algorithm, const
   narrowed.scratch_elements = (saturating_product(size->scratch_elements, in_pieces.count) + length - 1) / length;
   MemoryEstimate estimate = proof_memory(in_pieces, narrowed, on_demand);
   if (!on_demand) estimate.add(schedule_memory(*size));  // held twice, as it is and in pieces
-  // Per element of the line a bit of cut, and a 64-bit count per 64 of them (impls/prove/pieces.h).
-  estimate.add("the line's cuts", shape.count / 4 + 64, std::to_string(shape.count) + " elements x 2 bits");
+  estimate.add(pieces_line_memory(shape, in_pieces.count));
+  // The case's counts again in the schedule made on demand, the copy its schedule in pieces keeps,
+  // and the case in pieces (an alltoallv's are n^2).
+  estimate.add("the counts, held again", saturating_product(shape.counts.size(), 3 * sizeof(std::size_t)),
+               std::to_string(shape.counts.size()) + " counts x 3");
   return estimate;
 }
 

@@ -69,8 +69,9 @@ Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const C
 Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs,
                                            bool rank0_alone = false, std::uint64_t unit = 1);
 // The proof of every rank of the schedule in pieces (impls/prove: in_pieces), `in_pieces` being its
-// case with the line's pieces for elements; the line's cuts included.
-Result<MemoryEstimate> proved_in_pieces_memory(std::string_view algorithm, const Case& shape, const Case& in_pieces,
-                                               const Knobs& knobs);
+// case with the line's pieces for elements; the line's cuts included. Without it, what such a proof
+// holds at least, with a piece per non-empty block (before the line is cut).
+Result<MemoryEstimate> proved_in_pieces_memory(std::string_view algorithm, const Case& shape,
+                                               const std::optional<Case>& in_pieces, const Knobs& knobs);
 
 }  // namespace collcheck::cli

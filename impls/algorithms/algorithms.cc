@@ -41,7 +41,7 @@ constexpr std::array kAlgorithms = {
     Algorithm{"pairwise", Collective::AllToAll, "n-1 steps, each exchanging one block with one peer", pairwise_alltoall,
               pairwise_alltoall_on_demand},
     Algorithm{"pairwise", Collective::AllToAllV, "n-1 steps, each exchanging one block of the pair's count",
-              pairwise_alltoallv},
+              pairwise_alltoallv, pairwise_alltoallv_on_demand},
     Algorithm{"bruck", Collective::AllToAll, "ceil(log2 n) rounds of packed blocks through a rotated copy",
               bruck_alltoall, bruck_alltoall_on_demand},
     Algorithm{"chain", Collective::Broadcast, "a pipelined chain from the root", chain_broadcast},

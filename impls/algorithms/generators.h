@@ -39,6 +39,7 @@ Schedule rhd_reducescatter(const Case& shape, const Knobs& knobs);
 Schedule pairwise_alltoall(const Case& shape, const Knobs& knobs);
 Schedule pairwise_alltoall_on_demand(const Case& shape, const Knobs& knobs);
 Schedule pairwise_alltoallv(const Case& shape, const Knobs& knobs);
+Schedule pairwise_alltoallv_on_demand(const Case& shape, const Knobs& knobs);
 
 // bruck.cc: Bruck's ceil(log2 n) rounds through scratch.
 Schedule bruck_alltoall(const Case& shape, const Knobs& knobs);

@@ -28,9 +28,10 @@ namespace collcheck {
 // and block b of its output counts[b*n+r], packed in rank order; each block is cut into pieces
 // of its own, and both ends of a message cut the same count. Out of place only.
 //
-// All-to-all is written once, as one rank's steps in order (`alltoall_steps`, made on demand, so
-// that a proof by rotation at 16,384 ranks holds none of the n x 2(n-1) steps); the stored
-// schedule is those sequences made to the end.
+// All-to-all and all-to-all-v are each written once, as one rank's steps in order (`alltoall_steps`,
+// `alltoallv_steps`, made on demand, so that a proof by rotation at 16,384 ranks holds none of the
+// n x 2(n-1) steps, and one in pieces none of all-to-all-v's); the stored schedule is those
+// sequences made to the end.
 
 namespace {
 
@@ -39,9 +40,7 @@ using generators::block_of;
 using generators::copy_step;
 using generators::modulo;
 using generators::Piece;
-using generators::recv;
 using generators::recv_step;
-using generators::send;
 using generators::send_step;
 
 struct PairwisePlan {
@@ -80,6 +79,68 @@ StepSequence alltoall_steps(std::shared_ptr<const PairwisePlan> plan, int r) {
   if (!batch.empty()) co_yield batch.take();
 }
 
+// All-to-all-v for rank r, step by step, every piece of a step's block in turn. Where rank r's
+// blocks start (`sent_at` in its input, `received_at` in its output) is carried from step to step,
+// so that a rank reads its row and column of the counts once and holds no table of them: its input
+// block for `to` = r+s starts where the one for r+s-1 ended (0 past rank n-1), and its output block
+// from `from` = r-s where the one from r-s+1 starts less its count (the column's total less the
+// last block's, past rank 0).
+// Where rank r's own input block starts (its row of counts up to r), where its own output block
+// starts (its column up to r), and how long its output is (the whole column).
+struct OwnBlocks {
+  std::size_t sent_at = 0, received_at = 0, column_total = 0;
+};
+OwnBlocks own_blocks(const Case& shape, int r) {
+  OwnBlocks own;
+  for (int b = 0; b < shape.nranks; ++b) {
+    if (b < r) {
+      own.sent_at += pair_count(shape, r, b);
+      own.received_at += pair_count(shape, b, r);
+    }
+    own.column_total += pair_count(shape, b, r);
+  }
+  return own;
+}
+
+StepSequence alltoallv_steps(std::shared_ptr<const PairwisePlan> plan, int r) {
+  const Case& shape = plan->shape;
+  const int n = shape.nranks;
+  const auto [own_sent_at, own_received_at, column_total] = own_blocks(shape, r);
+  generators::StepBatch batch;
+  auto block = [&](std::size_t start, std::size_t count) {
+    std::vector<Piece> pieces = generators::pieces(count, plan->knobs);
+    for (Piece& piece : pieces) piece.offset += start;
+    return pieces;
+  };
+  const std::size_t own_count = pair_count(shape, r, r);
+  for (const Piece& own : block(own_sent_at, own_count)) {
+    if (batch.room() < 1) co_yield batch.take();
+    const std::size_t within = own.offset - own_sent_at;
+    batch.add_copy(at(BufferKind::Input, own.offset, own.count),
+                   at(BufferKind::Output, own_received_at + within, own.count), own.channel);
+  }
+  std::size_t sent_at = own_sent_at + own_count;  // where the block for r+1 starts
+  std::size_t received_at = own_received_at;      // where the block from r+1-s starts, at step s
+  for (int s = 1; s < n; ++s) {
+    const int to = modulo(r + s, n);
+    const int from = modulo(r - s, n);
+    if (to == 0) sent_at = 0;
+    const std::size_t sent = pair_count(shape, r, to);
+    for (const Piece& piece : block(sent_at, sent)) {
+      if (batch.room() < 1) co_yield batch.take();
+      batch.add(send_step(to, at(BufferKind::Input, piece.offset, piece.count), piece.channel));
+    }
+    sent_at += sent;
+    const std::size_t received = pair_count(shape, from, r);
+    received_at = (from == n - 1 ? column_total : received_at) - received;
+    for (const Piece& piece : block(received_at, received)) {
+      if (batch.room() < 1) co_yield batch.take();
+      batch.add(recv_step(from, at(BufferKind::Output, piece.offset, piece.count), piece.channel));
+    }
+  }
+  if (!batch.empty()) co_yield batch.take();
+}
+
 }  // namespace
 
 Schedule pairwise_alltoall_on_demand(const Case& shape, const Knobs& knobs) {
@@ -96,44 +157,16 @@ Schedule pairwise_alltoall(const Case& shape, const Knobs& knobs) {
   return stored(pairwise_alltoall_on_demand(shape, knobs));
 }
 
+Schedule pairwise_alltoallv_on_demand(const Case& shape, const Knobs& knobs) {
+  generators::check(
+      shape.counts.size() == static_cast<std::size_t>(shape.nranks) * static_cast<std::size_t>(shape.nranks),
+      "alltoallv has a count per pair of ranks");
+  auto plan = std::make_shared<const PairwisePlan>(PairwisePlan{shape, knobs});
+  return generators::on_demand(shape, "pairwise", [plan](int r) { return alltoallv_steps(plan, r); });
+}
+
 Schedule pairwise_alltoallv(const Case& shape, const Knobs& knobs) {
-  Schedule schedule = generators::start(shape, "pairwise");
-  const int n = shape.nranks;
-  generators::check(shape.counts.size() == static_cast<std::size_t>(n) * static_cast<std::size_t>(n),
-                    "alltoallv has a count per pair of ranks");
-  for (int r = 0; r < n; ++r) {
-    // Where rank r's input block for rank b, and its output block from rank b, start.
-    std::vector<std::size_t> sent_at(static_cast<std::size_t>(n)), received_at(static_cast<std::size_t>(n));
-    std::size_t sent = 0, received = 0;
-    for (int b = 0; b < n; ++b) {
-      sent_at[static_cast<std::size_t>(b)] = sent;
-      received_at[static_cast<std::size_t>(b)] = received;
-      sent += pair_count(shape, r, b);
-      received += pair_count(shape, b, r);
-    }
-    auto block = [&](const std::vector<std::size_t>& starts, int b, std::size_t count) {
-      std::vector<Piece> pieces = generators::pieces(count, knobs);
-      for (Piece& piece : pieces) piece.offset += starts[static_cast<std::size_t>(b)];
-      return pieces;
-    };
-    for (const Piece& own : block(sent_at, r, pair_count(shape, r, r))) {
-      const std::size_t within = own.offset - sent_at[static_cast<std::size_t>(r)];
-      generators::copy(schedule, r, at(BufferKind::Input, own.offset, own.count),
-                       at(BufferKind::Output, received_at[static_cast<std::size_t>(r)] + within, own.count),
-                       own.channel);
-    }
-    for (int s = 1; s < n; ++s) {
-      const int to = modulo(r + s, n);
-      const int from = modulo(r - s, n);
-      for (const Piece& piece : block(sent_at, to, pair_count(shape, r, to))) {
-        send(schedule, r, to, at(BufferKind::Input, piece.offset, piece.count), piece.channel);
-      }
-      for (const Piece& piece : block(received_at, from, pair_count(shape, from, r))) {
-        recv(schedule, r, from, at(BufferKind::Output, piece.offset, piece.count), piece.channel);
-      }
-    }
-  }
-  return schedule;
+  return stored(pairwise_alltoallv_on_demand(shape, knobs));
 }
 
 }  // namespace collcheck

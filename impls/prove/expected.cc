@@ -7,15 +7,23 @@
 
 namespace collcheck::provenance {
 
-VectorBlocks vector_blocks(const Case& c, int rank) {
+VectorBlocks vector_blocks(const Case& c, int rank, const VectorBlocks* previous) {
   VectorBlocks blocks;
+  if (c.collective == Collective::ReduceScatterV) blocks.own_start = block_start(c, rank);
   if (c.collective != Collective::AllGatherV && c.collective != Collective::AllToAllV) return blocks;
+  const bool follows =
+      previous != nullptr && rank > 0 && previous->sent_from.size() == static_cast<std::size_t>(c.nranks);
   blocks.starts.push_back(0);
   for (int source = 0; source < c.nranks; ++source) {
     const bool gather = c.collective == Collective::AllGatherV;
     blocks.starts.push_back(blocks.starts.back() +
                             (gather ? c.counts[static_cast<std::size_t>(source)] : pair_count(c, source, rank)));
-    blocks.sent_from.push_back(gather ? 0 : send_start(c, source, rank));
+    std::size_t sent_from = 0;
+    if (!gather) {
+      sent_from = follows ? previous->sent_from[static_cast<std::size_t>(source)] + pair_count(c, source, rank - 1)
+                          : send_start(c, source, rank);
+    }
+    blocks.sent_from.push_back(sent_from);
   }
   return blocks;
 }
@@ -32,7 +40,7 @@ Run wanted(const Case& c, int rank, std::size_t i, const VectorBlocks& blocks) {
       const auto from = static_cast<std::uint32_t>(source);
       return Run{blocks.sent_from[source] + i - blocks.starts[source], from, 1};
     }
-    case Collective::ReduceScatterV: return Run{block_start(c, rank) + i, 0, n};
+    case Collective::ReduceScatterV: return Run{blocks.own_start + i, 0, n};
     case Collective::AllGather: {
       const auto source = static_cast<std::uint32_t>(i / std::max<std::size_t>(c.count, 1));
       return Run{i % std::max<std::size_t>(c.count, 1), source, 1};

@@ -16,9 +16,12 @@ namespace collcheck::provenance {
 struct VectorBlocks {
   std::vector<std::size_t> starts;
   std::vector<std::size_t> sent_from;
+  std::size_t own_start = 0;  // reducescatterv: where the rank's block starts in every input
 };
 
-VectorBlocks vector_blocks(const Case&, int rank);
+// `previous`: rank-1's, from which an all-to-all-v's sent_from follow in one pass over the ranks
+// (each alone sums a row's counts up to the rank: n^2 per rank, n^3 for all of them).
+VectorBlocks vector_blocks(const Case&, int rank, const VectorBlocks* previous = nullptr);
 
 // What output element i of `rank` must hold (`blocks`: vector_blocks(rank)).
 Run wanted(const Case&, int rank, std::size_t i, const VectorBlocks& blocks);

@@ -23,6 +23,7 @@ struct Queue {
   // collective's line it was sent from (PieceLine::place).
   std::vector<std::uint64_t> keys;
   std::size_t head = 0;
+  std::uint64_t key = 0;  // its link and channel, as MessageQueues keeps it
 
   bool empty() const { return head == messages.size(); }
   // Forgets the messages taken once they are half the queue (a ring's sender stays a message ahead,
@@ -67,11 +68,30 @@ class MessageQueues {
     if (recent.keys[0] == key) return *recent.queues[0];
     if (recent.keys[1] != key) {
       recent.keys[1] = key;
-      recent.queues[1] = &queues_[key];
+      Queue& queue = queues_[key];
+      queue.key = key;
+      recent.queues[1] = &queue;
     }
     std::swap(recent.keys[0], recent.keys[1]);
     std::swap(recent.queues[0], recent.queues[1]);
     return *recent.queues[0];
+  }
+
+  // Forgets an emptied queue where there are more queues than a few per participant (pairwise
+  // exchange has one per pair of ranks: n^2 of them, 2 GB at 4096 ranks, kept), and where the
+  // participants at its ends, which may keep it as a recent one, let go of it.
+  void forget_if_empty(const Queue& queue) {
+    if (!queue.empty() || queues_.size() <= kQueuesKeptPerParticipant * participants_) return;
+    const std::uint64_t key = queue.key;
+    const std::uint64_t link = key / kChannels;
+    for (const std::uint64_t end : {link / participants_, link % participants_}) {
+      if (end >= recent_.size()) continue;
+      Recent& recent = recent_[static_cast<std::size_t>(end)];
+      for (std::size_t k = 0; k < recent.keys.size(); ++k) {
+        if (recent.keys[k] == key) recent.keys[k] = kNoQueue;
+      }
+    }
+    queues_.erase(key);
   }
 
   // A link with a message still waiting, if any.
@@ -88,6 +108,7 @@ class MessageQueues {
  private:
   static constexpr std::uint64_t kChannels = 65536;  // more than a schedule has (at most 64)
   static constexpr std::uint64_t kNoQueue = ~std::uint64_t{0};
+  static constexpr std::uint64_t kQueuesKeptPerParticipant = 4;
 
   // Keys (from, to, channel) in 64 bits, mixed (splitmix64's finalizer) to spread a ring's.
   struct KeyHash {

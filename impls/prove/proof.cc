@@ -63,6 +63,8 @@ class Interpreter {
     const auto n = static_cast<std::size_t>(simulated_);
     done_.resize(n);
     streams_.resize(n);
+    sizes_.reserve(n);
+    for (int p = 0; p < simulated_; ++p) sizes_.push_back(buffer_sizes(s, p));
     for (int p = 0; p < simulated_; ++p) make_streams(p);
     start_race_check();
   }
@@ -275,7 +277,7 @@ class Interpreter {
       proof.message = describe(s_, p, stream.steps.index()) + ": a second stream, which a proof on demand cannot run";
       return false;
     }
-    Status valid = validate_step(s_, p, stream.steps.index(), step);
+    Status valid = validate_step(s_, p, stream.steps.index(), step, sizes_[static_cast<std::size_t>(p)]);
     if (!valid) {
       proof.ok = false;
       proof.message = valid.error().message;
@@ -362,7 +364,7 @@ class Interpreter {
       fail(proof, p, k, "its message's blocks are taken in another order by XOR at its sender");
       return false;
     }
-    if (line_ != nullptr && from.keys[from.head] != line_->place(p, step.to)) {
+    if (line_ != nullptr && step.to.count > 0 && from.keys[from.head] != line_->place(p, step.to)) {  // empty: no place
       fail(proof, p, k,
            "receives at piece " + std::to_string(line_->place(p, step.to)) +
                " of the collective's line a message sent from piece " + std::to_string(from.keys[from.head]) +
@@ -372,6 +374,7 @@ class Interpreter {
     }
     Contents payload = std::move(from.messages[from.head++]);
     from.drop_taken();
+    queues_.forget_if_empty(from);
     if (payload.size() != step.to.count) {  // validate() matches them only where the steps are stored
       fail(proof, p, k,
            "receives " + std::to_string(step.to.count) + " elements, but the matching send has " +
@@ -416,10 +419,11 @@ class Interpreter {
   }
 
   void check_outputs(Proof& proof) {
+    VectorBlocks blocks;
     for (int rank = 0; rank < std::min(s_.nranks(), simulated_) && proof.ok; ++rank) {
       const std::size_t size = s_.buffer_size(rank, BufferKind::Output);
       const Element* output = buffers_.storage(rank, BufferKind::Output);
-      const VectorBlocks blocks = vector_blocks(s_.shape, rank);
+      blocks = vector_blocks(s_.shape, rank, &blocks);
       for (std::size_t i = 0; i < size; ++i) {
         const Element& element = output[i];
         const Run want = wanted(s_.shape, rank, i, blocks);
@@ -451,6 +455,7 @@ class Interpreter {
   bool several_streams_ = false;
   bool orders_differ_ = false;
   std::vector<std::vector<Stream>> streams_;
+  std::vector<BufferSizes> sizes_;  // every participant run's, for the checks of steps made on demand
   provenance::ElementBuffers buffers_;
   std::vector<std::vector<bool>> done_;  // the steps run, kept only where a participant has waits
   provenance::MessageQueues queues_;

@@ -68,7 +68,7 @@ std::optional<InUnits> in_units(const Schedule&);
 std::uint64_t counts_unit(const Case&);
 Case case_in_units(Case shape, std::uint64_t unit);
 
-// Where a v-collective's schedule (allgatherv, reducescatterv, out of place) keeps every element in
+// Where a v-collective's schedule (allgatherv, reducescatterv, alltoallv; out of place) keeps every element in
 // its place on the collective's line of elements in block order (pieces.cc says what that is and why
 // it proves the schedule), the same schedule with the line cut into pieces where any range starts or
 // ends or a block starts, each piece one element: its counts, sizes, offsets and lengths in pieces.
@@ -82,6 +82,11 @@ struct InPieces {
 };
 std::optional<InPieces> in_pieces(const Schedule&);
 Proof prove_in_pieces(const InPieces&);
+// Whether in_pieces() may find pieces for a schedule of this case (a v-collective out of place,
+// with fewer than 2^27 blocks), before the schedule is made.
+bool on_a_line(const Case&);
+// What the cut line of `shape` holds besides the proof in pieces, for `pieces` pieces.
+MemoryEstimate pieces_line_memory(const Case& shape, std::uint64_t pieces);
 
 // What proving a schedule of that size for `shape` will hold, the schedule included, estimated
 // before it is built (ScheduleSize from impls/algorithms: estimate_schedule). Made on demand

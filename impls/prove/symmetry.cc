@@ -400,8 +400,9 @@ std::optional<std::string> outputs_turn(const Schedule& s, const Symmetry& symme
   const Turning output = symmetry.of(BufferKind::Output);
   const VectorBlocks blocks0 = vector_blocks(s.shape, 0);
   const std::size_t size = s.buffer_size(0, BufferKind::Output);
+  VectorBlocks blocks = blocks0;
   for (std::uint32_t by = 1; by < n; ++by) {
-    const VectorBlocks blocks = vector_blocks(s.shape, static_cast<int>(by));
+    blocks = vector_blocks(s.shape, static_cast<int>(by), &blocks);
     for (std::size_t i = 0, stretch = 1; i < size; i += stretch) {
       const std::size_t turned = output.offset(i, by, n);
       const Run rank0 = wanted(s.shape, 0, i, blocks0);

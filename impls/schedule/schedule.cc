@@ -18,8 +18,8 @@ Error step_error(const Schedule& s, int p, int index, const std::string& message
   return Error{"schedule", describe(s, p, index) + ": " + message};
 }
 
-bool inside(const Schedule& s, int p, const Range& range, std::size_t slack) {
-  const std::size_t size = s.buffer_size(p, range.buffer) + slack;
+bool inside(const BufferSizes& sizes, const Range& range, std::size_t slack) {
+  const std::size_t size = sizes.of(range.buffer) + slack;
   return range.offset <= size && range.count <= size - range.offset;
 }
 
@@ -28,14 +28,15 @@ std::string show(const Range& range) {
          std::to_string(range.offset + range.count) + ")";
 }
 
-Status validate_ranges(const Schedule& s, int p, int index, const Step& step, std::size_t slack) {
+Status validate_ranges(const Schedule& s, int p, int index, const Step& step, const BufferSizes& sizes,
+                       std::size_t slack) {
   for (const Range* range : {&step.from, &step.to}) {
     const bool used = range == &step.from ? step.reads() : step.writes();
     if (!used) continue;
-    if (!inside(s, p, *range, slack)) {
-      return step_error(s, p, index,
-                        show(*range) + " lies outside the buffer of " +
-                            std::to_string(s.buffer_size(p, range->buffer)) + " elements");
+    if (!inside(sizes, *range, slack)) {
+      return step_error(
+          s, p, index,
+          show(*range) + " lies outside the buffer of " + std::to_string(sizes.of(range->buffer)) + " elements");
     }
   }
   if (step.writes() && step.to.buffer == BufferKind::Input && !s.shape.in_place) {
@@ -52,7 +53,17 @@ Status validate_ranges(const Schedule& s, int p, int index, const Step& step, st
 
 }  // namespace
 
+BufferSizes buffer_sizes(const Schedule& s, int p) {
+  return BufferSizes{s.buffer_size(p, BufferKind::Input), s.buffer_size(p, BufferKind::Output),
+                     s.buffer_size(p, BufferKind::Scratch)};
+}
+
 Status validate_step(const Schedule& s, int p, int index, const Step& step, std::size_t slack) {
+  return validate_step(s, p, index, step, buffer_sizes(s, p), slack);
+}
+
+Status validate_step(const Schedule& s, int p, int index, const Step& step, const BufferSizes& sizes,
+                     std::size_t slack) {
   if (step.sends() || step.receives()) {
     if (step.peer < 0 || step.peer >= s.nparticipants() || step.peer == p) {
       return step_error(s, p, index, "peer " + std::to_string(step.peer) + " is not another participant");
@@ -63,7 +74,7 @@ Status validate_step(const Schedule& s, int p, int index, const Step& step, std:
       return step_error(s, p, index, "waits for step " + std::to_string(earlier) + ", not an earlier step");
     }
   }
-  return validate_ranges(s, p, index, step, slack);
+  return validate_ranges(s, p, index, step, sizes, slack);
 }
 
 namespace {
@@ -72,9 +83,10 @@ namespace {
 Status validate_on_demand(const Schedule& s, std::size_t slack) {
   for (int p = 0; p < s.nparticipants(); ++p) {
     const Participant& participant = s.participants[static_cast<std::size_t>(p)];
+    const BufferSizes sizes = buffer_sizes(s, p);
     int index = 0;
     for (StepReader steps = s.steps_of(p); steps.next(); ++index) {
-      Status valid = validate_step(s, p, index, steps.step(), slack);
+      Status valid = validate_step(s, p, index, steps.step(), sizes, slack);
       if (!valid) return valid;
     }
     if (!participant.waits.empty() && participant.waits.rbegin()->first >= index) {
@@ -273,9 +285,10 @@ Status validate(const Schedule& s, std::size_t slack) {
                                    " waits for earlier steps, but there are only " +
                                    std::to_string(participant.steps.size()) + " steps"};
     }
+    const BufferSizes sizes = buffer_sizes(s, p);
     for (int index = 0; index < static_cast<int>(participant.steps.size()); ++index) {
       const Step& step = participant.steps[static_cast<std::size_t>(index)];
-      Status valid = validate_step(s, p, index, step, slack);
+      Status valid = validate_step(s, p, index, step, sizes, slack);
       if (!valid) return valid;
       if (step.sends()) sent[{p, step.peer, step.channel}].push_back(step.from.count);
     }

@@ -188,7 +188,20 @@ Alias in_place_alias(const Case& shape, int rank);
 Status validate(const Schedule&, std::size_t slack = 0);
 // Part of validate(): as many participants as ranks at least, ranks before switches.
 Status validate_participants(const Schedule&);
-// One step on its own: its peer, the steps it waits for, its ranges (part of validate()).
+// A participant's buffer sizes in elements, worked out once for a loop over its steps (an
+// all-to-all-v's are sums over a row or column of its counts).
+struct BufferSizes {
+  std::size_t input = 0, output = 0, scratch = 0;
+
+  std::size_t of(BufferKind kind) const {
+    return kind == BufferKind::Input ? input : kind == BufferKind::Output ? output : scratch;
+  }
+};
+BufferSizes buffer_sizes(const Schedule&, int participant);
+// One step on its own: its peer, the steps it waits for, its ranges (part of validate()); `sizes`
+// the participant's buffer_sizes(), or worked out here where not given.
+Status validate_step(const Schedule&, int participant, int index, const Step& step, const BufferSizes& sizes,
+                     std::size_t slack = 0);
 Status validate_step(const Schedule&, int participant, int index, const Step& step, std::size_t slack = 0);
 
 // Step `index` of a participant (none past its last): made again from the top when the

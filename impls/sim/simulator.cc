@@ -124,11 +124,12 @@ bool Simulation::set_up_streams(int p) {
   std::map<int, std::vector<int>> listed;
   std::map<int, std::size_t> per_stream;
   RecentLinks recent;
+  const BufferSizes sizes = buffer_sizes(schedule_, p);
   int index = 0;
   for (StepReader steps = schedule_.steps_of(p); steps.next(); ++index) {
     const Step& step = steps.step();
     if (schedule_.on_demand()) {
-      Status valid = validate_step(schedule_, p, index, step, options_.guard);
+      Status valid = validate_step(schedule_, p, index, step, sizes, options_.guard);
       if (!valid) {
         result_.error = valid.error().message;
         return false;

@@ -49,14 +49,18 @@ collcheck_add_cli_test(memory_prove_allgatherv_in_pieces prove --algorithm ring 
   STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +0 +1\n1 of 1 schedules proven\n$" EMPTY stderr)
 collcheck_add_cli_test(memory_prove_allgatherv_in_pieces_refused prove --algorithm ring --collective allgatherv
   --ranks 1024 --counts 64 --memory-limit 8M STATUS 2
-  STDERR "^collcheck prove: ring allgatherv on 1024 ranks, count [0-9]+ in pieces needs about [0-9.]+ MiB .*the line's cuts"
+  STDERR "^collcheck prove: ring allgatherv on 1024 ranks, count [0-9]+ in pieces \\(a piece per block at least\\) needs about [0-9.]+ MiB .*the line's cuts"
   EMPTY stdout)
 # A shape whose ranks' buffers differ (pairwise all-to-allv's uneven counts) cannot be proven on rank 0
-# alone, and its counts share no unit: refused before any schedule is made (at 16,384 ranks that
-# schedule would be 18 GiB of steps), the table never started.
+# alone, and its counts share no unit: proven in pieces (a piece per block from one rank to another)
+# where its full proof (200 MiB) does not fit; where not even a piece per block would fit, refused
+# before any schedule is made, the table never started.
+collcheck_add_cli_test(memory_prove_alltoallv_in_pieces prove --algorithm pairwise --collective alltoallv
+  --ranks 64 --counts 4096 --memory-limit 16M STATUS 0
+  STDOUT "  33\\.\\.64 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +0 +1\n1 of 1 schedules proven\n$" EMPTY stderr)
 collcheck_add_cli_test(memory_prove_uneven_refused_up_front prove --algorithm pairwise --collective alltoallv
-  --ranks 64 --counts 4096 --memory-limit 16M STATUS 2
-  STDERR "^collcheck prove: pairwise alltoallv on 64 ranks, count [0-9]+ needs about [0-9.]+ MiB .* more than the --memory-limit of 16\\.0 MiB; lower --ranks or --counts, or raise --memory-limit\n$"
+  --ranks 64 --counts 4096 --memory-limit 1M STATUS 2
+  STDERR "^collcheck prove: pairwise alltoallv on 64 ranks, count [0-9]+ in pieces \\(a piece per block at least\\) needs about [0-9.]+ MiB .* more than the --memory-limit of 1\\.0 MiB; lower --ranks or --counts, or raise --memory-limit\n$"
   EMPTY stdout)
 # The ring all-reduce at count 7 is neither symmetric (most blocks are empty, too few for its
 # cover) nor in units: at 4096 ranks its full proof is refused when it is reached, after the band
@@ -93,6 +97,6 @@ collcheck_add_cli_test(memory_too_small simulate --algorithm ring --ranks 4 --co
   STDERR "^collcheck simulate: --counts 1024 needs about [0-9.]+ KiB" EMPTY stdout)
 set_tests_properties(cli.memory_replay_huge_case cli.memory_simulate_many_chunks cli.memory_check_large_ranges
   cli.memory_prove_many_ranks cli.memory_prove_symmetric_by_rank0 cli.memory_prove_alltoall_by_rank0 cli.memory_prove_innet_in_units cli.memory_prove_allgatherv_in_pieces
-  cli.memory_prove_allgatherv_in_pieces_refused cli.memory_prove_uneven_refused_up_front
+  cli.memory_prove_allgatherv_in_pieces_refused cli.memory_prove_alltoallv_in_pieces cli.memory_prove_uneven_refused_up_front
   cli.memory_prove_refused_when_reached cli.memory_bench_large_size cli.memory_replay_fits cli.memory_no_limit
   cli.memory_bad_limit cli.memory_too_small PROPERTIES LABELS "cli;memory")

@@ -1,7 +1,7 @@
 // Proofs in pieces: a v-collective's schedule that keeps every element in its place on the
 // collective's line is proven with an element per piece and proves what its full proof proves; a
-// message received elsewhere (even one whose pieces line up, with more or fewer elements), or a copy
-// to another place, is not proven in pieces.
+// message received elsewhere (even one whose pieces line up, with more or fewer elements), a copy
+// to another place, or a range across two blocks of an alltoallv's output is not proven in pieces.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "impls/algorithms/algorithms.h"
+#include "impls/prove/pieces.h"
 #include "impls/prove/proof.h"
 #include "reference/counts.h"
 #include "tests/impls/proof_support.h"
@@ -17,19 +18,28 @@
 namespace collcheck {
 namespace {
 
-// The ring's allgatherv and reducescatterv on every rank count in 2..12, counts spread around two
-// values, with one chunk per block and with chunks of 2 on two channels: in pieces, the proof agrees
-// with the full proof, step for step, and has fewer elements (one per piece) than the line.
+struct Named {
+  const char* algorithm;
+  Collective collective;
+};
+
+// The ring's allgatherv and reducescatterv and pairwise alltoallv on every rank count in 2..12,
+// counts spread around two values, with one chunk per block and with chunks of 2 on two channels:
+// in pieces, the proof agrees with the full proof, step for step, and has fewer elements (one per
+// piece) than the line.
 TEST(InPieces, ProvesWhatTheFullProofProves) {
-  for (Collective collective : {Collective::AllGatherV, Collective::ReduceScatterV}) {
+  const std::vector<Named> algorithms = {
+      {"ring", Collective::AllGatherV}, {"ring", Collective::ReduceScatterV}, {"pairwise", Collective::AllToAllV}};
+  for (const auto& [algorithm, collective] : algorithms) {
     std::size_t proven = 0;
     for (int nranks = 2; nranks <= 12; ++nranks) {
       for (std::size_t count : {std::size_t{5}, std::size_t{9}}) {
         for (const Knobs& knobs : {Knobs{}, Knobs{2, 2, 4}}) {
           const Case shape = spread_case(collective, count, nranks);
-          Result<Schedule> schedule = make_schedule("ring", shape, knobs);
+          Result<Schedule> schedule = make_schedule(algorithm, shape, knobs);
           ASSERT_TRUE(schedule.ok()) << schedule.error().message;
-          const std::string what = to_string(shape) + " chunk " + std::to_string(knobs.chunk);
+          const std::string what =
+              std::string(algorithm) + " " + to_string(shape) + " chunk " + std::to_string(knobs.chunk);
           const std::optional<InPieces> pieces = in_pieces(*schedule);
           ASSERT_TRUE(pieces) << what;
           EXPECT_LT(pieces->pieces, shape.count) << what;
@@ -41,6 +51,13 @@ TEST(InPieces, ProvesWhatTheFullProofProves) {
           EXPECT_EQ(proof.steps, full.steps) << what;
           EXPECT_EQ(proof.messages, full.messages) << what;
           EXPECT_EQ(proof.pieces, pieces->pieces) << what;
+          // The line kept as its cuts (as a long one is) cuts the same pieces.
+          const std::optional<InPieces> sparse = provenance::in_pieces(*schedule, false);
+          ASSERT_TRUE(sparse) << what;
+          EXPECT_EQ(sparse->schedule.shape.counts, pieces->schedule.shape.counts) << what;
+          const Proof sparse_proof = prove_in_pieces(*sparse);
+          EXPECT_TRUE(sparse_proof.ok) << what << ": " << sparse_proof.message;
+          EXPECT_EQ(sparse_proof.steps, full.steps) << what;
           // prove() finds its way there by itself where the shape is not in units (on 2 ranks the
           // counts c and 0 share c).
           if (!in_units(*schedule)) {
@@ -117,6 +134,24 @@ TEST(InPieces, AMessageReceivedElsewhereIsNotProvenInPieces) {
   EXPECT_NE(in_pieces_proof.message.find("stay in its place"), std::string::npos) << in_pieces_proof.message;
   EXPECT_FALSE(prove(stray).ok);
   EXPECT_FALSE(prove(by_hand(true)).ok);
+}
+
+// An alltoallv's output holds its blocks apart on the line (block (s, d) of row s): a range across
+// two of them is not one stretch of the line, and is left to the full proof. Here rank 0 copies its
+// input block for itself (2 elements) over the end of its own block and the start of rank 1's.
+TEST(InPieces, ARangeAcrossTwoBlocksOfAnAllToAllVOutputIsLeftToTheFullProof) {
+  Case shape;
+  shape.collective = Collective::AllToAllV;
+  shape.nranks = 2;
+  shape.counts = {2, 3, 1, 2};  // (0,0) (0,1) (1,0) (1,1): rank 0's output holds 2 then 1 elements
+  shape.count = 8;
+  Result<Schedule> right = make_schedule("pairwise", shape, Knobs{});
+  ASSERT_TRUE(right.ok());
+  ASSERT_TRUE(in_pieces(*right));
+  Schedule across = *right;
+  across.copy(0, Range{BufferKind::Input, 0, 2}, Range{BufferKind::Output, 1, 2});
+  EXPECT_FALSE(in_pieces(across));
+  EXPECT_FALSE(prove(across).ok);
 }
 
 // A copy that moves elements elsewhere on the line (here the first half of rank 1's input copied
