@@ -229,10 +229,10 @@ bool on_a_line(const Case& shape) {
          shape.counts.size() < PieceLine::kMostCuts;
 }
 
-std::optional<InPieces> provenance::in_pieces(const Schedule& schedule, bool dense) {
+std::optional<InPieces> provenance::in_pieces(const Schedule& schedule, bool bit_per_element) {
   const Case& shape = schedule.shape;
   if (!on_a_line(shape)) return std::nullopt;
-  auto line = std::make_shared<PieceLine>(shape, dense);
+  auto line = std::make_shared<PieceLine>(shape, bit_per_element);
   for (int p = 0; p < schedule.nparticipants(); ++p) {
     const std::size_t scratch = schedule.participants[static_cast<std::size_t>(p)].scratch;
     if (scratch > line->length() || !line->cut(scratch)) return std::nullopt;

@@ -42,10 +42,10 @@ class PieceLine {
   // inside its buffer (`scratch` elements long, for a range in scratch); nothing where it leaves its
   // buffer or, in an alltoallv's output, runs from one block into the next.
   std::optional<std::uint64_t> on_line(int participant, const Range& range, std::uint64_t scratch) const;
-  // Cuts the line before `element` (at its end: nothing to cut). A line of up to kDenseLine
-  // elements keeps a bit per element; a longer one (an alltoallv's is n^2 blocks long) the cuts
-  // themselves, sorted and made unique whenever they have doubled. False where a long line has
-  // more than kMostCuts cuts (its pieces would cost more than the proof could save).
+  // Cuts the line before `element` (at its end: nothing to cut). A dense line (dense_line()) keeps a
+  // bit per element; another (an alltoallv's is n^2 blocks long) the cuts themselves, sorted and
+  // made unique whenever they have doubled. False where such a line has more than kMostCuts cuts
+  // (its pieces would cost more than the proof could save).
   bool cut(std::uint64_t element) {
     if (element >= length_) return true;
     if (dense()) {
@@ -85,7 +85,7 @@ class PieceLine {
   std::size_t source_at(int destination, std::uint64_t offset, const std::vector<std::uint64_t>& starts) const;
 
   bool dense() const { return dense_; }
-  // Sorts the cuts of a long line and leaves each once; false past kMostCuts.
+  // Sorts the cuts of a line that is not dense and leaves each once; false past kMostCuts.
   bool compact();
 
   Collective collective_;
@@ -93,20 +93,20 @@ class PieceLine {
   std::vector<std::uint64_t> starts_;  // every block's start on the line, and the line's end
   std::uint64_t length_;
   bool dense_;
-  std::vector<std::uint64_t> cuts_;         // a dense line's: a bit per element, set where a piece starts
-  std::vector<std::uint64_t> before_word_;  // the pieces that start before each word of cuts_
-  std::vector<std::uint64_t> sparse_;       // a long line's: where pieces start (sorted once closed)
-  // A long line's, once closed: cut into buckets of 2^bucket_shift_ elements, about as many as it
+  std::vector<std::uint64_t> cuts_;                // a dense line's: a bit per element, set where a piece starts
+  std::vector<std::uint64_t> before_word_;         // the pieces that start before each word of cuts_
+  std::vector<std::uint64_t> sparse_;              // another line's: where pieces start (sorted once closed)
+  std::size_t compact_at_ = std::size_t{1} << 20;  // sparse_'s size at which it is compacted next
+  // Another line's, once closed: cut into buckets of 2^bucket_shift_ elements, about as many as it
   // has cuts, bucket k's cuts start at sparse_[bucket_first_[k]] (a search in a bucket, not in all).
   unsigned bucket_shift_ = 0;
   std::vector<std::uint32_t> bucket_first_;
-  std::size_t compact_at_ = std::size_t{1} << 20;
   // An alltoallv's: where the block from source s starts in rank d's output, at d * n + s; in
   // elements, and (after close()) in pieces.
   std::vector<std::uint64_t> output_starts_, output_pieces_;
 };
 
-// in_pieces() (proof.h); `dense`: false keeps the line as its cuts, however short (for tests).
-std::optional<InPieces> in_pieces(const Schedule&, bool dense);
+// in_pieces() (proof.h); `bit_per_element`: false keeps the line as its cuts, however short (tests).
+std::optional<InPieces> in_pieces(const Schedule&, bool bit_per_element);
 
 }  // namespace collcheck::provenance
