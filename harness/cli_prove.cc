@@ -304,8 +304,8 @@ std::string pieces_words(const Case& shape, std::uint64_t pieces) {
 // The proof of every rank of a schedule with no symmetry: in units where it never cuts one (fewer
 // elements, the same steps), else in pieces where it keeps every element in its place, else element
 // by element; nothing where memory could not hold it (`refused` then says so).
-std::optional<Proof> prove_every_rank(const Algorithm& algorithm, const Case& shape, const Schedule& made,
-                                      const Sweep& sweep, Status& refused) {
+std::optional<Proof> prove_without_symmetry(const Algorithm& algorithm, const Case& shape, const Schedule& made,
+                                            const Sweep& sweep, Status& refused) {
   const Knobs& knobs = sweep.knobs;
   std::optional<InUnits> units = in_units(made);
   std::optional<InPieces> pieces = units ? std::nullopt : sweep.cut_lines->take(line_key(algorithm, shape));
@@ -355,7 +355,7 @@ ShapeProof prove_one(const Algorithm& algorithm, const Case& shape, const Sweep&
   // any other in full as its steps are made; neither is stored.
   Result<Schedule> made = make_schedule(algorithm.name, shape, knobs, Form::OnDemand);
   std::optional<Proof> proof = made ? prove_by_symmetry(*made, threads) : Proof{false, made.error().message, 0, 0};
-  if (!proof) proof = prove_every_rank(algorithm, shape, *made, sweep, result.refused);
+  if (!proof) proof = prove_without_symmetry(algorithm, shape, *made, sweep, result.refused);
   if (!proof) return result;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   result.steps = proof->steps;

@@ -223,9 +223,10 @@ std::optional<CoveredRank0> cover_rank0(const Schedule& s, unsigned threads) {
   }
   std::vector<Step> rank0;
   std::vector<CoverStep> placed;
+  const BufferSizes sizes = buffer_sizes(cover, 0);
   for (StepReader made = cover.steps_of(0); made.next();) {
     const std::optional<CoverStep> step = cover_step(made.step(), blocks);
-    if (!step || !validate_step(cover, 0, static_cast<int>(rank0.size()), made.step())) return std::nullopt;
+    if (!step || !validate_step(cover, 0, static_cast<int>(rank0.size()), made.step(), sizes)) return std::nullopt;
     rank0.push_back(made.step());
     placed.push_back(*step);
   }

@@ -9,10 +9,13 @@ namespace collcheck::provenance {
 
 VectorBlocks vector_blocks(const Case& c, int rank, const VectorBlocks* previous) {
   VectorBlocks blocks;
-  if (c.collective == Collective::ReduceScatterV) blocks.own_start = block_start(c, rank);
+  const bool follows = previous != nullptr && rank > 0 && previous->rank == rank - 1;
+  blocks.rank = rank;
+  if (c.collective == Collective::ReduceScatterV) {
+    blocks.own_start =
+        follows ? previous->own_start + c.counts[static_cast<std::size_t>(rank - 1)] : block_start(c, rank);
+  }
   if (c.collective != Collective::AllGatherV && c.collective != Collective::AllToAllV) return blocks;
-  const bool follows =
-      previous != nullptr && rank > 0 && previous->sent_from.size() == static_cast<std::size_t>(c.nranks);
   blocks.starts.push_back(0);
   for (int source = 0; source < c.nranks; ++source) {
     const bool gather = c.collective == Collective::AllGatherV;

@@ -17,10 +17,12 @@ struct VectorBlocks {
   std::vector<std::size_t> starts;
   std::vector<std::size_t> sent_from;
   std::size_t own_start = 0;  // reducescatterv: where the rank's block starts in every input
+  int rank = -1;              // whose blocks these are (-1: nobody's yet)
 };
 
-// `previous`: rank-1's, from which an all-to-all-v's sent_from follow in one pass over the ranks
-// (each alone sums a row's counts up to the rank: n^2 per rank, n^3 for all of them).
+// `previous`: rank-1's, from which an all-to-all-v's sent_from and a reduce-scatter-v's own_start
+// follow in one pass over the ranks (each alone sums counts up to the rank: n^3 for all of an
+// all-to-all-v's ranks); anything else is worked out from the counts.
 VectorBlocks vector_blocks(const Case&, int rank, const VectorBlocks* previous = nullptr);
 
 // What output element i of `rank` must hold (`blocks`: vector_blocks(rank)).

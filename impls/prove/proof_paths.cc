@@ -65,8 +65,9 @@ std::optional<Proof> prove_by_symmetry(const Schedule& schedule, unsigned thread
   Schedule rank0 = schedule;
   rank0.make_steps = {};
   std::vector<Step>& steps = rank0.participants.front().steps;
+  const BufferSizes sizes = buffer_sizes(schedule, 0);
   for (StepReader made = schedule.steps_of(0); made.next();) {
-    Status valid = validate_step(schedule, 0, static_cast<int>(steps.size()), made.step());
+    Status valid = validate_step(schedule, 0, static_cast<int>(steps.size()), made.step(), sizes);
     if (!valid) return Proof{false, valid.error().message, 0, 0};
     steps.push_back(made.step());
   }
