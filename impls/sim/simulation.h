@@ -21,9 +21,10 @@
 namespace collcheck::sim {
 
 // The engine works as follows. Everything that happens is an `Event` at a virtual time in one
-// priority queue (event_queue.h), wait timers in a second one from which a timer is removed as
-// soon as its receive starts; events at the same time are ordered by a tie drawn from the seed,
-// so that a seed fixes one interleaving and the trace (a hash of every event in order) names it.
+// queue (event_queue.h: buckets by time, sorted by tie), wait timers in a second one where a timer
+// is cancelled as soon as its receive starts; events at the same time are ordered by a tie drawn
+// from the seed, so that a seed fixes one interleaving and the trace (a hash of every event in
+// order) names it. The records of the events due next are asked for early (prefetch_ahead).
 //
 // Each participant's steps fall into its streams (Step::stream); a stream runs its steps in
 // order, one at a time, each when its `after` steps are done and, for a receive, when its
@@ -187,6 +188,7 @@ class Simulation {
   void add_streams(int p, const std::map<int, std::size_t>& per_stream, std::map<int, std::vector<int>>& listed);
   bool check_messages_match();
   void settle_link(int p, Stream& stream);
+  void prefetch_ahead();
   void push(double time, EventKind kind, int p, int step, std::size_t message);
   Event timer_event(double time, int p, int step, std::size_t call);
   void record(const Event& event);

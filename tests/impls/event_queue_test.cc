@@ -1,5 +1,7 @@
-// The simulator's event queues (impls/sim/event_queue.h): the 4-ary heap hands events back in
-// (time, tie) order, and a cancelled or re-armed timer is gone from the timer heap at once.
+// The simulator's event queues (impls/sim/event_queue.h): events come back in (time, tie) order,
+// whether their time's bucket was sorted by comparison or by radix, and pushed before or after it
+// was sorted; the events a queue says are ahead are the ones popped next; a cancelled timer never
+// fires, a re-armed one fires at its last time, and the timer heap never outgrows its slots.
 #include "impls/sim/event_queue.h"
 
 #include <gtest/gtest.h>
@@ -40,7 +42,51 @@ TEST(EventQueue, PopsInTimeThenTieOrder) {
   EXPECT_TRUE(queue.empty());
 }
 
-TEST(TimerQueue, CancelledAndReArmedTimersAreGoneAtOnce) {
+// A ring's wave: thousands of events at one time (sorted by radix), with more pushed at that very
+// time while it is read (late, ties below and above what is left) and at a later time.
+TEST(EventQueue, AWaveAtOneTimeComesInTieOrderWithTheEventsPushedWhileItIsRead) {
+  EventQueue queue;
+  std::vector<Event> pushed;
+  for (std::uint64_t n = 0; n < 3000; ++n) {
+    pushed.push_back(event_at(n % 10 == 0 ? 2.0 : 1.0, mix64(n), static_cast<int>(n)));
+    queue.push(pushed.back());
+  }
+  // Each pop is the least of what is in the queue at that moment.
+  for (std::uint64_t next = 3000; !queue.empty(); ++next) {
+    const auto least =
+        std::min_element(pushed.begin(), pushed.end(), [](const Event& a, const Event& b) { return a.before(b); });
+    ASSERT_EQ(queue.top().participant, least->participant) << "pop " << next - 3000;
+    const double now = queue.top().time;
+    queue.pop();
+    pushed.erase(least);
+    if (next < 3400) {
+      pushed.push_back(event_at(now, mix64(next), static_cast<int>(next)));
+      queue.push(pushed.back());
+    }
+  }
+  EXPECT_TRUE(pushed.empty());
+}
+
+// `ahead(k)` names the event popped k pops later, across the earliest time's events into the next's.
+TEST(EventQueue, TheEventsAheadAreTheOnesPoppedNext) {
+  EventQueue queue;
+  for (std::uint64_t n = 0; n < 1000; ++n) queue.push(event_at(n < 600 ? 1.0 : 3.0, mix64(n), static_cast<int>(n)));
+  queue.push(event_at(9.0, 1, -1));
+  queue.top();  // the first time's bucket is sorted when first read
+  std::vector<int> ahead;
+  for (std::size_t k = 0; k < 1000; ++k) {
+    const Event* event = queue.ahead(k);
+    ASSERT_NE(event, nullptr) << k;
+    ahead.push_back(event->participant);
+  }
+  EXPECT_EQ(queue.ahead(1000), nullptr) << "two times ahead at most";
+  for (const int expected : ahead) {
+    EXPECT_EQ(queue.top().participant, expected);
+    queue.pop();
+  }
+}
+
+TEST(TimerQueue, CancelledTimersNeverFireAndReArmedOnesFireAtTheirLastTime) {
   TimerQueue timers(100);
   for (std::size_t slot = 0; slot < 100; ++slot) {
     timers.arm(slot, event_at(static_cast<double>(mix64(slot) % 1000), slot, static_cast<int>(slot)));
@@ -63,6 +109,34 @@ TEST(TimerQueue, CancelledAndReArmedTimersAreGoneAtOnce) {
   // The re-armed ones come last, in slot order, with their new events.
   const std::vector<int> tail(order.end() - 33, order.end());
   for (std::size_t i = 0; i < tail.size(); ++i) EXPECT_EQ(tail[i], static_cast<int>(1000 + 1 + 3 * i));
+}
+
+// A receive's timer is armed again with every message, mostly later and sometimes earlier (a
+// jittered interval); cancelled and armed again in turn, it keeps one entry.
+TEST(TimerQueue, ArmingAgainMovesATimerBothWaysAndKeepsOneEntryPerSlot) {
+  TimerQueue timers(4);
+  std::uint64_t tie = 0;
+  for (int round = 0; round < 1000; ++round) {
+    for (std::size_t slot = 0; slot < 4; ++slot) {
+      timers.arm(slot, event_at(round + static_cast<double>(mix64(tie) % 50), tie, static_cast<int>(slot)));
+      ++tie;
+      if (round % 7 == 0) timers.cancel(slot);
+    }
+    EXPECT_LE(timers.entries(), 4u);
+  }
+  timers.arm(2, event_at(0.5, ++tie, 2));  // earlier than everything
+  ASSERT_FALSE(timers.empty());
+  EXPECT_EQ(timers.top_slot(), 2u);
+  EXPECT_EQ(timers.top().time, 0.5);
+  timers.cancel(2);
+  timers.arm(2, event_at(5000, ++tie, 2));  // later than everything
+  std::vector<std::size_t> slots;
+  while (!timers.empty()) {
+    slots.push_back(timers.top_slot());
+    timers.cancel(timers.top_slot());
+  }
+  ASSERT_EQ(slots.size(), 4u);
+  EXPECT_EQ(slots.back(), 2u);
 }
 
 }  // namespace
