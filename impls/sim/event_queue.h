@@ -6,7 +6,6 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 namespace collcheck::sim {
@@ -26,16 +25,179 @@ struct Event {
   bool before(const Event& other) const { return time < other.time || (time == other.time && tie < other.tie); }
 };
 
-// Events in (time, tie) order. The queue works as follows. Events of one time share a `Bucket`;
-// a 4-ary heap orders the buckets by time (half the depth of a binary heap, and a node's children
-// share a cache line). A bucket is filled unordered; when it first comes to the front its events
-// are sorted by tie (a radix sort on the tie's top bits, then insertion to finish: ties are random,
-// so no comparison mispredicts half the time as a heap's sift does) and read from the front. An
-// event pushed into a bucket already sorted (a step done at the very time it started) goes into
-// the bucket's own small heap of `late` events, read in turn with the sorted ones. A simulation in
-// lockstep (a ring's wave: thousands of arrivals at one time) thus costs an append and a read per
-// event, not two sifts through a heap as large as the ranks. The bucket of the last time pushed
-// to is remembered, so that a wave's pushes find theirs without a lookup.
+// Times with a bucket each, earliest first. The index works as follows. A time's bucket is found
+// in an open-addressing table keyed by the time's bits (linear probing, deletion by shifting back,
+// so it never allocates per time). The times themselves wait in two lines: `rising`, a FIFO of
+// times added in increasing order (most are: a message arrives a fixed travel after it is sent,
+// and sends happen in time order), and a 4-ary heap for the others (a request to go back, a
+// message behind a busy link). The earliest time is the earlier of the two fronts.
+class TimesIndex {
+ public:
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+
+  bool empty() const { return rising_first_ == rising_.size() && heap_.empty(); }
+
+  // The bucket of `time`, or kNone.
+  std::uint32_t find(double time) const {
+    if (table_.empty()) return kNone;
+    const std::uint64_t key = bits(time);
+    for (std::size_t at = home(key);; at = (at + 1) & mask()) {
+      if (table_[at].bucket == kNone) return kNone;
+      if (table_[at].key == key) return table_[at].bucket;
+    }
+  }
+
+  void add(double time, std::uint32_t bucket) {
+    if ((count_ + 1) * 2 > table_.size()) grow();
+    place(bits(time), bucket);
+    ++count_;
+    if (rising_first_ == rising_.size() || rising_.back().time < time) {
+      rising_.push_back(Entry{time, bucket});
+    } else {
+      heap_push(Entry{time, bucket});
+    }
+  }
+
+  // The earliest time's bucket (the index is not empty).
+  std::uint32_t earliest() const { return from_rising() ? rising_[rising_first_].bucket : heap_.front().bucket; }
+
+  // The second earliest time's bucket, or kNone.
+  std::uint32_t second() const {
+    const bool rising_first = from_rising();
+    Entry best{0, kNone};
+    auto consider = [&best](const Entry& entry) {
+      if (best.bucket == kNone || entry.time < best.time) best = entry;
+    };
+    if (rising_first_ + (rising_first ? 1 : 0) < rising_.size())
+      consider(rising_[rising_first_ + (rising_first ? 1 : 0)]);
+    if (rising_first) {
+      if (!heap_.empty()) consider(heap_.front());
+    } else {
+      for (std::size_t child = 1; child <= kArity && child < heap_.size(); ++child) consider(heap_[child]);
+    }
+    return best.bucket;
+  }
+
+  void remove_earliest(double time) {
+    erase(bits(time));
+    --count_;
+    if (from_rising()) {
+      if (++rising_first_ == rising_.size()) {
+        rising_.clear();
+        rising_first_ = 0;
+      } else if (rising_first_ * 2 > rising_.size() && rising_first_ >= 64) {
+        rising_.erase(rising_.begin(), rising_.begin() + static_cast<std::ptrdiff_t>(rising_first_));
+        rising_first_ = 0;
+      }
+      return;
+    }
+    heap_pop();
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t key = 0;
+    std::uint32_t bucket = kNone;
+  };
+  struct Entry {
+    double time;
+    std::uint32_t bucket;
+  };
+  static constexpr std::size_t kArity = 4;
+
+  static std::uint64_t bits(double time) { return std::bit_cast<std::uint64_t>(time); }
+  std::size_t mask() const { return table_.size() - 1; }
+  std::size_t home(std::uint64_t key) const {
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ULL) >> 32) & mask();
+  }
+  bool from_rising() const {
+    if (rising_first_ == rising_.size()) return false;
+    return heap_.empty() || rising_[rising_first_].time < heap_.front().time;
+  }
+
+  void place(std::uint64_t key, std::uint32_t bucket) {
+    std::size_t at = home(key);
+    while (table_[at].bucket != kNone) at = (at + 1) & mask();
+    table_[at] = Slot{key, bucket};
+  }
+
+  void grow() {
+    std::vector<Slot> old(std::max<std::size_t>(64, table_.size() * 2));
+    old.swap(table_);
+    for (const Slot& slot : old) {
+      if (slot.bucket != kNone) place(slot.key, slot.bucket);
+    }
+  }
+
+  // Linear probing's deletion: later keys of the run move back into the hole where they may.
+  void erase(std::uint64_t key) {
+    std::size_t hole = home(key);
+    while (table_[hole].key != key || table_[hole].bucket == kNone) hole = (hole + 1) & mask();
+    for (std::size_t at = (hole + 1) & mask(); table_[at].bucket != kNone; at = (at + 1) & mask()) {
+      const std::size_t wants = home(table_[at].key);
+      // The key at `at` may fill the hole when its home is not in (hole, at], cyclically.
+      const bool stays = hole <= at ? (hole < wants && wants <= at) : (hole < wants || wants <= at);
+      if (stays) continue;
+      table_[hole] = table_[at];
+      hole = at;
+    }
+    table_[hole] = Slot{};
+  }
+
+  void heap_push(Entry entry) {
+    std::size_t at = heap_.size();
+    heap_.push_back(entry);
+    while (at > 0) {
+      const std::size_t parent = (at - 1) / kArity;
+      if (!(entry.time < heap_[parent].time)) break;
+      heap_[at] = heap_[parent];
+      at = parent;
+    }
+    heap_[at] = entry;
+  }
+
+  void heap_pop() {
+    const Entry last = heap_.back();
+    heap_.pop_back();
+    if (heap_.empty()) return;
+    const std::size_t count = heap_.size();
+    std::size_t at = 0;
+    for (;;) {
+      const std::size_t first = at * kArity + 1;
+      if (first >= count) break;
+      std::size_t least = first;
+      const std::size_t end = first + kArity < count ? first + kArity : count;
+      for (std::size_t child = first + 1; child < end; ++child) {
+        if (heap_[child].time < heap_[least].time) least = child;
+      }
+      if (!(heap_[least].time < last.time)) break;
+      heap_[at] = heap_[least];
+      at = least;
+    }
+    heap_[at] = last;
+  }
+
+  std::vector<Slot> table_;  // a power of two, at most half full
+  std::size_t count_ = 0;
+  std::vector<Entry> rising_;
+  std::size_t rising_first_ = 0;
+  std::vector<Entry> heap_;
+};
+
+// Events in (time, tie) order. The queue works as follows. An event later than every event in
+// the `in_order` FIFO joins its back (a message arrives a fixed travel after it is sent, and sends
+// happen in time order, so where times differ nearly every event does); the FIFO is read from the
+// front, records side by side. Any other event goes to the `Bucket` of its time, and a TimesIndex
+// finds a time's bucket and the earliest time. A bucket is filled unordered; when it first comes
+// to the front its events are sorted by tie (a radix sort on the tie's top bits, then insertion to
+// finish: ties are random, so no comparison mispredicts half the time as a heap's sift does) and
+// read from the front. An event pushed into a bucket already sorted (a step done at the very time
+// it started) goes into the bucket's own small heap of `late` events, read in turn with the sorted
+// ones. The earliest event is the earlier of the FIFO's front and the earliest bucket's. A ring in
+// lockstep (a wave of thousands of arrivals at one time, in random tie order) thus costs an append
+// and a read per event, as does one whose times all differ (a ring long after its first faults),
+// not two sifts through a heap as large as the ranks. The bucket of the last time pushed to is
+// remembered, so that a wave's pushes find theirs without a lookup.
 class EventQueue {
  public:
   bool empty() const { return count_ == 0; }
@@ -43,49 +205,64 @@ class EventQueue {
 
   // The earliest event (the queue is not empty).
   const Event& top() {
+    if (from_in_order()) return in_order_[in_order_first_];
     Bucket& bucket = front();
-    if (!bucket.late.empty() &&
-        (bucket.next == bucket.events.size() || bucket.late.front().before(bucket.events[bucket.next]))) {
-      return bucket.late.front();
-    }
-    return bucket.events[bucket.next];
+    return late_first(bucket) ? bucket.late.front() : bucket.events[bucket.next];
   }
 
-  // The event `distance` places behind the earliest, among the sorted ones of the earliest time and
-  // the next (sorted here if it was not: what is pushed to it later is late), or null: what the
-  // engine will soon handle, so that it can ask the cache for its records early.
+  // The event `distance` places behind the earliest in the line it comes from (the FIFO, or the
+  // sorted events of the earliest time and the next, sorted here if they were not: what is pushed to
+  // them later is late), or null: what the engine will soon handle, so that it can ask the cache for
+  // its records early. Events of the other line may come between.
   const Event* ahead(std::size_t distance) {
-    if (heap_.empty()) return nullptr;
-    const Bucket& first = buckets_[heap_.front().bucket];
+    if (from_in_order()) {
+      const std::size_t at = in_order_first_ + distance;
+      return at < in_order_.size() ? &in_order_[at] : nullptr;
+    }
+    if (times_.empty()) return nullptr;
+    const Bucket& first = buckets_[times_.earliest()];
     if (!first.sorted) return nullptr;
     const std::size_t left = first.events.size() - first.next;
     if (distance < left) return &first.events[first.next + distance];
-    if (heap_.size() < 2) return nullptr;
-    std::size_t second = 1;
-    for (std::size_t child = 2; child <= kArity && child < heap_.size(); ++child) {
-      if (heap_[child].time < heap_[second].time) second = child;
-    }
-    Bucket& then = buckets_[heap_[second].bucket];
+    const std::uint32_t second = times_.second();
+    if (second == TimesIndex::kNone) return nullptr;
+    Bucket& then = buckets_[second];
     if (!then.sorted) sort_bucket(then);
     const std::size_t at = then.next + (distance - left);
     return at < then.events.size() ? &then.events[at] : nullptr;
   }
 
   void pop() {
+    --count_;
+    const bool in_order = from_in_order();
+    source_ = Source::Unknown;
+    if (in_order) {
+      if (++in_order_first_ == in_order_.size()) {
+        in_order_.clear();
+        in_order_first_ = 0;
+      } else if (in_order_first_ * 2 > in_order_.size() && in_order_first_ >= 1024) {
+        in_order_.erase(in_order_.begin(), in_order_.begin() + static_cast<std::ptrdiff_t>(in_order_first_));
+        in_order_first_ = 0;
+      }
+      return;
+    }
     Bucket& bucket = front();
-    if (!bucket.late.empty() &&
-        (bucket.next == bucket.events.size() || bucket.late.front().before(bucket.events[bucket.next]))) {
+    if (late_first(bucket)) {
       std::pop_heap(bucket.late.begin(), bucket.late.end(), later);
       bucket.late.pop_back();
     } else {
       ++bucket.next;
     }
-    --count_;
     if (bucket.next == bucket.events.size() && bucket.late.empty()) retire_front();
   }
 
   void push(const Event& event) {
     ++count_;
+    source_ = Source::Unknown;
+    if (in_order_first_ == in_order_.size() || in_order_.back().before(event)) {
+      in_order_.push_back(event);
+      return;
+    }
     Bucket& bucket = buckets_[bucket_at(event.time)];
     if (!bucket.sorted) {
       bucket.events.push_back(event);
@@ -103,39 +280,47 @@ class EventQueue {
     bool sorted = false;
     std::vector<Event> late;  // pushed once sorted: a min-heap by tie
   };
-  struct Front {
-    double time;
-    std::uint32_t bucket;
-  };
-  static constexpr std::size_t kArity = 4;
-  static constexpr std::uint32_t kNoBucket = ~std::uint32_t{0};
 
   static bool later(const Event& a, const Event& b) { return b.tie < a.tie; }
-  static std::uint64_t bits(double time) { return std::bit_cast<std::uint64_t>(time); }
+  // Whether the earliest event is the FIFO's; worked out once between a push or pop and the next.
+  bool from_in_order() {
+    if (source_ != Source::Unknown) return source_ == Source::InOrder;
+    bool in_order = in_order_first_ < in_order_.size();
+    if (in_order && !times_.empty()) {
+      Bucket& bucket = front();
+      in_order =
+          in_order_[in_order_first_].before(late_first(bucket) ? bucket.late.front() : bucket.events[bucket.next]);
+    }
+    source_ = in_order ? Source::InOrder : Source::Bucketed;
+    return in_order;
+  }
+  static bool late_first(const Bucket& bucket) {
+    return !bucket.late.empty() &&
+           (bucket.next == bucket.events.size() || bucket.late.front().before(bucket.events[bucket.next]));
+  }
 
   // The bucket of `time`, made when there is none.
   std::uint32_t bucket_at(double time) {
-    if (last_pushed_ != kNoBucket && buckets_[last_pushed_].time == time) return last_pushed_;
-    const auto [found, added] = by_time_.try_emplace(bits(time), kNoBucket);
-    if (added) {
+    if (last_pushed_ != TimesIndex::kNone && buckets_[last_pushed_].time == time) return last_pushed_;
+    std::uint32_t index = times_.find(time);
+    if (index == TimesIndex::kNone) {
       if (free_.empty()) {
-        found->second = static_cast<std::uint32_t>(buckets_.size());
+        index = static_cast<std::uint32_t>(buckets_.size());
         buckets_.emplace_back();
       } else {
-        found->second = free_.back();
+        index = free_.back();
         free_.pop_back();
       }
-      Bucket& bucket = buckets_[found->second];
-      bucket.time = time;
-      heap_push(Front{time, found->second});
+      buckets_[index].time = time;
+      times_.add(time, index);
     }
-    last_pushed_ = found->second;
-    return found->second;
+    last_pushed_ = index;
+    return index;
   }
 
   // The earliest bucket, sorted.
   Bucket& front() {
-    Bucket& bucket = buckets_[heap_.front().bucket];
+    Bucket& bucket = buckets_[times_.earliest()];
     if (!bucket.sorted) sort_bucket(bucket);
     return bucket;
   }
@@ -147,19 +332,19 @@ class EventQueue {
 
   // The earliest bucket is spent: its storage is kept for a later time.
   void retire_front() {
-    const std::uint32_t index = heap_.front().bucket;
+    const std::uint32_t index = times_.earliest();
     Bucket& bucket = buckets_[index];
-    by_time_.erase(bits(bucket.time));
+    times_.remove_earliest(bucket.time);
     bucket.events.clear();
     bucket.next = 0;
     bucket.sorted = false;
-    if (last_pushed_ == index) last_pushed_ = kNoBucket;
+    if (last_pushed_ == index) last_pushed_ = TimesIndex::kNone;
     free_.push_back(index);
-    heap_pop();
   }
 
   static void sort_by_tie(std::vector<Event>& events, std::vector<Event>& scratch) {
     constexpr std::size_t kRadixFrom = 256;
+    if (events.size() < 2) return;
     if (events.size() < kRadixFrom) {
       std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.tie < b.tie; });
       return;
@@ -182,45 +367,15 @@ class EventQueue {
     }
   }
 
-  void heap_push(Front entry) {
-    std::size_t at = heap_.size();
-    heap_.push_back(entry);
-    while (at > 0) {
-      const std::size_t parent = (at - 1) / kArity;
-      if (!(entry.time < heap_[parent].time)) break;
-      heap_[at] = heap_[parent];
-      at = parent;
-    }
-    heap_[at] = entry;
-  }
-
-  void heap_pop() {
-    const Front last = heap_.back();
-    heap_.pop_back();
-    if (heap_.empty()) return;
-    const std::size_t count = heap_.size();
-    std::size_t at = 0;
-    for (;;) {
-      const std::size_t first = at * kArity + 1;
-      if (first >= count) break;
-      std::size_t least = first;
-      const std::size_t end = first + kArity < count ? first + kArity : count;
-      for (std::size_t child = first + 1; child < end; ++child) {
-        if (heap_[child].time < heap_[least].time) least = child;
-      }
-      if (!(heap_[least].time < last.time)) break;
-      heap_[at] = heap_[least];
-      at = least;
-    }
-    heap_[at] = last;
-  }
-
+  enum class Source : std::uint8_t { Unknown, InOrder, Bucketed };
   std::size_t count_ = 0;
+  Source source_ = Source::Unknown;  // where the earliest event is, when known
+  std::vector<Event> in_order_;      // in (time, tie) order, read from in_order_first_
+  std::size_t in_order_first_ = 0;
   std::vector<Bucket> buckets_;
-  std::vector<std::uint32_t> free_;                           // buckets spent, to reuse
-  std::vector<Front> heap_;                                   // the buckets with events, by time
-  std::unordered_map<std::uint64_t, std::uint32_t> by_time_;  // a time's bits: its bucket
-  std::uint32_t last_pushed_ = kNoBucket;
+  std::vector<std::uint32_t> free_;  // buckets spent, to reuse
+  TimesIndex times_;
+  std::uint32_t last_pushed_ = TimesIndex::kNone;
   std::vector<Event> scratch_;  // the radix sort's second array
 };
 

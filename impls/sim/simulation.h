@@ -52,6 +52,7 @@ namespace collcheck::sim {
 // A run of several calls starts a participant's next call as soon as its last step is done.
 
 static constexpr std::uint32_t kNoLink = ~std::uint32_t{0};
+static constexpr std::size_t kFewPeerLinks = 4;  // prefetch_ahead asks for these links' records
 
 struct Stream {
   StepCursor steps;

@@ -49,27 +49,46 @@ SimulatedRun Simulation::run() {
   return std::move(result_);
 }
 
-// Events of one time come in an order drawn from the seed, so at thousands of ranks each one's
-// records (the participant's streams, its current step, the message's stream link) are far from
-// the last one's and miss the cache. The queue knows the next events of the time: their records
-// are asked for a few events ahead, each from what an earlier ask brought (the stream's record
-// before its step, the transmission record before its stream link).
+// Events come in an order drawn from the seed (or, once faults have spread a ring's ranks apart
+// in time, in an order of their own), so at thousands of ranks each one's records are far from
+// the last one's and miss the cache. The queue knows the events next in line: their records are
+// asked for a few events ahead, each from what an earlier ask brought: the participant's streams
+// and peer links twelve events ahead; then the streams' records, the peer links and an arrival's
+// stream link; then each stream's current step and the stream links the participant sends on;
+// then the fabric's links on their routes. The send links only where a participant has a few
+// (kFewPeerLinks; a ring's two): an all-to-all's rank has thousands.
 void Simulation::prefetch_ahead() {
+  const auto lines = [](const void* record, std::size_t bytes) {
+    const auto* first = static_cast<const char*>(record);
+    for (std::size_t line = 0; line < bytes; line += 64) __builtin_prefetch(first + line);
+  };
   if (const Event* far = events_.ahead(12)) {
     __builtin_prefetch(&streams_[static_cast<std::size_t>(far->participant)]);
+    __builtin_prefetch(&peer_links_[static_cast<std::size_t>(far->participant)]);
     if (far->kind == EventKind::Arrival) __builtin_prefetch(&in_flight_[far->message]);
   }
   if (const Event* near = events_.ahead(8)) {
-    const std::vector<Stream>& streams = streams_[static_cast<std::size_t>(near->participant)];
-    __builtin_prefetch(streams.data());
-    if (near->kind == EventKind::Arrival) {
-      const auto* link = reinterpret_cast<const char*>(&links_[in_flight_[near->message].link]);
-      for (std::size_t line = 0; line < sizeof(StreamLink); line += 64) __builtin_prefetch(link + line);
-    }
+    const auto q = static_cast<std::size_t>(near->participant);
+    __builtin_prefetch(streams_[q].data());
+    __builtin_prefetch(peer_links_[q].data());
+    if (near->kind == EventKind::Arrival) lines(&links_[in_flight_[near->message].link], sizeof(StreamLink));
   }
   if (const Event* next = events_.ahead(4)) {
-    for (const Stream& stream : streams_[static_cast<std::size_t>(next->participant)]) {
+    const auto q = static_cast<std::size_t>(next->participant);
+    for (const Stream& stream : streams_[q]) {
       if (!stream.steps.finished()) __builtin_prefetch(&stream.steps.step());
+    }
+    if (peer_links_[q].size() > kFewPeerLinks) return;
+    for (const PeerLink& peer : peer_links_[q]) {
+      if (peer.sends) lines(&links_[peer.link], sizeof(StreamLink));
+    }
+  }
+  if (const Event* soon = events_.ahead(2)) {
+    const std::vector<PeerLink>& peers = peer_links_[static_cast<std::size_t>(soon->participant)];
+    if (peers.size() > kFewPeerLinks) return;
+    for (const PeerLink& peer : peers) {
+      if (!peer.sends) continue;
+      for (int hop : links_[peer.link].route) __builtin_prefetch(&link_state_[static_cast<std::size_t>(hop)]);
     }
   }
 }

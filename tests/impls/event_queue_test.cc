@@ -42,6 +42,35 @@ TEST(EventQueue, PopsInTimeThenTieOrder) {
   EXPECT_TRUE(queue.empty());
 }
 
+// Thousands of distinct times, most pushed in rising order and some earlier than the last (their
+// buckets found again, spent and reused; the index grows and deletes): still (time, tie) order.
+TEST(EventQueue, ManyDistinctTimesRisingOrNotComeInOrder) {
+  EventQueue queue;
+  std::vector<Event> pushed;
+  double now = 0;
+  for (std::uint64_t n = 0; n < 6000; ++n) {
+    const std::uint64_t draw = mix64(n ^ 12345);
+    // Mostly a fixed travel after now; sometimes a little after now; sometimes an earlier time again.
+    const double time = draw % 5 == 0 ? now + static_cast<double>(draw % 7) / 8 : now + 3 + static_cast<double>(n % 3);
+    pushed.push_back(event_at(time, mix64(n), static_cast<int>(n)));
+    queue.push(pushed.back());
+    if (n % 2 == 1) {
+      const auto least =
+          std::min_element(pushed.begin(), pushed.end(), [](const Event& a, const Event& b) { return a.before(b); });
+      ASSERT_EQ(queue.top().participant, least->participant) << "after push " << n;
+      now = queue.top().time;
+      queue.pop();
+      pushed.erase(least);
+    }
+  }
+  std::sort(pushed.begin(), pushed.end(), [](const Event& a, const Event& b) { return a.before(b); });
+  for (const Event& expected : pushed) {
+    ASSERT_EQ(queue.top().participant, expected.participant);
+    queue.pop();
+  }
+  EXPECT_TRUE(queue.empty());
+}
+
 // A ring's wave: thousands of events at one time (sorted by radix), with more pushed at that very
 // time while it is read (late, ties below and above what is left) and at a later time.
 TEST(EventQueue, AWaveAtOneTimeComesInTieOrderWithTheEventsPushedWhileItIsRead) {
@@ -67,11 +96,12 @@ TEST(EventQueue, AWaveAtOneTimeComesInTieOrderWithTheEventsPushedWhileItIsRead) 
   EXPECT_TRUE(pushed.empty());
 }
 
-// `ahead(k)` names the event popped k pops later, across the earliest time's events into the next's.
+// `ahead(k)` names the event popped k pops later while the earliest events come from one line:
+// across the earliest time's bucket into the next's, and along the FIFO of events pushed in order.
 TEST(EventQueue, TheEventsAheadAreTheOnesPoppedNext) {
   EventQueue queue;
+  queue.push(event_at(9.0, 1, -1));  // the FIFO's back: the waves below are earlier, so bucketed
   for (std::uint64_t n = 0; n < 1000; ++n) queue.push(event_at(n < 600 ? 1.0 : 3.0, mix64(n), static_cast<int>(n)));
-  queue.push(event_at(9.0, 1, -1));
   queue.top();  // the first time's bucket is sorted when first read
   std::vector<int> ahead;
   for (std::size_t k = 0; k < 1000; ++k) {
@@ -82,6 +112,13 @@ TEST(EventQueue, TheEventsAheadAreTheOnesPoppedNext) {
   EXPECT_EQ(queue.ahead(1000), nullptr) << "two times ahead at most";
   for (const int expected : ahead) {
     EXPECT_EQ(queue.top().participant, expected);
+    queue.pop();
+  }
+  for (int n = 0; n < 100; ++n) queue.push(event_at(10.0 + n, 5, n));  // in order: the FIFO
+  for (int n = 0; n < 100; ++n) {
+    const Event* third = queue.ahead(3);
+    EXPECT_EQ(third == nullptr ? -2 : third->participant, n + 2 < 100 ? n + 2 : -2);
+    EXPECT_EQ(queue.top().participant, n - 1);  // the 9.0 first
     queue.pop();
   }
 }
