@@ -1,11 +1,12 @@
-// The simulator's queues of events on virtual time: compact event records in buckets by time,
-// and a heap of timers, one per slot, armed again and cancelled in constant time. Private to impls/sim/.
+// The simulator's queue of events on virtual time: compact event records in a FIFO of those
+// pushed in order and in buckets by time (timers: timer_queue.h). Private to impls/sim/.
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace collcheck::sim {
@@ -25,6 +26,36 @@ struct Event {
   bool before(const Event& other) const { return time < other.time || (time == other.time && tie < other.tie); }
 };
 
+// A queue read from the front that keeps its items in one vector (a deque would allocate a block
+// for every stream before it holds anything); taken items' places are dropped once they are half.
+template <typename Item>
+struct Fifo {
+  std::vector<Item> items;
+  std::size_t first = 0;
+
+  std::size_t size() const { return items.size() - first; }
+  bool empty() const { return first == items.size(); }
+  Item& operator[](std::size_t k) { return items[first + k]; }
+  const Item& operator[](std::size_t k) const { return items[first + k]; }
+  const Item& back() const { return items.back(); }
+  void push(Item item) { items.push_back(std::move(item)); }
+  Item pop() {
+    Item front = std::move(items[first]);
+    drop(1);
+    return front;
+  }
+  void drop(std::size_t how_many) {
+    first += how_many;
+    if (first == items.size()) {
+      items.clear();
+      first = 0;
+    } else if (first * 2 > items.size()) {
+      items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(first));
+      first = 0;
+    }
+  }
+};
+
 // Times with a bucket each, earliest first. The index works as follows. A time's bucket is found
 // in an open-addressing table keyed by the time's bits (linear probing, deletion by shifting back,
 // so it never allocates per time). The times themselves wait in two lines: `rising`, a FIFO of
@@ -35,7 +66,7 @@ class TimesIndex {
  public:
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
 
-  bool empty() const { return rising_first_ == rising_.size() && heap_.empty(); }
+  bool empty() const { return rising_.empty() && heap_.empty(); }
 
   // The bucket of `time`, or kNone.
   std::uint32_t find(double time) const {
@@ -51,15 +82,15 @@ class TimesIndex {
     if ((count_ + 1) * 2 > table_.size()) grow();
     place(bits(time), bucket);
     ++count_;
-    if (rising_first_ == rising_.size() || rising_.back().time < time) {
-      rising_.push_back(Entry{time, bucket});
+    if (rising_.empty() || rising_.back().time < time) {
+      rising_.push(Entry{time, bucket});
     } else {
       heap_push(Entry{time, bucket});
     }
   }
 
   // The earliest time's bucket (the index is not empty).
-  std::uint32_t earliest() const { return from_rising() ? rising_[rising_first_].bucket : heap_.front().bucket; }
+  std::uint32_t earliest() const { return from_rising() ? rising_[0].bucket : heap_.front().bucket; }
 
   // The second earliest time's bucket, or kNone.
   std::uint32_t second() const {
@@ -68,8 +99,8 @@ class TimesIndex {
     auto consider = [&best](const Entry& entry) {
       if (best.bucket == kNone || entry.time < best.time) best = entry;
     };
-    if (rising_first_ + (rising_first ? 1 : 0) < rising_.size())
-      consider(rising_[rising_first_ + (rising_first ? 1 : 0)]);
+    const std::size_t next_rising = rising_first ? 1 : 0;
+    if (next_rising < rising_.size()) consider(rising_[next_rising]);
     if (rising_first) {
       if (!heap_.empty()) consider(heap_.front());
     } else {
@@ -82,13 +113,7 @@ class TimesIndex {
     erase(bits(time));
     --count_;
     if (from_rising()) {
-      if (++rising_first_ == rising_.size()) {
-        rising_.clear();
-        rising_first_ = 0;
-      } else if (rising_first_ * 2 > rising_.size() && rising_first_ >= 64) {
-        rising_.erase(rising_.begin(), rising_.begin() + static_cast<std::ptrdiff_t>(rising_first_));
-        rising_first_ = 0;
-      }
+      rising_.drop(1);
       return;
     }
     heap_pop();
@@ -110,10 +135,7 @@ class TimesIndex {
   std::size_t home(std::uint64_t key) const {
     return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ULL) >> 32) & mask();
   }
-  bool from_rising() const {
-    if (rising_first_ == rising_.size()) return false;
-    return heap_.empty() || rising_[rising_first_].time < heap_.front().time;
-  }
+  bool from_rising() const { return !rising_.empty() && (heap_.empty() || rising_[0].time < heap_.front().time); }
 
   void place(std::uint64_t key, std::uint32_t bucket) {
     std::size_t at = home(key);
@@ -179,8 +201,7 @@ class TimesIndex {
 
   std::vector<Slot> table_;  // a power of two, at most half full
   std::size_t count_ = 0;
-  std::vector<Entry> rising_;
-  std::size_t rising_first_ = 0;
+  Fifo<Entry> rising_;
   std::vector<Entry> heap_;
 };
 
@@ -205,7 +226,7 @@ class EventQueue {
 
   // The earliest event (the queue is not empty).
   const Event& top() {
-    if (from_in_order()) return in_order_[in_order_first_];
+    if (from_in_order()) return in_order_[0];
     Bucket& bucket = front();
     return late_first(bucket) ? bucket.late.front() : bucket.events[bucket.next];
   }
@@ -215,10 +236,7 @@ class EventQueue {
   // them later is late), or null: what the engine will soon handle, so that it can ask the cache for
   // its records early. Events of the other line may come between.
   const Event* ahead(std::size_t distance) {
-    if (from_in_order()) {
-      const std::size_t at = in_order_first_ + distance;
-      return at < in_order_.size() ? &in_order_[at] : nullptr;
-    }
+    if (from_in_order()) return distance < in_order_.size() ? &in_order_[distance] : nullptr;
     if (times_.empty()) return nullptr;
     const Bucket& first = buckets_[times_.earliest()];
     if (!first.sorted) return nullptr;
@@ -237,13 +255,7 @@ class EventQueue {
     const bool in_order = from_in_order();
     source_ = Source::Unknown;
     if (in_order) {
-      if (++in_order_first_ == in_order_.size()) {
-        in_order_.clear();
-        in_order_first_ = 0;
-      } else if (in_order_first_ * 2 > in_order_.size() && in_order_first_ >= 1024) {
-        in_order_.erase(in_order_.begin(), in_order_.begin() + static_cast<std::ptrdiff_t>(in_order_first_));
-        in_order_first_ = 0;
-      }
+      in_order_.drop(1);
       return;
     }
     Bucket& bucket = front();
@@ -259,8 +271,8 @@ class EventQueue {
   void push(const Event& event) {
     ++count_;
     source_ = Source::Unknown;
-    if (in_order_first_ == in_order_.size() || in_order_.back().before(event)) {
-      in_order_.push_back(event);
+    if (in_order_.empty() || in_order_.back().before(event)) {
+      in_order_.push(event);
       return;
     }
     Bucket& bucket = buckets_[bucket_at(event.time)];
@@ -285,11 +297,10 @@ class EventQueue {
   // Whether the earliest event is the FIFO's; worked out once between a push or pop and the next.
   bool from_in_order() {
     if (source_ != Source::Unknown) return source_ == Source::InOrder;
-    bool in_order = in_order_first_ < in_order_.size();
+    bool in_order = !in_order_.empty();
     if (in_order && !times_.empty()) {
       Bucket& bucket = front();
-      in_order =
-          in_order_[in_order_first_].before(late_first(bucket) ? bucket.late.front() : bucket.events[bucket.next]);
+      in_order = in_order_[0].before(late_first(bucket) ? bucket.late.front() : bucket.events[bucket.next]);
     }
     source_ = in_order ? Source::InOrder : Source::Bucketed;
     return in_order;
@@ -370,128 +381,12 @@ class EventQueue {
   enum class Source : std::uint8_t { Unknown, InOrder, Bucketed };
   std::size_t count_ = 0;
   Source source_ = Source::Unknown;  // where the earliest event is, when known
-  std::vector<Event> in_order_;      // in (time, tie) order, read from in_order_first_
-  std::size_t in_order_first_ = 0;
+  Fifo<Event> in_order_;             // in (time, tie) order
   std::vector<Bucket> buckets_;
   std::vector<std::uint32_t> free_;  // buckets spent, to reuse
   TimesIndex times_;
   std::uint32_t last_pushed_ = TimesIndex::kNone;
   std::vector<Event> scratch_;  // the radix sort's second array
-};
-
-// Timers, at most one per slot (a participant's stream): arming a slot again moves its timer, and
-// a cancelled timer never fires. The queue works as follows. A slot keeps its due event; the heap
-// keeps at most one entry per slot, never later than the slot's due event. Arming a slot earlier
-// than its entry moves the entry up; arming it later (a receive's timer is armed again with every
-// message, always later) or cancelling it only changes the slot, in constant time. An entry that
-// comes first is settled before it is handed out: a cancelled slot's entry is dropped, a slot due
-// later has its entry moved down to its due event. So the heap never holds more entries than there
-// are slots, and the timers come out in (time, tie) order as if each arm and cancel had moved them.
-class TimerQueue {
- public:
-  explicit TimerQueue(std::size_t slots = 0) : slots_(slots) {}
-
-  // Whether no timer is armed (entries of cancelled timers are dropped first).
-  bool empty() {
-    settle();
-    return heap_.empty();
-  }
-  // The earliest armed timer's event and slot (the queue is not empty).
-  const Event& top() {
-    settle();
-    return heap_.front().event;
-  }
-  std::size_t top_slot() {
-    settle();
-    return heap_.front().slot;
-  }
-  bool armed(std::size_t slot) const { return slots_[slot].armed; }
-  std::size_t entries() const { return heap_.size(); }  // at most one per slot
-
-  void arm(std::size_t slot, const Event& event) {
-    Slot& state = slots_[slot];
-    state.due = event;
-    state.armed = true;
-    if (state.position == kNone) {
-      state.position = heap_.size();
-      heap_.push_back(Entry{event, slot});
-      rise(heap_.size() - 1);
-      return;
-    }
-    if (event.before(heap_[state.position].event)) {
-      heap_[state.position].event = event;
-      rise(state.position);
-    }
-  }
-
-  void cancel(std::size_t slot) { slots_[slot].armed = false; }
-
- private:
-  struct Entry {
-    Event event;
-    std::size_t slot;
-  };
-  struct Slot {
-    Event due{};                   // the timer armed last, when `armed`
-    std::size_t position = kNone;  // where its entry is in heap_, or kNone
-    bool armed = false;
-  };
-  static constexpr std::size_t kNone = ~std::size_t{0};
-
-  static bool same(const Event& a, const Event& b) { return a.time == b.time && a.tie == b.tie; }
-
-  // Until the first entry is its slot's due timer: drop it when cancelled, move it down to its due
-  // event when armed later.
-  void settle() {
-    while (!heap_.empty()) {
-      const Entry& first = heap_.front();
-      Slot& state = slots_[first.slot];
-      if (state.armed && same(state.due, first.event)) return;
-      if (state.armed) {
-        heap_.front().event = state.due;
-      } else {
-        state.position = kNone;
-        const Entry last = heap_.back();
-        heap_.pop_back();
-        if (heap_.empty()) return;
-        heap_.front() = last;
-      }
-      sink(0);
-    }
-  }
-
-  void place(std::size_t at, Entry entry) {
-    slots_[entry.slot].position = at;
-    heap_[at] = entry;
-  }
-
-  void rise(std::size_t at) {
-    const Entry entry = heap_[at];
-    while (at > 0) {
-      const std::size_t parent = (at - 1) / 2;
-      if (!entry.event.before(heap_[parent].event)) break;
-      place(at, heap_[parent]);
-      at = parent;
-    }
-    place(at, entry);
-  }
-
-  void sink(std::size_t at) {
-    const Entry entry = heap_[at];
-    const std::size_t count = heap_.size();
-    for (;;) {
-      std::size_t least = at * 2 + 1;
-      if (least >= count) break;
-      if (least + 1 < count && heap_[least + 1].event.before(heap_[least].event)) ++least;
-      if (!heap_[least].event.before(entry.event)) break;
-      place(at, heap_[least]);
-      at = least;
-    }
-    place(at, entry);
-  }
-
-  std::vector<Entry> heap_;
-  std::vector<Slot> slots_;
 };
 
 }  // namespace collcheck::sim

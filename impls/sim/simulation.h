@@ -17,6 +17,7 @@
 #include "impls/schedule/step_cursor.h"
 #include "impls/sim/event_queue.h"
 #include "impls/sim/simulator.h"
+#include "impls/sim/timer_queue.h"
 
 namespace collcheck::sim {
 
@@ -68,33 +69,6 @@ struct PeerLink {
   bool sends = false;
   std::uint32_t link = kNoLink;
   friend auto operator<=>(const PeerLink&, const PeerLink&) = default;
-};
-
-// A queue read from the front that keeps its items in one vector (a deque would allocate a block
-// for every stream before it holds anything); taken items' places are dropped once they are half.
-template <typename Item>
-struct Fifo {
-  std::vector<Item> items;
-  std::size_t first = 0;
-
-  std::size_t size() const { return items.size() - first; }
-  Item& operator[](std::size_t k) { return items[first + k]; }
-  void push(Item item) { items.push_back(std::move(item)); }
-  Item pop() {
-    Item front = std::move(items[first]);
-    drop(1);
-    return front;
-  }
-  void drop(std::size_t how_many) {
-    first += how_many;
-    if (first == items.size()) {
-      items.clear();
-      first = 0;
-    } else if (first * 2 > items.size()) {
-      items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(first));
-      first = 0;
-    }
-  }
 };
 
 using StreamKey = std::tuple<int, int, int>;  // from, to, channel
@@ -190,6 +164,8 @@ class Simulation {
   bool check_messages_match();
   void settle_link(int p, Stream& stream);
   void prefetch_ahead();
+  void prefetch_link(std::uint32_t link, bool route) const;
+  void prefetch_send_links(std::size_t q, bool routes) const;
   void push(double time, EventKind kind, int p, int step, std::size_t message);
   Event timer_event(double time, int p, int step, std::size_t call);
   void record(const Event& event);

@@ -58,10 +58,6 @@ SimulatedRun Simulation::run() {
 // then the fabric's links on their routes. The send links only where a participant has a few
 // (kFewPeerLinks; a ring's two): an all-to-all's rank has thousands.
 void Simulation::prefetch_ahead() {
-  const auto lines = [](const void* record, std::size_t bytes) {
-    const auto* first = static_cast<const char*>(record);
-    for (std::size_t line = 0; line < bytes; line += 64) __builtin_prefetch(first + line);
-  };
   if (const Event* far = events_.ahead(12)) {
     __builtin_prefetch(&streams_[static_cast<std::size_t>(far->participant)]);
     __builtin_prefetch(&peer_links_[static_cast<std::size_t>(far->participant)]);
@@ -71,25 +67,32 @@ void Simulation::prefetch_ahead() {
     const auto q = static_cast<std::size_t>(near->participant);
     __builtin_prefetch(streams_[q].data());
     __builtin_prefetch(peer_links_[q].data());
-    if (near->kind == EventKind::Arrival) lines(&links_[in_flight_[near->message].link], sizeof(StreamLink));
+    if (near->kind == EventKind::Arrival) prefetch_link(in_flight_[near->message].link, false);
   }
   if (const Event* next = events_.ahead(4)) {
     const auto q = static_cast<std::size_t>(next->participant);
     for (const Stream& stream : streams_[q]) {
       if (!stream.steps.finished()) __builtin_prefetch(&stream.steps.step());
     }
-    if (peer_links_[q].size() > kFewPeerLinks) return;
-    for (const PeerLink& peer : peer_links_[q]) {
-      if (peer.sends) lines(&links_[peer.link], sizeof(StreamLink));
-    }
+    prefetch_send_links(q, false);
   }
-  if (const Event* soon = events_.ahead(2)) {
-    const std::vector<PeerLink>& peers = peer_links_[static_cast<std::size_t>(soon->participant)];
-    if (peers.size() > kFewPeerLinks) return;
-    for (const PeerLink& peer : peers) {
-      if (!peer.sends) continue;
-      for (int hop : links_[peer.link].route) __builtin_prefetch(&link_state_[static_cast<std::size_t>(hop)]);
-    }
+  if (const Event* soon = events_.ahead(2)) prefetch_send_links(static_cast<std::size_t>(soon->participant), true);
+}
+
+// The stream link's record, or (`route`) the fabric's links on its route.
+void Simulation::prefetch_link(std::uint32_t link, bool route) const {
+  if (route) {
+    for (int hop : links_[link].route) __builtin_prefetch(&link_state_[static_cast<std::size_t>(hop)]);
+    return;
+  }
+  const auto* first = reinterpret_cast<const char*>(&links_[link]);
+  for (std::size_t line = 0; line < sizeof(StreamLink); line += 64) __builtin_prefetch(first + line);
+}
+
+void Simulation::prefetch_send_links(std::size_t q, bool routes) const {
+  if (peer_links_[q].size() > kFewPeerLinks) return;
+  for (const PeerLink& peer : peer_links_[q]) {
+    if (peer.sends) prefetch_link(peer.link, routes);
   }
 }
 

@@ -1,8 +1,9 @@
-// The simulator's event queues (impls/sim/event_queue.h): events come back in (time, tie) order,
+// The simulator's event queues (impls/sim/event_queue.h, timer_queue.h): events come back in (time, tie) order,
 // whether their time's bucket was sorted by comparison or by radix, and pushed before or after it
 // was sorted; the events a queue says are ahead are the ones popped next; a cancelled timer never
 // fires, a re-armed one fires at its last time, and the timer heap never outgrows its slots.
 #include "impls/sim/event_queue.h"
+#include "impls/sim/timer_queue.h"
 
 #include <gtest/gtest.h>
 
