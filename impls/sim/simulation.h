@@ -164,9 +164,8 @@ class Simulation {
   bool check_messages_match();
   void settle_link(int p, Stream& stream);
   void prefetch_ahead();
-  enum class LinkPart : std::uint8_t { Record, Kept, Hops };
-  void prefetch_link(std::uint32_t link, LinkPart part) const;
-  void prefetch_send_links(std::size_t q, LinkPart part) const;
+  void prefetch_link(std::uint32_t link, bool route) const;
+  void prefetch_send_links(std::size_t q, bool routes) const;
   void push(double time, EventKind kind, int p, int step, std::size_t message);
   Event timer_event(double time, int p, int step, std::size_t call);
   void record(const Event& event);

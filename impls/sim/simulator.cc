@@ -54,9 +54,8 @@ SimulatedRun Simulation::run() {
 // the last one's and miss the cache. The queue knows the events next in line: their records are
 // asked for a few events ahead, each from what an earlier ask brought: the participant's streams
 // and peer links twelve events ahead; then the streams' records, the peer links and an arrival's
-// stream link; then each stream's current step, what the arrival's sender keeps and the stream
-// links the participant sends on; then what those keep and their routes; then the fabric's links
-// on the routes. The send links only where a participant has a few
+// stream link; then each stream's current step and the stream links the participant sends on;
+// then the fabric's links on their routes. The send links only where a participant has a few
 // (kFewPeerLinks; a ring's two): an all-to-all's rank has thousands.
 void Simulation::prefetch_ahead() {
   if (const Event* far = events_.ahead(12)) {
@@ -68,50 +67,32 @@ void Simulation::prefetch_ahead() {
     const auto q = static_cast<std::size_t>(near->participant);
     __builtin_prefetch(streams_[q].data());
     __builtin_prefetch(peer_links_[q].data());
-    if (near->kind == EventKind::Arrival) prefetch_link(in_flight_[near->message].link, LinkPart::Record);
+    if (near->kind == EventKind::Arrival) prefetch_link(in_flight_[near->message].link, false);
   }
-  if (const Event* next = events_.ahead(5)) {
+  if (const Event* next = events_.ahead(4)) {
     const auto q = static_cast<std::size_t>(next->participant);
     for (const Stream& stream : streams_[q]) {
       if (!stream.steps.finished()) __builtin_prefetch(&stream.steps.step());
     }
-    if (next->kind == EventKind::Arrival) prefetch_link(in_flight_[next->message].link, LinkPart::Kept);
-    prefetch_send_links(q, LinkPart::Record);
+    prefetch_send_links(q, false);
   }
-  if (const Event* soon = events_.ahead(3))
-    prefetch_send_links(static_cast<std::size_t>(soon->participant), LinkPart::Kept);
-  if (const Event* then = events_.ahead(1))
-    prefetch_send_links(static_cast<std::size_t>(then->participant), LinkPart::Hops);
+  if (const Event* soon = events_.ahead(2)) prefetch_send_links(static_cast<std::size_t>(soon->participant), true);
 }
 
-// A part of a stream link's records: its own record (both ends' state, its route), the storage of
-// what its sender keeps (a send adds to its back, a receiver's taking drops its front) and the
-// route's ids, or the fabric's links on its route.
-void Simulation::prefetch_link(std::uint32_t link, LinkPart part) const {
-  const StreamLink& record = links_[link];
-  switch (part) {
-    case LinkPart::Record: {
-      const auto* first = reinterpret_cast<const char*>(&record);
-      for (std::size_t line = 0; line < sizeof(StreamLink); line += 64) __builtin_prefetch(first + line);
-      return;
-    }
-    case LinkPart::Kept: {
-      const std::vector<KeptMessage>& kept = record.outbox.kept.items;
-      __builtin_prefetch(kept.data() + record.outbox.kept.first);
-      __builtin_prefetch(kept.data() + kept.size());
-      __builtin_prefetch(record.route.data());
-      return;
-    }
-    case LinkPart::Hops:
-      for (int hop : record.route) __builtin_prefetch(&link_state_[static_cast<std::size_t>(hop)]);
-      return;
+// The stream link's record, or (`route`) the fabric's links on its route.
+void Simulation::prefetch_link(std::uint32_t link, bool route) const {
+  if (route) {
+    for (int hop : links_[link].route) __builtin_prefetch(&link_state_[static_cast<std::size_t>(hop)]);
+    return;
   }
+  const auto* first = reinterpret_cast<const char*>(&links_[link]);
+  for (std::size_t line = 0; line < sizeof(StreamLink); line += 64) __builtin_prefetch(first + line);
 }
 
-void Simulation::prefetch_send_links(std::size_t q, LinkPart part) const {
+void Simulation::prefetch_send_links(std::size_t q, bool routes) const {
   if (peer_links_[q].size() > kFewPeerLinks) return;
   for (const PeerLink& peer : peer_links_[q]) {
-    if (peer.sends) prefetch_link(peer.link, part);
+    if (peer.sends) prefetch_link(peer.link, routes);
   }
 }
 
