@@ -149,19 +149,19 @@ Case with_count(Case c, std::size_t count) {
   return c;
 }
 
-// Refuses, before anything runs, a count whose simulation memory could not hold; `links`, the
-// schedule's stream links once it is built (0: before).
-Status count_fits(const MemoryBudget& budget, const Plan& plan, std::uint64_t count, std::uint64_t links) {
+// Refuses, before anything runs, a count whose simulation memory could not hold; `streams`, the
+// schedule's stream links and routes once it is built (none: before).
+Status count_fits(const MemoryBudget& budget, const Plan& plan, std::uint64_t count, StreamSample streams) {
   const Case c = with_count(plan.base, count);
   Result<MemoryEstimate> estimate =
-      simulated_case_memory(plan.algorithm, c, plan.knobs, !plan.timing_only, plan.reliable, links);
+      simulated_case_memory(plan.algorithm, c, plan.knobs, !plan.timing_only, plan.reliable, streams);
   if (!estimate) return Ok{};  // make_schedule names what is wrong
   return fits(*estimate, budget, "--counts " + std::to_string(count), "lower --counts or --ranks, or raise --chunk");
 }
 
 Status counts_fit(const MemoryBudget& budget, const Plan& plan) {
   for (std::uint64_t count : plan.counts) {
-    if (Status fit = count_fits(budget, plan, count, 0); !fit) return fit;
+    if (Status fit = count_fits(budget, plan, count, {}); !fit) return fit;
   }
   return Ok{};
 }
@@ -207,10 +207,9 @@ Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t cou
   // A large schedule is made on demand where the algorithm can: the same steps, never all held.
   Result<Schedule> schedule = make_schedule(plan.algorithm, c, plan.knobs, form_for(plan.algorithm, c, plan.knobs));
   if (!schedule) return schedule.error();
-  // Checked again with a stored schedule's own stream links, before any engine state exists.
-  if (!schedule->on_demand()) {
-    if (Status fit = count_fits(budget, plan, count, stream_links(*schedule)); !fit) return fit;
-  }
+  // Checked again with the schedule's stream links and their routes, sampled, before any engine
+  // state exists.
+  if (Status fit = count_fits(budget, plan, count, sample_streams(*schedule, plan.topology)); !fit) return fit;
   // The faults are drawn from the schedule seed: the same command injects the same faults.
   FaultInjector injector(plan.faults, plan.schedule_seed, 60);
   SimulationOptions options(plan.schedule_seed, &injector, !plan.timing_only);

@@ -161,7 +161,7 @@ std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const
 }
 
 Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs,
-                                             bool numeric, bool reliable, std::uint64_t links) {
+                                             bool numeric, bool reliable, StreamSample streams) {
   Result<ScheduleSize> size = estimate_schedule(algorithm, c, knobs);
   if (!size) return size.error();
   // Made on demand (as simulate makes a large one where it can), the steps are never held.
@@ -171,7 +171,11 @@ Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const C
   MemoryEstimate estimate = schedule_memory(held);
   SimulationOptions options(0, nullptr, numeric);
   options.protocol.reliable = reliable;
-  estimate.add(simulation_memory(c, *size, options, links, on_demand));
+  estimate.add(simulation_memory(c, *size, options, streams.links, on_demand));
+  if (streams.links != 0) {
+    estimate.add("routes", route_memory(streams.links, streams.route_links),
+                 std::to_string(streams.links) + " routes of " + std::to_string(streams.route_links) + " links");
+  }
   if (numeric) estimate.add(oracle_memory(c));
   return estimate;
 }

@@ -12,6 +12,7 @@
 #include "harness/arguments.h"
 #include "impls/algorithms/algorithms.h"
 #include "impls/backend/backend.h"
+#include "impls/sim/simulator.h"
 #include "reference/memory.h"
 
 namespace collcheck::cli {
@@ -60,10 +61,11 @@ struct DrawnRanges {
 std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const DrawnRanges& ranges);
 
 // What `simulate` holds for one count: the schedule, the simulation (without guard zones, its
-// link protocol reliable or not; `links` its stream links once known) and, when numeric, the oracle. What `prove` holds
+// link protocol reliable or not; `streams` its stream links and their routes once known, from
+// sample_streams: the routes are counted then) and, when numeric, the oracle. What `prove` holds
 // for one shape: the schedule and the proof state.
 Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs,
-                                             bool numeric = true, bool reliable = false, std::uint64_t links = 0);
+                                             bool numeric = true, bool reliable = false, StreamSample streams = {});
 // `rank0_alone`: the proof on rank 0 alone of a schedule that turns out symmetric. `unit`: the
 // proof of every rank of the schedule in units of that many elements (impls/prove: in_units).
 Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs,

@@ -1,6 +1,7 @@
 // How big each algorithm's schedule will be, from its shape and knobs alone: the steps every
 // generator writes per pipeline piece, counted from the loops of its file, as an upper bound.
 #include <algorithm>
+#include <bit>
 
 #include "impls/algorithms/algorithms.h"
 #include "impls/algorithms/generator_support.h"
@@ -86,6 +87,18 @@ ScheduleSize vector_estimate(const Case& shape, const Knobs& knobs) {
   return size;
 }
 
+// Distinct (sender, receiver, channel) of the sends, at most: pairwise sends from every rank to
+// every other on each channel; every other algorithm's participant sends to a few peers per
+// level of a tree or a doubling (2 (log2 P + 1) per channel bounds them).
+std::uint64_t stream_link_bound(std::string_view algorithm, const Case& shape, std::uint64_t participants,
+                                const Knobs& knobs) {
+  const auto channels = static_cast<std::uint64_t>(std::max(knobs.channels, 1));
+  const auto n = static_cast<std::uint64_t>(shape.nranks);
+  if (algorithm == "pairwise") return saturating_product(saturating_product(n, n - 1), channels);
+  const auto levels = static_cast<std::uint64_t>(std::bit_width(participants)) + 1;
+  return saturating_product(saturating_product(participants, 2 * levels), channels);
+}
+
 }  // namespace
 
 Result<ScheduleSize> estimate_schedule(std::string_view algorithm, const Case& shape, const Knobs& knobs) {
@@ -94,7 +107,11 @@ Result<ScheduleSize> estimate_schedule(std::string_view algorithm, const Case& s
   });
   if (!known)
     return Error{"algorithm", "'" + std::string(algorithm) + "' has no " + std::string(name(shape.collective))};
-  if (per_rank_counts(shape.collective)) return vector_estimate(shape, knobs);
+  if (per_rank_counts(shape.collective)) {
+    ScheduleSize size = vector_estimate(shape, knobs);
+    size.stream_links = stream_link_bound(algorithm, shape, size.participants, knobs);
+    return size;
+  }
   ScheduleSize size;
   const PerPiece piece = per_piece(algorithm, shape, knobs);
   Knobs cut = knobs;
@@ -109,6 +126,7 @@ Result<ScheduleSize> estimate_schedule(std::string_view algorithm, const Case& s
                    ? ring_allreduce_steps(shape, knobs)
                    : saturating_sum(saturating_product(piece_count(length, cut), piece.steps), size.participants);
   size.scratch_elements = saturating_product(piece.scratch, size.participants);
+  size.stream_links = stream_link_bound(algorithm, shape, size.participants, knobs);
   // Partial sums that stay one run: ring order, recursive halving on a power of two (its halves'
   // ranks a stride apart), and in-network aggregation (a switch sums its children in order, each
   // covering the ranks just after the one before). Folded-in extra ranks and trees make several.

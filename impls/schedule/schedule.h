@@ -227,6 +227,9 @@ struct ScheduleSize {
   std::uint64_t participants = 0;      // ranks and switches
   std::uint64_t steps = 0;             // over every participant
   std::uint64_t scratch_elements = 0;  // over every participant
+  // Distinct (sender, receiver, channel) of its sends, at most: what an engine keeps per stream
+  // link (0: not estimated).
+  std::uint64_t stream_links = 0;
   // How many runs of contributions a reduced element may hold in a proof (impls/prove/provenance.h):
   // 1 where every partial sum is one run (the ring's ranks in ring order, recursive halving's on a
   // power of two with a stride), else an allowance of 3 (measured: rhd folding extra ranks in holds

@@ -33,6 +33,52 @@ std::uint64_t stream_links(const Schedule& schedule) {
   return links;
 }
 
+int participant_vertex(const Topology& topology, const std::vector<int>& switches, int nranks, int p) {
+  if (p < nranks) return p < topology.nranks() ? topology.gpus[static_cast<std::size_t>(p)] : -1;
+  if (switches.empty()) return -1;
+  return switches[static_cast<std::size_t>(p - nranks) % switches.size()];
+}
+
+StreamSample sample_streams(const Schedule& schedule, const Topology& topology) {
+  constexpr int kSampled = 16;
+  const int participants = schedule.nparticipants();
+  if (participants == 0 || topology.nranks() < schedule.nranks()) return {};
+  const std::vector<int> switches = topology.aggregating_switches();
+  const int step = std::max(1, participants / kSampled);
+  StreamSample sampled;
+  int read = 0;
+  std::vector<std::pair<int, int>> streams;  // the participant's (peer, channel) of each send
+  for (int p = 0; p < participants; p += step, ++read) {
+    streams.clear();
+    for (StepReader steps = schedule.steps_of(p); steps.next();) {
+      if (steps.step().sends()) streams.emplace_back(steps.step().peer, steps.step().channel);
+    }
+    std::sort(streams.begin(), streams.end());
+    streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
+    sampled.links += streams.size();
+    const int from = participant_vertex(topology, switches, schedule.nranks(), p);
+    for (const auto& [peer, channel] : streams) {
+      const int to = participant_vertex(topology, switches, schedule.nranks(), peer);
+      if (from >= 0 && to >= 0 && from != to) sampled.route_links += topology.route(from, to).size();
+    }
+  }
+  // Scaled from the participants read to all of them, rounded up.
+  const auto all = static_cast<std::uint64_t>(participants);
+  const auto scale = [&](std::uint64_t value) {
+    return (saturating_product(value, all) + static_cast<std::uint64_t>(read) - 1) / static_cast<std::uint64_t>(read);
+  };
+  return StreamSample{scale(sampled.links), scale(sampled.route_links)};
+}
+
+// A pair's entry in the route cache's hash map (its node, the route's vector, the allocations'
+// own overhead) and 6 bytes per link on it: 4, in a vector that grew to up to twice its need as
+// the route was read off (1.4 times on average over a ring's routes of every length).
+std::uint64_t route_memory(std::uint64_t routes, std::uint64_t route_links) {
+  constexpr std::uint64_t kEntryBytes = 128;
+  constexpr std::uint64_t kLinkBytes = 6;
+  return saturating_sum(saturating_product(routes, kEntryBytes), saturating_product(route_links, kLinkBytes));
+}
+
 MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, const SimulationOptions& options,
                                  std::uint64_t links, bool on_demand) {
   MemoryEstimate estimate;
@@ -43,6 +89,7 @@ MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, co
     estimate.add("buffers",
                  saturating_product(saturating_sum(size.scratch_elements, size.participants * guard), element), "");
   }
+  if (links == 0) links = size.stream_links;
   if (links == 0) links = saturating_product(size.participants, 2 * (std::bit_width(size.participants) + 1));
   // Each step of a stored schedule: its number in its stream's list (participants with several
   // streams) and whether it is done (only where steps wait for others); made on demand, nothing:
@@ -66,8 +113,15 @@ MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, co
                    saturating_sum(saturating_product(size.steps, per_step), saturating_product(messages, per_message)),
                    saturating_product(size.participants, per_participant)),
                "up to " + std::to_string(messages) + " messages x " + std::to_string(per_message) + " B");
-  estimate.add("links", saturating_product(links, sizeof(sim::StreamLink)),
-               std::to_string(links) + " streams x " + std::to_string(sizeof(sim::StreamLink)) + " B");
+  // The engine's vector of stream links grows as it finds them: at its last growth it holds the
+  // old records and twice as many new ones. Finding them takes an index entry each (a hash node),
+  // and each end keeps the link among its participant's peer links.
+  constexpr std::uint64_t kGrowth = 3;
+  constexpr std::uint64_t kFinding = 96;
+  estimate.add("links", saturating_product(links, kGrowth * sizeof(sim::StreamLink) + kFinding),
+               std::to_string(links) + " streams x (" + std::to_string(sizeof(sim::StreamLink)) + " B x " +
+                   std::to_string(kGrowth) + " as the vector grows, + " + std::to_string(kFinding) +
+                   " B to find them)");
   if (!options.numeric) return estimate;
   // Sends are buffered: at worst a rank's whole share is on the wire at once; a reliable link
   // also keeps what it sent, to send it again.

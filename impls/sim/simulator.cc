@@ -104,16 +104,13 @@ bool Simulation::place_participants() {
   }
   const std::vector<int> switches = topology_.aggregating_switches();
   for (int p = 0; p < schedule_.nparticipants(); ++p) {
-    if (p < schedule_.nranks()) {
-      vertex_.push_back(topology_.gpus[static_cast<std::size_t>(p)]);
-      continue;
-    }
-    if (switches.empty()) {
+    const int vertex = participant_vertex(topology_, switches, schedule_.nranks(), p);
+    if (vertex < 0) {
       result_.error =
           "topology " + topology_.name + " has no aggregating switch for " + schedule_.algorithm + "'s switch nodes";
       return false;
     }
-    vertex_.push_back(switches[static_cast<std::size_t>(p - schedule_.nranks()) % switches.size()]);
+    vertex_.push_back(vertex);
   }
   link_state_.assign(topology_.links.size(), LinkState{});
   for (std::size_t id = 0; id < link_state_.size(); ++id) link_state_[id].bandwidth = topology_.links[id].bandwidth;

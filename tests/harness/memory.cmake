@@ -16,6 +16,14 @@ collcheck_add_cli_test(memory_check_large_ranges check --ranks 64..64 --count 16
   STATUS 2 STDERR "^collcheck check: --count 16M\\.\\.16M on --ranks 64\\.\\.64 needs about [0-9.]+ [GT]iB \\(buffers "
   "lower --count or --ranks \\(the largest case, [a-z]+/[a-z0-9]+/[a-z]+/n=[0-9]+/ranks=64/[^ ]* on [a-z]+@sim\\), or raise --memory-limit"
   EMPTY stdout)
+# An all-to-all's stream link per pair, and the route cache's routes across half the ring: counted
+# once the schedule is built (made on demand here), by a sample of its ranks' sends, and refused
+# before the engine allocates (this run held 15 GiB at its peak before they were counted).
+collcheck_add_cli_test(memory_simulate_all_to_all_routes simulate --algorithm pairwise --collective alltoall
+  --ranks 2048 --counts 1 --timing-only --memory-limit 10G STATUS 2
+  STDERR "^collcheck simulate: --counts 1 needs about [0-9.]+ GiB \\(.*links [0-9.]+ GiB: 4192256 streams x .*"
+  "routes [0-9.]+ GiB: 4192256 routes of 2147483648 links\\), more than the --memory-limit of 10\\.0 GiB"
+  STDOUT "^# pairwise alltoall on ring:2048, 2048 ranks")
 # prove refuses up front a shape that not even rank 0's proof would fit in; one whose full proof
 # would not fit but rank 0's would runs if its schedule is symmetric, and is refused when
 # it is reached otherwise, after the bands proven before it are shown.
@@ -95,7 +103,7 @@ collcheck_add_cli_test(memory_bad_limit prove --algorithm ring --ranks 4 --memor
   STDERR "^collcheck prove: --memory-limit 'lots': must be an integer" EMPTY stdout)
 collcheck_add_cli_test(memory_too_small simulate --algorithm ring --ranks 4 --counts 1K --memory-limit 1K STATUS 2
   STDERR "^collcheck simulate: --counts 1024 needs about [0-9.]+ KiB" EMPTY stdout)
-set_tests_properties(cli.memory_replay_huge_case cli.memory_simulate_many_chunks cli.memory_check_large_ranges
+set_tests_properties(cli.memory_replay_huge_case cli.memory_simulate_many_chunks cli.memory_simulate_all_to_all_routes cli.memory_check_large_ranges
   cli.memory_prove_many_ranks cli.memory_prove_symmetric_by_rank0 cli.memory_prove_alltoall_by_rank0 cli.memory_prove_innet_in_units cli.memory_prove_allgatherv_in_pieces
   cli.memory_prove_allgatherv_in_pieces_refused cli.memory_prove_alltoallv_in_pieces cli.memory_prove_uneven_refused_up_front
   cli.memory_prove_refused_when_reached cli.memory_bench_large_size cli.memory_replay_fits cli.memory_no_limit

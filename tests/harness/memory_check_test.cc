@@ -106,13 +106,13 @@ TEST(MemoryEstimate, BackendsCoverTheirBuffers) {
 TEST(MemoryEstimate, ASimulatedRingMadeOnDemandHoldsNoSteps) {
   Result<Case> large = parse_case("allreduce/f32/sum/n=16384/ranks=16384");
   ASSERT_TRUE(large);
-  Result<MemoryEstimate> estimate = simulated_case_memory("ring", *large, Knobs{}, false, true, 0);
+  Result<MemoryEstimate> estimate = simulated_case_memory("ring", *large, Knobs{}, false, true, {});
   ASSERT_TRUE(estimate);
   EXPECT_LT(estimate->total(), std::uint64_t{4} << 30) << estimate->describe();
   EXPECT_NE(estimate->describe().find(": 0 steps"), std::string::npos) << estimate->describe();
   Result<Case> small = parse_case("allreduce/f32/sum/n=1024/ranks=64");
   ASSERT_TRUE(small);
-  Result<MemoryEstimate> stored = simulated_case_memory("ring", *small, Knobs{}, false, true, 0);
+  Result<MemoryEstimate> stored = simulated_case_memory("ring", *small, Knobs{}, false, true, {});
   ASSERT_TRUE(stored);
   EXPECT_EQ(stored->describe().find(": 0 steps"), std::string::npos) << stored->describe();
 }
