@@ -22,10 +22,11 @@
 namespace collcheck::sim {
 
 // The engine works as follows. Everything that happens is an `Event` at a virtual time in one
-// queue (event_queue.h: buckets by time, sorted by tie), wait timers in a second one where a timer
-// is cancelled as soon as its receive starts; events at the same time are ordered by a tie drawn
-// from the seed, so that a seed fixes one interleaving and the trace (a hash of every event in
-// order) names it. The records of the events due next are asked for early (prefetch_ahead).
+// queue (event_queue.h: a FIFO of those pushed in order, buckets by time for the others), wait
+// timers in a second one (timer_queue.h) where a timer is cancelled as soon as its receive
+// starts; events at the same time are ordered by a tie drawn from the seed, so that a seed fixes
+// one interleaving and the trace (a hash of every event in order) names it. The records of the events due next are
+// asked for early (prefetch_ahead).
 //
 // Each participant's steps fall into its streams (Step::stream); a stream runs its steps in
 // order, one at a time, each when its `after` steps are done and, for a receive, when its

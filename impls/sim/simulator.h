@@ -73,10 +73,15 @@ struct SimulatedRun {
 // `links`: the schedule's streams (stream_links), 0 before it is built (then the size's bound,
 // ScheduleSize::stream_links, or as many as ring, tree and halving-doubling schedules have; check
 // again with the count once built). The topology's routes are route_memory's.
+// `on_demand`: the schedule is made on demand (its steps are not held, by it nor by the engine).
+MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize&, const SimulationOptions& = SimulationOptions(),
+                                 std::uint64_t links = 0, bool on_demand = false);
+// The schedule's streams: distinct (sender, receiver, channel) of its sends.
+std::uint64_t stream_links(const Schedule&);
 
 // A schedule's stream links and the topology links on their routes, over every participant,
 // estimated from the sends of a sample of participants spread over the ranks (every one when
-// few): what the engine will keep per stream link and its topology's cache of routes.
+// fewer than 32): what the engine will keep per stream link and its topology's cache of routes.
 struct StreamSample {
   std::uint64_t links = 0;
   std::uint64_t route_links = 0;
@@ -88,11 +93,6 @@ std::uint64_t route_memory(std::uint64_t routes, std::uint64_t route_links);
 // Where participant p runs: rank r on GPU r, switch participants on the topology's aggregating
 // switches (`switches`) in turn; -1 where there is no such vertex.
 int participant_vertex(const Topology&, const std::vector<int>& switches, int nranks, int p);
-// `on_demand`: the schedule is made on demand (its steps are not held, by it nor by the engine).
-MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize&, const SimulationOptions& = SimulationOptions(),
-                                 std::uint64_t links = 0, bool on_demand = false);
-// The schedule's streams: distinct (sender, receiver, channel) of its sends.
-std::uint64_t stream_links(const Schedule&);
 
 // Runs `schedule` (its shape carries the case: dtype, op, values, seed) on `topology`: rank r
 // on GPU r, switch participants on the aggregating switches in turn. A message occupies every
