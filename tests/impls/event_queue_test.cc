@@ -19,6 +19,30 @@ Event event_at(double time, std::uint64_t tie, int participant = 0) {
   return Event{time, tie, participant, 0, 0, EventKind::Wake};
 }
 
+bool earlier(const Event& a, const Event& b) { return a.before(b); }
+
+// Pops the queue's earliest, which must be the least of `pushed` (what the queue holds), and
+// forgets it there; returns its time.
+double pop_least(EventQueue& queue, std::vector<Event>& pushed) {
+  const auto least = std::min_element(pushed.begin(), pushed.end(), earlier);
+  EXPECT_EQ(queue.top().participant, least->participant);
+  const double time = queue.top().time;
+  queue.pop();
+  pushed.erase(least);
+  return time;
+}
+
+// Pops everything left, which must come in (time, tie) order, and ends empty.
+void drain_in_order(EventQueue& queue, std::vector<Event> pushed) {
+  std::sort(pushed.begin(), pushed.end(), earlier);
+  for (const Event& expected : pushed) {
+    ASSERT_FALSE(queue.empty());
+    EXPECT_EQ(queue.top().participant, expected.participant);
+    queue.pop();
+  }
+  EXPECT_TRUE(queue.empty());
+}
+
 TEST(EventQueue, PopsInTimeThenTieOrder) {
   EventQueue queue;
   std::vector<Event> pushed;
@@ -26,21 +50,9 @@ TEST(EventQueue, PopsInTimeThenTieOrder) {
     // Few distinct times, so that most order comes from the tie.
     pushed.push_back(event_at(static_cast<double>(mix64(n) % 7), mix64(n ^ 99), static_cast<int>(n)));
     queue.push(pushed.back());
-    if (n % 3 == 2) {  // pops interleaved with pushes, as in a run
-      const auto least =
-          std::min_element(pushed.begin(), pushed.end(), [](const Event& a, const Event& b) { return a.before(b); });
-      ASSERT_EQ(queue.top().participant, least->participant);
-      queue.pop();
-      pushed.erase(least);
-    }
+    if (n % 3 == 2) pop_least(queue, pushed);  // pops interleaved with pushes, as in a run
   }
-  std::sort(pushed.begin(), pushed.end(), [](const Event& a, const Event& b) { return a.before(b); });
-  for (const Event& expected : pushed) {
-    ASSERT_FALSE(queue.empty());
-    EXPECT_EQ(queue.top().participant, expected.participant);
-    queue.pop();
-  }
-  EXPECT_TRUE(queue.empty());
+  drain_in_order(queue, pushed);
 }
 
 // Thousands of distinct times, most pushed in rising order and some earlier than the last (their
@@ -55,21 +67,9 @@ TEST(EventQueue, ManyDistinctTimesRisingOrNotComeInOrder) {
     const double time = draw % 5 == 0 ? now + static_cast<double>(draw % 7) / 8 : now + 3 + static_cast<double>(n % 3);
     pushed.push_back(event_at(time, mix64(n), static_cast<int>(n)));
     queue.push(pushed.back());
-    if (n % 2 == 1) {
-      const auto least =
-          std::min_element(pushed.begin(), pushed.end(), [](const Event& a, const Event& b) { return a.before(b); });
-      ASSERT_EQ(queue.top().participant, least->participant) << "after push " << n;
-      now = queue.top().time;
-      queue.pop();
-      pushed.erase(least);
-    }
+    if (n % 2 == 1) now = pop_least(queue, pushed);
   }
-  std::sort(pushed.begin(), pushed.end(), [](const Event& a, const Event& b) { return a.before(b); });
-  for (const Event& expected : pushed) {
-    ASSERT_EQ(queue.top().participant, expected.participant);
-    queue.pop();
-  }
-  EXPECT_TRUE(queue.empty());
+  drain_in_order(queue, pushed);
 }
 
 // A ring's wave: thousands of events at one time (sorted by radix), with more pushed at that very
@@ -83,12 +83,7 @@ TEST(EventQueue, AWaveAtOneTimeComesInTieOrderWithTheEventsPushedWhileItIsRead) 
   }
   // Each pop is the least of what is in the queue at that moment.
   for (std::uint64_t next = 3000; !queue.empty(); ++next) {
-    const auto least =
-        std::min_element(pushed.begin(), pushed.end(), [](const Event& a, const Event& b) { return a.before(b); });
-    ASSERT_EQ(queue.top().participant, least->participant) << "pop " << next - 3000;
-    const double now = queue.top().time;
-    queue.pop();
-    pushed.erase(least);
+    const double now = pop_least(queue, pushed);
     if (next < 3400) {
       pushed.push_back(event_at(now, mix64(next), static_cast<int>(next)));
       queue.push(pushed.back());
