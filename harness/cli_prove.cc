@@ -122,7 +122,8 @@ std::string shape_words(const Algorithm& algorithm, const Case& shape) {
 }
 
 // Whether memory holds the proof of `shape`, in full or else on rank 0 alone (or, where the ranks'
-// buffers differ, in units); `largest` the largest proof the sweep may run, by its estimate so far.
+// buffers differ, through a cover, in units or in pieces); `largest` the largest proof the sweep may
+// run, by its estimate so far.
 // A shape whose full proof does not fit is proven that way or refused when reached, never in full,
 // so it counts by that way's estimate: it does not lower the proofs run at once.
 Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sweep, std::uint64_t& largest) {
@@ -133,38 +134,29 @@ Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sw
     largest = std::max(largest, estimate->total());
     return fit;
   }
-  // Else on rank 0 alone, where every rank's buffers are alike. Where they differ, in units at
-  // best, of at most what the counts share (impls/prove: in_units); a v-collective whose counts
-  // share nothing in pieces (in_pieces), which cuts its line once here to count them.
-  if (provenance::rank_buffers_alike(shape)) {
-    Result<MemoryEstimate> rank0 = proved_shape_memory(algorithm.name, shape, sweep.knobs, true);
-    if (!rank0 || !fits(*rank0, sweep.budget, "", "")) return fit;
-    largest = std::max(largest, rank0->total());
-    return Ok{};
-  }
+  // Else on rank 0 alone (every rank's buffers alike, or a cover offered: cover.h); else in units (in_units) of
+  // what the counts share; a v-collective whose counts share nothing in pieces, its line cut here to count them.
+  Result<MemoryEstimate> rank0 = proved_shape_memory(algorithm.name, shape, sweep.knobs, true);
+  const bool alike = provenance::rank_buffers_alike(shape);
+  Status rank0_fit = rank0 ? fits(*rank0, sweep.budget, shape_words(algorithm, shape) + " through its cover",
+                                  "lower --ranks or --counts")
+                           : fit;
+  if (rank0_fit) largest = std::max(largest, rank0->total());
+  if (rank0_fit || alike) return alike && !rank0_fit ? fit : Ok{};
   const std::uint64_t unit = counts_unit(shape);
   if (unit <= 1) {
-    // In pieces at best: the schedule made on demand, every step once, to cut the line; not tried
-    // where even a piece per block would not fit.
-    if (!on_a_line(shape)) return fit;
-    Result<MemoryEstimate> least = proved_in_pieces_memory(algorithm.name, shape, std::nullopt, sweep.knobs);
-    if (!least) return fit;
-    Status least_fit =
-        fits(*least, sweep.budget, shape_words(algorithm, shape) + " in pieces (a piece per block at least)",
-             "lower --ranks or --counts");
-    if (!least_fit) return least_fit;
-    Result<Schedule> made = make_schedule(algorithm.name, shape, sweep.knobs, Form::OnDemand);
-    std::optional<InPieces> pieces = made ? in_pieces(*made) : std::nullopt;
-    if (!pieces) return fit;
-    Result<MemoryEstimate> in_pieces_estimate =
-        proved_in_pieces_memory(algorithm.name, shape, pieces->schedule.shape, sweep.knobs);
-    if (!in_pieces_estimate) return fit;
-    Status in_pieces_fit = fits(*in_pieces_estimate, sweep.budget, shape_words(algorithm, shape) + " in pieces",
-                                "lower --ranks or --counts");
-    if (!in_pieces_fit) return in_pieces_fit;
-    largest = std::max(largest, in_pieces_estimate->total());
-    sweep.cut_lines->keep(line_key(algorithm, shape), std::move(*pieces));
-    return Ok{};
+    // In pieces at best, its line cut here once and kept for the proof; not where it is too long.
+    if (!on_a_line(shape)) return rank0_fit;
+    std::optional<InPieces> pieces;
+    std::uint64_t bytes = 0;
+    const std::optional<Status> pieces_fit =
+        in_pieces_fit(algorithm.name, shape, sweep.knobs, sweep.budget, shape_words(algorithm, shape), pieces, bytes);
+    if (!pieces_fit) return fit;
+    if (*pieces_fit) {
+      largest = std::max(largest, bytes);
+      sweep.cut_lines->keep(line_key(algorithm, shape), std::move(*pieces));
+    }
+    return *pieces_fit;
   }
   Result<MemoryEstimate> in_units = proved_shape_memory(algorithm.name, shape, sweep.knobs, false, unit);
   if (!in_units || !fits(*in_units, sweep.budget, "", "")) return fit;

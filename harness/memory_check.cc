@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include "impls/prove/proof.h"
+#include "impls/prove/symmetry.h"
 #include "impls/sim/simulator.h"
+#include "reference/counts.h"
 
 namespace collcheck::cli {
 namespace {
@@ -195,14 +197,20 @@ Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Cas
     return estimate;
   }
   if (rank0_alone && !on_demand) return rank0_proof_memory(shape, *size, true);
+  if (rank0_alone && per_rank_counts(shape.collective) && !provenance::rank_buffers_alike(shape)) {
+    // Ranks unlike but a cover offered (impls/prove/cover.h): rank 0 holds the cover's elements,
+    // and the counts are held three times (by the case, the schedule and its generator) and by
+    // column in 32 bits.
+    if (size->cover_count == 0) return Error{"algorithm", "its schedule offers no cover"};
+    MemoryEstimate estimate = rank0_proof_memory(uniform_case(shape, size->cover_count), *size);
+    estimate.add("the counts", saturating_product(shape.counts.size(), 3 * sizeof(std::size_t) + sizeof(std::uint32_t)),
+                 std::to_string(shape.counts.size()) + " counts x 28 B");
+    return estimate;
+  }
   if (rank0_alone) {
-    // An all-reduce whose blocks differ in length is proven through its cover (impls/prove/cover.h):
-    // rank 0 then holds the cover's elements.
+    // Where blocks differ in length, through the cover: rank 0 then holds the cover's elements.
     Case held = shape;
-    if (shape.collective == Collective::AllReduce) {
-      held.count = cover_count(shape.count, static_cast<std::size_t>(std::max(knobs.channels, 1)),
-                               static_cast<std::size_t>(shape.nranks));
-    }
+    held.count = std::max<std::uint64_t>(held.count, size->cover_count);
     return rank0_proof_memory(held, *size);
   }
   return proof_memory(shape, *size, on_demand);
@@ -230,6 +238,23 @@ Result<MemoryEstimate> proved_in_pieces_memory(std::string_view algorithm, const
   estimate.add("the counts, held again", saturating_product(shape.counts.size(), 3 * sizeof(std::size_t)),
                std::to_string(shape.counts.size()) + " counts x 3");
   return estimate;
+}
+
+std::optional<Status> in_pieces_fit(std::string_view algorithm, const Case& shape, const Knobs& knobs,
+                                    const MemoryBudget& budget, const std::string& what, std::optional<InPieces>& cut,
+                                    std::uint64_t& bytes) {
+  Result<MemoryEstimate> least = proved_in_pieces_memory(algorithm, shape, std::nullopt, knobs);
+  if (!least) return std::nullopt;
+  Status least_fit =
+      fits(*least, budget, what + " in pieces (a piece per block at least)", "lower --ranks or --counts");
+  if (!least_fit) return least_fit;
+  Result<Schedule> made = make_schedule(algorithm, shape, knobs, Form::OnDemand);
+  cut = made ? in_pieces(*made) : std::nullopt;
+  if (!cut) return std::nullopt;
+  Result<MemoryEstimate> estimate = proved_in_pieces_memory(algorithm, shape, cut->schedule.shape, knobs);
+  if (!estimate) return std::nullopt;
+  bytes = estimate->total();
+  return fits(*estimate, budget, what + " in pieces", "lower --ranks or --counts");
 }
 
 }  // namespace collcheck::cli

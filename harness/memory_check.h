@@ -12,6 +12,7 @@
 #include "harness/arguments.h"
 #include "impls/algorithms/algorithms.h"
 #include "impls/backend/backend.h"
+#include "impls/prove/proof.h"
 #include "impls/sim/simulator.h"
 #include "reference/memory.h"
 
@@ -75,5 +76,13 @@ Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Cas
 // holds at least, with a piece per non-empty block (before the line is cut).
 Result<MemoryEstimate> proved_in_pieces_memory(std::string_view algorithm, const Case& shape,
                                                const std::optional<Case>& in_pieces, const Knobs& knobs);
+
+// Whether the proof in pieces of `shape` fits: first with a piece per block at least (before any
+// schedule is made; the refusal says so), then with its line cut (the schedule made on demand, every
+// step once), the schedule in pieces then given in `cut` and its estimate in `bytes`. Nothing where
+// it cannot be proven in pieces. `what`: the shape in words, for a refusal.
+std::optional<Status> in_pieces_fit(std::string_view algorithm, const Case& shape, const Knobs& knobs,
+                                    const MemoryBudget& budget, const std::string& what, std::optional<InPieces>& cut,
+                                    std::uint64_t& bytes);
 
 }  // namespace collcheck::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +26,9 @@ void set_counts(Case& c, std::vector<std::size_t> counts);
 // The counts under which a v-collective does what its uniform form does with `count`: every
 // entry `count` (as many as counts_needed()).
 std::vector<std::size_t> uniform_counts(Collective, int nranks, std::size_t count);
+// A v-collective's case as its uniform form (uniform_form) on `count`: every field but the counts,
+// which are not copied (an all-to-all-v's are n^2 long); out of place.
+Case uniform_case(const Case&, std::size_t count);
 // Counts for a sweep over one `count` (collcheck prove and simulate): the entries cycle through
 // count, 0, count+1 and count/2, so that one shape has zeros, uneven blocks and the count itself.
 std::vector<std::size_t> spread_counts(Collective, int nranks, std::size_t count);
@@ -49,6 +53,11 @@ struct RankElements {
   std::vector<std::size_t> inputs, outputs;  // per rank
 };
 RankElements rank_elements(const Case&);
+
+// An all-to-all-v's counts column by column, each in 32 bits: at d*n + s the count of pair (s, d),
+// so that a rank's column is read as one stretch, not a count n apart each (a cache miss each at
+// thousands of ranks). Empty where a count does not fit in 32 bits, or the case is no all-to-all-v.
+std::vector<std::uint32_t> narrow_columns(const Case&);
 
 // `3,0,5`: counts as the case text writes them (`counts=3,0,5`).
 std::string format_counts(std::span<const std::size_t> counts);

@@ -5,6 +5,7 @@
 
 #include "impls/algorithms/algorithms.h"
 #include "impls/algorithms/generator_support.h"
+#include "impls/algorithms/generators.h"
 #include "reference/counts.h"
 
 namespace collcheck {
@@ -110,6 +111,7 @@ Result<ScheduleSize> estimate_schedule(std::string_view algorithm, const Case& s
   if (per_rank_counts(shape.collective)) {
     ScheduleSize size = vector_estimate(shape, knobs);
     size.stream_links = stream_link_bound(algorithm, shape, size.participants, knobs);
+    if (algorithm == "pairwise") size.cover_count = pairwise_alltoallv_cover(shape, knobs);
     return size;
   }
   ScheduleSize size;
@@ -127,6 +129,9 @@ Result<ScheduleSize> estimate_schedule(std::string_view algorithm, const Case& s
                    : saturating_sum(saturating_product(piece_count(length, cut), piece.steps), size.participants);
   size.scratch_elements = saturating_product(piece.scratch, size.participants);
   size.stream_links = stream_link_bound(algorithm, shape, size.participants, knobs);
+  if (algorithm == "ring" && shape.collective == Collective::AllReduce) {
+    size.cover_count = ring_allreduce_cover(shape, knobs);
+  }
   // Partial sums that stay one run: ring order, recursive halving on a power of two (its halves'
   // ranks a stride apart), and in-network aggregation (a switch sums its children in order, each
   // covering the ranks just after the one before). Folded-in extra ranks and trees make several.

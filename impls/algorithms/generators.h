@@ -15,6 +15,9 @@ Schedule ring_allgatherv(const Case& shape, const Knobs& knobs);
 Schedule ring_reducescatterv(const Case& shape, const Knobs& knobs);
 // The same schedules made on demand, rank by rank (the stored ones are these made to the end).
 Schedule ring_allreduce_on_demand(const Case& shape, const Knobs& knobs);
+// The count of the cover the ring all-reduce offers (Schedule::cover: every block as long as the
+// longest), 0 where its blocks are equal and it offers none.
+std::size_t ring_allreduce_cover(const Case& shape, const Knobs& knobs);
 Schedule ring_allgather_on_demand(const Case& shape, const Knobs& knobs);
 Schedule ring_reducescatter_on_demand(const Case& shape, const Knobs& knobs);
 Schedule ring_allgatherv_on_demand(const Case& shape, const Knobs& knobs);
@@ -40,6 +43,9 @@ Schedule pairwise_alltoall(const Case& shape, const Knobs& knobs);
 Schedule pairwise_alltoall_on_demand(const Case& shape, const Knobs& knobs);
 Schedule pairwise_alltoallv(const Case& shape, const Knobs& knobs);
 Schedule pairwise_alltoallv_on_demand(const Case& shape, const Knobs& knobs);
+// The count of the cover pairwise all-to-all-v offers (Schedule::cover: all-to-all on the longest
+// pair's count), 0 where it offers none.
+std::size_t pairwise_alltoallv_cover(const Case& shape, const Knobs& knobs);
 
 // bruck.cc: Bruck's ceil(log2 n) rounds through scratch.
 Schedule bruck_alltoall(const Case& shape, const Knobs& knobs);

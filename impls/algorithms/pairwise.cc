@@ -2,6 +2,7 @@
 // receiving one per step, no two ranks sending to the same rank.
 #include "impls/algorithms/generators.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "impls/algorithms/generator_support.h"
@@ -46,6 +47,16 @@ using generators::send_step;
 struct PairwisePlan {
   Case shape;
   Knobs knobs;
+  // All-to-all-v's counts column by column (narrow_columns), where they fit in 32 bits: what rank r
+  // receives is its column, read as one stretch; else from the case's counts, a row apart each.
+  std::vector<std::uint32_t> columns;
+
+  // The count of the block rank r receives from rank `from`.
+  std::size_t received(int from, int r) const {
+    if (columns.empty()) return pair_count(shape, from, r);
+    return columns[static_cast<std::size_t>(r) * static_cast<std::size_t>(shape.nranks) +
+                   static_cast<std::size_t>(from)];
+  }
 };
 
 // All-to-all for rank r, piece by piece, step by step (a StepSequence made on demand; the stored
@@ -90,14 +101,15 @@ StepSequence alltoall_steps(std::shared_ptr<const PairwisePlan> plan, int r) {
 struct OwnBlocks {
   std::size_t sent_at = 0, received_at = 0, column_total = 0;
 };
-OwnBlocks own_blocks(const Case& shape, int r) {
+OwnBlocks own_blocks(const PairwisePlan& plan, int r) {
   OwnBlocks own;
-  for (int b = 0; b < shape.nranks; ++b) {
+  for (int b = 0; b < plan.shape.nranks; ++b) {
+    const std::size_t received = plan.received(b, r);
     if (b < r) {
-      own.sent_at += pair_count(shape, r, b);
-      own.received_at += pair_count(shape, b, r);
+      own.sent_at += pair_count(plan.shape, r, b);
+      own.received_at += received;
     }
-    own.column_total += pair_count(shape, b, r);
+    own.column_total += received;
   }
   return own;
 }
@@ -105,7 +117,7 @@ OwnBlocks own_blocks(const Case& shape, int r) {
 StepSequence alltoallv_steps(std::shared_ptr<const PairwisePlan> plan, int r) {
   const Case& shape = plan->shape;
   const int n = shape.nranks;
-  const auto [own_sent_at, own_received_at, column_total] = own_blocks(shape, r);
+  const auto [own_sent_at, own_received_at, column_total] = own_blocks(*plan, r);
   generators::StepBatch batch;
   auto block = [&](std::size_t start, std::size_t count) {
     std::vector<Piece> pieces = generators::pieces(count, plan->knobs);
@@ -131,7 +143,7 @@ StepSequence alltoallv_steps(std::shared_ptr<const PairwisePlan> plan, int r) {
       batch.add(send_step(to, at(BufferKind::Input, piece.offset, piece.count), piece.channel));
     }
     sent_at += sent;
-    const std::size_t received = pair_count(shape, from, r);
+    const std::size_t received = plan->received(from, r);
     received_at = (from == n - 1 ? column_total : received_at) - received;
     for (const Piece& piece : block(received_at, received)) {
       if (batch.room() < 1) co_yield batch.take();
@@ -144,7 +156,7 @@ StepSequence alltoallv_steps(std::shared_ptr<const PairwisePlan> plan, int r) {
 }  // namespace
 
 Schedule pairwise_alltoall_on_demand(const Case& shape, const Knobs& knobs) {
-  auto plan = std::make_shared<const PairwisePlan>(PairwisePlan{shape, knobs});
+  auto plan = std::make_shared<const PairwisePlan>(PairwisePlan{shape, knobs, {}});
   Schedule schedule = generators::on_demand(shape, "pairwise", [plan](int r) { return alltoall_steps(plan, r); });
   if (shape.in_place && shape.nranks > 2) {
     for (Participant& participant : schedule.participants)
@@ -161,8 +173,21 @@ Schedule pairwise_alltoallv_on_demand(const Case& shape, const Knobs& knobs) {
   generators::check(
       shape.counts.size() == static_cast<std::size_t>(shape.nranks) * static_cast<std::size_t>(shape.nranks),
       "alltoallv has a count per pair of ranks");
-  auto plan = std::make_shared<const PairwisePlan>(PairwisePlan{shape, knobs});
-  return generators::on_demand(shape, "pairwise", [plan](int r) { return alltoallv_steps(plan, r); });
+  auto plan = std::make_shared<const PairwisePlan>(PairwisePlan{shape, knobs, narrow_columns(shape)});
+  Schedule schedule = generators::on_demand(shape, "pairwise", [plan](int r) { return alltoallv_steps(plan, r); });
+  if (const std::size_t longest = pairwise_alltoallv_cover(shape, knobs)) {
+    Case covering = uniform_case(shape, longest);
+    schedule.cover = BlockCover{1, [covering, knobs] { return pairwise_alltoall_on_demand(covering, knobs); }};
+  }
+  return schedule;
+}
+
+// Blocks of unequal length: the cover is all-to-all on the longest pair's count, where each block
+// is one piece (one channel, chunks no shorter than the longest block), so that each rank's steps
+// come in the cover's order: its own block, then a send and a receive per step.
+std::size_t pairwise_alltoallv_cover(const Case& shape, const Knobs& knobs) {
+  const std::size_t longest = shape.counts.empty() ? 0 : *std::max_element(shape.counts.begin(), shape.counts.end());
+  return knobs.channels == 1 && (knobs.chunk == 0 || knobs.chunk >= longest) ? longest : 0;
 }
 
 Schedule pairwise_alltoallv(const Case& shape, const Knobs& knobs) {

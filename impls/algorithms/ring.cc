@@ -351,16 +351,22 @@ std::size_t forwarded_partials(int n, std::size_t elements) { return n > 2 ? ele
 
 Schedule ring_allreduce_on_demand(const Case& shape, const Knobs& knobs) {
   Schedule schedule = ring_on_demand(shape, knobs, allreduce_steps);
-  // Blocks of unequal length: the cover is the ring on every block as long as the longest (block
-  // 0 of part 0), so that the prover can still use the rotation.
-  const auto n = static_cast<std::size_t>(shape.nranks);
-  const auto parts = static_cast<std::size_t>(knobs.channels);
-  if (n > 1 && shape.count > 0 && shape.count % (parts * n) != 0) {
+  if (const std::size_t count = ring_allreduce_cover(shape, knobs)) {
     Case covering = shape;
-    covering.count = cover_count(shape.count, parts, n);
+    covering.count = count;
+    const auto parts = static_cast<std::size_t>(knobs.channels);
     schedule.cover = BlockCover{parts, [covering, knobs] { return ring_on_demand(covering, knobs, allreduce_steps); }};
   }
   return schedule;
+}
+
+// Blocks of unequal length: the cover is the ring on every block as long as the longest (block 0 of
+// part 0), so that the prover can still use the rotation.
+std::size_t ring_allreduce_cover(const Case& shape, const Knobs& knobs) {
+  const auto n = static_cast<std::size_t>(shape.nranks);
+  const auto parts = static_cast<std::size_t>(std::max(knobs.channels, 1));
+  if (n <= 1 || shape.count == 0 || shape.count % (parts * n) == 0) return 0;
+  return cover_count(shape.count, parts, n);
 }
 Schedule ring_allgather_on_demand(const Case& shape, const Knobs& knobs) {
   return ring_on_demand(shape, knobs, allgather_steps);

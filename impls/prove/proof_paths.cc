@@ -20,11 +20,22 @@ using provenance::Symmetry;
 // Blocks of unequal length: the cover's rank 0, where the schedule is the cover cut (cover.cc says
 // why that proves it). A proof that fails gives way to the full one, which names the step in the
 // schedule's own terms.
+// The cover's rank 0 runs in units where its ranges never cut one and the unit divides its blocks
+// (units.cc): every rank of the cover is then whole units too, turned by whole blocks.
 std::optional<Proof> prove_by_cover(const Schedule& schedule, unsigned threads) {
   std::optional<provenance::CoveredRank0> covered = provenance::cover_rank0(schedule, threads);
   if (!covered) return std::nullopt;
-  std::optional<Proof> proof = prove_valid(covered->cover, covered->rotation);
+  std::optional<InUnits> units = in_units(covered->cover);
+  const auto divides = [&units](const provenance::BufferCut& cut) {
+    return cut.part % units->unit == 0 && cut.block % units->unit == 0;
+  };
+  if (units && !std::all_of(covered->rotation.cuts.begin(), covered->rotation.cuts.end(), divides)) units.reset();
+  if (units) {
+    for (provenance::BufferCut& cut : covered->rotation.cuts) cut = {cut.part / units->unit, cut.block / units->unit};
+  }
+  std::optional<Proof> proof = prove_valid(units ? units->schedule : covered->cover, covered->rotation);
   if (!proof || !proof->ok) return std::nullopt;
+  if (units) proof->unit = units->unit;
   proof->steps = covered->steps;
   proof->messages = covered->messages;
   return proof;
@@ -62,9 +73,7 @@ std::optional<Proof> prove_by_symmetry(const Schedule& schedule, unsigned thread
     Status valid = validate(schedule);
     return valid ? prove_valid(schedule, symmetry) : Proof{false, valid.error().message, 0, 0};
   }
-  Schedule rank0 = schedule;
-  rank0.make_steps = {};
-  std::vector<Step>& steps = rank0.participants.front().steps;
+  std::vector<Step> steps;  // rank 0's, stored (the schedule is copied only where a symmetry holds)
   const BufferSizes sizes = buffer_sizes(schedule, 0);
   for (StepReader made = schedule.steps_of(0); made.next();) {
     Status valid = validate_step(schedule, 0, static_cast<int>(steps.size()), made.step(), sizes);
@@ -74,6 +83,9 @@ std::optional<Proof> prove_by_symmetry(const Schedule& schedule, unsigned thread
   if (several_streams(steps) && !provenance::streams_apart(schedule, steps)) return std::nullopt;
   const std::optional<Symmetry> symmetry = provenance::find_symmetry(schedule, steps, threads);
   if (!symmetry) return prove_by_cover(schedule, threads);
+  Schedule rank0 = schedule;
+  rank0.make_steps = {};
+  rank0.participants.front().steps = std::move(steps);
   return prove_valid(rank0, symmetry);
 }
 

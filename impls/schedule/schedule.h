@@ -94,11 +94,14 @@ Slice slice(std::size_t count, std::size_t parts, std::size_t index);
 
 struct Schedule;
 
-// Where a schedule cuts its input and output as the ring all-reduce does (into `parts` parts by
-// slice(), each part into one block per rank by slice(), so that blocks differ by an element where
-// the count does not divide), its cover: the same algorithm on the count at which every block is as
-// long as the longest block here. The prover turns the cover's rank 0 and cuts it to these blocks
-// to prove by rotation a schedule whose ranks' programs differ in length (impls/prove/cover.h).
+// Where a schedule's blocks differ in length, its cover: the same algorithm on the uniform count at
+// which every block is as long as the longest block here. Two kinds are known: the ring all-reduce,
+// which cuts its input and output into `parts` parts by slice(), each part into one block per rank
+// by slice(), so that blocks differ by an element where the count does not divide (the cover on the
+// count rounded up); and pairwise all-to-all-v, whose block for each pair holds that pair's count
+// (the cover: pairwise all-to-all on the longest pair's count; `parts` 1). The prover turns the
+// cover's rank 0 and cuts it to these blocks to prove by rotation a schedule whose ranks' programs
+// differ in length (impls/prove/cover.h).
 struct BlockCover {
   std::size_t parts = 0;
   std::function<Schedule()> make;
@@ -148,7 +151,8 @@ struct Schedule {
   // call a fresh sequence from its first step, and participants[p].steps stay empty (who the
   // participants are, their scratch and waits are still here). Unset: the steps are stored.
   MakeSteps make_steps;
-  BlockCover cover;  // set where the blocks differ in length and a cover exists (the ring all-reduce)
+  BlockCover
+      cover;  // set where the blocks differ in length and a cover exists (ring all-reduce, pairwise all-to-all-v)
 
   bool on_demand() const { return static_cast<bool>(make_steps); }
   // Participant p's steps in order, made on demand or read from the stored ones: the one way to
@@ -235,6 +239,8 @@ struct ScheduleSize {
   // power of two with a stride), else an allowance of 3 (measured: rhd folding extra ranks in holds
   // about 2 on average at 1000 ranks).
   std::uint64_t runs_per_reduced_element = 3;
+  // The uniform count of the cover the schedule offers (Schedule::cover), 0 where it offers none.
+  std::uint64_t cover_count = 0;
 };
 
 // The bytes a schedule of that size holds (its steps and participants).

@@ -59,12 +59,21 @@ collcheck_add_cli_test(memory_prove_allgatherv_in_pieces_refused prove --algorit
   --ranks 1024 --counts 64 --memory-limit 8M STATUS 2
   STDERR "^collcheck prove: ring allgatherv on 1024 ranks, count [0-9]+ in pieces \\(a piece per block at least\\) needs about [0-9.]+ MiB .*the line's cuts"
   EMPTY stdout)
-# A shape whose ranks' buffers differ (pairwise all-to-allv's uneven counts) cannot be proven on rank 0
-# alone, and its counts share no unit: proven in pieces (a piece per block from one rank to another)
-# where its full proof (200 MiB) does not fit; where not even a piece per block would fit, refused
-# before any schedule is made, the table never started.
+# A shape whose ranks' buffers differ (pairwise all-to-allv's uneven counts) is proven on rank 0 through
+# its cover (all-to-all on the longest pair's count, in units of a block). With chunks shorter than
+# the longest block no cover is offered, and its counts share no unit: proven in pieces (a piece per
+# chunk of a block) where its full proof (200 MiB) does not fit; where neither the cover's proof nor
+# a piece per block would fit, refused before any schedule is made, the table never started, with
+# the estimate of the least (through the cover where the line is too long to cut).
+collcheck_add_cli_test(memory_prove_alltoallv_through_cover prove --algorithm pairwise --collective alltoallv
+  --ranks 1024 --counts 4096 STATUS 0
+  STDOUT "  513\\.\\.1024 +1 +1 +0 +[0-9]+ +[0-9.]+ s +1 +1 +0\n1 of 1 schedules proven\n$" EMPTY stderr)
+collcheck_add_cli_test(memory_prove_alltoallv_cover_refused prove --algorithm pairwise --collective alltoallv
+  --ranks 12000 --counts 4096 --memory-limit 1G STATUS 2
+  STDERR "^collcheck prove: pairwise alltoallv on 12000 ranks, count [0-9]+ through its cover needs about [0-9.]+ GiB .*the counts [0-9.]+ GiB: 144000000 counts x 28 B\\), more than the --memory-limit of 1\\.0 GiB; lower --ranks or --counts, or raise --memory-limit\n$"
+  EMPTY stdout)
 collcheck_add_cli_test(memory_prove_alltoallv_in_pieces prove --algorithm pairwise --collective alltoallv
-  --ranks 64 --counts 4096 --memory-limit 16M STATUS 0
+  --ranks 64 --counts 4096 --chunk 1024 --memory-limit 16M STATUS 0
   STDOUT "  33\\.\\.64 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +0 +1\n1 of 1 schedules proven\n$" EMPTY stderr)
 collcheck_add_cli_test(memory_prove_uneven_refused_up_front prove --algorithm pairwise --collective alltoallv
   --ranks 64 --counts 4096 --memory-limit 1M STATUS 2
@@ -105,6 +114,7 @@ collcheck_add_cli_test(memory_too_small simulate --algorithm ring --ranks 4 --co
   STDERR "^collcheck simulate: --counts 1024 needs about [0-9.]+ KiB" EMPTY stdout)
 set_tests_properties(cli.memory_replay_huge_case cli.memory_simulate_many_chunks cli.memory_simulate_all_to_all_routes cli.memory_check_large_ranges
   cli.memory_prove_many_ranks cli.memory_prove_symmetric_by_rank0 cli.memory_prove_alltoall_by_rank0 cli.memory_prove_innet_in_units cli.memory_prove_allgatherv_in_pieces
-  cli.memory_prove_allgatherv_in_pieces_refused cli.memory_prove_alltoallv_in_pieces cli.memory_prove_uneven_refused_up_front
+  cli.memory_prove_allgatherv_in_pieces_refused cli.memory_prove_alltoallv_through_cover
+  cli.memory_prove_alltoallv_cover_refused cli.memory_prove_alltoallv_in_pieces cli.memory_prove_uneven_refused_up_front
   cli.memory_prove_refused_when_reached cli.memory_bench_large_size cli.memory_replay_fits cli.memory_no_limit
   cli.memory_bad_limit cli.memory_too_small PROPERTIES LABELS "cli;memory")

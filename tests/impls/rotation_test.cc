@@ -1,6 +1,7 @@
 // Proof by rotation: rank 0 alone stands for every rank where every rank's program is rank 0's
-// turned (equal blocks), or the ring's cover turned and cut (blocks of unequal length); any one
-// rank changed, or a collective whose outputs do not turn, sends the proof back to every rank.
+// turned (equal blocks), or a cover turned and cut (the ring's or pairwise all-to-all-v's blocks of
+// unequal length); any one rank changed, or a collective whose outputs do not turn, sends the proof
+// back to every rank.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -305,6 +306,140 @@ TEST(Proof, TheCoverCheckRefusesAMessageThatMovesItsElements) {
   cut.shape.count = 3;
   cut.participants[1].steps = program(2, 2, 1);
   cut.participants[1].steps[0].peer = cut.participants[1].steps[1].peer = 0;
+  cut.cover = BlockCover{1, [cover] { return cover; }};
+  EXPECT_FALSE(provenance::cover_rank0(cut));
+  EXPECT_FALSE(prove(cut).ok);
+}
+
+// Counts that differ for every pair (and an empty block on every row but the last): not the sweep's
+// spread counts, whose rows repeat.
+Case uneven_alltoallv(int nranks) {
+  Case shape = spread_case(Collective::AllToAllV, 1, nranks);
+  std::vector<std::size_t> counts(shape.counts.size());
+  for (std::size_t pair = 0; pair < counts.size(); ++pair) counts[pair] = (pair * 7 + pair / 3) % 6;
+  set_counts(shape, std::move(counts));
+  return shape;
+}
+
+// Pairwise all-to-all-v's blocks differ in length (the counts of its pairs), so no rank's program is
+// rank 0's turned; its cover is all-to-all on the longest pair's count, turned and cut. On every
+// rank count in 2..12, at spread counts and at counts that differ for every pair, rank 0 alone runs
+// (in units of a block), on 1 or 3 threads, and counts the steps and messages the full proof counts.
+// Chunks shorter than the longest block come in another order than the cover's: no cover is
+// offered, and the proof goes another way.
+TEST(Proof, ProvesPairwiseAllToAllVThroughItsCover) {
+  for (int nranks = 2; nranks <= 12; ++nranks) {
+    for (const Case& shape : {spread_case(Collective::AllToAllV, 4, nranks), uneven_alltoallv(nranks)}) {
+      Result<Schedule> pairwise = make_schedule("pairwise", shape, Knobs{}, Form::OnDemand);
+      ASSERT_TRUE(pairwise.ok()) << pairwise.error().message;
+      ASSERT_TRUE(pairwise->cover) << to_string(shape);
+      for (unsigned threads : {1U, 3U}) {
+        const std::optional<Proof> proof = prove_by_symmetry(*pairwise, threads);
+        ASSERT_TRUE(proof) << to_string(shape);
+        EXPECT_TRUE(proof->ok && proof->by_symmetry) << proof->message;
+        EXPECT_GT(proof->unit, 1U) << to_string(shape);
+        const Proof full = prove_in_full(*pairwise);
+        EXPECT_EQ(proof->steps, full.steps) << to_string(shape);
+        EXPECT_EQ(proof->messages, full.messages) << to_string(shape);
+      }
+    }
+    Result<Schedule> chunked = make_schedule("pairwise", spread_case(Collective::AllToAllV, 4, nranks), Knobs{2, 1, 4});
+    ASSERT_TRUE(chunked.ok());
+    EXPECT_FALSE(chunked->cover);
+    EXPECT_FALSE(prove(*chunked).by_symmetry);
+  }
+}
+
+// The cover's check compares every rank of pairwise all-to-all-v with the cover turned and cut: with
+// any one rank changed -- a block received where the next begins, a send to the wrong peer, a step
+// gone, two blocks of the same length received into each other's place (which rank 0's program,
+// run alone, would prove) -- the cover is refused and the full proof decides. A cover on another
+// count, or of another algorithm, is refused too.
+TEST(Proof, TheAllToAllVCoverCheckRefusesAnyRankChanged) {
+  using Change = bool (*)(std::vector<Step>&, int nranks);
+  const std::pair<const char*, Change> changes[] = {
+      {"a block received an element on",
+       [](std::vector<Step>& steps, int) {
+         steps.back().to.offset += 1;
+         return true;
+       }},
+      {"a send to the wrong peer",
+       [](std::vector<Step>& steps, int nranks) {
+         steps[1].peer = (steps[1].peer + 1) % nranks;
+         return true;
+       }},
+      {"a step gone",
+       [](std::vector<Step>& steps, int) {
+         steps.erase(steps.begin() + 1);
+         return true;
+       }},
+      {"two blocks received into each other's place",
+       [](std::vector<Step>& steps, int) {
+         for (Step& first : steps) {
+           for (Step& second : steps) {
+             if (&first != &second && first.receives() && second.receives() && first.to.count == second.to.count &&
+                 first.to.offset < second.to.offset) {
+               std::swap(first.to, second.to);
+               return true;
+             }
+           }
+         }
+         return false;
+       }},
+  };
+  const int nranks = 7;
+  const Case shape = uneven_alltoallv(nranks);
+  Result<Schedule> pairwise = make_schedule("pairwise", shape, Knobs{});
+  ASSERT_TRUE(pairwise.ok());
+  ASSERT_TRUE(provenance::cover_rank0(on_demand(*pairwise)));
+  for (int rank : {0, 3, 6}) {
+    for (const auto& [what, change] : changes) {
+      Schedule changed = *pairwise;
+      if (!change(changed.participants[static_cast<std::size_t>(rank)].steps, nranks)) continue;
+      for (unsigned threads : {1U, 3U}) {
+        EXPECT_FALSE(provenance::cover_rank0(on_demand(changed), threads)) << "rank " << rank << ": " << what;
+      }
+      const Proof proof = prove(changed);
+      EXPECT_FALSE(proof.ok) << "rank " << rank << ": " << what;
+      EXPECT_FALSE(proof.by_symmetry) << what;
+    }
+  }
+  const Case covering = pairwise->cover.make().shape;
+  Schedule wrong_cover = *pairwise;
+  wrong_cover.cover.make = [covering] {
+    Case more = covering;
+    more.count += 1;
+    return *make_schedule("pairwise", more, Knobs{});
+  };
+  EXPECT_FALSE(provenance::cover_rank0(wrong_cover));
+  wrong_cover.cover.make = [covering] { return *make_schedule("bruck", covering, Knobs{}); };
+  EXPECT_FALSE(provenance::cover_rank0(wrong_cover));
+}
+
+// An all-to-all's message must carry its pair's elements to the same place in the pair's block.
+// Here the 2-rank cover (blocks of 2) sends the first element of the block for its peer and takes
+// its peer's into the second element of the block from it: cut to counts whose block from rank 1
+// to rank 0 has one element, rank 0 no longer receives while rank 1 still sends. Every rank is the
+// cover cut, so only the check of the messages refuses it.
+TEST(Proof, TheAllToAllVCoverCheckRefusesAMessageThatMovesItsElements) {
+  const auto program = [](int peer, std::uint64_t from, std::uint64_t into, bool receives) {
+    std::vector<Step> steps{Step{StepKind::Send, peer, Range{BufferKind::Input, from, 1}, Range{}, 0, 0}};
+    if (receives) steps.push_back(Step{StepKind::Recv, peer, Range{}, Range{BufferKind::Output, into, 1}, 0, 0});
+    return steps;
+  };
+  Schedule cover;
+  cover.algorithm = "hand";
+  cover.shape = uniform_case(spread_case(Collective::AllToAllV, 2, 2), 2);
+  cover.participants.resize(2);
+  cover.participants[0].steps = program(1, 2, 3, true);  // pair (0, 1) element 0; pair (1, 0) element 1
+  cover.participants[1].steps = program(0, 0, 1, true);  // pair (1, 0) element 0; pair (0, 1) element 1
+  Schedule cut;
+  cut.algorithm = "hand";
+  cut.shape = spread_case(Collective::AllToAllV, 2, 2);
+  set_counts(cut.shape, {2, 2, 1, 2});
+  cut.participants.resize(2);
+  cut.participants[0].steps = program(1, 2, 0, false);  // the block from 1 holds 1 element: element 1 is gone
+  cut.participants[1].steps = program(0, 0, 1, true);   // rank 1's output: 2 from rank 0, then its own
   cut.cover = BlockCover{1, [cover] { return cover; }};
   EXPECT_FALSE(provenance::cover_rank0(cut));
   EXPECT_FALSE(prove(cut).ok);

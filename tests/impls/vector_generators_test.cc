@@ -132,5 +132,26 @@ TEST(VectorProof, AllToAllVMovesEachPairsBlock) {
   EXPECT_FALSE(prove(schedule).ok);
 }
 
+// Pairwise all-to-all-v reads what a rank receives from the counts by column in 32 bits where they
+// fit; a count of 2^32 elements or more is read from the case's counts. Both ways give the blocks
+// their places: rank 1 of 2 copies its own block behind the one from rank 0, sends its block for
+// rank 0 from the start of its input and receives rank 0's at the start of its output.
+TEST(PairwiseAllToAllV, PlacesBlocksWhateverWidthTheirCountsHave) {
+  for (std::size_t wide : {std::size_t{5}, (std::size_t{1} << 32) + 3}) {
+    Case shape = spread_case(Collective::AllToAllV, 1, 2);
+    set_counts(shape, {1, wide, 5, 2});
+    ASSERT_TRUE(validate(shape).ok());
+    Result<Schedule> schedule = make_schedule("pairwise", shape, Knobs{}, Form::OnDemand);
+    ASSERT_TRUE(schedule.ok()) << schedule.error().message;
+    std::vector<Step> steps;
+    for (StepReader reader = schedule->steps_of(1); reader.next();) steps.push_back(reader.step());
+    ASSERT_EQ(steps.size(), 3U) << wide;
+    EXPECT_EQ(steps[0].from, (Range{BufferKind::Input, 5, 2})) << wide;
+    EXPECT_EQ(steps[0].to, (Range{BufferKind::Output, wide, 2})) << wide;
+    EXPECT_EQ(steps[1].from, (Range{BufferKind::Input, 0, 5})) << wide;
+    EXPECT_EQ(steps[2].to, (Range{BufferKind::Output, 0, wide})) << wide;
+  }
+}
+
 }  // namespace
 }  // namespace collcheck
