@@ -151,10 +151,9 @@ struct RingBlocks {
                  std::min(where.end, block_length) - where.first};
     }
   };
-  std::vector<OfRank> of_ranks(std::size_t first, std::size_t end) const {
-    std::vector<OfRank> ranks;
+  void of_ranks(std::size_t first, std::size_t end, std::vector<OfRank>& ranks) const {
+    ranks.clear();
     for (std::size_t by = first; by < end; ++by) ranks.push_back(OfRank{*this, by});
-    return ranks;
   }
 };
 
@@ -216,8 +215,8 @@ struct PairBlocks {
   // its column in its output (`column`), and one past the last.
   struct OfRank {
     std::vector<std::uint64_t> row, column;
-    std::uint64_t by;
-    std::size_t nranks;
+    std::uint64_t by = 0;
+    std::size_t nranks = 0;
 
     Cut cut(const Placed& where, BufferKind buffer) const {
       const bool input = buffer == BufferKind::Input;
@@ -230,19 +229,22 @@ struct PairBlocks {
   };
   // Ranks first..end-1's blocks, their columns read together along the rows of counts (a column
   // alone is a count a row apart each: a cache miss each at thousands of ranks).
-  std::vector<OfRank> of_ranks(std::size_t first, std::size_t end) const {
-    std::vector<OfRank> ranks;
+  // `ranks` keeps its tables from one call to the next (each 8(n+1) bytes: allocated once per thread).
+  void of_ranks(std::size_t first, std::size_t end, std::vector<OfRank>& ranks) const {
+    ranks.resize(end - first);
     for (std::size_t by = first; by < end; ++by) {
-      OfRank rank{std::vector<std::uint64_t>(nranks + 1, 0), std::vector<std::uint64_t>(nranks + 1, 0), by, nranks};
+      OfRank& rank = ranks[by - first];
+      rank.by = by;
+      rank.nranks = nranks;
+      rank.row.assign(nranks + 1, 0);
+      rank.column.assign(nranks + 1, 0);
       for (std::size_t other = 0; other < nranks; ++other)
         rank.row[other + 1] = rank.row[other] + shape.counts[by * nranks + other];
-      ranks.push_back(std::move(rank));
     }
     for (std::size_t other = 0; other < nranks; ++other) {
       const std::size_t* counts = shape.counts.data() + other * nranks;
       for (OfRank& rank : ranks) rank.column[other + 1] = rank.column[other] + counts[rank.by];
     }
-    return ranks;
   }
 };
 
@@ -349,8 +351,11 @@ std::optional<CoveredRank0> cover_through(const Schedule& s, const Blocks& block
   std::atomic<bool> cut{true};
   constexpr std::size_t kRanksAtOnce = 64;  // ranks whose blocks are worked out together
   const auto n = static_cast<std::size_t>(s.nranks());
-  share_indices((n + kRanksAtOnce - 1) / kRanksAtOnce, threads, [&](std::size_t group, std::size_t) {
-    for (const auto& rank : blocks.of_ranks(group * kRanksAtOnce, std::min(n, (group + 1) * kRanksAtOnce))) {
+  std::vector<std::vector<typename Blocks::OfRank>> per_thread(std::max(threads, 1U));
+  share_indices((n + kRanksAtOnce - 1) / kRanksAtOnce, threads, [&](std::size_t group, std::size_t thread) {
+    std::vector<typename Blocks::OfRank>& ranks = per_thread[thread];
+    blocks.of_ranks(group * kRanksAtOnce, std::min(n, (group + 1) * kRanksAtOnce), ranks);
+    for (const auto& rank : ranks) {
       if (cut.load() && !cut_into(s, placed, rank, steps, sends)) cut = false;
     }
     return cut.load();

@@ -396,6 +396,19 @@ std::optional<std::string> outputs_turn(const Schedule& s, const Symmetry& symme
       symmetry.of(BufferKind::Input) == symmetry.of(BufferKind::Output)) {
     return std::nullopt;
   }
+  // An all-to-all requires of rank r's element j of output block b element j of rank b's input block
+  // r. Where a rotation turns both buffers' blocks of count elements, rank 0's element j of block b
+  // needs rank b's input block 0, turned: rank b+r's block r, which is what rank r's block b+r needs
+  // (n x n blocks otherwise, each a stretch of its own when the proof is in units of a block).
+  const BufferCut blocks_of_count{static_cast<std::uint64_t>(s.nranks()) * s.shape.count, s.shape.count};
+  const auto in_blocks_of_count = [&](BufferKind kind) {
+    const Turning turning = symmetry.of(kind);
+    return turning.part == blocks_of_count.part && turning.block == blocks_of_count.block;
+  };
+  if (s.shape.collective == Collective::AllToAll && !s.shape.in_place && symmetry.turn == Turn::Rotation &&
+      in_blocks_of_count(BufferKind::Input) && in_blocks_of_count(BufferKind::Output)) {
+    return std::nullopt;
+  }
   const auto n = static_cast<std::uint32_t>(s.nranks());
   const Turning output = symmetry.of(BufferKind::Output);
   const VectorBlocks blocks0 = vector_blocks(s.shape, 0);

@@ -129,6 +129,28 @@ TEST(Proof, AnAllReduceWhoseInputDoesNotTurnStillHasItsOutputsChecked) {
   expect_outputs_refused(swapped, "allreduce");
 }
 
+// An all-to-all needs no outputs check only where both buffers turn in blocks of its count. Here 2
+// ranks keep their output's places (the output does not turn): each copies its own input block into
+// output block 0 and receives its peer's into block 1, right for rank 0 alone and wrong for rank 1,
+// whose own block belongs in block 1. The check must run and refuse it.
+TEST(Proof, AnAllToAllWhoseOutputDoesNotTurnStillHasItsOutputsChecked) {
+  Schedule kept;
+  kept.algorithm = "hand";
+  kept.shape = spread_case(Collective::AllToAll, 1, 2);
+  kept.participants.resize(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto own = static_cast<std::uint64_t>(rank);
+    kept.copy(rank, Range{BufferKind::Input, own, 1}, Range{BufferKind::Output, 0, 1});
+    kept.add(rank, Step{StepKind::Send, 1 - rank, Range{BufferKind::Input, 1 - own, 1}, Range{}, 0, 0});
+    kept.add(rank, Step{StepKind::Recv, 1 - rank, Range{}, Range{BufferKind::Output, 1, 1}, 0, 0});
+  }
+  const std::optional<provenance::Symmetry> rotation = provenance::find_symmetry(kept);
+  ASSERT_TRUE(rotation);
+  EXPECT_EQ(rotation->of(BufferKind::Input).part, 2U);
+  EXPECT_EQ(rotation->of(BufferKind::Output).part, 0U);
+  expect_outputs_refused(kept, "alltoall");
+}
+
 // The rotation check on several threads compares every rank: a ring of 100 ranks made on demand
 // is proven on rank 0 alone with 1, 3 or 8 threads, and one whose rank 1, 16, 17, 50, 98 or 99 alone differs
 // (a harmless copy added) is refused the symmetric path by each, then proven in full.
