@@ -22,6 +22,15 @@ namespace {
 
 using proof_support::on_demand;
 
+// A schedule written by hand for `shape`: one participant per rank, no steps yet.
+Schedule by_hand(Case shape) {
+  Schedule schedule;
+  schedule.algorithm = "hand";
+  schedule.participants.resize(static_cast<std::size_t>(shape.nranks));
+  schedule.shape = std::move(shape);
+  return schedule;
+}
+
 // Where every channel's part splits into n equal blocks, every rank's ring program is rank 0's
 // turned by its rank; where the blocks differ in length (17 elements on 8 ranks, or 12 per
 // channel), it is the ring's cover turned and cut. Either way rank 0 alone runs, the proof says so,
@@ -96,10 +105,7 @@ void expect_outputs_refused(const Schedule& schedule, const std::string& collect
 // the broadcast's outputs do not turn (every rank needs rank 0's input, not its own turned), which
 // makes rank 1's outputs, rank 0's turned, wrong.
 TEST(Proof, RefusesTheSymmetricPathWhereTheCollectiveDoesNotTurn) {
-  Schedule copies;
-  copies.algorithm = "hand";
-  copies.shape = spread_case(Collective::Broadcast, 5, 4);
-  copies.participants.resize(4);
+  Schedule copies = by_hand(spread_case(Collective::Broadcast, 5, 4));
   for (int rank = 0; rank < 4; ++rank)
     copies.copy(rank, Range{BufferKind::Input, 0, 5}, Range{BufferKind::Output, 0, 5});
   expect_outputs_refused(copies, "broadcast");
@@ -110,10 +116,7 @@ TEST(Proof, RefusesTheSymmetricPathWhereTheCollectiveDoesNotTurn) {
 // output block of that element (the output turns): rank 0 alone proves, but rank 1, rank 0 turned,
 // puts the sum of elements 0 into its output element 1. The check must run and refuse it.
 TEST(Proof, AnAllReduceWhoseInputDoesNotTurnStillHasItsOutputsChecked) {
-  Schedule swapped;
-  swapped.algorithm = "hand";
-  swapped.shape = spread_case(Collective::AllReduce, 2, 2);
-  swapped.participants.resize(2);
+  Schedule swapped = by_hand(spread_case(Collective::AllReduce, 2, 2));
   for (int rank = 0; rank < 2; ++rank) {
     for (std::uint64_t element : {0, 1}) {
       const std::uint64_t into = (element + static_cast<std::uint64_t>(rank)) % 2;
@@ -134,10 +137,7 @@ TEST(Proof, AnAllReduceWhoseInputDoesNotTurnStillHasItsOutputsChecked) {
 // output block 0 and receives its peer's into block 1, right for rank 0 alone and wrong for rank 1,
 // whose own block belongs in block 1. The check must run and refuse it.
 TEST(Proof, AnAllToAllWhoseOutputDoesNotTurnStillHasItsOutputsChecked) {
-  Schedule kept;
-  kept.algorithm = "hand";
-  kept.shape = spread_case(Collective::AllToAll, 1, 2);
-  kept.participants.resize(2);
+  Schedule kept = by_hand(spread_case(Collective::AllToAll, 1, 2));
   for (int rank = 0; rank < 2; ++rank) {
     const auto own = static_cast<std::uint64_t>(rank);
     kept.copy(rank, Range{BufferKind::Input, own, 1}, Range{BufferKind::Output, 0, 1});
@@ -193,10 +193,7 @@ TEST(Proof, ProvesInPlaceGathersAndScattersOnRankZero) {
 // would be right, but rank 1's input lies at element 1, which its program overwrites, and what it
 // sends it never had. Its input's place does not turn with the output: the shortcut must refuse it.
 TEST(Proof, InPlaceTheInputsPlaceMustTurnWithTheOutput) {
-  Schedule schedule;
-  schedule.algorithm = "hand";
-  schedule.shape = spread_case(Collective::AllGather, 1, 2, 0, true);
-  schedule.participants.resize(2);
+  Schedule schedule = by_hand(spread_case(Collective::AllGather, 1, 2, 0, true));
   for (int rank = 0; rank < 2; ++rank) {
     schedule.add(rank, Step{StepKind::Send, 1 - rank, Range{BufferKind::Output, 0, 1}, Range{}, 0, 0});
     schedule.add(rank, Step{StepKind::Recv, 1 - rank, Range{}, Range{BufferKind::Output, 1, 1}, 0, 0});
@@ -317,10 +314,7 @@ TEST(Proof, TheCoverCheckRefusesAMessageThatMovesItsElements) {
     return std::vector<Step>{Step{StepKind::Send, 1, Range{BufferKind::Input, from, count}, Range{}, 0, 0},
                              Step{StepKind::Recv, 1, Range{}, Range{BufferKind::Output, into, count}, 0, 0}};
   };
-  Schedule cover;
-  cover.algorithm = "hand";
-  cover.shape = spread_case(Collective::AllReduce, 4, 2);
-  cover.participants.resize(2);
+  Schedule cover = by_hand(spread_case(Collective::AllReduce, 4, 2));
   cover.participants[0].steps = program(0, 0, 2);
   cover.participants[1].steps = program(2, 2, 2);
   cover.participants[1].steps[0].peer = cover.participants[1].steps[1].peer = 0;
@@ -449,17 +443,12 @@ TEST(Proof, TheAllToAllVCoverCheckRefusesAMessageThatMovesItsElements) {
     if (receives) steps.push_back(Step{StepKind::Recv, peer, Range{}, Range{BufferKind::Output, into, 1}, 0, 0});
     return steps;
   };
-  Schedule cover;
-  cover.algorithm = "hand";
-  cover.shape = uniform_case(spread_case(Collective::AllToAllV, 2, 2), 2);
-  cover.participants.resize(2);
+  Schedule cover = by_hand(uniform_case(spread_case(Collective::AllToAllV, 2, 2), 2));
   cover.participants[0].steps = program(1, 2, 3, true);  // pair (0, 1) element 0; pair (1, 0) element 1
   cover.participants[1].steps = program(0, 0, 1, true);  // pair (1, 0) element 0; pair (0, 1) element 1
-  Schedule cut;
-  cut.algorithm = "hand";
-  cut.shape = spread_case(Collective::AllToAllV, 2, 2);
-  set_counts(cut.shape, {2, 2, 1, 2});
-  cut.participants.resize(2);
+  Case uneven = spread_case(Collective::AllToAllV, 2, 2);
+  set_counts(uneven, {2, 2, 1, 2});
+  Schedule cut = by_hand(uneven);
   cut.participants[0].steps = program(1, 2, 0, false);  // the block from 1 holds 1 element: element 1 is gone
   cut.participants[1].steps = program(0, 0, 1, true);   // rank 1's output: 2 from rank 0, then its own
   cut.cover = BlockCover{1, [cover] { return cover; }};
