@@ -139,6 +139,7 @@ struct RingBlocks {
 
   // Rank `by`'s blocks: every rank's are alike.
   struct OfRank {
+    static constexpr bool kBuffersAlike = true;
     const RingBlocks& blocks;
     std::uint64_t by;
 
@@ -214,6 +215,7 @@ struct PairBlocks {
   // Rank `by`'s blocks: where each block of its row starts in its input (`row`) and each block of
   // its column in its output (`column`), and one past the last.
   struct OfRank {
+    static constexpr bool kBuffersAlike = false;  // input by the row, output by the column
     std::vector<std::uint64_t> row, column;
     std::uint64_t by = 0;
     std::size_t nranks = 0;
@@ -270,9 +272,11 @@ std::optional<CoverStep> cover_step(const Step& step, const Blocks& blocks) {
   return from->placed ? CoverStep{step, *from, step.from.buffer} : CoverStep{step, *to, step.to.buffer};
 }
 
-// Whether `got` is the cover's step `model` turned by `by` (its peer too) and cut to `rank`'s blocks.
+// Whether `got` is the cover's step `model` turned by `by` (its peer too) and cut to `rank`'s blocks,
+// `place` being the cut in the buffer it is held in (the other buffer's worked out where they differ).
 template <typename OfRank>
-bool is_cut(const Step& got, const CoverStep& cover, const OfRank& rank, std::uint64_t by, std::uint64_t n) {
+bool is_cut(const Step& got, const CoverStep& cover, const Cut& place, const OfRank& rank, std::uint64_t by,
+            std::uint64_t n) {
   const Step& model = cover.model;
   if (got.kind != model.kind || got.channel != model.channel || got.stream != model.stream) return false;
   if (model.sends() || model.receives()) {
@@ -282,8 +286,9 @@ bool is_cut(const Step& got, const CoverStep& cover, const OfRank& rank, std::ui
   }
   const auto same = [&](const Range& range, const Range& modelled) {
     if (modelled.count == 0) return range == modelled;
-    const Cut place = rank.cut(cover.where, modelled.buffer);
-    return range.buffer == modelled.buffer && range.offset == place.offset && range.count == place.length;
+    const Cut there =
+        OfRank::kBuffersAlike || modelled.buffer == cover.held_in ? place : rank.cut(cover.where, modelled.buffer);
+    return range.buffer == modelled.buffer && range.offset == there.offset && range.count == there.length;
   };
   return same(got.from, model.from) && same(got.to, model.to);
 }
@@ -298,8 +303,11 @@ bool cut_into(const Schedule& s, const std::vector<CoverStep>& cover, const OfRa
   StepReader mine = s.steps_of(static_cast<int>(by));
   std::size_t made = 0, sent = 0;
   for (const CoverStep& step : cover) {
-    if (step.where.placed && !rank.cut(step.where, step.held_in).kept) continue;
-    if (!mine.next() || !is_cut(mine.step(), step, rank, by, static_cast<std::uint64_t>(s.nranks()))) return false;
+    const Cut place = step.where.placed ? rank.cut(step.where, step.held_in) : Cut{};
+    if (!place.kept) continue;
+    if (!mine.next() || !is_cut(mine.step(), step, place, rank, by, static_cast<std::uint64_t>(s.nranks()))) {
+      return false;
+    }
     ++made;
     if (step.model.sends()) ++sent;
   }
