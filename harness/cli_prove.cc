@@ -48,8 +48,7 @@ constexpr Option kOptions[] = {
 };
 constexpr int kUsageError = 2;
 
-// Lines cut before the proofs (shape_fits cuts a v-collective's to count its pieces), kept for the
-// proof of the same shape (prove_one takes it), so that every step is not made once more to cut it.
+// Lines cut before the proofs (shape_fits, to count a v-collective's pieces), kept for its proof (prove_one).
 class CutLines {
  public:
   void keep(const std::string& key, InPieces pieces) {
@@ -367,16 +366,26 @@ ShapeProof prove_one(const Algorithm& algorithm, const Case& shape, const Sweep&
   return result;
 }
 
+// A shape of the sweep, made as its proof starts: a sweep must not hold every all-to-all-v's n^2 counts.
+struct ShapeToProve {
+  std::size_t count;
+  int nranks, root;
+  bool in_place;
+};
+
 // Proves `shapes` on `jobs` threads, each taking the next shape not yet taken; the results in the
 // shapes' order. A refusal stops every shape after it from starting.
-std::vector<ShapeProof> prove_shapes(const Algorithm& algorithm, const std::vector<Case>& shapes, const Sweep& sweep) {
+std::vector<ShapeProof> prove_shapes(const Algorithm& algorithm, const std::vector<ShapeToProve>& shapes,
+                                     const Sweep& sweep) {
   std::vector<ShapeProof> results(shapes.size());
   const std::size_t threads = std::min<std::size_t>(sweep.jobs, shapes.size());
   const auto per_proof = static_cast<unsigned>(threads == 0 ? 1 : std::max<std::size_t>(1, sweep.threads / threads));
   std::atomic<std::size_t> refused_at{shapes.size()};
   share_indices(shapes.size(), threads, [&](std::size_t k, std::size_t) {
     if (k >= refused_at.load()) return false;
-    results[k] = prove_one(algorithm, shapes[k], sweep, per_proof);
+    const auto& [count, nranks, root, in_place] = shapes[k];
+    results[k] =
+        prove_one(algorithm, spread_case(algorithm.collective, count, nranks, root, in_place), sweep, per_proof);
     if (!results[k].refused) {
       std::size_t earliest = refused_at.load();
       while (k < earliest && !refused_at.compare_exchange_weak(earliest, k)) {
@@ -406,13 +415,12 @@ void print_bands(const Algorithm& algorithm, const std::vector<Band>& bands, std
   table.print(out);
 }
 
-// Proves every shape of the sweep for one algorithm (sweep.jobs at once), band by band of rank
-// counts; the failures are appended to `failures`, in the shapes' order.
-// Stops at a shape whose full proof memory could not hold, with `refused` saying so.
+// Proves every shape of the sweep for one algorithm (sweep.jobs at once), band by band of rank counts; the
+// failures are appended to `failures`, in the shapes' order. Stops at a refused shape (`refused` says why).
 std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep, std::vector<Failure>& failures,
                                   Status& refused) {
   std::vector<Band> bands;
-  std::vector<Case> shapes;
+  std::vector<ShapeToProve> shapes;
   std::vector<std::size_t> band_of_shape;
   for (std::uint64_t n : sweep.ranks) {
     if (bands.empty() || bands.back().label != band_of(n)) bands.push_back(Band{band_of(n)});
@@ -422,7 +430,7 @@ std::vector<Band> prove_algorithm(const Algorithm& algorithm, const Sweep& sweep
     for (std::size_t count : counts) {
       for (int root : roots_for(algorithm.collective, static_cast<int>(n), sweep.all_roots)) {
         for (bool in_place : layouts_for(algorithm.collective, sweep.layouts)) {
-          shapes.push_back(spread_case(algorithm.collective, count, static_cast<int>(n), root, in_place));
+          shapes.push_back(ShapeToProve{count, static_cast<int>(n), root, in_place});
           band_of_shape.push_back(bands.size() - 1);
         }
       }
