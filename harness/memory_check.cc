@@ -199,12 +199,13 @@ Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Cas
   if (rank0_alone && !on_demand) return rank0_proof_memory(shape, *size, true);
   if (rank0_alone && per_rank_counts(shape.collective) && !provenance::rank_buffers_alike(shape)) {
     // Ranks unlike but a cover offered (impls/prove/cover.h): rank 0 holds the cover's elements,
-    // and the counts are held three times (by the case, the schedule and its generator) and by
+    // and the counts are held by the case and the schedule, and by its generator by row and by
     // column in 32 bits.
     if (size->cover_count == 0) return Error{"algorithm", "its schedule offers no cover"};
     MemoryEstimate estimate = rank0_proof_memory(uniform_case(shape, size->cover_count), *size);
-    estimate.add("the counts", saturating_product(shape.counts.size(), 3 * sizeof(std::size_t) + sizeof(std::uint32_t)),
-                 std::to_string(shape.counts.size()) + " counts x 28 B");
+    estimate.add("the counts",
+                 saturating_product(shape.counts.size(), 2 * sizeof(std::size_t) + 2 * sizeof(std::uint32_t)),
+                 std::to_string(shape.counts.size()) + " counts x 24 B");
     return estimate;
   }
   if (rank0_alone) {

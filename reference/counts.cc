@@ -173,22 +173,24 @@ RankElements rank_elements(const Case& c) {
   return elements;
 }
 
-std::vector<std::uint32_t> narrow_columns(const Case& c) {
+NarrowCounts narrow_counts(const Case& c) {
   const auto ranks = static_cast<std::size_t>(std::max(c.nranks, 0));
   if (c.collective != Collective::AllToAllV || c.counts.size() != ranks * ranks) return {};
   if (std::any_of(c.counts.begin(), c.counts.end(), [](std::size_t count) { return count > UINT32_MAX; })) return {};
-  std::vector<std::uint32_t> columns(c.counts.size());
+  NarrowCounts narrow{std::vector<std::uint32_t>(c.counts.begin(), c.counts.end()),
+                      std::vector<std::uint32_t>(c.counts.size())};
+  std::vector<std::uint32_t>& columns = narrow.columns;
   constexpr std::size_t kTile = 64;  // a tile of rows by a tile of columns at a time: both stay in the cache
   for (std::size_t rows = 0; rows < ranks; rows += kTile) {
     for (std::size_t cols = 0; cols < ranks; cols += kTile) {
       for (std::size_t source = rows; source < std::min(rows + kTile, ranks); ++source) {
         for (std::size_t destination = cols; destination < std::min(cols + kTile, ranks); ++destination) {
-          columns[destination * ranks + source] = static_cast<std::uint32_t>(c.counts[source * ranks + destination]);
+          columns[destination * ranks + source] = narrow.rows[source * ranks + destination];
         }
       }
     }
   }
-  return columns;
+  return narrow;
 }
 
 std::string format_counts(std::span<const std::size_t> counts) {

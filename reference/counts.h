@@ -54,10 +54,14 @@ struct RankElements {
 };
 RankElements rank_elements(const Case&);
 
-// An all-to-all-v's counts column by column, each in 32 bits: at d*n + s the count of pair (s, d),
-// so that a rank's column is read as one stretch, not a count n apart each (a cache miss each at
-// thousands of ranks). Empty where a count does not fit in 32 bits, or the case is no all-to-all-v.
-std::vector<std::uint32_t> narrow_columns(const Case&);
+// An all-to-all-v's counts in 32 bits, row by row as the case holds them (at s*n + d the count of
+// pair (s, d)) and column by column (at d*n + s), so that a rank's column is read as one stretch, not
+// a count n apart each (a cache miss each at thousands of ranks): both together half the case's
+// 64-bit counts. Both empty where a count does not fit in 32 bits, or the case is no all-to-all-v.
+struct NarrowCounts {
+  std::vector<std::uint32_t> rows, columns;
+};
+NarrowCounts narrow_counts(const Case&);
 
 // `3,0,5`: counts as the case text writes them (`counts=3,0,5`).
 std::string format_counts(std::span<const std::size_t> counts);

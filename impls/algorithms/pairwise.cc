@@ -45,19 +45,36 @@ using generators::recv_step;
 using generators::send_step;
 
 struct PairwisePlan {
-  Case shape;
+  Case shape;  // all-to-all-v's without its counts where `counts` holds them
   Knobs knobs;
-  // All-to-all-v's counts column by column (narrow_columns), where they fit in 32 bits: what rank r
-  // receives is its column, read as one stretch; else from the case's counts, a row apart each.
-  std::vector<std::uint32_t> columns;
+  // All-to-all-v's counts in 32 bits by row and by column (narrow_counts), where they fit: what
+  // rank r receives is its column, read as one stretch; else from the case's counts, a row apart.
+  NarrowCounts counts;
 
+  // The count of the block rank r sends to rank `to`.
+  std::size_t sent(int r, int to) const {
+    if (counts.rows.empty()) return pair_count(shape, r, to);
+    return counts.rows[pair(r, to)];
+  }
   // The count of the block rank r receives from rank `from`.
   std::size_t received(int from, int r) const {
-    if (columns.empty()) return pair_count(shape, from, r);
-    return columns[static_cast<std::size_t>(r) * static_cast<std::size_t>(shape.nranks) +
-                   static_cast<std::size_t>(from)];
+    if (counts.columns.empty()) return pair_count(shape, from, r);
+    return counts.columns[pair(r, from)];
+  }
+  std::size_t pair(int first, int second) const {
+    return static_cast<std::size_t>(first) * static_cast<std::size_t>(shape.nranks) + static_cast<std::size_t>(second);
   }
 };
+
+// All-to-all-v's plan: the case's fields without its counts where they fit in 32 bits (held by row
+// and by column instead: 1 GiB less than a copy of them at 16,384 ranks), else the case itself.
+PairwisePlan alltoallv_plan(const Case& shape, const Knobs& knobs) {
+  NarrowCounts counts = narrow_counts(shape);
+  if (counts.rows.empty()) return PairwisePlan{shape, knobs, {}};
+  Case without_counts = uniform_case(shape, shape.count);
+  without_counts.collective = shape.collective;
+  return PairwisePlan{std::move(without_counts), knobs, std::move(counts)};
+}
 
 // All-to-all for rank r, piece by piece, step by step (a StepSequence made on demand; the stored
 // schedule is every rank's made to the end). Out of place its own block is copied first.
@@ -106,7 +123,7 @@ OwnBlocks own_blocks(const PairwisePlan& plan, int r) {
   for (int b = 0; b < plan.shape.nranks; ++b) {
     const std::size_t received = plan.received(b, r);
     if (b < r) {
-      own.sent_at += pair_count(plan.shape, r, b);
+      own.sent_at += plan.sent(r, b);
       own.received_at += received;
     }
     own.column_total += received;
@@ -124,7 +141,7 @@ StepSequence alltoallv_steps(std::shared_ptr<const PairwisePlan> plan, int r) {
     for (Piece& piece : pieces) piece.offset += start;
     return pieces;
   };
-  const std::size_t own_count = pair_count(shape, r, r);
+  const std::size_t own_count = plan->sent(r, r);
   for (const Piece& own : block(own_sent_at, own_count)) {
     if (batch.room() < 1) co_yield batch.take();
     const std::size_t within = own.offset - own_sent_at;
@@ -137,7 +154,7 @@ StepSequence alltoallv_steps(std::shared_ptr<const PairwisePlan> plan, int r) {
     const int to = modulo(r + s, n);
     const int from = modulo(r - s, n);
     if (to == 0) sent_at = 0;
-    const std::size_t sent = pair_count(shape, r, to);
+    const std::size_t sent = plan->sent(r, to);
     for (const Piece& piece : block(sent_at, sent)) {
       if (batch.room() < 1) co_yield batch.take();
       batch.add(send_step(to, at(BufferKind::Input, piece.offset, piece.count), piece.channel));
@@ -173,7 +190,7 @@ Schedule pairwise_alltoallv_on_demand(const Case& shape, const Knobs& knobs) {
   generators::check(
       shape.counts.size() == static_cast<std::size_t>(shape.nranks) * static_cast<std::size_t>(shape.nranks),
       "alltoallv has a count per pair of ranks");
-  auto plan = std::make_shared<const PairwisePlan>(PairwisePlan{shape, knobs, narrow_columns(shape)});
+  auto plan = std::make_shared<const PairwisePlan>(alltoallv_plan(shape, knobs));
   Schedule schedule = generators::on_demand(shape, "pairwise", [plan](int r) { return alltoallv_steps(plan, r); });
   if (const std::size_t longest = pairwise_alltoallv_cover(shape, knobs)) {
     Case covering = uniform_case(shape, longest);

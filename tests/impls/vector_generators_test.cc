@@ -132,8 +132,8 @@ TEST(VectorProof, AllToAllVMovesEachPairsBlock) {
   EXPECT_FALSE(prove(schedule).ok);
 }
 
-// Pairwise all-to-all-v reads what a rank receives from the counts by column in 32 bits where they
-// fit; a count of 2^32 elements or more is read from the case's counts. Both ways give the blocks
+// Pairwise all-to-all-v reads its counts in 32 bits by row and by column where they fit; with a
+// count of 2^32 elements or more, from the case's counts. Both ways give the blocks
 // their places: rank 1 of 2 copies its own block behind the one from rank 0, sends its block for
 // rank 0 from the start of its input and receives rank 0's at the start of its output.
 TEST(PairwiseAllToAllV, PlacesBlocksWhateverWidthTheirCountsHave) {

@@ -105,23 +105,24 @@ TEST(CountsSizes, PerRankBuffersAndBlocks) {
 
 // The rows and columns of n^2 counts are summed in one pass along the rows: plainly where every count
 // is below 2^40, else saturating (SIZE_MAX plus one stays SIZE_MAX, where plain sums would wrap to 0).
-// By column, each count in 32 bits: the transposition, or nothing where one does not fit.
+// In 32 bits by row and by column (the transposition), or neither where a count does not fit.
 TEST(CountsSizes, RowAndColumnSumsSaturateAndColumnsNarrow) {
   const Case matrix = vector_case(Collective::AllToAllV, {1, 2, 3, 0, 0, 4, 5, 6, 0}, 3);
   const RankElements elements = rank_elements(matrix);
   EXPECT_EQ(elements.inputs, (std::vector<std::size_t>{6, 4, 11}));
   EXPECT_EQ(elements.outputs, (std::vector<std::size_t>{6, 8, 7}));
-  EXPECT_EQ(narrow_columns(matrix), (std::vector<std::uint32_t>{1, 0, 5, 2, 0, 6, 3, 4, 0}));
+  EXPECT_EQ(narrow_counts(matrix).rows, (std::vector<std::uint32_t>{1, 2, 3, 0, 0, 4, 5, 6, 0}));
+  EXPECT_EQ(narrow_counts(matrix).columns, (std::vector<std::uint32_t>{1, 0, 5, 2, 0, 6, 3, 4, 0}));
   Case huge = vector_case(Collective::AllToAllV, {1, 2, 3, 4}, 2);
   huge.counts = {SIZE_MAX, 1, 2, 3};
   EXPECT_EQ(rank_elements(huge).inputs, (std::vector<std::size_t>{SIZE_MAX, 5}));
   EXPECT_EQ(rank_elements(huge).outputs, (std::vector<std::size_t>{SIZE_MAX, 4}));
-  EXPECT_TRUE(narrow_columns(huge).empty());
+  EXPECT_TRUE(narrow_counts(huge).rows.empty() && narrow_counts(huge).columns.empty());
   huge.counts = {std::size_t{1} << 32, 1, 2, 3};
-  EXPECT_TRUE(narrow_columns(huge).empty());
+  EXPECT_TRUE(narrow_counts(huge).rows.empty() && narrow_counts(huge).columns.empty());
   huge.counts = {UINT32_MAX, 1, 2, 3};
-  EXPECT_EQ(narrow_columns(huge), (std::vector<std::uint32_t>{UINT32_MAX, 2, 1, 3}));
-  EXPECT_TRUE(narrow_columns(vector_case(Collective::AllGatherV, {3, 0, 5}, 3)).empty());
+  EXPECT_EQ(narrow_counts(huge).columns, (std::vector<std::uint32_t>{UINT32_MAX, 2, 1, 3}));
+  EXPECT_TRUE(narrow_counts(vector_case(Collective::AllGatherV, {3, 0, 5}, 3)).rows.empty());
 }
 
 TEST(CountsOracle, AllGatherVConcatenatesBlocksOfEachRanksCount) {
