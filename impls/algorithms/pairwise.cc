@@ -27,7 +27,10 @@ namespace collcheck {
 //
 // All-to-all-v exchanges the same way, block b of rank r's input holding counts[r*n+b] elements
 // and block b of its output counts[b*n+r], packed in rank order; each block is cut into pieces
-// of its own, and both ends of a message cut the same count. Out of place only.
+// of its own, and both ends of a message cut the same count. Out of place only. The plan holds the
+// counts in 32 bits by row and by column where they fit (`narrow_counts`), so that rank r reads its
+// column as one stretch. Where each block is one piece, all-to-all on the longest pair's count is
+// its cover (Schedule::cover), through which the prover proves it on rank 0.
 //
 // All-to-all and all-to-all-v are each written once, as one rank's steps in order (`alltoall_steps`,
 // `alltoallv_steps`, made on demand, so that a proof by rotation at 16,384 ranks holds none of the

@@ -18,10 +18,9 @@ namespace {
 using provenance::Symmetry;
 
 // Blocks of unequal length: the cover's rank 0, where the schedule is the cover cut (cover.cc says
-// why that proves it). A proof that fails gives way to the full one, which names the step in the
-// schedule's own terms.
-// The cover's rank 0 runs in units where its ranges never cut one and the unit divides its blocks
-// (units.cc): every rank of the cover is then whole units too, turned by whole blocks.
+// why that proves it), in units where its ranges never cut one and the unit divides its blocks
+// (units.cc: every rank of the cover is then whole units too, turned by whole blocks). A proof
+// that fails gives way to the full one, which names the step in the schedule's own terms.
 std::optional<Proof> prove_by_cover(const Schedule& schedule, unsigned threads) {
   std::optional<provenance::CoveredRank0> covered = provenance::cover_rank0(schedule, threads);
   if (!covered) return std::nullopt;
