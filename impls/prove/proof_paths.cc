@@ -25,16 +25,17 @@ std::optional<Proof> prove_by_cover(const Schedule& schedule, unsigned threads) 
   std::optional<provenance::CoveredRank0> covered = provenance::cover_rank0(schedule, threads);
   if (!covered) return std::nullopt;
   std::optional<InUnits> units = in_units(covered->cover);
-  const auto divides = [&units](const provenance::BufferCut& cut) {
-    return cut.part % units->unit == 0 && cut.block % units->unit == 0;
+  const std::uint64_t unit = units ? units->unit : 1;
+  const auto divides = [unit](const provenance::BufferCut& cut) {
+    return cut.part % unit == 0 && cut.block % unit == 0;
   };
-  if (units && !std::all_of(covered->rotation.cuts.begin(), covered->rotation.cuts.end(), divides)) units.reset();
+  if (!std::all_of(covered->rotation.cuts.begin(), covered->rotation.cuts.end(), divides)) units.reset();
   if (units) {
-    for (provenance::BufferCut& cut : covered->rotation.cuts) cut = {cut.part / units->unit, cut.block / units->unit};
+    for (provenance::BufferCut& cut : covered->rotation.cuts) cut = {cut.part / unit, cut.block / unit};
   }
   std::optional<Proof> proof = prove_valid(units ? units->schedule : covered->cover, covered->rotation);
   if (!proof || !proof->ok) return std::nullopt;
-  if (units) proof->unit = units->unit;
+  if (units) proof->unit = unit;
   proof->steps = covered->steps;
   proof->messages = covered->messages;
   return proof;
