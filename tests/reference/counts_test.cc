@@ -125,6 +125,23 @@ TEST(CountsSizes, RowAndColumnSumsSaturateAndColumnsNarrow) {
   EXPECT_TRUE(narrow_counts(vector_case(Collective::AllGatherV, {3, 0, 5}, 3)).rows.empty());
 }
 
+// A v-collective's case as its uniform form keeps every field but its counts (not copied), the
+// collective the uniform one, `n` the count given, out of place.
+TEST(CountsSizes, UniformCaseKeepsEveryFieldButTheCounts) {
+  Case v = vector_case(Collective::AllToAllV, {1, 2, 3, 4}, 2, DType::Float64);
+  v.op = RedOp::Max;
+  v.root = 1;
+  v.offset = 3;
+  v.empty_as_null = true;
+  v.values = ValueKind::Special;
+  v.seed = 42;
+  Case expected = v;
+  expected.collective = Collective::AllToAll;
+  expected.counts.clear();
+  expected.count = 7;
+  EXPECT_EQ(uniform_case(v, 7), expected);
+}
+
 TEST(CountsOracle, AllGatherVConcatenatesBlocksOfEachRanksCount) {
   const Case c = vector_case(Collective::AllGatherV, {2, 0, 1}, 3);
   const Rows in{{1, 2}, {}, {30}};
