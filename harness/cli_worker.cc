@@ -128,9 +128,27 @@ RankRun run_with_faults(RankBackend& backend, wire::RunRequest& request, const W
   return backend.run(request.c, request.options);
 }
 
+// The same where every rank is a thread of this process (--threads): a signal would take every
+// rank, so a planned stop or kill is what it is on `sim`, the rank's messages dropped from its
+// time on (the injector); the socket interposer and NCCL's plugin take one rank's faults per
+// process, so a vendor's run under faults is refused (its spec says so: takes_no_faults).
+RankRun run_with_faults_in_threads(RankBackend& backend, wire::RunRequest& request, const WorkerRank& rank) {
+  Result<FaultPlan> plan = parse_fault_plan(request.fault_plan);
+  if (!plan) return RankRun::ended(Outcome::Crash, plan.error().text());
+  if (is_vendor_backend(backend.name())) {
+    return RankRun::ended(Outcome::Crash, "rank " + std::to_string(rank.rank) +
+                                              ": faults on a vendor's sockets need a process per rank, and "
+                                              "this world's ranks are threads of one process");
+  }
+  FaultInjector injector(*plan, request.fault_seed, request.options.deadline);
+  request.options.hook = &injector;
+  return backend.run(request.c, request.options);
+}
+
 constexpr Option kOptions[] = {
     {"backend", "B", "", "the backend this rank runs (one spec of check --help)", Use::Required},
     {"connect", "HOST:PORT", "", "the control connection of the check or bench that launched the world", Use::Required},
+    {"threads", "N", "", "serve as every rank of a world of N ranks, each a thread of this process", Use::Once},
 };
 
 }  // namespace
@@ -159,19 +177,29 @@ int run_worker(std::span<const std::string_view> args, std::ostream&, std::ostre
            "bench)\n";
     return 2;
   }
+  const std::string backend = arguments->get("backend");
+  const std::string host = connect.substr(0, colon);
+  const int port = std::atoi(connect.c_str() + colon + 1);
+  auto make = [&](World& members) { return make_backend(backend, members); };
+  if (arguments->has("threads")) {
+    Result<std::uint64_t> threads = parse_count("--threads", arguments->get("threads"), 1, kMaxRanks);
+    if (!threads) {
+      err << "collcheck worker: " << threads.error().text() << '\n';
+      return 2;
+    }
+    return serve_launcher_in_threads(host, port, static_cast<int>(*threads), make, run_with_faults_in_threads);
+  }
   Result<World*> world = launched_world();
   if (!world) {
     err << "collcheck worker: " << world.error().text() << '\n';
     return 2;
   }
-  Result<ControlSocket> control = connect_to_launcher(connect.substr(0, colon), std::atoi(connect.c_str() + colon + 1));
+  Result<ControlSocket> control = connect_to_launcher(host, port);
   if (!control) {
     err << "collcheck worker: " << control.error().text() << '\n';
     return 2;
   }
-  const std::string backend = arguments->get("backend");
-  return serve_launcher(
-      *control, **world, [&](World& members) { return make_backend(backend, members); }, run_with_faults);
+  return serve_launcher(*control, **world, make, run_with_faults);
 }
 
 }  // namespace collcheck::cli

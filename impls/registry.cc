@@ -107,16 +107,19 @@ std::string backend_names() {
 
 namespace {
 
-// Backends across processes: lockstep when a launcher started this process, else launched (on
-// worlds of threads where the spec says its ranks are threads, as on the ib loopback, or the
-// options ask for them).
+// Backends across processes: lockstep when a launcher started this process, else launched; on
+// worlds of threads of this process where the options ask for them (the conformance suite), or
+// where the spec's ranks must be threads of one process (the ib loopback) and no launched world
+// can serve them (this build has no MPI, or this process is one rank of a launcher's job).
+// Launched, such a spec's world is one worker process with a thread per rank.
 Result<std::vector<std::unique_ptr<Backend>>> make_process_backends(std::string_view spec,
                                                                     const BackendOptions& options) {
   Result<std::vector<RankBackendSpec>> specs = rank_backend_specs(spec);
   if (!specs) return specs.error();
   std::vector<std::unique_ptr<Backend>> backends;
   const bool threads = !specs->empty() && specs->front().ranks_are_threads;
-  if (threads || (options.worlds_of_threads && !launched_by_launcher())) {
+  const bool in_this_process = threads && (!COLLCHECK_HAVE_MPI || launched_by_launcher());
+  if (in_this_process || (options.worlds_of_threads && !launched_by_launcher())) {
     for (RankBackendSpec& one : *specs) backends.push_back(make_thread_world_backend(std::move(one)));
     return backends;
   }

@@ -73,7 +73,9 @@ struct RankBackendSpec {
   // Why no fault reaches this backend's messages (nccl:net=ib); empty: faults do, as above.
   std::string takes_no_faults;
   // Its ranks must be threads of one process (ib's loopback joins queue pairs within a process
-  // only): made on worlds of threads, never launched.
+  // only; nccl:mode=threads drives several GPUs from one process): launched as one worker with a
+  // thread per rank (`collcheck worker --threads N`), or on worlds of threads of this process
+  // where no launched world can serve it (registry.cc).
   bool ranks_are_threads = false;
   // Found before any world: why the backend cannot run on this machine (no GPU); empty: it can.
   std::string cannot_run_here;

@@ -39,8 +39,10 @@ class LaunchedBackend final : public Backend {
   MemoryEstimate estimate_memory(const Case& c) const override {
     constexpr std::uint64_t kProcessBytes = std::uint64_t{24} << 20;
     MemoryEstimate estimate = Backend::estimate_memory(c);
-    estimate.add("processes", saturating_product(static_cast<std::uint64_t>(c.nranks) + 1, kProcessBytes),
-                 std::to_string(c.nranks) + " workers and mpirun, " + format_bytes(kProcessBytes) + " each");
+    const int workers = spec_.ranks_are_threads ? 1 : c.nranks;  // or one worker serving every rank
+    estimate.add("processes", saturating_product(static_cast<std::uint64_t>(workers) + 1, kProcessBytes),
+                 std::to_string(workers) + (workers == 1 ? " worker" : " workers") + " and mpirun, " +
+                     format_bytes(kProcessBytes) + " each");
     if (spec_.world_memory) estimate.add(spec_.world_memory(c));
     return estimate;
   }

@@ -1,4 +1,5 @@
-// Launched worlds' processes: `mpirun -np N collcheck worker ...` in a session of its own, in a
+// Launched worlds' processes: `mpirun -np N collcheck worker ...` (or `-np 1 ... --threads N`
+// where the spec's ranks are threads of one process) in a session of its own, in a
 // directory of its own, its ranks' control connections accepted, and the world killed (every
 // process below mpirun, then mpirun) and cleaned up; under faults, the socket interposer preloaded.
 #include "impls/worlds/launched_world.h"
@@ -125,7 +126,9 @@ Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const Back
   std::string job;
   std::tie(directory_, job) = world_directory_and_job();
   log_ = directory_ + "/mpirun.log";
-  std::vector<std::string> argv = {"mpirun", "-np",   std::to_string(nranks),        "--oversubscribe", "--bind-to",
+  // A spec whose ranks are threads of one process gets one process that serves every rank.
+  const int processes = spec.ranks_are_threads ? 1 : nranks;
+  std::vector<std::string> argv = {"mpirun", "-np",   std::to_string(processes),     "--oversubscribe", "--bind-to",
                                    "none",   "--mca", "btl_vader_backing_directory", directory_};
   argv.insert(argv.end(), {"-x", std::string(kJobVariable) + "=" + job});
   for (const auto& [name, value] : spec.environment) {
@@ -139,6 +142,7 @@ Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const Back
   const std::string connect =
       (many_hosts ? this_host_name() : std::string("127.0.0.1")) + ":" + std::to_string(listener->port());
   argv.insert(argv.end(), {self_executable(), "worker", "--backend", spec.name, "--connect", connect});
+  if (spec.ranks_are_threads) argv.insert(argv.end(), {"--threads", std::to_string(nranks)});
   command_.clear();
   for (const std::string& a : argv) command_ += (command_.empty() ? "" : " ") + a;
   Status started = start(argv, held);

@@ -5,9 +5,13 @@
 #include "impls/worlds/worker.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -21,7 +25,12 @@
 namespace collcheck {
 namespace {
 
-int control_fd = -1;  // for the signal handlers, which may only write()
+// The control connections of this process (one per rank it serves: several where its ranks are
+// threads), for the signal handlers, which may only write(): each as its descriptor plus one, so
+// that a slot still zero (reserved, not yet written) is skipped.
+constexpr int kMostControlConnections = 1024;
+std::array<std::atomic<int>, kMostControlConnections> control_fds_plus_one;
+std::atomic<int> control_count{0};
 
 void on_fatal_signal(int signal) {
   const char* words = signal == SIGSEGV   ? "signal 11 (SIGSEGV)"
@@ -111,21 +120,26 @@ RankRun rank_run_caught(const std::function<RankRun()>& run) {
 }
 
 void say_dying(const char* words) {
-  if (control_fd < 0) return;
   const std::size_t length = std::strlen(words);
   // The frame's header: its kind (4 bytes), then its length (8), little-endian.
   unsigned char header[12] = {static_cast<unsigned char>(FrameKind::Dying), 0, 0, 0};
   for (std::size_t i = 0; i < 8; ++i)
     header[4 + i] = static_cast<unsigned char>(static_cast<std::uint64_t>(length) >> (8 * i));
-  (void)!::write(control_fd, header, sizeof header);
-  (void)!::write(control_fd, words, length);
+  const int count = std::min(control_count.load(), kMostControlConnections);
+  for (int c = 0; c < count; ++c) {
+    const int fd = control_fds_plus_one[static_cast<std::size_t>(c)].load() - 1;
+    if (fd < 0) continue;
+    (void)!::write(fd, header, sizeof header);
+    (void)!::write(fd, words, length);
+  }
 }
 
 Result<ControlSocket> connect_to_launcher(const std::string& host, int port) {
   Result<ControlSocket> control =
       ControlSocket::connect(host, port, std::chrono::steady_clock::now() + std::chrono::seconds(30));
   if (!control) return control;
-  control_fd = control->fd();
+  if (const int slot = control_count.fetch_add(1); slot < kMostControlConnections)
+    control_fds_plus_one[static_cast<std::size_t>(slot)].store(control->fd() + 1);
   watch_launcher(control->fd());
   for (int s : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) std::signal(s, on_fatal_signal);
   std::set_terminate(on_terminate);
@@ -161,6 +175,28 @@ int serve_launcher(ControlSocket& control, World& world, const MakeRankBackend& 
     }
     if (!control.send(FrameKind::Result, wire::encode(run))) return 3;
   }
+}
+
+int serve_launcher_in_threads(const std::string& host, int port, int nranks, const MakeRankBackend& make_backend,
+                              const RunUnderFaults& run_under_faults) {
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(nranks);
+  std::vector<int> statuses(static_cast<std::size_t>(nranks), 0);
+  std::vector<std::thread> ranks;
+  ranks.reserve(static_cast<std::size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    ranks.emplace_back([&, r] {
+      Result<ControlSocket> control = connect_to_launcher(host, port);
+      if (!control) {
+        // The others would wait for this rank in their first allgather: the process ends here.
+        std::fprintf(stderr, "collcheck worker: rank %d: %s\n", r, control.error().text().c_str());
+        std::_Exit(2);
+      }
+      statuses[static_cast<std::size_t>(r)] =
+          serve_launcher(*control, *worlds[static_cast<std::size_t>(r)], make_backend, run_under_faults);
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  return *std::max_element(statuses.begin(), statuses.end());
 }
 
 }  // namespace collcheck

@@ -44,6 +44,13 @@ Result<ControlSocket> connect_to_launcher(const std::string& host, int port);
 int serve_launcher(ControlSocket& control, World& world, const MakeRankBackend& make_backend,
                    const RunUnderFaults& run_under_faults);
 
+// Serves as every rank of a world of `nranks` threads of this process (a spec whose ranks must
+// share a process: RankBackendSpec::ranks_are_threads): each rank a thread with its own control
+// connection to host:port, serving as serve_launcher() does; the launcher sees a world of nranks
+// ranks with one process id. Returns the highest of the ranks' exit statuses.
+int serve_launcher_in_threads(const std::string& host, int port, int nranks, const MakeRankBackend& make_backend,
+                              const RunUnderFaults& run_under_faults);
+
 // Runs one rank's part of a run, `run()`, and turns an exception it throws (a broken invariant,
 // a refused value, a vendor's error that escaped its adapter) into a run ended `detected` whose
 // error is "an exception: " and its message, with the world marked broken (its peers may be left

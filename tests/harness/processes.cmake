@@ -152,3 +152,20 @@ collcheck_add_cli_test(check_all_ib_loopback check --backend all@ib:verbs=loopba
 collcheck_add_cli_test(check_ib_loopback_corrupt check --backend ring@ib:verbs=loopback --faults corrupt --seed 5
   --ranks 2..4 --time-budget 8s STATUS 0 STDOUT "ring@ib:verbs=loopback  corrupt" " 0 failed, ")
 set_tests_properties(cli.check_all_ib_loopback cli.check_ib_loopback_corrupt PROPERTIES LABELS "cli;ib" TIMEOUT 120)
+# The loopback's ranks are threads of one launched worker (`worker --threads N`), not of the
+# check: a rank that aborts or hangs deaf to every deadline is a finding with its replay line,
+# and the check goes on (on a world of threads in its own process it took the check down).
+collcheck_add_cli_test(check_crash_mutant_ib_loopback check --backend mutant:crash@ib:verbs=loopback --seed 3
+  --ranks 2..4 --count 0..64 --deadline 10s --time-budget 4s STATUS 1
+  STDOUT "FAILED liveness on mutant:crash@ib:verbs=loopback" "crash: rank [0-9]+ died: signal 6 \\(SIGABRT\\)"
+  "replay: collcheck replay --backend 'mutant:crash@ib:verbs=loopback'")
+collcheck_add_cli_test(check_hang_mutant_ib_loopback check --backend mutant:hang@ib:verbs=loopback --seed 3
+  --ranks 2..4 --count 0..64 --deadline 3s --time-budget 1s STATUS 1
+  STDOUT "FAILED liveness on mutant:hang@ib:verbs=loopback"
+  "hang: rank\\(s\\) [0-9, ]+ did not return within the deadline of 3\\.0 s")
+set_tests_properties(cli.check_crash_mutant_ib_loopback cli.check_hang_mutant_ib_loopback PROPERTIES
+  LABELS "cli;ib" TIMEOUT 60)
+# A worker serving every rank as threads reads its count as every count option is read.
+collcheck_add_cli_test(worker_threads_refused worker --backend ring@proc --connect 127.0.0.1:1 --threads 0
+  STATUS 2 STDERR "collcheck worker: --threads 0: must be 1..16384")
+set_tests_properties(cli.worker_threads_refused PROPERTIES LABELS "cli;proc")

@@ -54,7 +54,7 @@ TEST(NcclOptions, BadInputNamesTheOptionAndTheAllowedValues) {
   EXPECT_NE(error_of("proto=ll64").find("must be simple, ll or ll128"), std::string::npos);
   EXPECT_NE(error_of("algo=nvls,proto=ll").find("only with proto=simple"), std::string::npos);
   EXPECT_NE(error_of("algo=pat,proto=ll128").find("only with proto=simple"), std::string::npos);
-  EXPECT_NE(error_of("chunk=4").find("unknown option 'chunk=4': allowed algo, proto, net, register, graph"),
+  EXPECT_NE(error_of("chunk=4").find("unknown option 'chunk=4': allowed algo, proto, net, mode, register, graph"),
             std::string::npos);
   EXPECT_NE(error_of("algo=ring,algo=tree").find("given twice"), std::string::npos);
   EXPECT_NE(error_of("register=maybe").find("register=maybe"), std::string::npos);
@@ -168,6 +168,40 @@ TEST(NcclOptions, ANamedNetworkCarriesEveryMessage) {
   ASSERT_TRUE(over_sockets.ok());
   EXPECT_TRUE(over_sockets->front().takes_no_faults.empty()) << "the socket interposer takes its faults";
   EXPECT_TRUE(over_sockets->front().fault_environment.empty()) << "not the plugin: NCCL_NET names Socket";
+}
+
+// mode=threads: every rank a thread of one launched process (several GPUs in one process), no
+// faults (the net plugin and the socket interposer take one rank's per process); named in the
+// spec, with all-algorithms too; a mode that is neither says which are.
+TEST(NcclOptions, ThreadsModeMakesEveryRankAThreadOfOneProcess) {
+  Result<std::vector<NcclSetting>> threads = parse_nccl_options("algo=ring,mode=threads", "nccl:...", kRecent);
+  ASSERT_TRUE(threads.ok()) << threads.error().text();
+  EXPECT_TRUE(threads->front().threads);
+  EXPECT_EQ(threads->front().name, "nccl:algo=ring,mode=threads");
+  Result<std::vector<NcclSetting>> processes = parse_nccl_options("mode=processes", "nccl:...", kRecent);
+  ASSERT_TRUE(processes.ok());
+  EXPECT_FALSE(processes->front().threads);
+  EXPECT_EQ(processes->front().name, "nccl");
+  Result<std::vector<NcclSetting>> every = parse_nccl_options("all-algorithms,mode=threads", "nccl:...", kRecent);
+  ASSERT_TRUE(every.ok()) << every.error().text();
+  for (const NcclSetting& s : *every) {
+    EXPECT_TRUE(s.threads) << s.name;
+    EXPECT_TRUE(s.name.ends_with(",mode=threads")) << s.name;
+  }
+  Result<std::vector<NcclSetting>> bad = parse_nccl_options("mode=fibers", "nccl:mode=fibers", kRecent);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().text().find("processes"), std::string::npos) << bad.error().text();
+  EXPECT_NE(bad.error().text().find("threads"), std::string::npos) << bad.error().text();
+
+  Result<std::vector<RankBackendSpec>> specs = nccl_backend_specs("mode=threads", "nccl:mode=threads");
+  ASSERT_TRUE(specs.ok()) << specs.error().text();
+  EXPECT_TRUE(specs->front().ranks_are_threads);
+  EXPECT_FALSE(specs->front().takes_no_faults.empty());
+  EXPECT_TRUE(specs->front().fault_environment.empty()) << "no plugin: it would take one rank's faults";
+  Result<std::vector<RankBackendSpec>> apart = nccl_backend_specs("", "nccl");
+  ASSERT_TRUE(apart.ok());
+  EXPECT_FALSE(apart->front().ranks_are_threads);
+  EXPECT_TRUE(apart->front().takes_no_faults.empty());
 }
 
 TEST(NcclOptions, CallKnobs) {

@@ -21,6 +21,7 @@ constexpr std::array<std::string_view, 7> kAlgorithmNames{
 constexpr std::array<std::string_view, 3> kProtocolNames{"simple", "ll", "ll128"};
 constexpr std::array kNets{NcclNet::Socket, NcclNet::Ib};
 constexpr std::array<std::string_view, 2> kNetNames{"socket", "ib"};
+constexpr std::array<std::string_view, 2> kModeNames{"processes", "threads"};
 
 // Whether the algorithm needs what a named network turns off (NVLS, CollNet).
 bool off_the_network(NcclAlgorithm algorithm) {
@@ -51,6 +52,7 @@ std::string setting_name(const NcclSetting& setting) {
                std::string(kNetNames[static_cast<std::size_t>(setting.net) - 1]);
   for (const auto& [knob, on] : setting.fixed_knobs)
     options += (options.empty() ? "" : ",") + knob + (on ? "=on" : "=off");
+  if (setting.threads) options += std::string(options.empty() ? "" : ",") + "mode=threads";
   return options.empty() ? "nccl" : "nccl:" + options;
 }
 
@@ -74,6 +76,12 @@ Status apply_option(std::string_view spec, const KeyValue& option, NcclSetting& 
     setting.net = kNets[*index];
     return Ok{};
   }
+  if (option.key == "mode") {
+    Result<std::size_t> index = read_choice(option, kModeNames);
+    if (!index) return option_error(spec, index.error().message);
+    setting.threads = *index == 1;
+    return Ok{};
+  }
   if (nccl_call_knob_version(option.key) >= 0) {
     Result<bool> on = read_on_off(option);
     if (!on) return option_error(spec, on.error().message);
@@ -81,7 +89,8 @@ Status apply_option(std::string_view spec, const KeyValue& option, NcclSetting& 
     return Ok{};
   }
   return option_error(spec, "unknown option " + quoted_input(option.item) +
-                                ": allowed algo, proto, net, register, graph, premul, window, or all-algorithms first");
+                                ": allowed algo, proto, net, mode, register, graph, premul, window, or all-algorithms "
+                                "first");
 }
 
 // The setting `items` give (all-algorithms' knobs only, when `every`).

@@ -46,9 +46,14 @@ struct NcclSetting {
   NcclNet net = NcclNet::Any;
   // The per-call knobs the spec fixed (`register=on`); the others are drawn per run.
   std::vector<std::pair<std::string, bool>> fixed_knobs;
+  // `mode=threads`: every rank a thread of one process, each on its own GPU (several GPUs driven
+  // by one process, as nccl-tests' -g and -t run them); `mode=processes` (the default): one
+  // process per rank.
+  bool threads = false;
 };
 
-// `OPTIONS` after `nccl:` (empty for `nccl`): `algo=A`, `proto=P`, `net=socket|ib`, a call knob
+// `OPTIONS` after `nccl:` (empty for `nccl`): `algo=A`, `proto=P`, `net=socket|ib`,
+// `mode=processes|threads`, a call knob
 // fixed (`register`, `graph`, `premul`, `window` `=on|off`: one newer than the runtime is an
 // error), or `all-algorithms` (first, optionally with `net` and call knobs): every pair
 // nccl_accepts that the runtime `version` knows (over a named network, none of NVLS and CollNet).
