@@ -2,6 +2,7 @@
 // (impls/link/protocol.h) with arrivals, requests to go back, timers and reorder releases as
 // events, and a fault the protocol cannot survive told to every participant.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,10 @@ std::string seconds(double value) {
   std::snprintf(text, sizeof text, "%.6g", value);
   return text;
 }
+
+// The first virtual time after `time` (times are never negative): what a message arrives at to
+// come after one arriving at `time`, however far ahead of the others that one is.
+double just_after(double time) { return std::bit_cast<double>(std::bit_cast<std::uint64_t>(time) + 1); }
 
 }  // namespace
 
@@ -241,17 +246,17 @@ void Simulation::transmit_message(std::uint32_t link, std::uint64_t sequence, in
     return;
   }
   if (!decision.drop) {
-    arrival = std::max(arrival, std::nextafter(outbox.last_arrival, arrival + 1));
+    arrival = std::max(arrival, just_after(outbox.last_arrival));
     outbox.last_arrival = arrival;
     for (int copy = 0; copy < decision.duplicates; ++copy) {
-      arrival = std::nextafter(arrival, arrival + 1);
+      arrival = just_after(arrival);
       deliver_at(arrival, flight);
     }
     deliver_at(outbox.last_arrival, std::move(flight));
   }
   if (outbox.holding && !(outbox.held.sequence == sequence && outbox.held.attempt == attempt)) {
     outbox.holding = false;
-    const double later = std::nextafter(std::max(arrival, outbox.last_arrival), arrival + 1);
+    const double later = just_after(std::max(arrival, outbox.last_arrival));
     deliver_at(later, std::move(outbox.held));
   }
 }
@@ -261,7 +266,7 @@ void Simulation::release(const GoBack& held) {
   Outbox& outbox = links_[held.link].outbox;
   if (!outbox.holding || outbox.held.sequence != held.from) return;
   outbox.holding = false;
-  const double arrival = std::max(now_, std::nextafter(outbox.last_arrival, now_ + 1));
+  const double arrival = std::max(now_, just_after(outbox.last_arrival));
   outbox.last_arrival = arrival;
   deliver_at(arrival, std::move(outbox.held));
 }

@@ -131,6 +131,43 @@ TEST(Simulator, AMissingMessageIsDetectedNotHung) {
   EXPECT_NEAR(silent.time, 0.5, 0.01);  // sim's timeout: 0.5 s, or half the deadline when that is less
 }
 
+// A hook that delays rank 2's first message by `seconds`.
+class DelayFirst final : public LinkHook {
+ public:
+  explicit DelayFirst(double seconds) : seconds_(seconds) {}
+  SendDecision on_send(const Message& message, std::span<std::byte>) override {
+    SendDecision decision;
+    if (message.from == 2 && message.sequence == 0 && message.attempt == 0) decision.delay = seconds_;
+    return decision;
+  }
+  double deadline() const override { return 120; }
+
+ private:
+  double seconds_;
+};
+
+// A link is FIFO: the messages sent after a delayed one arrive after it, however long the delay
+// (they once arrived a hair before it where it was delayed by more than a second).
+TEST(Simulator, MessagesBehindADelayedOneWaitBehindIt) {
+  const Case c = make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 64, 4);
+  Knobs knobs;
+  knobs.chunk = 4;  // several messages on each stream link
+  Result<Schedule> schedule = make_schedule("ring", c, knobs);
+  ASSERT_TRUE(schedule.ok());
+  for (const double delay : {0.2, 2.5, 20.0}) {
+    DelayFirst hook(delay);
+    SimulationOptions options(0, &hook, true);
+    options.protocol.timeout = 50;
+    const SimulatedRun run = simulate(*schedule, fabric_for(4), options);
+    EXPECT_TRUE(run.completed) << delay << " s: " << run.error;
+    EXPECT_GT(run.time, delay) << delay << " s";
+    ASSERT_EQ(run.outputs.size(), 4u) << delay << " s";
+    for (int rank = 0; rank < 4; ++rank) {
+      EXPECT_TRUE(compare(c, rank, run.outputs[static_cast<std::size_t>(rank)]).ok) << delay << " s, rank " << rank;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace collcheck
 
