@@ -2,7 +2,6 @@
 // the engine's per-step, per-message and per-stream state, the payloads on the wire and the
 // buffers it hands back.
 #include <algorithm>
-#include <bit>
 #include <utility>
 #include <vector>
 
@@ -18,20 +17,6 @@ constexpr std::uint64_t kOnDemandAhead = 16;
 constexpr std::uint64_t kSequenceBytes = 1536;  // the ring all-reduce's frame holds a batch of 16 steps
 
 }  // namespace
-
-std::uint64_t stream_links(const Schedule& schedule) {
-  std::uint64_t links = 0;
-  std::vector<std::pair<int, int>> streams;  // one participant's (peer, channel) of each send
-  for (const Participant& participant : schedule.participants) {
-    streams.clear();
-    for (const Step& step : participant.steps) {
-      if (step.sends()) streams.emplace_back(step.peer, step.channel);
-    }
-    std::sort(streams.begin(), streams.end());
-    links += static_cast<std::uint64_t>(std::unique(streams.begin(), streams.end()) - streams.begin());
-  }
-  return links;
-}
 
 int participant_vertex(const Topology& topology, const std::vector<int>& switches, int nranks, int p) {
   if (p < nranks) return p < topology.nranks() ? topology.gpus[static_cast<std::size_t>(p)] : -1;
@@ -89,8 +74,7 @@ MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, co
     estimate.add("buffers",
                  saturating_product(saturating_sum(size.scratch_elements, size.participants * guard), element), "");
   }
-  if (links == 0) links = size.stream_links;
-  if (links == 0) links = saturating_product(size.participants, 2 * (std::bit_width(size.participants) + 1));
+  if (links == 0) links = size.stream_links;  // estimate_schedule's bound
   // Each step of a stored schedule: its number in its stream's list (participants with several
   // streams) and whether it is done (only where steps wait for others); made on demand, nothing:
   // a stream holds the step it stands at. Each message (a send and its receive): its transmission

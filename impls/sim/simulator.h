@@ -70,14 +70,12 @@ struct SimulatedRun {
 
 // What simulate() will hold for a schedule of that size and the case's buffers (`shape` carries
 // the case), estimated before it runs: buffers, engine state, messages, the results.
-// `links`: the schedule's streams (stream_links), 0 before it is built (then the size's bound,
-// ScheduleSize::stream_links, or as many as ring, tree and halving-doubling schedules have; check
-// again with the count once built). The topology's routes are route_memory's.
+// `links`: the schedule's stream links (sample_streams), 0 before it is built (then the size's
+// bound, ScheduleSize::stream_links; check again with the count once built). The topology's
+// routes are route_memory's.
 // `on_demand`: the schedule is made on demand (its steps are not held, by it nor by the engine).
 MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize&, const SimulationOptions& = SimulationOptions(),
                                  std::uint64_t links = 0, bool on_demand = false);
-// The schedule's streams: distinct (sender, receiver, channel) of its sends.
-std::uint64_t stream_links(const Schedule&);
 
 // A schedule's stream links and the topology links on their routes, over every participant,
 // estimated from the sends of a sample of participants spread over the ranks (every one when
