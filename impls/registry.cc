@@ -28,26 +28,42 @@ namespace {
 constexpr std::string_view kTransports =
     "sim, cuda-host, cuda, proc or ib (mpi and gloo are named alone: mpi, gloo:NAME)";
 
-// The knobs of `@cuda` and `@cuda-host`, `mode=threads|processes` checked and set aside; an unknown
-// option is answered with every option these transports take.
+// The knobs of `@cuda` and `@cuda-host`, `mode=threads|processes` checked and set aside, and
+// `p2p=on|off` (peer reads, within one process only); an unknown option is answered with every
+// option these transports take.
 Result<Knobs> engine_knobs(std::string_view spec, std::string_view options) {
   Result<std::vector<KeyValue>> items = split_key_values(options);
   if (!items) return backend_spec_error(spec, items.error().message);
   if (const KeyValue* again = repeated_key(*items))
     return backend_spec_error(spec, escaped_input(again->key) + " given twice");
   std::vector<KeyValue> knob_items;
+  bool processes = false, peer_reads = false;
   for (const KeyValue& item : *items) {
     constexpr std::string_view kModes[] = {"threads", "processes"};
-    if (item.key != "mode") knob_items.push_back(item);
-    else if (Result<std::size_t> mode = read_choice(item, kModes); !mode)
-      return backend_spec_error(spec, mode.error().message);
+    if (item.key == "mode") {
+      Result<std::size_t> mode = read_choice(item, kModes);
+      if (!mode) return backend_spec_error(spec, mode.error().message);
+      processes = *mode == 1;
+    } else if (item.key == "p2p") {
+      Result<bool> on = read_on_off(item);
+      if (!on) return backend_spec_error(spec, on.error().message);
+      peer_reads = *on;
+    } else {
+      knob_items.push_back(item);
+    }
+  }
+  if (processes && peer_reads) {
+    return backend_spec_error(spec,
+                              "p2p=on reads the sender's memory, so its participants must be threads of one "
+                              "process: not with mode=processes");
   }
   Knobs knobs;
   if (Status applied = apply_knobs(spec, knob_items, knobs); !applied) {
     Error error = applied.error();
-    if (error.message.find("unknown option") != std::string::npos) error.message += ", mode";
+    if (error.message.find("unknown option") != std::string::npos) error.message += ", mode, p2p";
     return error;
   }
+  knobs.peer_reads = peer_reads;
   return knobs;
 }
 

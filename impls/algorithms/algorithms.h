@@ -22,6 +22,10 @@ struct Knobs {
   // How our executors protect messages (`reliable=on`, `timeout=MS`, `retries=N`); schedules
   // ignore it.
   LinkProtocol protocol = {};
+  // The cuda engine's `p2p=on`: receivers read each piece from the sender's memory
+  // (cuda::EngineOptions::peer_reads); set only by @cuda and @cuda-host's options, ignored by
+  // schedules and other transports.
+  bool peer_reads = false;
 };
 
 using Generator = Schedule (*)(const Case& shape, const Knobs& knobs);

@@ -99,6 +99,7 @@ class StagedBytes {
 
   std::byte* data() const { return memory_.data(); }
   std::size_t size() const { return size_; }
+  StagingPool* pool() const { return pool_; }  // where it came from (null: nowhere)
 
  private:
   friend class StagingPool;

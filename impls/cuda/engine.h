@@ -84,8 +84,9 @@ class Engine {
   Progress keep_waiting(ParticipantState& state, const StreamState& stream, SlotRing& ring, std::uint64_t wanted,
                         Clock::time_point now);
   void post(ParticipantState& state, int index, const Step& step);
-  void decide(Device& device, const SlotRing& ring, Outgoing& out, Clock::time_point now);
+  void decide(Device& device, SlotRing& ring, Outgoing& out, Clock::time_point now);
   bool pump(Device& device, SlotRing& ring);
+  void push_piece(Device& device, SlotRing& ring, Outgoing& front, std::size_t piece);
   bool heed_receiver(Device& device, SlotRing& ring);
   void rewind(Device& device, SlotRing& ring, std::uint64_t to);
   void ask(ParticipantState& state, SlotRing& ring, Clock::time_point now);

@@ -42,6 +42,7 @@ cuda::EngineOptions engine_options(const SimVariant& variant, const Knobs& knobs
   engine.ring_bytes = kRingBytes;
   engine.largest_slot = devices.largest_slot;
   engine.make_device = devices.make;
+  engine.peer_reads = knobs.peer_reads;
   return engine;
 }
 

@@ -379,6 +379,8 @@ void Engine::next_call(ParticipantState& state) {
 
 EngineRun run_engine(const Schedule& schedule, const EngineOptions& options) {
   Status valid = validate(schedule, options.guard);
+  if (valid && options.peer_reads && options.world != nullptr)
+    valid = Error{"p2p", "peer reads need every participant in one address space, not processes of a world"};
   if (!valid) {
     EngineRun run;
     run.error = valid.error().message;

@@ -42,6 +42,12 @@ namespace collcheck::cuda {
 // `sent` (with its `pristine` bytes where a hook may change them) until acknowledged, and on a
 // request goes back: every message from the one asked for goes again through the hook as a new
 // attempt (go-back-N); asked for more than `retries` times, it ends the run `detected`.
+//
+// With peer reads (EngineOptions::peer_reads) a slot's header also names its piece's place in the
+// sender's `Outgoing`, the slot's own bytes stay unused, and the receiver reads the piece there;
+// the sender keeps such bytes `lent` (SlotRing::lend) until the ring's `taken` word has passed
+// every piece that points into them, and stages a retransmission that the hook sees into fresh
+// bytes, so that no piece still in the ring changes under its reader.
 
 // A slot on the host: a piece costs a few copies and a checksum there, so small slots lose little.
 // On a GPU every piece costs several host round trips to the device (a copy or kernel launched,
@@ -68,6 +74,13 @@ struct EngineOptions {
   DeviceMaker make_device = make_host_device;      // each participant's device
   std::size_t ring_bytes = std::size_t{64} << 20;  // the slots of every ring together, at most
   std::size_t largest_slot = kHostSlotBytes;       // a slot's bytes where the rings have room
+  // Peer reads (`p2p=on`): a piece's slot carries where it lies in the sender's staged message
+  // instead of a copy of it, and the receiver copies or reduces it from there, reading its peer's
+  // memory (one copy less per piece; on GPUs a read across peer access). The sender lends the
+  // staged bytes until the receiver has consumed every piece that points into them, and a
+  // retransmission that the hook may change is staged afresh. The participants must share an
+  // address space: threads of one process (not `world`).
+  bool peer_reads = false;
   // The participants are processes of this world, each running those whose host_rank is its own,
   // the rings between them in shared memory (process_rings.h); the run's results hold this
   // process's ranks only. Null: every participant is a thread of this process.

@@ -37,7 +37,7 @@ void Engine::post(ParticipantState& state, int index, const Step& step) {
 // What happens to this transmission of the message: the hook sees it (each retransmission again,
 // its attempt counted, from the bytes the sender meant to send) and may drop, delay, duplicate,
 // hold back or change it.
-void Engine::decide(Device& device, const SlotRing& ring, Outgoing& out, Clock::time_point now) {
+void Engine::decide(Device& device, SlotRing& ring, Outgoing& out, Clock::time_point now) {
   out.not_before = now;
   if (options_.hook == nullptr) return;
   const std::size_t bytes = out.bytes.size();
@@ -50,10 +50,16 @@ void Engine::decide(Device& device, const SlotRing& ring, Outgoing& out, Clock::
   message.time = seconds_between(start_, now);
   message.attempt = static_cast<int>(ring.sender.attempt(out.sequence));
   message.per_call = ring.per_call;
-  // The hook sees and may change the bytes on the host; they go back as it left them.
+  // The hook sees and may change the bytes on the host; they go back as it left them (into fresh
+  // bytes where the receiver may still read pieces of an earlier attempt: peer reads).
   std::vector<std::byte> wire(bytes);
   device.read(wire.data(), (settings_.reliable ? out.pristine : out.bytes).data(), bytes);
   const SendDecision decision = options_.hook->on_send(message, wire);
+  if (out.lent_until > 0 && out.bytes.pool() != nullptr) {
+    StagedBytes fresh = out.bytes.pool()->take(bytes);
+    ring.lend(out);
+    out.bytes = std::move(fresh);
+  }
   device.write(out.bytes.data(), wire.data(), bytes);
   out.dropped = decision.drop;
   out.duplicates = decision.duplicates;
@@ -87,14 +93,35 @@ bool release_held(SlotRing& ring, Clock::time_point now) {
 
 }  // namespace
 
+// Puts piece `piece` of `front` in the ring's next slot: a copy of it, or with peer reads where it
+// lies in the staged bytes (lent until the receiver has read it); its label, then its flag.
+void Engine::push_piece(Device& device, SlotRing& ring, Outgoing& front, std::size_t piece) {
+  const std::size_t offset = std::min(piece * ring.shape.slot_bytes, front.bytes.size());
+  const std::size_t length = std::min(ring.shape.slot_bytes, front.bytes.size() - offset);
+  SlotHeader& header = ring.header(ring.pushed);
+  if (options_.peer_reads) {
+    header.source = front.bytes.data() + offset;
+    front.lent_until = ring.pushed + 1;
+  } else {
+    device.copy(ring.slot(ring.pushed), front.bytes.data() + offset, length);
+    header.source = nullptr;
+  }
+  header.label = PieceLabel{front.sequence, piece * ring.shape.slot_bytes, length, front.sums[piece],
+                            ring.sender.attempt(front.sequence)};
+  header.ready.store(ring.pushed + 1, std::memory_order_release);
+  ++ring.pushed;
+}
+
 // Pushes the ring's staged pieces in sequence (a reorder's pair released from it) into free
 // slots; whether any moved. Reliable, it first heeds the receiver, and keeps what it pushed.
 bool Engine::pump(Device& device, SlotRing& ring) {
+  ring.reclaim();
   bool moved = settings_.reliable && heed_receiver(device, ring);
   while (!ring.outbox.empty() && !halted()) {
     const Clock::time_point now = Clock::now();
     if (settings_.reliable && ring.outbox.front().sequence < ring.control->acked.load(std::memory_order_acquire)) {
       ring.next_sequence = std::max(ring.next_sequence, ring.outbox.front().sequence + 1);
+      ring.lend(ring.outbox.front());
       ring.outbox.pop_front();  // taken already: a retransmission no longer wanted
       moved = true;
       continue;
@@ -106,20 +133,13 @@ bool Engine::pump(Device& device, SlotRing& ring) {
     const std::size_t transmissions = front.dropped ? 0 : pieces * static_cast<std::size_t>(1 + front.duplicates);
     while (front.next_piece < transmissions) {
       if (ring.pushed - ring.control->taken.load(std::memory_order_acquire) >= ring.shape.slots) return moved;
-      const std::size_t piece = front.next_piece % pieces;
-      const std::size_t offset = piece * ring.shape.slot_bytes;
-      const std::size_t length =
-          std::min(ring.shape.slot_bytes, front.bytes.size() - std::min(offset, front.bytes.size()));
-      device.copy(ring.slot(ring.pushed), front.bytes.data() + offset, length);
-      SlotHeader& header = ring.header(ring.pushed);
-      header.label = PieceLabel{front.sequence, offset, length, front.sums[piece], ring.sender.attempt(front.sequence)};
-      header.ready.store(ring.pushed + 1, std::memory_order_release);
-      ++ring.pushed;
+      push_piece(device, ring, front, front.next_piece % pieces);
       ++front.next_piece;
       moved = true;
     }
     ring.next_sequence = std::max(ring.next_sequence, front.sequence + 1);
     if (settings_.reliable) ring.sent.push_back(std::move(front));
+    else ring.lend(front);
     ring.outbox.pop_front();
     moved = true;
   }
@@ -131,7 +151,11 @@ bool Engine::pump(Device& device, SlotRing& ring) {
 bool Engine::heed_receiver(Device& device, SlotRing& ring) {
   const std::uint64_t acked = ring.control->acked.load(std::memory_order_acquire);
   const std::size_t kept = ring.sent.size();
-  std::erase_if(ring.sent, [&](const Outgoing& out) { return out.sequence < acked; });
+  std::erase_if(ring.sent, [&](Outgoing& out) {
+    if (out.sequence >= acked) return false;
+    ring.lend(out);
+    return true;
+  });
   ring.sender.acknowledged(acked);
   bool moved = ring.sent.size() != kept;
   const std::uint64_t rewinds = ring.control->rewinds.load(std::memory_order_acquire);
@@ -221,7 +245,7 @@ Progress Engine::receive(ParticipantState& state, StreamState& stream, int index
     SlotHeader& header = ring.header(piece);
     if (header.ready.load(std::memory_order_acquire) != piece + 1) break;
     const PieceLabel label = header.label;
-    const std::byte* data = ring.slot(piece);
+    const std::byte* data = header.source != nullptr ? header.source : ring.slot(piece);
     // A receive that copies lands the piece as it takes the checksum, in one pass (judge).
     std::byte* copy_to =
         step.kind == StepKind::Recv ? at(state, step.to.buffer, step.to.offset + label.offset / element_) : nullptr;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "impls/cuda/device.h"
@@ -20,10 +21,12 @@ namespace collcheck::cuda {
 using Clock = std::chrono::steady_clock;
 
 // One slot's header: the completion flag (the number of the piece the slot holds, plus one) and
-// the piece's label, written before the flag.
+// the piece's label, written before the flag; with peer reads, where the piece lies in the
+// sender's memory (null: in the slot).
 struct SlotHeader {
   std::atomic<std::uint64_t> ready{0};
   PieceLabel label;
+  const std::byte* source = nullptr;
 };
 
 // A message staged by its sender: its bytes as they will travel (the hook may have changed them
@@ -40,6 +43,8 @@ struct Outgoing {
   bool released = false;  // goes out of sequence (a reorder's pair)
   bool dropped = false;
   int duplicates = 0;
+  // Peer reads: the ring's piece count after the last piece that points into `bytes` (0: none).
+  std::uint64_t lent_until = 0;
 };
 
 // The words of a message stream both ends touch: the credit word, and (reliable) the receiver's
@@ -76,6 +81,8 @@ struct SlotRing {
   std::deque<Outgoing> sent;    // reliable: pushed, kept until acknowledged
   std::uint64_t rewinds_seen = 0;
   LinkSender sender;
+  // Peer reads: staged bytes the receiver may still read, each until `taken` reaches its count.
+  std::deque<std::pair<std::uint64_t, StagedBytes>> lent;
   // The receiver's.
   LinkReceiver receiver;
 
@@ -83,6 +90,19 @@ struct SlotRing {
   SlotHeader& header(std::uint64_t piece) { return headers[piece % shape.slots]; }
   std::size_t pieces(std::size_t bytes) const {
     return bytes == 0 ? 1 : (bytes + shape.slot_bytes - 1) / shape.slot_bytes;
+  }
+  // Peer reads: the message's bytes are done with here but may still be read by the receiver;
+  // kept until it has consumed the pieces that point into them.
+  void lend(Outgoing& out) {
+    if (out.lent_until > control->taken.load(std::memory_order_acquire))
+      lent.emplace_back(out.lent_until, std::move(out.bytes));
+    out.lent_until = 0;
+  }
+  // Gives back what the receiver has consumed every piece of.
+  void reclaim() {
+    if (lent.empty()) return;
+    const std::uint64_t taken = control->taken.load(std::memory_order_acquire);
+    std::erase_if(lent, [taken](const auto& lending) { return lending.first <= taken; });
   }
 };
 

@@ -2,8 +2,9 @@
 // fabric on the same schedules (ranks and switches, several calls, messages of many pieces through
 // rings of two slots, MSCCL thread blocks with dependencies), timed calls on the buffers the call
 // before left, the staging pool's reuse, and faults at its send hook ending `detected` or `ok` as
-// the link protocol says; and mode=processes on worlds of threads (every ring's ends meeting in
-// shared memory, one process's stop reaching the others). Threaded: the tsan preset runs it.
+// the link protocol says, through the slots and with peer reads (p2p=on); and mode=processes on
+// worlds of threads (every ring's ends meeting in shared memory, one process's stop reaching the
+// others). Threaded: the tsan preset runs it.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -191,9 +192,12 @@ class OneFault final : public LinkHook {
 
 const Case kFaultCase = case_of("allreduce/u32/sum/n=300/ranks=3/root=0/outofplace/offset=0/values=exact/seed=1");
 
-cuda::EngineRun run_with(LinkHook& hook, bool reliable = false) {
+// Through the slots, or with `peer_reads` from the senders' staged bytes, lent in rings of two slots.
+cuda::EngineRun run_with(LinkHook& hook, bool reliable = false, bool peer_reads = false) {
   cuda::EngineOptions options;
   options.hook = &hook;
+  options.peer_reads = peer_reads;
+  if (peer_reads) options.ring_bytes = 1;
   options.deadline = 5;
   options.protocol.timeout = 0.3;
   options.protocol.reliable = reliable;
@@ -229,15 +233,17 @@ class FirstAttempts final : public LinkHook {
 // the receiver) and the outputs are the simulated fabric's; the same faults without it end the
 // run `detected`; a message lost on every attempt is given up after the retries, `detected`.
 TEST(CudaEngine, ReliableModeRetransmitsWhatTheFirstAttemptsLost) {
-  FirstAttempts first;
-  const cuda::EngineRun unreliable = run_with(first);
-  EXPECT_TRUE(unreliable.detected) << unreliable.error;
-  FirstAttempts again;
-  const cuda::EngineRun run = run_with(again, true);
-  ASSERT_TRUE(run.completed) << run.error;
-  const SimulatedRun want = simulate(make_schedule("ring", kFaultCase).value(), sim_fabric(3), SimulationOptions{});
-  EXPECT_EQ(run.outputs, want.outputs);
-  for (bool intact : run.guards_intact) EXPECT_TRUE(intact);
+  for (const bool peer_reads : {false, true}) {  // a retransmission the hook changes is staged afresh
+    FirstAttempts first;
+    const cuda::EngineRun unreliable = run_with(first, false, peer_reads);
+    EXPECT_TRUE(unreliable.detected) << unreliable.error;
+    FirstAttempts again;
+    const cuda::EngineRun run = run_with(again, true, peer_reads);
+    ASSERT_TRUE(run.completed) << run.error;
+    const SimulatedRun want = simulate(make_schedule("ring", kFaultCase).value(), sim_fabric(3), SimulationOptions{});
+    EXPECT_EQ(run.outputs, want.outputs);
+    for (bool intact : run.guards_intact) EXPECT_TRUE(intact);
+  }
   FirstAttempts forever(true);
   const cuda::EngineRun lost = run_with(forever, true);
   EXPECT_TRUE(lost.detected) << lost.error;
@@ -248,12 +254,14 @@ TEST(CudaEngine, ReliableModeRetransmitsWhatTheFirstAttemptsLost) {
 }
 
 TEST(CudaEngine, ACorruptedMessageIsDetectedByItsChecksum) {
-  OneFault corrupt({}, true, false);
-  const cuda::EngineRun run = run_with(corrupt);
-  EXPECT_FALSE(run.completed);
-  EXPECT_TRUE(run.detected) << run.error;
-  EXPECT_NE(run.error.find("from rank 0"), std::string::npos) << run.error;
-  EXPECT_NE(run.error.find("checksum"), std::string::npos) << run.error;
+  for (const bool peer_reads : {false, true}) {
+    OneFault corrupt({}, true, false);
+    const cuda::EngineRun run = run_with(corrupt, false, peer_reads);
+    EXPECT_FALSE(run.completed);
+    EXPECT_TRUE(run.detected) << run.error;
+    EXPECT_NE(run.error.find("from rank 0"), std::string::npos) << run.error;
+    EXPECT_NE(run.error.find("checksum"), std::string::npos) << run.error;
+  }
 }
 
 TEST(CudaEngine, ALostMessageIsDetectedByTheLinkTimeout) {
@@ -278,14 +286,59 @@ TEST(CudaEngine, AReorderedMessageArrivesAfterItsSuccessorAndIsDetected) {
 }
 
 TEST(CudaEngine, DuplicatesAndDelaysChangeNothing) {
-  SendDecision twice;
-  twice.duplicates = 2;
-  twice.delay = 0.01;
-  OneFault again(twice, false, true);
-  const cuda::EngineRun run = run_with(again);
-  ASSERT_TRUE(run.completed) << run.error;
-  const SimulatedRun want = simulate(make_schedule("ring", kFaultCase).value(), sim_fabric(3), SimulationOptions{});
-  EXPECT_EQ(run.outputs, want.outputs);
+  for (const bool peer_reads : {false, true}) {
+    SendDecision twice;
+    twice.duplicates = 2;
+    twice.delay = 0.01;
+    OneFault again(twice, false, true);
+    const cuda::EngineRun run = run_with(again, false, peer_reads);
+    ASSERT_TRUE(run.completed) << run.error;
+    const SimulatedRun want = simulate(make_schedule("ring", kFaultCase).value(), sim_fabric(3), SimulationOptions{});
+    EXPECT_EQ(run.outputs, want.outputs);
+  }
+}
+
+// Peer reads (p2p=on): the receiver reads each piece in the sender's staged message. Every
+// algorithm gives the simulated fabric's bits, and messages of many pieces pass through two slots,
+// each lending its bytes until read (the faults' tests above run both ways).
+TEST(CudaEnginePeerReads, RunEveryAlgorithmAsTheSimulatedFabricDoes) {
+  cuda::EngineOptions options;
+  options.peer_reads = true;
+  for (const Algorithm& algorithm : all_algorithms()) {
+    Case c = case_of("allreduce/i32/sum/n=1000/ranks=5/root=1/outofplace/offset=1/values=exact/seed=3");
+    c.collective = algorithm.collective;
+    Knobs knobs;
+    knobs.chunk = 64;
+    knobs.channels = 2;
+    Result<Schedule> schedule = make_schedule(algorithm.name, c, knobs);
+    if (!schedule) continue;  // a shape the algorithm does not take
+    SCOPED_TRACE(std::string(algorithm.name) + " " + to_string(c));
+    expect_same_as_sim(stored(std::move(schedule).value()), options);
+  }
+  const Case many = case_of("allreduce/f64/sum/n=5000/ranks=3/root=0/outofplace/offset=0/values=exact/seed=9");
+  options.ring_bytes = 1;  // 2 slots of 1 KiB: a message's later pieces wait for its first ones to be read
+  expect_same_as_sim(make_schedule("ring", many).value(), options, 3);
+  expect_same_as_sim(make_schedule("innet", many).value(), options);
+}
+
+// p2p=on is an option of @cuda and @cuda-host in one process; across processes it is refused.
+TEST(CudaEnginePeerReads, TheOptionIsReadAndChecked) {
+  const auto error_of = [](const char* spec) {
+    Result<std::vector<std::unique_ptr<Backend>>> made = make_backends(spec, BackendOptions{});
+    return made.ok() ? std::string("accepted") : made.error().message;
+  };
+  EXPECT_EQ(error_of("ring@cuda-host:p2p=on,chunk=8"), "accepted");
+  EXPECT_EQ(error_of("all@cuda-host:p2p=off"), "accepted");
+  EXPECT_NE(error_of("ring@cuda-host:p2p=yes").find("p2p=yes: must be on or off"), std::string::npos);
+  EXPECT_NE(error_of("ring@cuda-host:p2p=on,mode=processes").find("not with mode=processes"), std::string::npos);
+  EXPECT_NE(error_of("ring@cuda-host:colour=red").find("retries, mode, p2p"), std::string::npos);
+  cuda::EngineOptions options;
+  options.peer_reads = true;
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(1);
+  options.world = worlds.front().get();
+  const Case c = case_of("allreduce/f32/sum/n=64/ranks=1/root=0/outofplace/offset=0/values=exact/seed=1");
+  EXPECT_NE(cuda::run_engine(make_schedule("ring", c).value(), options).error.find("one address space"),
+            std::string::npos);
 }
 
 }  // namespace
@@ -406,7 +459,7 @@ TEST(CudaEngineProcesses, TheModeOptionIsReadAndChecked) {
   EXPECT_NE(error_of("ring@cuda-host:mode=fibers").find("mode=fibers: must be threads or processes"),
             std::string::npos);
   EXPECT_NE(error_of("ring@cuda-host:mode=processes,mode=threads").find("mode given twice"), std::string::npos);
-  EXPECT_NE(error_of("ring@cuda-host:colour=red,mode=processes").find("retries, mode"), std::string::npos);
+  EXPECT_NE(error_of("ring@cuda-host:colour=red,mode=processes").find("retries, mode, p2p"), std::string::npos);
   EXPECT_EQ(error_of("ring@cuda-host:mode=threads,chunk=8"), "accepted");
 }
 
