@@ -9,7 +9,9 @@ EngineDevices cuda_engine_devices() {
 }
 
 std::unique_ptr<Backend> make_cuda_backend(SimVariant variant, Knobs knobs, std::string spec) {
-  return make_engine_backend(std::move(variant), knobs, std::move(spec), cuda_engine_devices());
+  EngineDevices devices = cuda_engine_devices();
+  if (knobs.peer_reads) devices.cannot_run_here = cuda::peer_reads_cannot_run_here;
+  return make_engine_backend(std::move(variant), knobs, std::move(spec), devices);
 }
 
 }  // namespace collcheck

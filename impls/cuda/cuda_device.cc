@@ -205,6 +205,21 @@ std::string cuda_cannot_run_here() {
   return why;
 }
 
+std::string peer_reads_cannot_run_here() {
+  std::string why;
+  const int count = device_count(&why);
+  for (int from = 0; from < count && why.empty(); ++from) {
+    for (int to = 0; to < count && why.empty(); ++to) {
+      int can = 0;
+      if (from != to && (cudaDeviceCanAccessPeer(&can, from, to) != cudaSuccess || can == 0)) {
+        why = "p2p=on has kernels read other GPUs' memory, and GPU " + std::to_string(from) + " cannot reach GPU " +
+              std::to_string(to) + " (cudaDeviceCanAccessPeer; CUDA_VISIBLE_DEVICES can pick GPUs that can)";
+      }
+    }
+  }
+  return why;
+}
+
 std::string cuda_devices_text() {
   std::string why;
   const int count = device_count(&why);

@@ -16,6 +16,10 @@ std::unique_ptr<Device> make_cuda_device(int participant);
 // Why this process cannot run the engine on CUDA devices ("no CUDA device: ..."); empty when it can.
 std::string cuda_cannot_run_here();
 
+// The same for peer reads (`p2p=on`), whose kernels read other participants' memory: also why not
+// where two of this process's GPUs cannot reach each other (cudaDeviceCanAccessPeer).
+std::string peer_reads_cannot_run_here();
+
 // "2 devices: 0 NVIDIA H200 (sm_90, 139 GiB), 1 ...; peer access 0<->1", or why there are none:
 // what `collcheck list` prints.
 std::string cuda_devices_text();

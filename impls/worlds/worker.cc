@@ -193,6 +193,11 @@ int serve_launcher_in_threads(const std::string& host, int port, int nranks, con
       }
       statuses[static_cast<std::size_t>(r)] =
           serve_launcher(*control, *worlds[static_cast<std::size_t>(r)], make_backend, run_under_faults);
+      // Its descriptor closes with the connection and may be reused: no dying words go there.
+      for (std::atomic<int>& slot : control_fds_plus_one) {
+        int registered = control->fd() + 1;
+        slot.compare_exchange_strong(registered, 0);
+      }
     });
   }
   for (std::thread& rank : ranks) rank.join();
