@@ -7,9 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <map>
+#include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,27 +47,6 @@ constexpr Option kOptions[] = {
 };
 constexpr int kUsageError = 2;
 
-// Lines cut before the proofs (shape_fits, to count a v-collective's pieces), kept for its proof (prove_one).
-class CutLines {
- public:
-  void keep(const std::string& key, InPieces pieces) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    lines_.insert_or_assign(key, std::move(pieces));
-  }
-  std::optional<InPieces> take(const std::string& key) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    const auto found = lines_.find(key);
-    if (found == lines_.end()) return std::nullopt;
-    InPieces pieces = std::move(found->second);
-    lines_.erase(found);
-    return pieces;
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::string, InPieces> lines_;  // by algorithm and case
-};
-
 struct Sweep {
   std::vector<const Algorithm*> algorithms;
   std::vector<std::uint64_t> ranks;
@@ -79,6 +57,7 @@ struct Sweep {
   MemoryBudget budget;
   unsigned jobs = 1;     // proofs at once: what --jobs asks, fewer where memory would not hold them
   unsigned threads = 1;  // what --jobs asks: a rotation check's threads hold no proof, so memory does not bound them
+  // Lines cut before the proofs (shape_fits, to count a v-collective's pieces), kept for them.
   std::shared_ptr<CutLines> cut_lines = std::make_shared<CutLines>();
 };
 
@@ -153,7 +132,11 @@ Status shape_fits(const Algorithm& algorithm, const Case& shape, const Sweep& sw
     if (!pieces_fit) return fit;
     if (*pieces_fit) {
       largest = std::max(largest, bytes);
-      sweep.cut_lines->keep(line_key(algorithm, shape), std::move(*pieces));
+      // Kept where a proof as large as the largest so far still fits beside every line kept.
+      const std::uint64_t kept = kept_line_bytes(shape, *pieces);
+      const std::uint64_t room = sweep.budget.bytes == 0 ? std::numeric_limits<std::uint64_t>::max()
+                                                         : sweep.budget.bytes - std::min(sweep.budget.bytes, largest);
+      sweep.cut_lines->keep(line_key(algorithm, shape), std::move(*pieces), kept, room);
     }
     return *pieces_fit;
   }
@@ -186,6 +169,10 @@ Status sweep_fits(const Arguments& args, Sweep& sweep) {
   // As many proofs at once as the budget holds of the largest (each is refused on its own as before).
   if (budget->bytes > 0 && largest > 0) {
     sweep.jobs = static_cast<unsigned>(std::clamp<std::uint64_t>(budget->bytes / largest, 1, sweep.jobs));
+  }
+  // The lines kept for proofs in pieces hold what those proofs at once leave, no more.
+  if (budget->bytes > 0) {
+    sweep.cut_lines->hold_at_most(budget->bytes - std::min(budget->bytes, largest * sweep.jobs));
   }
   return Ok{};
 }

@@ -258,4 +258,48 @@ std::optional<Status> in_pieces_fit(std::string_view algorithm, const Case& shap
   return fits(*estimate, budget, what + " in pieces", "lower --ranks or --counts");
 }
 
+std::uint64_t kept_line_bytes(const Case& shape, const InPieces& pieces) {
+  return saturating_sum(pieces_line_memory(shape, pieces.pieces).total(),
+                        saturating_product(shape.counts.size(), 2 * sizeof(std::size_t)));
+}
+
+void CutLines::keep(const std::string& key, InPieces pieces, std::uint64_t bytes, std::uint64_t room) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (const auto found = lines_.find(key); found != lines_.end()) {
+    held_ -= found->second.bytes;
+    lines_.erase(found);
+  } else {
+    order_.push_back(key);
+  }
+  if (held_ + bytes > room) return;  // its proof cuts it again
+  lines_.insert_or_assign(key, Kept{std::move(pieces), bytes});
+  held_ += bytes;
+}
+
+std::optional<InPieces> CutLines::take(const std::string& key) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = lines_.find(key);
+  if (found == lines_.end()) return std::nullopt;
+  InPieces pieces = std::move(found->second.pieces);
+  held_ -= found->second.bytes;
+  lines_.erase(found);
+  return pieces;
+}
+
+void CutLines::hold_at_most(std::uint64_t bytes) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  while (held_ > bytes && !order_.empty()) {
+    const auto found = lines_.find(order_.back());
+    order_.pop_back();
+    if (found == lines_.end()) continue;  // taken already
+    held_ -= found->second.bytes;
+    lines_.erase(found);
+  }
+}
+
+std::uint64_t CutLines::held() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return held_;
+}
+
 }  // namespace collcheck::cli

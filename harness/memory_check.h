@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -84,5 +86,32 @@ Result<MemoryEstimate> proved_in_pieces_memory(std::string_view algorithm, const
 std::optional<Status> in_pieces_fit(std::string_view algorithm, const Case& shape, const Knobs& knobs,
                                     const MemoryBudget& budget, const std::string& what, std::optional<InPieces>& cut,
                                     std::uint64_t& bytes);
+
+// What the line of a proof in pieces holds while it waits for its proof: its cuts and the case's
+// counts held again (by the schedule in pieces and its case).
+std::uint64_t kept_line_bytes(const Case& shape, const InPieces& pieces);
+
+// The lines a sweep's proofs in pieces were cut along when their memory was checked, kept for their
+// proofs (cutting one again costs about a tenth of its proof) as far as memory allows: a line is
+// kept only where all those kept fit in `room` (what the largest proof so far leaves of the
+// budget), the sweep lets go of those kept last once it knows how much its proofs at once leave
+// (hold_at_most), and a proof whose line is gone cuts it again. Thread-safe.
+class CutLines {
+ public:
+  void keep(const std::string& key, InPieces pieces, std::uint64_t bytes, std::uint64_t room);
+  std::optional<InPieces> take(const std::string& key);
+  void hold_at_most(std::uint64_t bytes);
+  std::uint64_t held();
+
+ private:
+  struct Kept {
+    InPieces pieces;
+    std::uint64_t bytes = 0;
+  };
+  std::mutex mutex_;
+  std::map<std::string, Kept> lines_;
+  std::vector<std::string> order_;  // the keys, in the order kept
+  std::uint64_t held_ = 0;
+};
 
 }  // namespace collcheck::cli

@@ -1,6 +1,7 @@
 // The memory budget and the refusal: MemAvailable and cgroup limits read from their texts, the
 // machine's budget never above what /proc/meminfo says, --memory-limit's grammar, the wording of
-// a refusal, sizes in words, and a backend's estimate that covers its buffers.
+// a refusal, sizes in words, a backend's estimate that covers its buffers, and the lines a sweep
+// keeps for its proofs in pieces held within what its proofs leave.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "harness/memory_check.h"
 #include "impls/algorithms/algorithms.h"
 #include "impls/registry.h"
+#include "reference/counts.h"
 
 namespace collcheck::cli {
 namespace {
@@ -115,6 +117,33 @@ TEST(MemoryEstimate, ASimulatedRingMadeOnDemandHoldsNoSteps) {
   Result<MemoryEstimate> stored = simulated_case_memory("ring", *small, Knobs{}, false, true, {});
   ASSERT_TRUE(stored);
   EXPECT_EQ(stored->describe().find(": 0 steps"), std::string::npos) << stored->describe();
+}
+
+// A sweep's lines cut ahead of their proofs: each taken once; one that would not fit in the room
+// left beside those kept is not kept; held within a bound by letting go of those kept last (whose
+// proofs come last and cut theirs again); a line taken is no longer held.
+TEST(CutLines, HoldsWithinTheBoundLettingGoOfTheLastKept) {
+  const Case shape = spread_case(Collective::AllGatherV, 64, 8, 0, false);
+  const Schedule made = make_schedule("ring", shape, Knobs{}, Form::OnDemand).value();
+  const auto line = [&] { return in_pieces(made).value(); };
+  const InPieces one = line();
+  EXPECT_GE(kept_line_bytes(shape, one), shape.counts.size() * 2 * sizeof(std::size_t));
+  CutLines lines;
+  lines.keep("first", line(), 100, 1000);
+  lines.keep("second", line(), 200, 1000);
+  lines.keep("too many", line(), 500, 700);  // with those kept, more than the room left
+  lines.keep("third", line(), 300, 1000);
+  EXPECT_EQ(lines.held(), 600u);
+  EXPECT_FALSE(lines.take("too many")) << "not kept: its proof cuts it again";
+  lines.hold_at_most(350);
+  EXPECT_EQ(lines.held(), 300u);
+  EXPECT_FALSE(lines.take("third")) << "the last kept goes first";
+  ASSERT_TRUE(lines.take("second"));
+  EXPECT_FALSE(lines.take("second")) << "taken once";
+  EXPECT_EQ(lines.held(), 100u);
+  lines.hold_at_most(0);
+  EXPECT_EQ(lines.held(), 0u);
+  EXPECT_FALSE(lines.take("first"));
 }
 
 }  // namespace
