@@ -182,17 +182,28 @@ Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const C
   return estimate;
 }
 
+namespace {
+
+// Whether the full proof of the schedule runs as it is made, never storing it: made on demand, with one
+// stream per participant (a stream per channel; with several the proof stores the steps first).
+bool proven_as_made(std::string_view algorithm, const Case& shape, const Knobs& knobs) {
+  return has_on_demand_form(algorithm, shape.collective) && knobs.channels <= 1;
+}
+
+}  // namespace
+
 Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Case& shape, const Knobs& knobs,
                                            bool rank0_alone, std::uint64_t unit) {
   Result<ScheduleSize> size = estimate_schedule(algorithm, shape, knobs);
   if (!size) return size.error();
   const bool on_demand = has_on_demand_form(algorithm, shape.collective);
+  const bool as_made = proven_as_made(algorithm, shape, knobs);
   if (unit > 1) {
     // In units, the proof holds `unit` times fewer elements; a stored schedule is held twice, as it
     // is and in units.
     ScheduleSize narrowed = *size;
     narrowed.scratch_elements /= unit;
-    MemoryEstimate estimate = proof_memory(case_in_units(shape, unit), narrowed, on_demand);
+    MemoryEstimate estimate = proof_memory(case_in_units(shape, unit), narrowed, as_made);
     if (!on_demand) estimate.add(schedule_memory(*size));
     return estimate;
   }
@@ -214,7 +225,7 @@ Result<MemoryEstimate> proved_shape_memory(std::string_view algorithm, const Cas
     held.count = std::max<std::uint64_t>(held.count, size->cover_count);
     return rank0_proof_memory(held, *size);
   }
-  return proof_memory(shape, *size, on_demand);
+  return proof_memory(shape, *size, as_made);
 }
 
 Result<MemoryEstimate> proved_in_pieces_memory(std::string_view algorithm, const Case& shape,
@@ -231,7 +242,7 @@ Result<MemoryEstimate> proved_in_pieces_memory(std::string_view algorithm, const
   ScheduleSize narrowed = *size;
   const std::uint64_t length = std::max<std::uint64_t>(shape.count, 1);
   narrowed.scratch_elements = (saturating_product(size->scratch_elements, in_pieces.count) + length - 1) / length;
-  MemoryEstimate estimate = proof_memory(in_pieces, narrowed, on_demand);
+  MemoryEstimate estimate = proof_memory(in_pieces, narrowed, proven_as_made(algorithm, shape, knobs));
   if (!on_demand) estimate.add(schedule_memory(*size));  // held twice, as it is and in pieces
   estimate.add(pieces_line_memory(shape, in_pieces.count));
   // The case's counts again in the schedule made on demand, the copy its schedule in pieces keeps,

@@ -36,6 +36,15 @@ MemoryEstimate proof_state(const Case& shape, ScheduleSize held, std::uint64_t r
                saturating_sum(saturating_product(elements, per_element),
                               saturating_sum(queued, saturating_product(held.steps, sizeof(int) + 1))),
                std::to_string(elements) + " elements x " + std::to_string(per_element) + " B, messages queued");
+  // Stored steps are validated first: each send's count listed per stream link (a vector that grows
+  // to twice its need, a map node per link).
+  if (held.steps > 0 && held.stream_links > 0) {
+    constexpr std::uint64_t kPerLink = 128;
+    estimate.add("validation",
+                 saturating_sum(saturating_product(held.steps / 2 + 1, 2 * sizeof(std::size_t)),
+                                saturating_product(held.stream_links, kPerLink)),
+                 std::to_string(held.stream_links) + " stream links' sends listed");
+  }
   return estimate;
 }
 
@@ -53,6 +62,7 @@ MemoryEstimate rank0_proof_memory(const Case& shape, const ScheduleSize& size, b
   if (!stored) {  // made on demand, only rank 0's steps are kept
     rank0.participants = 1;
     rank0.steps = size.steps / nranks + 1;
+    rank0.stream_links = 0;  // checked step by step as they are made, no list of sends per link
   }
   rank0.scratch_elements = size.scratch_elements / nranks + 1;
   return proof_state(shape, rank0, 1);
