@@ -1,8 +1,8 @@
 // A backend that runs across processes (a RankBackendSpec) on worlds of threads of this process:
 // one world per rank count, made on first use and kept; each run starts every rank on its own
 // thread and combines their results as a launcher would. The conformance suite runs `@proc`,
-// `gloo` and plugins this way, and `ALGORITHM@ib:verbs=loopback` runs so everywhere (its loopback
-// joins queue pairs of one process).
+// `gloo` and plugins this way, and a spec whose ranks must be threads of one process
+// (`ALGORITHM@ib:verbs=loopback`) runs so where no launched world can serve it (registry.cc).
 #pragma once
 
 #include <memory>
