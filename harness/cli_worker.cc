@@ -117,32 +117,33 @@ RankRun run_over_sockets(RankBackend& backend, const wire::RunRequest& request, 
 // backend. The other kinds: on @proc this process's own injector, drawn from the same seed as
 // every other rank's, applied to the messages this rank sends (it also still turns a stop or
 // kill into dropped messages from `at` on, which the signal makes moot); on mpi, gloo and
-// plugins the socket interposer; on nccl its network plugin.
-RankRun run_with_faults(RankBackend& backend, wire::RunRequest& request, const WorkerRank& rank) {
+// plugins the socket interposer; on nccl its network plugin. Where every rank is a thread of this
+// process (`one_process`: --threads) a signal would take every rank, so a planned stop or kill is
+// what it is on `sim`, the rank's messages dropped from its time on (the injector); and the
+// interposer and NCCL's plugin take one rank's faults per process, so a vendor's run under faults
+// is refused (its spec says so: takes_no_faults).
+RankRun run_with_faults(RankBackend& backend, wire::RunRequest& request, const WorkerRank& rank, bool one_process) {
   Result<FaultPlan> plan = parse_fault_plan(request.fault_plan);
   if (!plan) return RankRun::ended(Outcome::Crash, plan.error().text());
-  PlannedSignal signal(*plan, rank.rank);
-  if (is_vendor_backend(backend.name())) return run_over_sockets(backend, request, *plan, rank);
+  const bool vendor = is_vendor_backend(backend.name());
+  if (vendor && one_process) {
+    return RankRun::ended(Outcome::Crash, "rank " + std::to_string(rank.rank) +
+                                              ": faults on a vendor's sockets need a process per rank, and "
+                                              "this world's ranks are threads of one process");
+  }
+  std::optional<PlannedSignal> signal;
+  if (!one_process) signal.emplace(*plan, rank.rank);
+  if (vendor) return run_over_sockets(backend, request, *plan, rank);
   FaultInjector injector(*plan, request.fault_seed, request.options.deadline);
   request.options.hook = &injector;
   return backend.run(request.c, request.options);
 }
 
-// The same where every rank is a thread of this process (--threads): a signal would take every
-// rank, so a planned stop or kill is what it is on `sim`, the rank's messages dropped from its
-// time on (the injector); the socket interposer and NCCL's plugin take one rank's faults per
-// process, so a vendor's run under faults is refused (its spec says so: takes_no_faults).
-RankRun run_with_faults_in_threads(RankBackend& backend, wire::RunRequest& request, const WorkerRank& rank) {
-  Result<FaultPlan> plan = parse_fault_plan(request.fault_plan);
-  if (!plan) return RankRun::ended(Outcome::Crash, plan.error().text());
-  if (is_vendor_backend(backend.name())) {
-    return RankRun::ended(Outcome::Crash, "rank " + std::to_string(rank.rank) +
-                                              ": faults on a vendor's sockets need a process per rank, and "
-                                              "this world's ranks are threads of one process");
-  }
-  FaultInjector injector(*plan, request.fault_seed, request.options.deadline);
-  request.options.hook = &injector;
-  return backend.run(request.c, request.options);
+// run_with_faults for a worker whose ranks are each a process, or (`one_process`) threads of one.
+RunUnderFaults faults_where(bool one_process) {
+  return [one_process](RankBackend& backend, wire::RunRequest& request, const WorkerRank& rank) {
+    return run_with_faults(backend, request, rank, one_process);
+  };
 }
 
 constexpr Option kOptions[] = {
@@ -187,7 +188,7 @@ int run_worker(std::span<const std::string_view> args, std::ostream&, std::ostre
       err << "collcheck worker: " << threads.error().text() << '\n';
       return 2;
     }
-    return serve_launcher_in_threads(host, port, static_cast<int>(*threads), make, run_with_faults_in_threads);
+    return serve_launcher_in_threads(host, port, static_cast<int>(*threads), make, faults_where(true));
   }
   Result<World*> world = launched_world();
   if (!world) {
@@ -199,7 +200,7 @@ int run_worker(std::span<const std::string_view> args, std::ostream&, std::ostre
     err << "collcheck worker: " << control.error().text() << '\n';
     return 2;
   }
-  return serve_launcher(*control, **world, make, run_with_faults);
+  return serve_launcher(*control, **world, make, faults_where(false));
 }
 
 }  // namespace collcheck::cli

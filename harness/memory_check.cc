@@ -276,14 +276,9 @@ std::uint64_t kept_line_bytes(const Case& shape, const InPieces& pieces) {
 
 void CutLines::keep(const std::string& key, InPieces pieces, std::uint64_t bytes, std::uint64_t room) {
   const std::lock_guard<std::mutex> lock(mutex_);
-  if (const auto found = lines_.find(key); found != lines_.end()) {
-    held_ -= found->second.bytes;
-    lines_.erase(found);
-  } else {
-    order_.push_back(key);
-  }
-  if (held_ + bytes > room) return;  // its proof cuts it again
-  lines_.insert_or_assign(key, Kept{std::move(pieces), bytes});
+  if (lines_.contains(key) || held_ + bytes > room) return;  // kept already, or its proof cuts it again
+  lines_.emplace(key, Kept{std::move(pieces), bytes});
+  order_.push_back(key);
   held_ += bytes;
 }
 

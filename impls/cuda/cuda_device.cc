@@ -25,6 +25,12 @@ void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
 }
 
+// Whether device `from` can read device `to`'s memory directly (cudaDeviceCanAccessPeer).
+bool reaches(int from, int to) {
+  int can = 0;
+  return cudaDeviceCanAccessPeer(&can, from, to) == cudaSuccess && can != 0;
+}
+
 // Peer access from device `ordinal` (the current one) to every device it can reach directly
 // (NVLink or PCIe, as cudaDeviceCanAccessPeer says), enabled once per process and pair, so that
 // the copies between participants on different devices (cudaMemcpyDefault) go peer to peer
@@ -37,8 +43,7 @@ void enable_peer_access(int ordinal) {
   if (cudaGetDeviceCount(&count) != cudaSuccess) return;
   for (int peer = 0; peer < count; ++peer) {
     if (peer == ordinal || !enabled.insert({ordinal, peer}).second) continue;
-    int can = 0;
-    if (cudaDeviceCanAccessPeer(&can, ordinal, peer) != cudaSuccess || can == 0) continue;
+    if (!reaches(ordinal, peer)) continue;
     const cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
     if (status == cudaErrorPeerAccessAlreadyEnabled) {
       cudaGetLastError();  // not an error: another part of this process enabled it first
@@ -210,8 +215,7 @@ std::string peer_reads_cannot_run_here() {
   const int count = device_count(&why);
   for (int from = 0; from < count && why.empty(); ++from) {
     for (int to = 0; to < count && why.empty(); ++to) {
-      int can = 0;
-      if (from != to && (cudaDeviceCanAccessPeer(&can, from, to) != cudaSuccess || can == 0)) {
+      if (from != to && !reaches(from, to)) {
         why = "p2p=on has kernels read other GPUs' memory, and GPU " + std::to_string(from) + " cannot reach GPU " +
               std::to_string(to) + " (cudaDeviceCanAccessPeer; CUDA_VISIBLE_DEVICES can pick GPUs that can)";
       }
@@ -235,8 +239,7 @@ std::string cuda_devices_text() {
   std::string peers;
   for (int from = 0; from < count; ++from) {
     for (int to = from + 1; to < count; ++to) {
-      int can = 0;
-      if (cudaDeviceCanAccessPeer(&can, from, to) == cudaSuccess && can != 0) {
+      if (reaches(from, to)) {
         peers += (peers.empty() ? "" : ", ") + std::to_string(from) + "<->" + std::to_string(to);
       }
     }

@@ -94,7 +94,7 @@ struct SlotRing {
   // Peer reads: the message's bytes are done with here but may still be read by the receiver;
   // kept until it has consumed the pieces that point into them.
   void lend(Outgoing& out) {
-    if (out.lent_until > control->taken.load(std::memory_order_acquire))
+    if (out.lent_until > 0 && out.lent_until > control->taken.load(std::memory_order_acquire))
       lent.emplace_back(out.lent_until, std::move(out.bytes));
     out.lent_until = 0;
   }
