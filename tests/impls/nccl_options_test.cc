@@ -170,34 +170,37 @@ TEST(NcclOptions, ANamedNetworkCarriesEveryMessage) {
   EXPECT_TRUE(over_sockets->front().fault_environment.empty()) << "not the plugin: NCCL_NET names Socket";
 }
 
-// mode=threads: every rank a thread of one launched process (several GPUs in one process), no
-// faults (the net plugin and the socket interposer take one rank's per process); named in the
-// spec, with all-algorithms too; a mode that is neither says which are.
-TEST(NcclOptions, ThreadsModeMakesEveryRankAThreadOfOneProcess) {
-  Result<std::vector<NcclSetting>> threads = parse_nccl_options("algo=ring,mode=threads", "nccl:...", kRecent);
-  ASSERT_TRUE(threads.ok()) << threads.error().text();
-  EXPECT_TRUE(threads->front().threads);
-  EXPECT_EQ(threads->front().name, "nccl:algo=ring,mode=threads");
+// mode=threads and mode=group: every rank a thread of one launched process (several GPUs in one
+// process), no faults (the net plugin and the socket interposer take one rank's per process);
+// named in the spec, with all-algorithms too; a mode that is none of them says which are.
+TEST(NcclOptions, ThreadsAndGroupModesMakeEveryRankAThreadOfOneProcess) {
+  for (const auto& [mode, given] : {std::pair{NcclMode::Threads, "threads"}, std::pair{NcclMode::Group, "group"}}) {
+    const std::string option = "mode=" + std::string(given);
+    Result<std::vector<NcclSetting>> threads = parse_nccl_options("algo=ring," + option, "nccl:...", kRecent);
+    ASSERT_TRUE(threads.ok()) << threads.error().text();
+    EXPECT_EQ(threads->front().mode, mode);
+    EXPECT_EQ(threads->front().name, "nccl:algo=ring," + option);
+    Result<std::vector<NcclSetting>> every = parse_nccl_options("all-algorithms," + option, "nccl:...", kRecent);
+    ASSERT_TRUE(every.ok()) << every.error().text();
+    for (const NcclSetting& s : *every) {
+      EXPECT_EQ(s.mode, mode) << s.name;
+      EXPECT_TRUE(s.name.ends_with("," + option)) << s.name;
+    }
+    Result<std::vector<RankBackendSpec>> specs = nccl_backend_specs(option, "nccl:" + option);
+    ASSERT_TRUE(specs.ok()) << specs.error().text();
+    EXPECT_TRUE(specs->front().ranks_are_threads);
+    EXPECT_NE(specs->front().takes_no_faults.find(option), std::string::npos) << specs->front().takes_no_faults;
+    EXPECT_TRUE(specs->front().fault_environment.empty()) << "no plugin: it would take one rank's faults";
+  }
   Result<std::vector<NcclSetting>> processes = parse_nccl_options("mode=processes", "nccl:...", kRecent);
   ASSERT_TRUE(processes.ok());
-  EXPECT_FALSE(processes->front().threads);
+  EXPECT_EQ(processes->front().mode, NcclMode::Processes);
   EXPECT_EQ(processes->front().name, "nccl");
-  Result<std::vector<NcclSetting>> every = parse_nccl_options("all-algorithms,mode=threads", "nccl:...", kRecent);
-  ASSERT_TRUE(every.ok()) << every.error().text();
-  for (const NcclSetting& s : *every) {
-    EXPECT_TRUE(s.threads) << s.name;
-    EXPECT_TRUE(s.name.ends_with(",mode=threads")) << s.name;
-  }
   Result<std::vector<NcclSetting>> bad = parse_nccl_options("mode=fibers", "nccl:mode=fibers", kRecent);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().text().find("processes"), std::string::npos) << bad.error().text();
-  EXPECT_NE(bad.error().text().find("threads"), std::string::npos) << bad.error().text();
+  for (const char* allowed : {"processes", "threads", "group"})
+    EXPECT_NE(bad.error().text().find(allowed), std::string::npos) << bad.error().text();
 
-  Result<std::vector<RankBackendSpec>> specs = nccl_backend_specs("mode=threads", "nccl:mode=threads");
-  ASSERT_TRUE(specs.ok()) << specs.error().text();
-  EXPECT_TRUE(specs->front().ranks_are_threads);
-  EXPECT_FALSE(specs->front().takes_no_faults.empty());
-  EXPECT_TRUE(specs->front().fault_environment.empty()) << "no plugin: it would take one rank's faults";
   Result<std::vector<RankBackendSpec>> apart = nccl_backend_specs("", "nccl");
   ASSERT_TRUE(apart.ok());
   EXPECT_FALSE(apart->front().ranks_are_threads);

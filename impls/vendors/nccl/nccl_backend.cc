@@ -96,13 +96,13 @@ Result<std::vector<RankBackendSpec>> nccl_backend_specs(std::string_view options
       made.takes_no_faults = "NCCL's IB transport moves messages by RDMA, where no hook of ours sits";
       if (made.cannot_run_here.empty()) made.cannot_run_here = ib::rdma_cannot_run_here();
     }  // net=socket: faults through the socket interposer, preloaded as for mpi and gloo
-    made.ranks_are_threads = setting.threads;
-    if (setting.threads) {  // the plugin and the interposer take one rank's faults per process
+    made.ranks_are_threads = setting.mode != NcclMode::Processes;
+    if (made.ranks_are_threads) {  // the plugin and the interposer take one rank's faults per process
       made.fault_environment.clear();
       if (made.takes_no_faults.empty())
-        made.takes_no_faults =
-            "in mode=threads every rank is a thread of one process, and the network plugin and the socket "
-            "interposer take the faults of one rank per process: mode=processes takes them";
+        made.takes_no_faults = "in " + setting.name.substr(setting.name.find("mode=")) +
+                               " every rank is a thread of one process, and the network plugin and the socket "
+                               "interposer take the faults of one rank per process: mode=processes takes them";
     }
     made.world_memory = library_temporaries;
     made.make = [setting, capabilities = made.capabilities](World& world) {

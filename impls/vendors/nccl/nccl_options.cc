@@ -21,7 +21,8 @@ constexpr std::array<std::string_view, 7> kAlgorithmNames{
 constexpr std::array<std::string_view, 3> kProtocolNames{"simple", "ll", "ll128"};
 constexpr std::array kNets{NcclNet::Socket, NcclNet::Ib};
 constexpr std::array<std::string_view, 2> kNetNames{"socket", "ib"};
-constexpr std::array<std::string_view, 2> kModeNames{"processes", "threads"};
+constexpr std::array kModes{NcclMode::Processes, NcclMode::Threads, NcclMode::Group};
+constexpr std::array<std::string_view, 3> kModeNames{"processes", "threads", "group"};
 
 // Whether the algorithm needs what a named network turns off (NVLS, CollNet).
 bool off_the_network(NcclAlgorithm algorithm) {
@@ -52,7 +53,9 @@ std::string setting_name(const NcclSetting& setting) {
                std::string(kNetNames[static_cast<std::size_t>(setting.net) - 1]);
   for (const auto& [knob, on] : setting.fixed_knobs)
     options += (options.empty() ? "" : ",") + knob + (on ? "=on" : "=off");
-  if (setting.threads) options += std::string(options.empty() ? "" : ",") + "mode=threads";
+  if (setting.mode != NcclMode::Processes)
+    options += (options.empty() ? "" : ",") + std::string("mode=") +
+               std::string(kModeNames[static_cast<std::size_t>(setting.mode)]);
   return options.empty() ? "nccl" : "nccl:" + options;
 }
 
@@ -79,7 +82,7 @@ Status apply_option(std::string_view spec, const KeyValue& option, NcclSetting& 
   if (option.key == "mode") {
     Result<std::size_t> index = read_choice(option, kModeNames);
     if (!index) return option_error(spec, index.error().message);
-    setting.threads = *index == 1;
+    setting.mode = kModes[*index];
     return Ok{};
   }
   if (nccl_call_knob_version(option.key) >= 0) {

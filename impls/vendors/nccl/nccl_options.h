@@ -21,6 +21,12 @@ enum class NcclProtocol { Any, Simple, LL, LL128 };
 // ours sits in its path). Where one is named, P2P, shared memory, NVLS and CollNet are off, so
 // that GPUs on one host talk over it too; NVLS and CollNet algorithms cannot run then.
 enum class NcclNet { Any, Socket, Ib };
+// How a world's ranks are held: `processes` (the default), one process per rank; `threads`, every
+// rank a thread of one process, each on its own GPU with its own calls (several GPUs in one
+// process, a thread each: nccl-tests' -t); `group`, the same threads, but each communicator
+// created and each call issued for every rank together from one thread inside one NCCL group
+// (ncclCommInitAll's way, nccl-tests' -g).
+enum class NcclMode { Processes, Threads, Group };
 
 // Our spelling (`collnet_direct`, `ll128`) and NCCL's (`CollnetDirect`, `LL128`, what NCCL_ALGO
 // and NCCL_PROTO take); `any` / "" for Any.
@@ -46,14 +52,11 @@ struct NcclSetting {
   NcclNet net = NcclNet::Any;
   // The per-call knobs the spec fixed (`register=on`); the others are drawn per run.
   std::vector<std::pair<std::string, bool>> fixed_knobs;
-  // `mode=threads`: every rank a thread of one process, each on its own GPU (several GPUs driven
-  // by one process, as nccl-tests' -g and -t run them); `mode=processes` (the default): one
-  // process per rank.
-  bool threads = false;
+  NcclMode mode = NcclMode::Processes;
 };
 
 // `OPTIONS` after `nccl:` (empty for `nccl`): `algo=A`, `proto=P`, `net=socket|ib`,
-// `mode=processes|threads`, a call knob
+// `mode=processes|threads|group`, a call knob
 // fixed (`register`, `graph`, `premul`, `window` `=on|off`: one newer than the runtime is an
 // error), or `all-algorithms` (first, optionally with `net` and call knobs): every pair
 // nccl_accepts that the runtime `version` knows (over a named network, none of NVLS and CollNet).

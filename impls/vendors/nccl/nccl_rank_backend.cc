@@ -3,7 +3,11 @@
 // It works as follows. `make_nccl_rank_backend` picks GPU rank mod the visible GPUs, creates a
 // stream, shares rank 0's ncclUniqueId over the world's allgather (the control channel, not
 // under test) and creates a non-blocking communicator (config.blocking = 0), waiting for it with
-// ncclCommGetAsyncError up to kInitSeconds. Each run lays the rank's buffers out in host memory
+// ncclCommGetAsyncError up to kInitSeconds. Under `mode=group` (every rank a thread of this
+// process) the ranks meet in the process's GroupedCalls for their id: the last to arrive creates
+// every rank's communicator from its thread inside one ncclGroupStart/ncclGroupEnd, as
+// ncclCommInitAll does, and later issues every rank's call of each run so, each rank waiting for
+// its own stream as in the other modes. Each run lays the rank's buffers out in host memory
 // as every rank backend does (make_rank_buffers: NCCL's layout between guard zones) and mirrors
 // each allocation, guard zones included, in device memory (cuda::DeviceRankBuffers): inputs are uploaded
 // after they are written and everything is downloaded before results are read, outside the timed
@@ -23,6 +27,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -32,6 +38,7 @@
 
 #include "impls/backend/rank_calls.h"
 #include "impls/cuda/device_rank_buffers.h"
+#include "impls/vendors/nccl/grouped_calls.h"
 #include "reference/float_format.h"
 
 namespace collcheck {
@@ -148,9 +155,9 @@ struct RunResources {
 class NcclRankBackend final : public RankBackend {
  public:
   NcclRankBackend(World& world, NcclSetting setting, Capabilities capabilities, int device,
-                  std::unique_ptr<cuda::RankStream> stream, ncclComm_t comm)
+                  std::unique_ptr<cuda::RankStream> stream, ncclComm_t comm, std::shared_ptr<GroupedCalls> group)
       : world_(world), setting_(std::move(setting)), capabilities_(std::move(capabilities)), device_(device),
-        owned_stream_(std::move(stream)), stream_(owned_stream_->get()), comm_(comm) {}
+        owned_stream_(std::move(stream)), stream_(owned_stream_->get()), comm_(comm), group_(std::move(group)) {}
   ~NcclRankBackend() override {
     cudaSetDevice(device_);
     if (comm_ != nullptr) ncclCommAbort(comm_);  // frees everything and never waits on a peer
@@ -171,15 +178,20 @@ class NcclRankBackend final : public RankBackend {
     if (!knobs) return RankRun::ended(Outcome::Detected, who + ": " + knobs.error().text());
     deadline_ =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.deadline));
+    RankRun run;
     try {
       check_cuda("cudaSetDevice", cudaSetDevice(device_));
-      return run_on_device(c, options, *knobs, who);
+      run = run_on_device(c, options, *knobs, who);
     } catch (const PastDeadline& past) {
-      return RankRun::ended(Outcome::Hang, who + ": " + past.why, true);
+      run = RankRun::ended(Outcome::Hang, who + ": " + past.why, true);
     } catch (const std::exception& e) {
       abort();
-      return RankRun::ended(Outcome::Detected, who + ": " + e.what(), true);
+      run = RankRun::ended(Outcome::Detected, who + ": " + e.what(), true);
     }
+    // A rank that leaves a world broken will not join its grouped calls again: the others hear why
+    // at once instead of at their deadline.
+    if (group_ && run.world_broken) group_->abandon(who + " left the grouped calls: " + run.error);
+    return run;
   }
 
  private:
@@ -281,20 +293,52 @@ class NcclRankBackend final : public RankBackend {
     return error == cudaSuccess ? std::string() : cuda_failure(call, error);
   }
 
+  // The collective's NCCL call with `op` on this rank's communicator and stream; nothing where
+  // NCCL has no such collective.
+  std::optional<ncclResult_t> launch(const Case& c, ncclRedOp_t op, void* in, void* out) {
+    const ncclDataType_t dtype = *nccl_dtype(c.dtype);
+    switch (c.collective) {
+      case Collective::AllReduce: return ncclAllReduce(in, out, c.count, dtype, op, comm_, stream_);
+      case Collective::AllGather: return ncclAllGather(in, out, c.count, dtype, comm_, stream_);
+      case Collective::ReduceScatter: return ncclReduceScatter(in, out, c.count, dtype, op, comm_, stream_);
+      case Collective::AllToAll: return ncclAlltoAll(in, out, c.count, dtype, comm_, stream_);
+      case Collective::Broadcast: return ncclBroadcast(in, out, c.count, dtype, c.root, comm_, stream_);
+      case Collective::Reduce: return ncclReduce(in, out, c.count, dtype, op, c.root, comm_, stream_);
+      default: return std::nullopt;
+    }
+  }
+
+  // This rank's call issued with every other rank's from one thread in one NCCL group
+  // (mode=group): what NCCL said of it; past the deadline while others had not come, a hang;
+  // a group another rank left, NCCL's error as the rank's.
+  ncclResult_t launch_in_group(const Case& c, ncclRedOp_t op, void* in, void* out, bool& known) {
+    const GroupedCalls::Part part = [&] {
+      cudaSetDevice(device_);
+      const std::optional<ncclResult_t> launched = launch(c, op, in, out);
+      known = launched.has_value();
+      return static_cast<int>(launched.value_or(ncclInvalidArgument));
+    };
+    Result<int> code = group_->join(world_.rank(), part, deadline_);
+    check_cuda("cudaSetDevice", cudaSetDevice(device_));  // the issuer's thread set the others'
+    if (code) return static_cast<ncclResult_t>(*code);
+    past_deadline_check("the grouped call was not issued (" + code.error().message + ")");
+    abort();
+    throw std::runtime_error("the grouped call was not issued: " + code.error().message);
+  }
+
   // Launches the collective with `op` on the stream and waits until NCCL has taken it (a
   // non-blocking communicator may return ncclInProgress): ok, refused (ncclInvalidUsage), or NCCL's error.
   CallEnd enqueue(const Case& c, ncclRedOp_t op, void* in, void* out) {
-    const ncclDataType_t dtype = *nccl_dtype(c.dtype);
+    bool known = true;
     ncclResult_t result = ncclInvalidArgument;
-    switch (c.collective) {
-      case Collective::AllReduce: result = ncclAllReduce(in, out, c.count, dtype, op, comm_, stream_); break;
-      case Collective::AllGather: result = ncclAllGather(in, out, c.count, dtype, comm_, stream_); break;
-      case Collective::ReduceScatter: result = ncclReduceScatter(in, out, c.count, dtype, op, comm_, stream_); break;
-      case Collective::AllToAll: result = ncclAlltoAll(in, out, c.count, dtype, comm_, stream_); break;
-      case Collective::Broadcast: result = ncclBroadcast(in, out, c.count, dtype, c.root, comm_, stream_); break;
-      case Collective::Reduce: result = ncclReduce(in, out, c.count, dtype, op, c.root, comm_, stream_); break;
-      default: return "NCCL has no " + std::string(collcheck::name(c.collective));
+    if (group_) {
+      result = launch_in_group(c, op, in, out, known);
+    } else {
+      const std::optional<ncclResult_t> launched = launch(c, op, in, out);
+      known = launched.has_value();
+      result = launched.value_or(ncclInvalidArgument);
     }
+    if (!known) return "NCCL has no " + std::string(collcheck::name(c.collective));
     result = settled(result);
     if (result == ncclSuccess) return {};
     const std::string text = nccl_failure(result, comm_);
@@ -368,8 +412,26 @@ class NcclRankBackend final : public RankBackend {
   std::unique_ptr<cuda::RankStream> owned_stream_;
   cudaStream_t stream_;
   ncclComm_t comm_;
+  std::shared_ptr<GroupedCalls> group_;  // mode=group: the world's, shared by its rank threads
   Clock::time_point deadline_{};
 };
+
+// The grouped calls of the world whose unique id is `id` (mode=group): made by its first rank
+// thread to ask, shared by the others of this process, gone with the last of its ranks.
+std::shared_ptr<GroupedCalls> grouped_calls_of(const ncclUniqueId& id, int ranks) {
+  static std::mutex lock;
+  static std::map<std::string, std::weak_ptr<GroupedCalls>> worlds;
+  const std::lock_guard<std::mutex> guard(lock);
+  std::erase_if(worlds, [](const auto& world) { return world.second.expired(); });
+  std::weak_ptr<GroupedCalls>& known = worlds[std::string(id.internal, sizeof id.internal)];
+  std::shared_ptr<GroupedCalls> group = known.lock();
+  if (!group) {
+    group = std::make_shared<GroupedCalls>(
+        ranks, [] { ncclGroupStart(); }, [] { return static_cast<int>(ncclGroupEnd()); });
+    known = group;
+  }
+  return group;
+}
 
 // Rank 0's unique id, shared over the world's control channel.
 ncclUniqueId shared_unique_id(World& world) {
@@ -392,28 +454,44 @@ Result<std::unique_ptr<RankBackend>> make_nccl_rank_backend(World& world, const 
   int device = 0;
   std::unique_ptr<cuda::RankStream> stream;
   ncclComm_t comm = nullptr;
+  std::shared_ptr<GroupedCalls> group;
   try {
     device = cuda::use_rank_device(world.rank());
     stream = std::make_unique<cuda::RankStream>();
     const ncclUniqueId id = shared_unique_id(world);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    ncclResult_t result = ncclCommInitRankConfig(&comm, world.size(), id, world.rank(), &config);
     const auto end =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kInitSeconds));
+    const GroupedCalls::Part init = [&] {
+      cudaSetDevice(device);
+      return static_cast<int>(ncclCommInitRankConfig(&comm, world.size(), id, world.rank(), &config));
+    };
+    ncclResult_t result = ncclInvalidArgument;
+    if (setting.mode == NcclMode::Group) {
+      group = grouped_calls_of(id, world.size());
+      Result<int> code = group->join(world.rank(), init, end);
+      check_cuda("cudaSetDevice", cudaSetDevice(device));
+      if (!code)
+        return Error{"--backend", who + "creating every rank's communicator in one group: " + code.error().message};
+      result = static_cast<ncclResult_t>(*code);
+    } else {
+      result = static_cast<ncclResult_t>(init());
+    }
     result = settle(comm, result, end);
     if (result != ncclSuccess) {
       const std::string why = result == ncclInProgress
                                   ? "not ready after " + std::to_string(static_cast<int>(kInitSeconds)) + " s"
                                   : nccl_failure(result, comm);
       if (comm != nullptr) ncclCommAbort(comm);
+      if (group) group->abandon(who + "ncclCommInitRankConfig failed: " + why);
       return Error{"--backend", who + "ncclCommInitRankConfig on GPU " + std::to_string(device) + ": " + why};
     }
   } catch (const std::exception& e) {
     return Error{"--backend", who + e.what()};
   }
-  return std::unique_ptr<RankBackend>(
-      std::make_unique<NcclRankBackend>(world, setting, capabilities, device, std::move(stream), comm));
+  return std::unique_ptr<RankBackend>(std::make_unique<NcclRankBackend>(world, setting, capabilities, device,
+                                                                        std::move(stream), comm, std::move(group)));
 }
 
 }  // namespace collcheck
