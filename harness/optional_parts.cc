@@ -33,6 +33,8 @@ void print_optional_parts(std::ostream& out) {
 #if COLLCHECK_HAVE_CUDA
   // What ALGORITHM@cuda would run on (docs/gpu.md): the devices and the peer links between them.
   out << "CUDA devices: " << cuda::cuda_devices_text() << '\n';
+  // Where net=ib (ALGORITHM@cuda:mode=processes,net=ib) puts each GPU's ring slots (ib_rings.h).
+  if (cuda::cuda_cannot_run_here().empty()) out << "net=ib slots: " << cuda::rdma_slots_on_gpus() << '\n';
 #endif
 #if COLLCHECK_HAVE_NCCL
   // The runtime `nccl` backends load (it may differ from the headers built against), what

@@ -5,10 +5,12 @@
 #include "impls/registry.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "collcheck/config.h"
 #include "impls/backend/rank_backend.h"
 #include "impls/cuda/engine_backend.h"
+#include "impls/ib/ibverbs.h"
 #include "impls/mutants/mutants.h"
 #include "impls/plugin/plugin_backend.h"
 #include "impls/proc/proc_backend.h"
@@ -28,43 +30,74 @@ namespace {
 constexpr std::string_view kTransports =
     "sim, cuda-host, cuda, proc or ib (mpi and gloo are named alone: mpi, gloo:NAME)";
 
-// The knobs of `@cuda` and `@cuda-host`, `mode=threads|processes` checked and set aside, and
-// `p2p=on|off` (peer reads, within one process only); an unknown option is answered with every
-// option these transports take.
-Result<Knobs> engine_knobs(std::string_view spec, std::string_view options) {
+// The options of `@cuda` and `@cuda-host`: the knobs, `mode=threads|processes`, `p2p=on|off` (peer
+// reads, within one process only), and `net=shm|ib` with the verbs' own options (`verbs`, `dev`,
+// `port`, `gid`: the rings between processes over RDMA, ib_rings.h); an unknown option is answered
+// with every option these transports take.
+struct EngineSpecOptions {
+  Knobs knobs;
+  std::optional<ib::VerbsChoice> rdma;
+};
+
+// The transport's own options as they are read: true when `item` was one of them.
+struct EngineTransportOptions {
+  bool processes = false, peer_reads = false, rdma = false, verbs_given = false;
+  ib::VerbsChoice verbs;
+
+  Result<bool> apply(const KeyValue& item) {
+    constexpr std::string_view kModes[] = {"threads", "processes"};
+    constexpr std::string_view kNets[] = {"shm", "ib"};
+    Result<bool> verbs_option = ib::apply_verbs_option(item, verbs);
+    if (!verbs_option || *verbs_option) {
+      verbs_given = true;
+      return verbs_option;
+    }
+    if (item.key == "mode" || item.key == "net") {
+      Result<std::size_t> choice = item.key == "mode" ? read_choice(item, kModes) : read_choice(item, kNets);
+      if (!choice) return choice.error();
+      (item.key == "mode" ? processes : rdma) = *choice == 1;
+      return true;
+    }
+    if (item.key != "p2p") return false;
+    Result<bool> on = read_on_off(item);
+    if (!on) return on.error();
+    peer_reads = *on;
+    return true;
+  }
+};
+
+Result<EngineSpecOptions> engine_options(std::string_view spec, std::string_view options) {
   Result<std::vector<KeyValue>> items = split_key_values(options);
   if (!items) return backend_spec_error(spec, items.error().message);
   if (const KeyValue* again = repeated_key(*items))
     return backend_spec_error(spec, escaped_input(again->key) + " given twice");
   std::vector<KeyValue> knob_items;
-  bool processes = false, peer_reads = false;
+  EngineTransportOptions transport;
   for (const KeyValue& item : *items) {
-    constexpr std::string_view kModes[] = {"threads", "processes"};
-    if (item.key == "mode") {
-      Result<std::size_t> mode = read_choice(item, kModes);
-      if (!mode) return backend_spec_error(spec, mode.error().message);
-      processes = *mode == 1;
-    } else if (item.key == "p2p") {
-      Result<bool> on = read_on_off(item);
-      if (!on) return backend_spec_error(spec, on.error().message);
-      peer_reads = *on;
-    } else {
-      knob_items.push_back(item);
-    }
+    Result<bool> taken = transport.apply(item);
+    if (!taken) return backend_spec_error(spec, taken.error().message);
+    if (!*taken) knob_items.push_back(item);
   }
+  const auto [processes, peer_reads, rdma, verbs_given, verbs] = transport;
   if (processes && peer_reads) {
     return backend_spec_error(spec,
                               "p2p=on reads the sender's memory, so its participants must be threads of one "
                               "process: not with mode=processes");
   }
-  Knobs knobs;
-  if (Status applied = apply_knobs(spec, knob_items, knobs); !applied) {
+  if (rdma && !processes)
+    return backend_spec_error(spec, "net=ib carries messages between processes: give mode=processes with it");
+  if (verbs_given && !rdma)
+    return backend_spec_error(spec, "verbs, dev, port and gid choose net=ib's verbs: give net=ib");
+  EngineSpecOptions made;
+  if (Status applied = apply_knobs(spec, knob_items, made.knobs); !applied) {
     Error error = applied.error();
-    if (error.message.find("unknown option") != std::string::npos) error.message += ", mode, p2p";
+    if (error.message.find("unknown option") != std::string::npos)
+      error.message += ", mode, p2p, net, verbs, dev, port, gid";
     return error;
   }
-  knobs.peer_reads = peer_reads;
-  return knobs;
+  made.knobs.peer_reads = peer_reads;
+  if (rdma) made.rdma = verbs;
+  return made;
 }
 
 }  // namespace
@@ -81,14 +114,16 @@ Result<std::vector<RankBackendSpec>> rank_backend_specs(std::string_view spec) {
   const std::string_view transport = spec.substr(at + 1);
   const std::string_view name = transport.substr(0, transport.find(':'));
   if (name == "cuda" || name == "cuda-host") {
-    Result<Knobs> knobs = engine_knobs(spec, transport.substr(std::min(name.size() + 1, transport.size())));
-    if (!knobs) return knobs.error();
+    Result<EngineSpecOptions> engine =
+        engine_options(spec, transport.substr(std::min(name.size() + 1, transport.size())));
+    if (!engine) return engine.error();
 #if COLLCHECK_HAVE_CUDA
-    if (name == "cuda") return engine_process_specs(spec.substr(0, at), *knobs, spec, cuda_engine_devices());
+    if (name == "cuda")
+      return engine_process_specs(spec.substr(0, at), engine->knobs, spec, cuda_engine_devices(), engine->rdma);
 #else
     if (name == "cuda") return backend_spec_error(spec, "this build has no CUDA: " COLLCHECK_CUDA_REASON);
 #endif
-    return engine_process_specs(spec.substr(0, at), *knobs, spec, EngineDevices{});
+    return engine_process_specs(spec.substr(0, at), engine->knobs, spec, EngineDevices{}, engine->rdma);
   }
   const bool ib = transport.starts_with("ib");
   const std::size_t name_length = ib ? 2 : 4;
@@ -204,9 +239,9 @@ Result<std::vector<std::unique_ptr<Backend>>> make_backends_as_made(std::string_
   if (transport == "sim") {
     if (Status parsed = parse_knobs(spec, options, knobs); !parsed) return parsed.error();
   } else {  // the cuda engine's: mode=threads among them
-    Result<Knobs> engine = engine_knobs(spec, options);
+    Result<EngineSpecOptions> engine = engine_options(spec, options);
     if (!engine) return engine.error();
-    knobs = *engine;
+    knobs = engine->knobs;
   }
   return make_in_process_backends(spec, what, in_process_factory(transport), knobs,
                                   "@" + std::string(transport) + (options.empty() ? "" : ":" + std::string(options)));

@@ -5,6 +5,9 @@
 
 #include <cuda_runtime.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -14,12 +17,20 @@
 #include <utility>
 
 #include "impls/cuda/device_kernels.h"
+#include "impls/cuda/ib_rings.h"
 
 namespace collcheck::cuda {
 namespace {
 
 // A kernel or copy of the engine is bounded; one that has not finished by then is a stuck device.
 constexpr double kStreamSeconds = 60;
+
+// The driver's names (cuda.h) for what dmabuf_of asks, without including the driver's header:
+// CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, CUDA_ERROR_NOT_SUPPORTED, and the driver version that
+// brought cuMemGetHandleForAddressRange (11.7).
+constexpr int kDmaBufFd = 1;
+constexpr int kNotSupported = 801;
+constexpr unsigned kDmaBufDriverVersion = 11070;
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
@@ -142,6 +153,55 @@ class CudaDevice final : public Device {
     cudaIpcCloseMemHandle(memory);
   }
 
+  // cuMemGetHandleForAddressRange through the runtime's entry point (no link to the driver
+  // library), for the whole range at host-page alignment; -1 and why where the driver, the device
+  // or the allocation's alignment does not allow it.
+  int dmabuf_of(std::byte* memory, std::size_t bytes, std::uint64_t& offset, std::string& why) override {
+    select();
+    using GetHandle = int (*)(void*, unsigned long long, std::size_t, int, unsigned long long);
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", &entry, kDmaBufDriverVersion,
+                                         cudaEnableDefault, &found) != cudaSuccess ||
+        entry == nullptr) {
+      cudaGetLastError();
+      why = "the CUDA driver has no cuMemGetHandleForAddressRange";
+      return -1;
+    }
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto address = reinterpret_cast<std::uintptr_t>(memory);
+    if (address % page != 0 || bytes % page != 0) {
+      why = "the slots are not aligned to the host page size";
+      return -1;
+    }
+    int fd = -1;
+    const int status = reinterpret_cast<GetHandle>(entry)(&fd, address, bytes, kDmaBufFd, 0);
+    if (status != 0 || fd < 0) {
+      why = "cuMemGetHandleForAddressRange: CUDA driver error " + std::to_string(status) +
+            (status == kNotSupported ? " (not supported: this GPU or driver exports no dma-buf)" : "");
+      return -1;
+    }
+    offset = 0;
+    return fd;
+  }
+
+  std::byte* allocate_host(std::size_t bytes) override {
+    select();
+    void* memory = nullptr;
+    check(cudaHostAlloc(&memory, std::max<std::size_t>(bytes, 1), cudaHostAllocMapped | cudaHostAllocPortable),
+          "cudaHostAlloc");
+    std::memset(memory, 0, bytes);
+    return static_cast<std::byte*>(memory);
+  }
+  void release_host(std::byte* memory) override { cudaFreeHost(memory); }
+
+  void flush_remote_writes() override {
+    select();
+    check(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+                                             cudaFlushGPUDirectRDMAWritesToOwner),
+          "cudaDeviceFlushGPUDirectRDMAWrites");
+  }
+
  private:
   void select() { check(cudaSetDevice(ordinal_), "cudaSetDevice"); }
   // The checksum kernel after what the stream holds, its result read back: one wait.
@@ -245,6 +305,24 @@ std::string cuda_devices_text() {
     }
   }
   if (count > 1) text += "; peer access: " + (peers.empty() ? std::string("none") : peers);
+  return text;
+}
+
+std::string rdma_slots_on_gpus() {
+  std::string why;
+  const int count = device_count(&why);
+  if (count == 0) return why;
+  std::string text;
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    std::string how;
+    try {
+      const std::unique_ptr<Device> device = make_cuda_device(ordinal);
+      how = rdma_slots_text(*device, ib::VerbsChoice{});
+    } catch (const std::exception& failure) {
+      how = failure.what();
+    }
+    text += (ordinal > 0 ? "; GPU " : "GPU ") + std::to_string(ordinal) + ": " + how;
+  }
   return text;
 }
 

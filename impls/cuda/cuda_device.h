@@ -24,4 +24,9 @@ std::string peer_reads_cannot_run_here();
 // what `collcheck list` prints.
 std::string cuda_devices_text();
 
+// Where `net=ib` puts each GPU's ring slots over libibverbs' first active port ("GPU 0: mlx5_0 port
+// 1 (InfiniBand): device memory by dma-buf"; host staging and why; or why no verbs): what
+// `collcheck list` prints, found by registering slots as the rings do (ib_rings.h).
+std::string rdma_slots_on_gpus();
+
 }  // namespace collcheck::cuda

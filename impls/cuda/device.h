@@ -51,6 +51,21 @@ class Device {
     throw std::runtime_error(name() + " opens no memory of other processes");
   }
   virtual void close_shared(std::byte* /*memory*/) {}
+
+  // RDMA into and out of this device's memory (ib_rings.h). Whether its memory is host memory, which
+  // a NIC reaches as it is (the host). A dma-buf file descriptor for the `bytes` it allocated at
+  // `memory`, with the offset of `memory` in the buffer, or -1 with `why` (the caller closes it).
+  // Host memory this device's copies and kernels reach (pinned and mapped), for staging where no
+  // dma-buf can be had, and its release. Makes writes a NIC made into its memory visible to its
+  // next copy or kernel (cudaDeviceFlushGPUDirectRDMAWrites).
+  virtual bool memory_is_host() const { return false; }
+  virtual int dmabuf_of(std::byte* /*memory*/, std::size_t /*bytes*/, std::uint64_t& /*offset*/, std::string& why) {
+    why = name() + " exports no dma-buf";
+    return -1;
+  }
+  virtual std::byte* allocate_host(std::size_t bytes) { return allocate(bytes); }
+  virtual void release_host(std::byte* memory) { release(memory); }
+  virtual void flush_remote_writes() {}
 };
 
 // Makes participant p's device; where devices cannot be made, why.

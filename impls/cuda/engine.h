@@ -118,7 +118,7 @@ class Engine {
   EngineRun result_;
   // Declared last, so destroyed first: what it opened of other processes' memory goes before the
   // devices it was opened on.
-  std::unique_ptr<ProcessRings> across_;
+  std::unique_ptr<RingsAcross> across_;
 };
 
 }  // namespace collcheck::cuda

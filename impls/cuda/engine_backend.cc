@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "impls/cuda/slot_engine.h"
+#include "impls/ib/ibverbs.h"
 #include "impls/link/guarded_buffer.h"
 #include "impls/mutants/mutants.h"
 #include "impls/worlds/launched_backend.h"
@@ -129,8 +130,10 @@ class EngineBackend final : public Backend {
 // participants this rank hosts, the rings between the processes in shared memory.
 class EngineRankBackend final : public RankBackend {
  public:
-  EngineRankBackend(World& world, SimVariant variant, Knobs knobs, std::string name, EngineDevices devices)
-      : world_(world), variant_(std::move(variant)), knobs_(knobs), name_(std::move(name)), devices_(devices) {}
+  EngineRankBackend(World& world, SimVariant variant, Knobs knobs, std::string name, EngineDevices devices,
+                    std::optional<ib::VerbsChoice> rdma)
+      : world_(world), variant_(std::move(variant)), knobs_(knobs), name_(std::move(name)), devices_(devices),
+        rdma_(std::move(rdma)) {}
 
   std::string name() const override { return name_; }
 
@@ -160,6 +163,7 @@ class EngineRankBackend final : public RankBackend {
     }
     engine.hook = options.hook;
     engine.world = &world_;
+    engine.rdma = rdma_;
     cuda::EngineRun run = cuda::run_engine(whole, engine);
     if (!run.completed) return RankRun::ended(ending(run), run.error, run.world_broken);
     RankRun result;
@@ -178,12 +182,14 @@ class EngineRankBackend final : public RankBackend {
   Knobs knobs_;
   std::string name_;
   EngineDevices devices_;
+  std::optional<ib::VerbsChoice> rdma_;
 };
 
 }  // namespace
 
 Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what, const Knobs& knobs,
-                                                          std::string_view spec, EngineDevices devices) {
+                                                          std::string_view spec, EngineDevices devices,
+                                                          std::optional<ib::VerbsChoice> rdma) {
   // Each backend is named as the spec writes its options, so that a replay line repeats them.
   const std::string suffix(spec.substr(spec.rfind('@')));
   Result<std::vector<NamedVariant>> named = named_variants(spec, what, suffix, false);
@@ -199,6 +205,11 @@ Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what,
     made.capabilities.knobs_per_run = true;
     made.capabilities.independent_instances = false;
     made.cannot_run_here = devices.cannot_run_here == nullptr ? std::string() : devices.cannot_run_here();
+    if (made.cannot_run_here.empty() && rdma && !rdma->loopback) {
+      made.cannot_run_here = ib::rdma_cannot_run_here();
+      if (!made.cannot_run_here.empty()) made.cannot_run_here += "; verbs=loopback runs it in one process";
+    }
+    made.ranks_are_threads = rdma && rdma->loopback;  // the loopback joins queue pairs within one process
     // Each process: its rings' words and, on the host, their slots (in shared memory); the whole
     // schedule, which each builds.
     made.world_memory = [](const Case& c) {
@@ -207,9 +218,10 @@ Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what,
       estimate.add("staged", case_buffers(c, 0).total() * 4, "messages staged by their senders");
       return estimate;
     };
-    made.make = [variant = std::move(one.variant), knobs, name = one.name,
-                 devices](World& world) -> Result<std::unique_ptr<RankBackend>> {
-      return std::unique_ptr<RankBackend>(std::make_unique<EngineRankBackend>(world, variant, knobs, name, devices));
+    made.make = [variant = std::move(one.variant), knobs, name = one.name, devices,
+                 rdma](World& world) -> Result<std::unique_ptr<RankBackend>> {
+      return std::unique_ptr<RankBackend>(
+          std::make_unique<EngineRankBackend>(world, variant, knobs, name, devices, rdma));
     };
     specs.push_back(std::move(made));
   }

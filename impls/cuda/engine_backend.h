@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,8 +36,10 @@ EngineDevices cuda_engine_devices();
 // `@proc`, the rings in shared memory: process_rings.h). With mode=processes among the options:
 // `WHAT@TRANSPORT:OPTIONS` (WHAT: an algorithm, all, mutant:NAME, schedule:FILE) with the
 // options' `knobs`, as backends across processes on `devices`, each named as `spec` writes its
-// transport and options.
+// transport and options. With `rdma` (`net=ib`) the rings between the processes go over RDMA
+// through those verbs (ib_rings.h); over the loopback the ranks are threads of one process.
 Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what, const Knobs& knobs,
-                                                          std::string_view spec, EngineDevices devices);
+                                                          std::string_view spec, EngineDevices devices,
+                                                          std::optional<ib::VerbsChoice> rdma = std::nullopt);
 
 }  // namespace collcheck

@@ -19,6 +19,7 @@ constexpr std::size_t kAlignment = 256;
 class HostDevice final : public Device {
  public:
   std::string name() const override { return "host"; }
+  bool memory_is_host() const override { return true; }
 
   std::byte* allocate(std::size_t bytes) override {
     const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;

@@ -1,6 +1,7 @@
 // The cuda engine's message streams when its participants are processes of a world, one per rank
 // (`ALGORITHM@cuda:mode=processes`, `ALGORITHM@cuda-host:mode=processes`): where each ring's slots,
-// headers and control words lie, reached from both its ends.
+// headers and control words lie, reached from both its ends; RingsAcross, what the engine asks of
+// any such placement (this one by shared memory and CUDA IPC, ib_rings.h's by RDMA).
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,35 @@
 
 namespace collcheck::cuda {
 
+// The rings between the processes of a world, however their ends reach each other.
+class RingsAcross {
+ public:
+  explicit RingsAcross(World& world) : world_(world) {}
+  virtual ~RingsAcross() = default;
+  RingsAcross(const RingsAcross&) = delete;
+  RingsAcross& operator=(const RingsAcross&) = delete;
+
+  int rank() const { return world_.rank(); }
+  bool hosts(int participant, int nranks) const { return host_rank(participant, nranks) == world_.rank(); }
+
+  // Collective: every member calls it with the same rings (shape set), `devices` holding the
+  // device of each participant it hosts (null for the others). Sets every ring's slots, headers
+  // and control where this process is one of its ends. Throws std::runtime_error, on every member
+  // alike where a member failed before the exchange.
+  virtual void place(std::vector<std::unique_ptr<SlotRing>>& rings, int nranks,
+                     const std::vector<Device*>& devices) = 0;
+  virtual void stop_everyone() = 0;  // the run ends on every process
+  virtual bool stopped() const = 0;  // some process ended it
+  // Why the rings themselves stopped the run (a link failed), or "" (a process stopped it).
+  virtual std::string why_stopped() const { return {}; }
+  // Every member is done with the others' memory: says so and waits, at most `patience` seconds,
+  // until the others have; false when some had not.
+  virtual bool finish(double patience) = 0;
+
+ protected:
+  World& world_;
+};
+
 // Process rings work as follows. Every process runs the participants whose host_rank is its own,
 // and every process finds the same rings in the same order (the engine reads them from the whole
 // schedule), so each works out alone where any ring lies in its receiver's memory (the `RingLayout`):
@@ -30,27 +60,15 @@ namespace collcheck::cuda {
 // and waits until every other one has said so (`finish`) before anything is unmapped or freed, so
 // that no sender writes into memory its receiver has let go; a process gone (killed by a fault
 // plan) or stuck is waited for only so long, and then the world is not to be used again.
-class ProcessRings {
+class ProcessRings final : public RingsAcross {
  public:
-  explicit ProcessRings(World& world) : world_(world) {}
-  ~ProcessRings();
-  ProcessRings(const ProcessRings&) = delete;
-  ProcessRings& operator=(const ProcessRings&) = delete;
+  explicit ProcessRings(World& world) : RingsAcross(world) {}
+  ~ProcessRings() override;
 
-  int rank() const { return world_.rank(); }
-  bool hosts(int participant, int nranks) const { return host_rank(participant, nranks) == world_.rank(); }
-
-  // Collective: every member calls it with the same rings (shape set), `devices` holding the
-  // device of each participant it hosts (null for the others). Sets every ring's slots, headers
-  // and control where this process is one of its ends. Throws std::runtime_error, on every member
-  // alike where a member failed before the exchange.
-  void place(std::vector<std::unique_ptr<SlotRing>>& rings, int nranks, const std::vector<Device*>& devices);
-
-  void stop_everyone();  // the run ends on every process
-  bool stopped() const;  // some process ended it
-  // Every member is done with the others' memory: says so and waits, at most `patience` seconds,
-  // until the others have; false when some had not.
-  bool finish(double patience);
+  void place(std::vector<std::unique_ptr<SlotRing>>& rings, int nranks, const std::vector<Device*>& devices) override;
+  void stop_everyone() override;
+  bool stopped() const override;
+  bool finish(double patience) override;
 
   // What a process tells the others: its error before the exchange (empty: none), its pid, where
   // its segment is, and for each receiving participant it hosts the address and handle of its slots.
@@ -72,7 +90,6 @@ class ProcessRings {
     std::byte* memory;
   };
 
-  World& world_;
   SegmentPlace own_place_;
   std::byte* own_ = nullptr;
   std::vector<std::byte*> segments_;        // per rank, mapped here (own_ at this rank)

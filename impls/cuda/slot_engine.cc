@@ -15,6 +15,7 @@
 
 #include "impls/cuda/engine.h"
 #include "impls/cuda/host_kernels.h"
+#include "impls/cuda/ib_rings.h"
 #include "impls/link/guarded_buffer.h"
 #include "reference/inputs.h"
 
@@ -37,7 +38,8 @@ RingShape ring_shape(std::size_t rings, std::size_t ring_bytes, std::size_t larg
 EngineRun Engine::run() {
   start_ = Clock::now();
   deadline_ = start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.deadline));
-  if (options_.world != nullptr) across_ = std::make_unique<ProcessRings>(*options_.world);
+  if (options_.world != nullptr && options_.rdma) across_ = std::make_unique<IbRings>(*options_.world, *options_.rdma);
+  else if (options_.world != nullptr) across_ = std::make_unique<ProcessRings>(*options_.world);
   set_up();
   result_.call_ends.assign(static_cast<std::size_t>(std::max(options_.calls, 1)), 0.0);
   running_since_ = Clock::now();
@@ -55,7 +57,10 @@ EngineRun Engine::run() {
   }
   for (std::thread& thread : threads) thread.join();
   // Another process ended the run: this one says so, unless it had a reason of its own.
-  if (result_.error.empty() && halted()) stop(true, false, "stopped: another rank ended the run");
+  if (result_.error.empty() && halted()) {
+    const std::string why = across_ != nullptr ? across_->why_stopped() : std::string();
+    stop(true, false, why.empty() ? "stopped: another rank ended the run" : why);
+  }
   if (!result_.error.empty()) {
     finish_across();
     return std::move(result_);

@@ -6,11 +6,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "impls/backend/world.h"
 #include "impls/cuda/device.h"
+#include "impls/ib/verbs.h"
 #include "impls/link/hook.h"
 #include "impls/link/protocol.h"
 #include "impls/schedule/schedule.h"
@@ -85,6 +87,9 @@ struct EngineOptions {
   // the rings between them in shared memory (process_rings.h); the run's results hold this
   // process's ranks only. Null: every participant is a thread of this process.
   World* world = nullptr;
+  // With `world`: the rings between processes go over RDMA through these verbs (ib_rings.h) instead
+  // of shared memory and CUDA IPC (`net=ib`).
+  std::optional<ib::VerbsChoice> rdma;
 };
 
 // A run's results; with EngineOptions::world, the entries of ranks other processes run are empty.

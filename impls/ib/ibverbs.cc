@@ -37,6 +37,7 @@ struct Library {
   decltype(&::ibv_dealloc_pd) dealloc_pd = nullptr;
   decltype(&::ibv_reg_mr) reg_mr = nullptr;
   decltype(&::ibv_dereg_mr) dereg_mr = nullptr;
+  decltype(&::ibv_reg_dmabuf_mr) reg_dmabuf_mr = nullptr;  // rdma-core 34 and later; null before
   decltype(&::ibv_create_cq) create_cq = nullptr;
   decltype(&::ibv_destroy_cq) destroy_cq = nullptr;
   decltype(&::ibv_create_qp) create_qp = nullptr;
@@ -225,6 +226,18 @@ class RealDevice final : public Device {
     return MemoryRegion{address, bytes, region->lkey, region->rkey, reinterpret_cast<std::uint64_t>(region)};
   }
 
+  Result<MemoryRegion> register_dmabuf(int fd, std::uint64_t offset, std::size_t bytes, std::byte* address,
+                                       unsigned access) override {
+    if (library_->reg_dmabuf_mr == nullptr)
+      return Error{"ib", "this libibverbs has no ibv_reg_dmabuf_mr (rdma-core 34+)"};
+    int flags = IBV_ACCESS_LOCAL_WRITE;
+    if ((access & RemoteWrite) != 0) flags |= IBV_ACCESS_REMOTE_WRITE;
+    ibv_mr* region =
+        library_->reg_dmabuf_mr(domain_, offset, bytes, reinterpret_cast<std::uintptr_t>(address), fd, flags);
+    if (region == nullptr) return Error{"ib", errno_text("ibv_reg_dmabuf_mr")};
+    return MemoryRegion{address, bytes, region->lkey, region->rkey, reinterpret_cast<std::uint64_t>(region)};
+  }
+
   void deregister(const MemoryRegion& region) override {
     library_->dereg_mr(reinterpret_cast<ibv_mr*>(region.handle));  // NOLINT(performance-no-int-to-ptr)
   }
@@ -374,6 +387,7 @@ Result<std::unique_ptr<Verbs>> load_ibverbs() {
     const char* error = ::dlerror();
     return Error{"ib", std::string(kLibrary) + " lacks a verb collcheck needs: " + (error != nullptr ? error : "?")};
   }
+  resolve(h, "ibv_reg_dmabuf_mr", library->reg_dmabuf_mr);  // optional: GPU memory by dma-buf
   return std::unique_ptr<Verbs>(std::make_unique<RealVerbs>(std::move(library)));
 }
 

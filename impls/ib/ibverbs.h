@@ -8,6 +8,7 @@
 #include <string>
 
 #include "impls/ib/verbs.h"
+#include "reference/key_values.h"
 #include "reference/result.h"
 
 namespace collcheck::ib {
@@ -16,6 +17,14 @@ namespace collcheck::ib {
 // has no libibverbs). Its devices() is an error naming the reason where ibv_get_device_list finds
 // none.
 Result<std::unique_ptr<Verbs>> load_ibverbs();
+
+// One of a spec's `verbs`, `dev`, `port` and `gid` options into `choice`: true when `item` was one
+// of them, false when it is none; an error names the option and what it allows.
+Result<bool> apply_verbs_option(const KeyValue& item, VerbsChoice& choice);
+
+// Opens the chosen port: the process's loopback, or libibverbs loaded into `owned` (which must
+// outlive the device).
+Result<std::unique_ptr<Device>> open_chosen(const VerbsChoice& choice, std::unique_ptr<Verbs>& owned);
 
 // Why RDMA hardware cannot be used here (no libibverbs, no device: the reason), or "" where
 // libibverbs finds a device: what `ALGORITHM@ib` and `nccl:net=ib` say before launching anything.

@@ -116,11 +116,28 @@ class Device {
   virtual ~Device() = default;
   virtual std::string name() const = 0;  // `mlx5_0 port 1 (RoCE, gid 3)`, `loopback`
   virtual Result<MemoryRegion> register_memory(std::byte* address, std::size_t bytes, unsigned access) = 0;
+  // Memory of another device (a GPU's) by its dma-buf file descriptor: `bytes` from `offset` in the
+  // buffer, addressed as `address` in work requests (ibv_reg_dmabuf_mr with iova = address). An
+  // error where the verbs or the device cannot (the loopback reaches no device memory).
+  virtual Result<MemoryRegion> register_dmabuf(int /*fd*/, std::uint64_t /*offset*/, std::size_t /*bytes*/,
+                                               std::byte* /*address*/, unsigned /*access*/) {
+    return Error{"ib", name() + " registers no dma-buf"};
+  }
   virtual void deregister(const MemoryRegion&) = 0;
   virtual Result<std::unique_ptr<CompletionQueue>> create_completion_queue(int depth) = 0;
   // A reliable-connected queue pair whose sends complete on `sends` and receives on `receives`.
   virtual Result<std::unique_ptr<QueuePair>> create_queue_pair(CompletionQueue& sends, CompletionQueue& receives,
                                                                int depth) = 0;
+};
+
+// Which verbs a transport over them opens, and where (`verbs=ibverbs|loopback`, `dev=NAME`,
+// `port=N`, `gid=N`): the in-process loopback (whose ends must be threads of one process), or
+// libibverbs on a device and port.
+struct VerbsChoice {
+  bool loopback = false;
+  std::string device;  // empty: the first with an active port
+  int port = 0;        // 0: the device's first active port
+  int gid_index = 0;
 };
 
 // Where the transport finds devices: the names it could open, and opening one.

@@ -304,29 +304,15 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, const ProcLinkOptions
 
 // One of @ib's own options (verbs, dev, port, gid, qps) into `links`; false when `item` is none of them.
 Result<bool> apply_rdma_option(std::string_view spec, const KeyValue& item, ProcLinkOptions& links) {
-  if (item.key == "verbs") {
-    constexpr std::string_view kVerbs[] = {"ibverbs", "loopback"};
-    Result<std::size_t> which = read_choice(item, kVerbs);
-    if (!which) return backend_spec_error(spec, which.error().message);
-    links.loopback = *which == 1;
-    return true;
-  }
-  if (item.key == "dev") {
-    if (item.value.empty()) return backend_spec_error(spec, "dev=: must name an RDMA device (ibv_devices lists them)");
-    links.device = std::string(item.value);
-    return true;
-  }
   if (item.key == "qps") {
     Result<std::uint64_t> number = read_unsigned(item, 1, kMaxQueuePairs);
     if (!number) return backend_spec_error(spec, number.error().message);
     links.queue_pairs = static_cast<int>(*number);
     return true;
   }
-  if (item.key != "port" && item.key != "gid") return false;
-  Result<std::uint64_t> number = read_unsigned(item, item.key == "port" ? 1 : 0, 255);
-  if (!number) return backend_spec_error(spec, number.error().message);
-  (item.key == "port" ? links.port : links.gid_index) = static_cast<int>(*number);
-  return true;
+  Result<bool> taken = ib::apply_verbs_option(item, links.verbs);
+  if (!taken) return backend_spec_error(spec, taken.error().message);
+  return taken;
 }
 
 // The options of a spec apart: transport=auto|shm|tcp (on @proc) or verbs, dev, port, gid and
@@ -394,10 +380,10 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
     const bool mutant = what.starts_with("mutant:");
     specs.push_back(make_spec(std::move(one.variant), mutant ? knobs : algorithm_knobs, links, one.sabotage, one.name));
   }
-  const std::string cannot_run_here = ib && !links.loopback ? rdma_cannot_run_here() : std::string();
+  const std::string cannot_run_here = ib && !links.verbs.loopback ? rdma_cannot_run_here() : std::string();
   for (RankBackendSpec& one : specs) {
     one.cannot_run_here = cannot_run_here;
-    one.ranks_are_threads = links.loopback;  // the loopback joins queue pairs within one process
+    one.ranks_are_threads = links.verbs.loopback;  // the loopback joins queue pairs within one process
   }
   return specs;
 }

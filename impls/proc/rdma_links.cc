@@ -37,15 +37,6 @@ Result<std::unique_ptr<RdmaLinks>> RdmaLinks::connect(World& world, std::byte* s
   const auto size = static_cast<std::size_t>(world.size());
   const int rank = world.rank();
   std::string error;
-  ib::Verbs* verbs = nullptr;
-  if (options.loopback) {
-    verbs = &ib::process_loopback();
-  } else {
-    Result<std::unique_ptr<ib::Verbs>> loaded = ib::load_ibverbs();
-    if (loaded) links->owned_verbs_ = std::move(*loaded);
-    else error = loaded.error().text();
-    verbs = links->owned_verbs_.get();
-  }
   links->lanes_ = std::max(options.queue_pairs, 1);
   const std::size_t pairs = size * static_cast<std::size_t>(links->lanes_);
   links->pairs_.resize(pairs);
@@ -55,7 +46,7 @@ Result<std::unique_ptr<RdmaLinks>> RdmaLinks::connect(World& world, std::byte* s
   links->shadow_bytes_.assign(kShadows * sizeof(FifoControl), std::byte{0});
   Published mine;
   std::vector<ib::QueuePairAddress> addresses(pairs);
-  if (error.empty()) error = links->open(*verbs, segment, bytes, options, rank, mine, addresses);
+  error = links->open(segment, bytes, options, rank, mine, addresses);
   error = first_of(world, error);
   if (!error.empty()) return Error{"ib", error};
   std::vector<std::byte> blob = as_bytes(&mine, sizeof mine);
@@ -84,9 +75,9 @@ Result<std::unique_ptr<RdmaLinks>> RdmaLinks::connect(World& world, std::byte* s
 
 // Opens the device, registers the three areas, makes the queue pairs to every peer with their
 // receives posted; fills in what this process publishes. "" or why not.
-std::string RdmaLinks::open(ib::Verbs& verbs, std::byte* segment, std::size_t bytes, const ProcLinkOptions& options,
-                            int rank, Published& mine, std::vector<ib::QueuePairAddress>& addresses) {
-  Result<std::unique_ptr<ib::Device>> device = verbs.open(options.device, options.port, options.gid_index);
+std::string RdmaLinks::open(std::byte* segment, std::size_t bytes, const ProcLinkOptions& options, int rank,
+                            Published& mine, std::vector<ib::QueuePairAddress>& addresses) {
+  Result<std::unique_ptr<ib::Device>> device = ib::open_chosen(options.verbs, owned_verbs_);
   if (!device) return device.error().text();
   device_ = std::move(*device);
   const int pairs = static_cast<int>(pairs_.size());

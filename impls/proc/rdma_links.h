@@ -84,8 +84,8 @@ class RdmaLinks {
     std::uint32_t key = 0;
   };
   RdmaLinks() = default;
-  std::string open(ib::Verbs& verbs, std::byte* segment, std::size_t bytes, const ProcLinkOptions& options, int rank,
-                   Published& mine, std::vector<ib::QueuePairAddress>& addresses);
+  std::string open(std::byte* segment, std::size_t bytes, const ProcLinkOptions& options, int rank, Published& mine,
+                   std::vector<ib::QueuePairAddress>& addresses);
   const ib::MemoryRegion* local_region(const std::byte* at, std::size_t bytes) const;
   void sent(const ib::Completion& done);
   void received(const ib::Completion& done);

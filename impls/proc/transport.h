@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "impls/backend/world.h"
+#include "impls/ib/verbs.h"
 #include "impls/link/hook.h"
 #include "impls/schedule/schedule.h"
 #include "impls/sim/simulator.h"
@@ -30,10 +31,7 @@ Result<ProcLinks> parse_proc_links(std::string_view text);  // auto, shm, tcp
 // one process, or libibverbs) and which device, port and GID index.
 struct ProcLinkOptions {
   ProcLinks links = ProcLinks::Auto;
-  bool loopback = false;
-  std::string device;  // empty: the first with an active port
-  int port = 0;        // 0: the device's first active port
-  int gid_index = 0;
+  ib::VerbsChoice verbs;
   int queue_pairs = 0;  // per peer (ib): a stream of channel c takes pair c mod this; 0: the channels
 };
 

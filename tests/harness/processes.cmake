@@ -22,6 +22,26 @@ collcheck_add_cli_test(check_cuda_host_processes_mutant check --backend mutant:d
   STDOUT "FAILED oracle on mutant:drop-remainder@cuda-host:mode=processes"
   "replay: collcheck replay --backend 'mutant:drop-remainder@cuda-host:mode=processes'")
 set_tests_properties(cli.check_cuda_host_processes_mutant PROPERTIES LABELS "cli;cuda;proc" TIMEOUT 120)
+# The same engine with the rings between its processes over RDMA writes (net=ib, ib_rings.h): on the
+# verbs' in-process loopback its ranks are threads of one launched worker; every algorithm clean,
+# and the ring under random faults, reliable (every run ends ok or detected, no finding). Over
+# libibverbs where there is no device, nothing is launched and the reason is said (77); the
+# options that make no sense without processes, or without net=ib, are refused by name.
+collcheck_add_cli_test(check_all_cuda_host_net_ib check --backend all@cuda-host:mode=processes,net=ib,verbs=loopback
+  --seed 20261205 --ranks 2..5 --count 0..4K --time-budget 15s STATUS 0 STDOUT " 0 failed, " EMPTY stderr)
+collcheck_add_cli_test(check_cuda_host_net_ib_faults check
+  --backend ring@cuda-host:mode=processes,net=ib,verbs=loopback,reliable=on --faults random --seed 5 --ranks 2..4
+  --time-budget 10s STATUS 0 STDOUT " 0 failed, " "outcomes under faults random")
+add_test(NAME cli.check_cuda_host_net_ib_no_device
+  COMMAND $<TARGET_FILE:collcheck> check --backend ring@cuda-host:mode=processes,net=ib --cases 2)
+set_tests_properties(cli.check_cuda_host_net_ib_no_device PROPERTIES PASS_REGULAR_EXPRESSION
+  "NOT RUN ring@cuda-host:mode=processes,net=ib: [^\n]*; verbs=loopback runs it in one process| 0 failed, ")
+collcheck_add_cli_test(check_cuda_host_net_ib_needs_processes check --backend ring@cuda-host:net=ib STATUS 2
+  STDERR "net=ib carries messages between processes: give mode=processes with it" EMPTY stdout)
+collcheck_add_cli_test(check_cuda_host_verbs_needs_net_ib check --backend ring@cuda-host:mode=processes,verbs=loopback
+  STATUS 2 STDERR "verbs, dev, port and gid choose net=ib's verbs: give net=ib" EMPTY stdout)
+set_tests_properties(cli.check_all_cuda_host_net_ib cli.check_cuda_host_net_ib_faults cli.check_cuda_host_net_ib_no_device
+  cli.check_cuda_host_net_ib_needs_processes cli.check_cuda_host_verbs_needs_net_ib PROPERTIES LABELS "cli;cuda;ib" TIMEOUT 120)
 
 # The same loop on every rank of a world the user launched (rank 0 alone prints).
 add_test(NAME cli.check_ring_proc_lockstep

@@ -19,7 +19,7 @@ TEST(RdmaLinks, EveryLaneToAPeerIsAQueuePairOfItsOwn) {
   std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
   ProcLinkOptions options;
   options.links = ProcLinks::Ib;
-  options.loopback = true;
+  options.verbs.loopback = true;
   options.queue_pairs = kLanes;
   std::vector<std::vector<std::byte>> segments(2, std::vector<std::byte>(kBytes));
   std::vector<std::unique_ptr<RdmaLinks>> links(2);

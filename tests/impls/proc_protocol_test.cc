@@ -272,9 +272,8 @@ TEST(ProcProtocol, WithoutChecksumsACorruptionReachesTheOutput) {
       TestHook hook(
           0, 1, [](const Message&) { return true; }, flip);
       on_every_rank(2, [&](int r) {
-        auto transport = ProcTransport::connect(
-            *worlds[static_cast<std::size_t>(r)],
-            ProcLinkOptions{.links = links, .loopback = false, .device = {}, .port = 0, .gid_index = 0});
+        auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)],
+                                                ProcLinkOptions{.links = links, .verbs = {}, .queue_pairs = 0});
         ASSERT_TRUE(transport.ok());
         std::vector<ProcBuffers> buffers(2);
         buffers[0].input = reinterpret_cast<std::byte*>(sent.data());
