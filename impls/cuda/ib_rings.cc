@@ -345,7 +345,7 @@ bool IbRings::stopped() const {
 
 std::string IbRings::why_stopped() const {
   const std::lock_guard<std::mutex> lock(failure_mutex_);
-  return failure_;
+  return failure_.empty() ? failure_ : failure_ + " (" + description_ + ")";
 }
 
 bool IbRings::finish(double patience) {

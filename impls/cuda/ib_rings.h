@@ -47,7 +47,8 @@ std::string rdma_slots_text(Device& device, const ib::VerbsChoice& choice);
 // memory by dma-buf (ibv_reg_dmabuf_mr with cuMemGetHandleForAddressRange's descriptor), each
 // landed piece made visible to the device (cudaDeviceFlushGPUDirectRDMAWrites) before its flag,
 // or, where the GPU, its driver or the verbs export or take no dma-buf, pinned host memory the GPU
-// reaches (host staging). `description` says which verbs and which memory ran. Every process has a queue pair to every
+// reaches (host staging). `description` says which verbs and which memory ran, and a run the rings
+// stopped says it with the link's words. Every process has a queue pair to every
 // other one. A failed completion stops the run on every process that hears of it, with the link's words
 // (`why_stopped`); a process that never says its last word leaves the world broken.
 class IbRings final : public RingsAcross {

@@ -1,19 +1,30 @@
 // Where the cuda engine's rings over RDMA (`net=ib`, ib_rings.h) put their slots, on the verbs'
 // loopback: host memory as it is on the host; on a device whose memory is not host memory, its
 // memory by dma-buf where the device exports one and the verbs take it, else host memory the
-// device reaches (host staging), with the reason, and the descriptor closed either way. The rings
-// themselves run under the conformance suite (`all@cuda-host:...,mode=processes,net=ib,verbs=loopback`).
+// device reaches (host staging), with the reason, and the descriptor closed either way; and a link
+// that goes down in the middle of a run stopping it `detected` with the link's words and where the
+// slots were. The rings' data path runs under the conformance suite
+// (`all@cuda-host:...,mode=processes,net=ib,verbs=loopback`).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "impls/algorithms/algorithms.h"
+#include "impls/backend/world.h"
 #include "impls/cuda/device.h"
 #include "impls/cuda/ib_rings.h"
+#include "impls/cuda/slot_engine.h"
+#include "impls/ib/loopback_verbs.h"
+#include "impls/link/guarded_buffer.h"
+#include "reference/case.h"
 
 namespace collcheck::cuda {
 namespace {
@@ -94,6 +105,59 @@ TEST(IbRingsSlots, ADmaBufTheVerbsRefuseIsStagedAndItsDescriptorClosed) {
   EXPECT_EQ(gpu.staged, 1);
   ASSERT_GE(gpu.exported, 0);
   EXPECT_EQ(::fcntl(gpu.exported, F_GETFD), -1) << "the dma-buf descriptor was left open";
+}
+
+// Takes every queue pair of this process's loopback down as rank 0 stages its third message, as a
+// cable pulled in the middle of a run: the writes after it fail (RetryExceeded).
+class LinksDown final : public LinkHook {
+ public:
+  SendDecision on_send(const Message& message, std::span<std::byte> /*payload*/) override {
+    if (message.from != 0 || message.sequence != 2 || done_.exchange(true)) return {};
+    for (std::uint32_t number = 0; number < kQueuePairNumbers; ++number)
+      ib::break_loopback_link(ib::process_loopback(), number);
+    return {};
+  }
+  double deadline() const override { return 20; }
+
+ private:
+  static constexpr std::uint32_t kQueuePairNumbers = 1 << 16;
+  std::atomic<bool> done_{false};
+};
+
+TEST(IbRingsRuns, ALinkThatGoesDownStopsTheRunWithItsWords) {
+  const Case c = parse_case("allreduce/u32/sum/n=60000/ranks=2/root=0/outofplace/offset=0/values=exact/seed=1").value();
+  Knobs knobs;
+  knobs.chunk = 4096;
+  const Schedule schedule = stored(make_schedule("ring", c, knobs).value());
+  LinksDown hook;
+  EngineOptions options;
+  options.guard = kGuardElements;
+  options.ring_bytes = 64 << 10;
+  options.hook = &hook;
+  options.deadline = 20;
+  options.rdma = loopback();
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
+  std::vector<EngineRun> runs(2);
+  {
+    std::vector<std::jthread> members;
+    members.reserve(2);
+    for (std::size_t rank = 0; rank < 2; ++rank) {
+      members.emplace_back([&, rank] {
+        EngineOptions mine = options;
+        mine.world = worlds[rank].get();
+        runs[rank] = run_engine(schedule, mine);
+      });
+    }
+  }
+  bool named = false;
+  for (const EngineRun& run : runs) {
+    EXPECT_FALSE(run.completed);
+    EXPECT_TRUE(run.detected) << run.error;
+    named = named || (run.error.find("the RDMA link") != std::string::npos &&
+                      run.error.find("transport retries exceeded") != std::string::npos &&
+                      run.error.find("(loopback (in-process); slots in host memory)") != std::string::npos);
+  }
+  EXPECT_TRUE(named) << runs[0].error << "\n" << runs[1].error;
 }
 
 }  // namespace
