@@ -373,6 +373,7 @@ std::vector<ShapeProof> prove_shapes(const Algorithm& algorithm, const std::vect
     const auto& [count, nranks, root, in_place] = shapes[k];
     results[k] =
         prove_one(algorithm, spread_case(algorithm.collective, count, nranks, root, in_place), sweep, per_proof);
+    give_back_freed_memory();  // what the proof let go, before the next one's blocks of other sizes
     if (!results[k].refused) {
       std::size_t earliest = refused_at.load();
       while (k < earliest && !refused_at.compare_exchange_weak(earliest, k)) {

@@ -3,6 +3,9 @@
 #include "harness/memory_check.h"
 
 #include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <charconv>
@@ -267,6 +270,14 @@ std::optional<Status> in_pieces_fit(std::string_view algorithm, const Case& shap
   if (!estimate) return std::nullopt;
   bytes = estimate->total();
   return fits(*estimate, budget, what + " in pieces", "lower --ranks or --counts");
+}
+
+void give_back_freed_memory() {
+#ifdef __GLIBC__
+  // Trimming walks the heap and advises the kernel page by page: worth it only where much is free.
+  constexpr std::size_t kWorthTrimming = std::size_t{16} << 20;
+  if (mallinfo2().fordblks >= kWorthTrimming) malloc_trim(0);
+#endif
 }
 
 std::uint64_t kept_line_bytes(const Case& shape, const InPieces& pieces) {

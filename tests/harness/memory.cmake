@@ -94,9 +94,9 @@ add_test(NAME cli.memory_prove_sweep_keeps_cut_lines_within_the_limit
     $<TARGET_FILE:collcheck>)
 set_tests_properties(cli.memory_prove_sweep_keeps_cut_lines_within_the_limit PROPERTIES LABELS "cli;memory"
   PASS_REGULAR_EXPRESSION "  0 +0 +22\n22 of 22 schedules proven\n$" SKIP_RETURN_CODE 77)
-# Memory a proof freed goes back to the system before the next one (main.cc fixes glibc's threshold
-# for mapping a block on its own): eight shapes whose proofs need about 70 MB each by the estimate
-# peak at about 81 MB resident, where with glibc's own threshold they peaked at 100 MB.
+# Memory a proof freed goes back to the system before the next one (give_back_freed_memory): eight
+# shapes whose proofs need about 70 MB each by the estimate peak at about 81 MB resident, where
+# with the freed blocks kept in glibc's heap they peaked at 100 MB.
 add_test(NAME cli.memory_prove_sweep_gives_freed_memory_back
   COMMAND sh -c "${skip_under_asan} exec python3 \"$0\" 90000 \"$1\" prove --algorithm pairwise --collective alltoallv --ranks 245..252 --counts 4096 --channels 2 --memory-limit 75M --jobs 1"
     ${CMAKE_CURRENT_SOURCE_DIR}/peak_resident.py $<TARGET_FILE:collcheck>)
