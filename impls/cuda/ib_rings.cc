@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <utility>
 
 #include <unistd.h>
 
@@ -117,7 +118,7 @@ ib::MemoryRegion register_slots(ib::Device& verbs, Device& device, std::size_t b
       }
       why = region.error().message;
     }
-    device.release(memory.data);
+    device.release(std::exchange(memory.data, nullptr));
     memory.data = device.allocate_host(bytes);
     memory.staged = true;
   } else {
