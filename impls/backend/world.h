@@ -30,13 +30,14 @@ class World {
   virtual std::vector<std::vector<std::byte>> allgather(std::span<const std::byte>) = 0;
   virtual void barrier() = 0;
   // From now on, allgather and barrier throw WorldTimeout once `deadline` has passed with some
-  // member missing; time_point::max() (the default) waits for ever. Worlds that cannot time out
-  // (threads, in tests) ignore it.
+  // member missing; time_point::max() (the default) waits for ever.
   virtual void set_deadline(std::chrono::steady_clock::time_point /*deadline*/) {}
 };
 
-// `size` worlds whose members are threads of this process, for tests: make_thread_worlds(4)
-// gives four members that must each be driven by its own thread.
+// `size` worlds whose members are threads of this process (tests; a worker serving every rank as a
+// thread): make_thread_worlds(4) gives four members that must each be driven by its own thread.
+// Past a member's deadline (set_deadline) with others missing from a call, every member's calls
+// throw WorldTimeout from then on.
 std::vector<std::unique_ptr<World>> make_thread_worlds(int size);
 
 }  // namespace collcheck
