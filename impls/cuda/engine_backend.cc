@@ -205,16 +205,16 @@ Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what,
     made.capabilities.knobs_per_run = true;
     made.capabilities.independent_instances = false;
     made.cannot_run_here = devices.cannot_run_here == nullptr ? std::string() : devices.cannot_run_here();
-    if (made.cannot_run_here.empty() && rdma && !rdma->loopback) {
-      made.cannot_run_here = ib::rdma_cannot_run_here();
-      if (!made.cannot_run_here.empty()) made.cannot_run_here += "; verbs=loopback runs it in one process";
-    }
+    if (made.cannot_run_here.empty() && rdma) made.cannot_run_here = ib::verbs_cannot_run_here(*rdma);
     made.ranks_are_threads = rdma && rdma->loopback;  // the loopback joins queue pairs within one process
-    // Each process: its rings' words and, on the host, their slots (in shared memory); the whole
-    // schedule, which each builds.
-    made.world_memory = [](const Case& c) {
+    // Each process: its rings' words and, on the host, their slots (in shared memory; over RDMA
+    // every ring between processes also has its image at its sender); the whole schedule, which
+    // each builds.
+    made.world_memory = [over_rdma = rdma.has_value()](const Case& c) {
       MemoryEstimate estimate;
-      estimate.add("rings", kRingBytes, "the slots of every message stream, in shared memory");
+      if (over_rdma)
+        estimate.add("rings", 2 * kRingBytes, "the slots of every message stream, and their senders' images");
+      else estimate.add("rings", kRingBytes, "the slots of every message stream, in shared memory");
       estimate.add("staged", case_buffers(c, 0).total() * 4, "messages staged by their senders");
       return estimate;
     };

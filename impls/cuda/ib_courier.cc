@@ -96,7 +96,8 @@ bool IbRings::ship_control(Remote& remote) {
     const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(words[w]) - base;
     if (!post(remote.peer, reinterpret_cast<const std::byte*>(words[w]), sizeof(std::uint64_t),
               regions_.front().local_key, remote.remote_words + offset,
-              peer_words_key_[static_cast<std::size_t>(remote.peer)], -1, work_id(remote.peer, remote.self))) {
+              peer_words_key_[static_cast<std::size_t>(remote.peer)], -1,
+              work_id(remote.peer, static_cast<int>(&remote - remotes_.data())))) {
       break;
     }
     remote.written[w] = now[w];

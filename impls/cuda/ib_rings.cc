@@ -97,8 +97,8 @@ struct SlotMemory {
 
 namespace {
 
-// Allocates `bytes` of slots for `device` and registers them with `verbs`: the region, and how
-// (for IbRings::description).
+// Allocates `bytes` of slots for `device` and registers them with `verbs`: the region, and how (for
+// the rings' description).
 ib::MemoryRegion register_slots(ib::Device& verbs, Device& device, std::size_t bytes, SlotMemory& memory,
                                 std::string& how) {
   memory.device = &device;
@@ -201,7 +201,6 @@ std::vector<std::size_t> IbRings::lay_out(std::vector<std::unique_ptr<SlotRing>>
     if (sends == receives) continue;  // both ends here (placed as in one process), or neither
     remote_of_[r] = static_cast<int>(remotes_.size());
     Remote remote;
-    remote.self = static_cast<int>(remotes_.size());
     remote.ring = &ring;
     remote.index = static_cast<int>(r);
     remote.sending = sends;
@@ -235,13 +234,7 @@ IbRings::Announcement IbRings::set_up_ends(std::vector<std::unique_ptr<SlotRing>
       SlotRing& ring = *rings[r];
       const bool sends = hosts(ring.from, nranks_), receives = hosts(ring.to, nranks_);
       if (sends && receives) {
-        ring.own_slots =
-            DeviceBytes(*devices[static_cast<std::size_t>(ring.to)], ring.shape.slots * ring.shape.slot_bytes);
-        ring.own_headers = std::make_unique<SlotHeader[]>(ring.shape.slots);
-        ring.own_control = std::make_unique<RingControl>();
-        ring.slots = ring.own_slots.data();
-        ring.headers = ring.own_headers.get();
-        ring.control = ring.own_control.get();
+        ring.place_here(*devices[static_cast<std::size_t>(ring.to)]);
       } else if (sends || receives) {
         ring.control = new (words_ + at[r]) RingControl;
         ring.headers = reinterpret_cast<SlotHeader*>(words_ + at[r] + round_up(sizeof(RingControl), kLine));

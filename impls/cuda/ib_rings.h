@@ -47,8 +47,8 @@ std::string rdma_slots_text(Device& device, const ib::VerbsChoice& choice);
 // memory by dma-buf (ibv_reg_dmabuf_mr with cuMemGetHandleForAddressRange's descriptor), each
 // landed piece made visible to the device (cudaDeviceFlushGPUDirectRDMAWrites) before its flag,
 // or, where the GPU, its driver or the verbs export or take no dma-buf, pinned host memory the GPU
-// reaches (host staging). `description` says which verbs and which memory ran, and a run the rings
-// stopped says it with the link's words. Every process has a queue pair to every
+// reaches (host staging). A run the rings stopped says which verbs and which memory, with the
+// link's words. Every process has a queue pair to every
 // other one. A failed completion stops the run on every process that hears of it, with the link's words
 // (`why_stopped`); a process that never says its last word leaves the world broken.
 class IbRings final : public RingsAcross {
@@ -62,9 +62,6 @@ class IbRings final : public RingsAcross {
   std::string why_stopped() const override;
   bool finish(double patience) override;
 
-  // The verbs and the memory of the slots (`loopback; slots in host memory`), once placed.
-  std::string description() const { return description_; }
-
   // What each process tells the others when the rings are placed (ib_rings.cc).
   struct Announcement;
 
@@ -72,7 +69,6 @@ class IbRings final : public RingsAcross {
   struct Remote {
     SlotRing* ring = nullptr;
     int index = 0;  // the ring's index, the same in every process
-    int self = 0;   // its own place in remotes_
     int peer = 0;   // the other end's rank
     bool sending = false;
     std::uint32_t slots_key = 0;  // this end's slots, registered
@@ -141,7 +137,7 @@ class IbRings final : public RingsAcross {
   mutable std::mutex failure_mutex_;
   std::string failure_;
   std::atomic<bool> failed_{false};
-  std::string description_;
+  std::string description_;  // the verbs and the slots' memory (`loopback; slots in host memory`)
 };
 
 }  // namespace collcheck::cuda

@@ -134,15 +134,8 @@ void Engine::place_rings() {
     across_->place(rings_, schedule_.nranks(), devices);
     return;
   }
-  for (std::unique_ptr<SlotRing>& ring : rings_) {
-    ring->own_slots =
-        DeviceBytes(*participants_[static_cast<std::size_t>(ring->to)].device, shape.slots * shape.slot_bytes);
-    ring->own_headers = std::make_unique<SlotHeader[]>(shape.slots);
-    ring->own_control = std::make_unique<RingControl>();
-    ring->slots = ring->own_slots.data();
-    ring->headers = ring->own_headers.get();
-    ring->control = ring->own_control.get();
-  }
+  for (std::unique_ptr<SlotRing>& ring : rings_)
+    ring->place_here(*participants_[static_cast<std::size_t>(ring->to)].device);
 }
 
 // Step k's ring (made on first use) and its ordinal among the participant's sends or receives there.

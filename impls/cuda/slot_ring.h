@@ -86,6 +86,16 @@ struct SlotRing {
   // The receiver's.
   LinkReceiver receiver;
 
+  // Both ends in this process: the slots on the receiver's device, headers and control beside them.
+  void place_here(Device& receiving_device) {
+    own_slots = DeviceBytes(receiving_device, shape.slots * shape.slot_bytes);
+    own_headers = std::make_unique<SlotHeader[]>(shape.slots);
+    own_control = std::make_unique<RingControl>();
+    slots = own_slots.data();
+    headers = own_headers.get();
+    control = own_control.get();
+  }
+
   std::byte* slot(std::uint64_t piece) { return slots + (piece % shape.slots) * shape.slot_bytes; }
   SlotHeader& header(std::uint64_t piece) { return headers[piece % shape.slots]; }
   std::size_t pieces(std::size_t bytes) const {

@@ -26,6 +26,11 @@ Result<bool> apply_verbs_option(const KeyValue& item, VerbsChoice& choice);
 // outlive the device).
 Result<std::unique_ptr<Device>> open_chosen(const VerbsChoice& choice, std::unique_ptr<Verbs>& owned);
 
+// Why a transport on the chosen verbs cannot run here: "" for the loopback (it runs anywhere), else
+// rdma_cannot_run_here()'s reason and that verbs=loopback would run it: what `ALGORITHM@ib` and
+// `ALGORITHM@cuda:mode=processes,net=ib` say before launching anything.
+std::string verbs_cannot_run_here(const VerbsChoice& choice);
+
 // Why RDMA hardware cannot be used here (no libibverbs, no device: the reason), or "" where
 // libibverbs finds a device: what `ALGORITHM@ib` and `nccl:net=ib` say before launching anything.
 std::string rdma_cannot_run_here();

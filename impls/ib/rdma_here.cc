@@ -42,6 +42,11 @@ Result<std::unique_ptr<Device>> open_chosen(const VerbsChoice& choice, std::uniq
   return owned->open(choice.device, choice.port, choice.gid_index);
 }
 
+std::string verbs_cannot_run_here(const VerbsChoice& choice) {
+  const std::string why = choice.loopback ? std::string() : rdma_cannot_run_here();
+  return why.empty() ? why : why + "; verbs=loopback runs it in one process";
+}
+
 std::string rdma_cannot_run_here() {
   Result<std::unique_ptr<Verbs>> verbs = load_ibverbs();
   if (!verbs) return verbs.error().message;

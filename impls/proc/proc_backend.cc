@@ -340,13 +340,6 @@ Result<std::vector<KeyValue>> split_transport(std::string_view options, std::str
   return knob_items;
 }
 
-// ALGORITHM@ib over libibverbs: why this machine cannot run it (no library, no device), before any
-// world is launched; empty when it can.
-std::string rdma_cannot_run_here() {
-  const std::string why = ib::rdma_cannot_run_here();
-  return why.empty() ? why : why + "; verbs=loopback runs it in one process";
-}
-
 // mutant:NAME@proc: a process mutant, else a schedule mutant; mutants keep their own pipeline
 // defaults, so that they break as they do on `sim`.
 }  // namespace
@@ -380,7 +373,7 @@ Result<std::vector<RankBackendSpec>> proc_backend_specs(std::string_view what, s
     const bool mutant = what.starts_with("mutant:");
     specs.push_back(make_spec(std::move(one.variant), mutant ? knobs : algorithm_knobs, links, one.sabotage, one.name));
   }
-  const std::string cannot_run_here = ib && !links.verbs.loopback ? rdma_cannot_run_here() : std::string();
+  const std::string cannot_run_here = ib ? ib::verbs_cannot_run_here(links.verbs) : std::string();
   for (RankBackendSpec& one : specs) {
     one.cannot_run_here = cannot_run_here;
     one.ranks_are_threads = links.verbs.loopback;  // the loopback joins queue pairs within one process

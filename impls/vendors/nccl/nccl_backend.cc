@@ -100,7 +100,7 @@ Result<std::vector<RankBackendSpec>> nccl_backend_specs(std::string_view options
     if (made.ranks_are_threads) {  // the plugin and the interposer take one rank's faults per process
       made.fault_environment.clear();
       if (made.takes_no_faults.empty())
-        made.takes_no_faults = "in " + setting.name.substr(setting.name.find("mode=")) +
+        made.takes_no_faults = "in mode=" + std::string(spec_name(setting.mode)) +
                                " every rank is a thread of one process, and the network plugin and the socket "
                                "interposer take the faults of one rank per process: mode=processes takes them";
     }

@@ -54,8 +54,7 @@ std::string setting_name(const NcclSetting& setting) {
   for (const auto& [knob, on] : setting.fixed_knobs)
     options += (options.empty() ? "" : ",") + knob + (on ? "=on" : "=off");
   if (setting.mode != NcclMode::Processes)
-    options += (options.empty() ? "" : ",") + std::string("mode=") +
-               std::string(kModeNames[static_cast<std::size_t>(setting.mode)]);
+    options += (options.empty() ? "" : ",") + std::string("mode=") + std::string(spec_name(setting.mode));
   return options.empty() ? "nccl" : "nccl:" + options;
 }
 
@@ -165,6 +164,8 @@ std::string_view spec_name(NcclAlgorithm algorithm) {
 std::string_view spec_name(NcclProtocol protocol) {
   return protocol == NcclProtocol::Any ? "any" : kProtocolNames[static_cast<std::size_t>(protocol) - 1];
 }
+
+std::string_view spec_name(NcclMode mode) { return kModeNames[static_cast<std::size_t>(mode)]; }
 
 std::string_view nccl_name(NcclAlgorithm algorithm) {
   constexpr std::array<std::string_view, 8> names{"",     "Ring",     "Tree", "CollnetDirect", "CollnetChain",

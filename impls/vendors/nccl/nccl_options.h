@@ -32,6 +32,7 @@ enum class NcclMode { Processes, Threads, Group };
 // and NCCL_PROTO take); `any` / "" for Any.
 std::string_view spec_name(NcclAlgorithm);
 std::string_view spec_name(NcclProtocol);
+std::string_view spec_name(NcclMode);  // `processes`, `threads`, `group`
 std::string_view nccl_name(NcclAlgorithm);
 std::string_view nccl_name(NcclProtocol);
 
