@@ -84,11 +84,13 @@ std::vector<std::uint64_t> fault_keys(const FaultPlan& plan) {
 bool injectable(FaultKind) { return true; }
 
 FaultInjector::FaultInjector(FaultPlan plan, std::uint64_t seed, double deadline, double link_bandwidth)
-    : plan_(std::move(plan)), seed_(seed), deadline_(deadline), link_bandwidth_(link_bandwidth),
-      states_(plan_.faults.size()), keys_(fault_keys(plan_)) {}
+    : plan_(std::move(plan)), deadline_(deadline), link_bandwidth_(link_bandwidth), states_(plan_.faults.size()) {
+  for (std::uint64_t key : fault_keys(plan_)) bases_.push_back(mix64(seed ^ key));
+}
 
 SendDecision FaultInjector::on_send(const Message& message, std::span<std::byte> payload) {
-  const std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+  if (!one_thread_) lock.lock();
   SendDecision decision;
   // Faults apply in plan order and compose: any drop drops, delays add, corruptions stack.
   for (std::size_t i = 0; i < plan_.faults.size(); ++i) {
@@ -164,7 +166,7 @@ void FaultInjector::corrupt(std::size_t index, const Message& message, std::span
 // attempt, drawn afresh) and the purpose: the same on every run and in every process, whatever
 // order messages are sent in.
 std::uint64_t FaultInjector::draw(std::size_t index, const Message& m, std::uint64_t purpose) const {
-  std::uint64_t x = mix64(seed_ ^ keys_[index]);
+  std::uint64_t x = bases_[index];
   for (std::uint64_t part :
        {static_cast<std::uint64_t>(m.from), static_cast<std::uint64_t>(m.to), static_cast<std::uint64_t>(m.channel),
         m.sequence, static_cast<std::uint64_t>(m.attempt), purpose}) {

@@ -212,6 +212,7 @@ Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t cou
   if (Status fit = count_fits(budget, plan, count, sample_streams(*schedule, plan.topology)); !fit) return fit;
   // The faults are drawn from the schedule seed: the same command injects the same faults.
   FaultInjector injector(plan.faults, plan.schedule_seed, 60);
+  injector.serve_one_thread();
   SimulationOptions options(plan.schedule_seed, &injector, !plan.timing_only);
   options.protocol.reliable = plan.reliable;
   const auto began = std::chrono::steady_clock::now();

@@ -44,15 +44,15 @@ std::uint32_t Simulation::link_of(const StreamKey& key) {
     links_.emplace_back();
     links_.back().key = key;
     const auto [from, to, channel] = key;
-    peer_links_[static_cast<std::size_t>(from)].push_back(PeerLink{to, channel, true, found->second});
-    peer_links_[static_cast<std::size_t>(to)].push_back(PeerLink{from, channel, false, found->second});
+    peer_links_found_[static_cast<std::size_t>(from)].push_back(PeerLink{to, channel, true, found->second});
+    peer_links_found_[static_cast<std::size_t>(to)].push_back(PeerLink{from, channel, false, found->second});
   }
   return found->second;
 }
 
 // The link of p's send or receive `step`, from p's few links (sorted: searched by halves when many).
 std::uint32_t Simulation::link_of(int p, const Step& step) const {
-  const std::vector<PeerLink>& links = peer_links_[static_cast<std::size_t>(p)];
+  const std::span<const PeerLink> links = peer_links_of(static_cast<std::size_t>(p));
   const PeerLink wanted{step.peer, step.channel, step.sends(), 0};
   auto same = [&wanted](const PeerLink& link) {
     return link.peer == wanted.peer && link.channel == wanted.channel && link.sends == wanted.sends;
@@ -87,7 +87,7 @@ void Simulation::arrive(std::size_t index) {
   const std::size_t bytes = message.payload.size();
   const PieceLabel piece{message.sequence, 0, bytes, message.sum, static_cast<std::uint32_t>(message.attempt)};
   LinkSettings settings = protocol_;
-  settings.checksums = protocol_.checks(message.sequence, link.outbox.per_call);
+  settings.checksums = protocol_.checks(message.sequence, inbox.per_call);  // as many as the sender's
   const Verdict verdict = receiver.judge(piece, message.payload, bytes, settings);
   if (verdict == Verdict::Take) {
     receiver.take(bytes, bytes, now_);
@@ -134,9 +134,9 @@ void Simulation::expire(int p, int k, std::size_t call, std::size_t slot) {
   const auto q = static_cast<std::size_t>(p);
   double& armed_at = timer_armed_[slot];
   if (armed_at == kNoTimer) return;
-  const Stream& stream = streams_[q][slot - first_slot_[q]];
+  const Stream& stream = streams_[slot];
   // Another call, or the stream has moved on from the step: the timer is over.
-  if (static_cast<std::size_t>(call_[q]) != call || stream.busy || stream.steps.finished() ||
+  if (static_cast<std::size_t>(participants_[q].call) != call || stream.busy || stream.steps.finished() ||
       stream.steps.index() != k || !waits_for_message(p, stream)) {
     armed_at = kNoTimer;
     return;
@@ -187,14 +187,14 @@ bool Simulation::waits_for_message(int p, const Stream& stream) const {
 void Simulation::arm_timers(int p) {
   if (protocol_.forever) return;
   const auto q = static_cast<std::size_t>(p);
-  for (std::size_t s = 0; s < streams_[q].size(); ++s) {
-    const Stream& stream = streams_[q][s];
+  const ParticipantState& state = participants_[q];
+  for (std::size_t slot = state.first_slot; slot < state.end_slot; ++slot) {
+    const Stream& stream = streams_[slot];
     if (stream.busy || stream.steps.finished()) continue;
-    const std::size_t slot = first_slot_[q] + s;
     if (!stream.steps.step().receives() || timer_armed_[slot] != kNoTimer || !waits_for_message(p, stream)) continue;
     timer_armed_[slot] = now_;
-    timers_.arm(slot,
-                timer_event(now_ + wait_interval(stream), p, stream.steps.index(), static_cast<std::size_t>(call_[q])));
+    timers_.arm(
+        slot, timer_event(now_ + wait_interval(stream), p, stream.steps.index(), static_cast<std::size_t>(state.call)));
   }
 }
 
@@ -240,7 +240,7 @@ void Simulation::transmit_message(std::uint32_t link, std::uint64_t sequence, in
   double arrival = wire + decision.delay;
   if (!decision.drop && decision.reorder && LinkSender::may_hold(sequence, outbox.per_call) && !outbox.holding) {
     outbox.holding = true;
-    outbox.held = std::move(flight);
+    stream.held = std::move(flight);
     const std::size_t held = add_go_back(GoBack{link, sequence});
     push(now_ + protocol_.reorder_window, EventKind::Release, from, -1, held);
     return;
@@ -254,21 +254,22 @@ void Simulation::transmit_message(std::uint32_t link, std::uint64_t sequence, in
     }
     deliver_at(outbox.last_arrival, std::move(flight));
   }
-  if (outbox.holding && !(outbox.held.sequence == sequence && outbox.held.attempt == attempt)) {
+  if (outbox.holding && !(stream.held.sequence == sequence && stream.held.attempt == attempt)) {
     outbox.holding = false;
     const double later = just_after(std::max(arrival, outbox.last_arrival));
-    deliver_at(later, std::move(outbox.held));
+    deliver_at(later, std::move(stream.held));
   }
 }
 
 // A held message whose next one has not come within the reorder window goes on its own.
 void Simulation::release(const GoBack& held) {
-  Outbox& outbox = links_[held.link].outbox;
-  if (!outbox.holding || outbox.held.sequence != held.from) return;
+  StreamLink& link = links_[held.link];
+  Outbox& outbox = link.outbox;
+  if (!outbox.holding || link.held.sequence != held.from) return;
   outbox.holding = false;
   const double arrival = std::max(now_, just_after(outbox.last_arrival));
   outbox.last_arrival = arrival;
-  deliver_at(arrival, std::move(outbox.held));
+  deliver_at(arrival, std::move(link.held));
 }
 
 void Simulation::deliver_at(double time, InFlight flight) {

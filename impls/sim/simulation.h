@@ -100,9 +100,9 @@ struct InFlight {
 struct Inbox {
   LinkReceiver receiver;
   std::size_t waiting_count = 0;
-  Fifo<std::vector<std::byte>> waiting;  // numeric: the payloads taken, oldest first
   Fifo<std::size_t> waiting_bytes;
-  std::uint64_t per_call = 0;  // receives of one call
+  std::uint64_t per_call = 0;            // receives of one call
+  Fifo<std::vector<std::byte>> waiting;  // numeric: the payloads taken, oldest first
 };
 
 // What a reliable sender keeps of a message it sent, to send it again.
@@ -112,31 +112,33 @@ struct KeptMessage {
   std::size_t bytes = 0;
 };
 
-// A sender's end: the protocol's sender, what it sent and the receiver has not yet taken (kept
-// while reliable, to send again; message `kept_from` first), and a message held back by a
-// reorder fault until the next one has been sent.
+// A sender's end: the protocol's sender, and what it sent and the receiver has not yet taken (kept
+// while reliable, to send again; message `kept_from` first); `holding`: the stream link's `held`
+// message waits for the next one (a reorder fault).
 struct Outbox {
-  LinkSender sender;
   std::uint64_t sent = 0;
-  Fifo<KeptMessage> kept;
-  std::uint64_t kept_from = 0;
-  int asks_pending = 0;  // requests to go back on their way: nothing they may ask for is forgotten
   std::uint64_t per_call = 0;
   double last_arrival = 0;  // the link is FIFO: later messages do not overtake
+  std::uint64_t kept_from = 0;
+  int asks_pending = 0;  // requests to go back on their way: nothing they may ask for is forgotten
   bool holding = false;
-  InFlight held;
+  Fifo<KeptMessage> kept;
+  LinkSender sender;
 };
 
 // One direction of one channel between two participants: both ends of the link protocol, and the
-// route its messages take with what crossing it idle costs (worked out once).
-struct StreamLink {
+// route its messages take with what crossing it idle costs (worked out once). Laid out so that a
+// send reads the first two cache lines (the route, the outbox's counts and kept messages) and an
+// arrival the second and the inbox's: at thousands of ranks each line is a cache miss.
+struct alignas(64) StreamLink {
   StreamKey key;
-  Inbox inbox;
-  Outbox outbox;
   std::span<const int>
       route;             // the topology's links in order (kept in its route cache); empty: both ends on one vertex
   double latency = 0;    // the route's latencies, summed in route order
   double narrowest = 0;  // its narrowest bandwidth
+  Outbox outbox;
+  Inbox inbox;
+  InFlight held;  // the outbox's message held back by a reorder fault until the next one is sent
 };
 
 struct GoBack {
@@ -171,7 +173,7 @@ class Simulation {
   Event timer_event(double time, int p, int step, std::size_t call);
   void record(const Event& event);
   void handle(const Event& event);
-  bool call_finished(std::size_t q) const { return finished_steps_[q] == step_count_[q]; }
+  bool call_finished(std::size_t q) const { return participants_[q].finished_steps == participants_[q].step_count; }
   std::vector<std::byte> final_output(int rank);
   void next_call(int p);
   void finish_step(int p, Stream& stream);
@@ -241,15 +243,33 @@ class Simulation {
   };
   std::vector<LinkState> link_state_;
   std::vector<GuardedBuffer> input_, output_, scratch_;
-  std::vector<std::vector<Stream>> streams_;
-  std::vector<std::size_t> step_count_;  // per participant: its steps in one call
-  std::vector<std::size_t> first_slot_;  // per participant: its first stream's timer slot
-  std::vector<std::size_t> finished_steps_;
-  std::vector<int> call_;  // per participant: the call it is running (0-based)
+  // Per participant, in one record, what its turn reads (at thousands of ranks each separate
+  // array was a cache miss of its own): where its streams and its peer links lie in the flat lists
+  // below, its steps in one call and those done in this one, the call it is running (0-based), and
+  // whether any of its steps waits for others (done_).
+  struct ParticipantState {
+    std::uint32_t first_slot = 0;  // its streams: streams_[first_slot, end_slot), their timer slots too
+    std::uint32_t end_slot = 0;
+    std::uint32_t first_peer_link = 0;  // its peer links: peer_links_[first_peer_link, end_peer_link)
+    std::uint32_t end_peer_link = 0;
+    std::size_t step_count = 0;
+    std::size_t finished_steps = 0;
+    int call = 0;
+    bool waits = false;
+  };
+  std::vector<ParticipantState> participants_;
+  std::span<Stream> streams_of(std::size_t q) {
+    return {streams_.data() + participants_[q].first_slot, streams_.data() + participants_[q].end_slot};
+  }
+  std::span<const PeerLink> peer_links_of(std::size_t q) const {
+    return {peer_links_.data() + participants_[q].first_peer_link, peer_links_.data() + participants_[q].end_peer_link};
+  }
+  std::vector<Stream> streams_;  // every participant's in turn; a stream's place is its timer slot
   // Per participant whose steps wait for others (Participant::waits), per step: done this call;
   // empty for every other participant (a stream's step is done once the stream is past it).
   std::vector<std::vector<bool>> done_;
-  std::vector<std::vector<PeerLink>> peer_links_;  // per participant, sorted
+  std::vector<std::vector<PeerLink>> peer_links_found_;  // per participant, while setting up
+  std::vector<PeerLink> peer_links_;                     // every participant's in turn, each's sorted
   std::vector<InFlight> in_flight_;
   std::vector<std::uint32_t> free_in_flight_;  // records of in_flight_ that have arrived, to reuse
   LinkSettings protocol_;

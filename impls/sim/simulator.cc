@@ -59,19 +59,18 @@ SimulatedRun Simulation::run() {
 // (kFewPeerLinks; a ring's two): an all-to-all's rank has thousands.
 void Simulation::prefetch_ahead() {
   if (const Event* far = events_.ahead(12)) {
-    __builtin_prefetch(&streams_[static_cast<std::size_t>(far->participant)]);
-    __builtin_prefetch(&peer_links_[static_cast<std::size_t>(far->participant)]);
+    __builtin_prefetch(&participants_[static_cast<std::size_t>(far->participant)]);
     if (far->kind == EventKind::Arrival) __builtin_prefetch(&in_flight_[far->message]);
   }
   if (const Event* near = events_.ahead(8)) {
     const auto q = static_cast<std::size_t>(near->participant);
-    __builtin_prefetch(streams_[q].data());
-    __builtin_prefetch(peer_links_[q].data());
+    __builtin_prefetch(streams_.data() + participants_[q].first_slot);
+    __builtin_prefetch(peer_links_.data() + participants_[q].first_peer_link);
     if (near->kind == EventKind::Arrival) prefetch_link(in_flight_[near->message].link, false);
   }
   if (const Event* next = events_.ahead(4)) {
     const auto q = static_cast<std::size_t>(next->participant);
-    for (const Stream& stream : streams_[q]) {
+    for (const Stream& stream : streams_of(q)) {
       if (!stream.steps.finished()) __builtin_prefetch(&stream.steps.step());
     }
     prefetch_send_links(q, false);
@@ -90,8 +89,9 @@ void Simulation::prefetch_link(std::uint32_t link, bool route) const {
 }
 
 void Simulation::prefetch_send_links(std::size_t q, bool routes) const {
-  if (peer_links_[q].size() > kFewPeerLinks) return;
-  for (const PeerLink& peer : peer_links_[q]) {
+  const std::span<const PeerLink> peers = peer_links_of(q);
+  if (peers.size() > kFewPeerLinks) return;
+  for (const PeerLink& peer : peers) {
     if (peer.sends) prefetch_link(peer.link, routes);
   }
 }
@@ -122,21 +122,19 @@ bool Simulation::set_up_participants() {
   input_.resize(n);
   output_.resize(n);
   scratch_.resize(n);
-  streams_.resize(n);
-  step_count_.assign(n, 0);
-  peer_links_.resize(n);
-  first_slot_.assign(n + 1, 0);
-  finished_steps_.assign(n, 0);
-  call_.assign(n, 0);
+  participants_.assign(n, ParticipantState{});
+  peer_links_found_.resize(n);
   result_.earlier_outputs.assign(static_cast<std::size_t>(std::max(options_.calls, 1) - 1),
                                  std::vector<std::vector<std::byte>>(static_cast<std::size_t>(schedule_.nranks())));
   done_.resize(n);
   const InputGenerator inputs(schedule_.shape);
   for (int p = 0; p < schedule_.nparticipants(); ++p) {
     const auto q = static_cast<std::size_t>(p);
+    participants_[q].first_slot = static_cast<std::uint32_t>(streams_.size());
     if (!set_up_streams(p)) return false;
-    first_slot_[q + 1] = first_slot_[q] + streams_[q].size();
-    if (!schedule_.participants[q].waits.empty()) done_[q].assign(step_count_[q], false);
+    participants_[q].end_slot = static_cast<std::uint32_t>(streams_.size());
+    participants_[q].waits = !schedule_.participants[q].waits.empty();
+    if (participants_[q].waits) done_[q].assign(participants_[q].step_count, false);
     if (!options_.numeric) continue;
     allocate(scratch_[q], schedule_.buffer_size(p, BufferKind::Scratch));
     if (schedule_.participants[q].is_switch) continue;
@@ -153,13 +151,21 @@ bool Simulation::set_up_participants() {
       std::copy_n(given.begin(), std::min(given.size(), count * element_), input);
     }
   }
-  for (std::vector<PeerLink>& links : peer_links_) std::sort(links.begin(), links.end());
+  for (std::size_t q = 0; q < n; ++q) {
+    std::vector<PeerLink>& found = peer_links_found_[q];
+    std::sort(found.begin(), found.end());
+    participants_[q].first_peer_link = static_cast<std::uint32_t>(peer_links_.size());
+    peer_links_.insert(peer_links_.end(), found.begin(), found.end());
+    participants_[q].end_peer_link = static_cast<std::uint32_t>(peer_links_.size());
+    found = {};
+  }
+  peer_links_found_ = {};
   for (int p = 0; p < schedule_.nparticipants(); ++p) {
-    for (Stream& stream : streams_[static_cast<std::size_t>(p)]) settle_link(p, stream);
+    for (Stream& stream : streams_of(static_cast<std::size_t>(p))) settle_link(p, stream);
   }
   link_index_ = {};
-  timers_ = TimerQueue(first_slot_[n]);
-  timer_armed_.assign(first_slot_[n], kNoTimer);
+  timers_ = TimerQueue(streams_.size());
+  timer_armed_.assign(streams_.size(), kNoTimer);
   return true;
 }
 
@@ -184,7 +190,7 @@ bool Simulation::set_up_streams(int p) {
     if (!schedule_.on_demand()) listed[step.stream].push_back(index);
     if (step.sends() || step.receives()) count_message(p, step, recent);
   }
-  step_count_[static_cast<std::size_t>(p)] = static_cast<std::size_t>(index);
+  participants_[static_cast<std::size_t>(p)].step_count = static_cast<std::size_t>(index);
   add_streams(p, per_stream, listed);
   return true;
 }
@@ -213,10 +219,10 @@ void Simulation::add_streams(int p, const std::map<int, std::size_t>& per_stream
   const bool one_stream = per_stream.size() == 1;
   for (const auto& [stream, count] : per_stream) {
     if (schedule_.on_demand()) {
-      streams_[q].push_back(Stream{StepCursor(schedule_, p, one_stream ? StepCursor::kEveryStream : stream, count)});
+      streams_.push_back(Stream{StepCursor(schedule_, p, one_stream ? StepCursor::kEveryStream : stream, count)});
     } else {
-      streams_[q].push_back(Stream{StepCursor(schedule_.participants[q].steps,
-                                              one_stream ? std::vector<int>{} : std::move(listed[stream]), count)});
+      streams_.push_back(Stream{StepCursor(schedule_.participants[q].steps,
+                                           one_stream ? std::vector<int>{} : std::move(listed[stream]), count)});
     }
   }
 }
@@ -269,7 +275,7 @@ void Simulation::handle(const Event& event) {
   switch (event.kind) {
     case EventKind::Wake: break;
     case EventKind::StepDone: {
-      for (Stream& stream : streams_[q]) {
+      for (Stream& stream : streams_of(q)) {
         if (stream.busy && stream.steps.index() == event.step) finish_step(event.participant, stream);
       }
       break;
@@ -309,7 +315,7 @@ std::vector<std::byte> Simulation::final_output(int rank) {
 // output, write the next call's inputs, and run the script again from the top.
 void Simulation::next_call(int p) {
   const auto q = static_cast<std::size_t>(p);
-  const int call = call_[q]++;
+  const int call = participants_[q].call++;
   if (options_.numeric && p < schedule_.nranks()) {
     result_.earlier_outputs[static_cast<std::size_t>(call)][q] = final_output(p);
     Case next = schedule_.shape;
@@ -317,9 +323,9 @@ void Simulation::next_call(int p) {
     const std::size_t count = schedule_.buffer_size(p, BufferKind::Input);
     if (count > 0) InputGenerator(next).fill(p, 0, {at(p, BufferKind::Input, 0), count * element_});
   }
-  finished_steps_[q] = 0;
-  done_[q].assign(done_[q].size(), false);
-  for (Stream& stream : streams_[q]) {
+  participants_[q].finished_steps = 0;
+  if (participants_[q].waits) done_[q].assign(done_[q].size(), false);
+  for (Stream& stream : streams_of(q)) {
     stream.steps.restart();
     stream.busy = false;
     settle_link(p, stream);
@@ -330,8 +336,9 @@ void Simulation::next_call(int p) {
 void Simulation::finish_step(int p, Stream& stream) {
   const auto q = static_cast<std::size_t>(p);
   last_step_ = now_;
-  if (!done_[q].empty()) done_[q][static_cast<std::size_t>(stream.steps.index())] = true;
-  ++finished_steps_[q];
+  ParticipantState& state = participants_[q];
+  if (state.waits) done_[q][static_cast<std::size_t>(stream.steps.index())] = true;
+  ++state.finished_steps;
   stream.busy = false;
   stream.steps.next();
   settle_link(p, stream);
@@ -343,16 +350,16 @@ void Simulation::advance(int p) {
   const auto q = static_cast<std::size_t>(p);
   for (bool moved = true; moved;) {
     moved = false;
-    while (call_finished(q) && call_[q] + 1 < options_.calls && step_count_[q] > 0) next_call(p);
-    if (step_count_[q] == 0) {
-      while (call_[q] + 1 < options_.calls) next_call(p);
+    const ParticipantState& state = participants_[q];
+    while (call_finished(q) && state.call + 1 < options_.calls && state.step_count > 0) next_call(p);
+    if (state.step_count == 0) {
+      while (state.call + 1 < options_.calls) next_call(p);
     }
-    for (std::size_t s = 0; s < streams_[q].size(); ++s) {
-      Stream& stream = streams_[q][s];
+    for (std::size_t slot = state.first_slot; slot < state.end_slot; ++slot) {
+      Stream& stream = streams_[slot];
       while (!stream.busy && !stream.steps.finished() && ready(p, stream)) {
         stream.busy = true;
         // A receive that starts has its message: its wait timer is over.
-        const std::size_t slot = first_slot_[q] + s;
         timers_.cancel(slot);
         timer_armed_[slot] = kNoTimer;
         const double took = start(p, stream);
@@ -378,7 +385,7 @@ bool Simulation::ready(int p, const Stream& stream) {
 // keep done_ (the schedule's Participant, a cache miss at thousands of ranks, is read only then).
 bool Simulation::waits_done(int p, const Stream& stream) const {
   const auto q = static_cast<std::size_t>(p);
-  if (done_[q].empty()) return true;
+  if (!participants_[q].waits) return true;
   for (int earlier : schedule_.participants[q].after(stream.steps.index())) {
     if (!done_[q][static_cast<std::size_t>(earlier)]) return false;
   }
@@ -416,9 +423,9 @@ void Simulation::finish(double deadline) {
   if (!result_.error.empty()) return;  // the schedule was wrong (fail)
   for (int p = 0; p < schedule_.nparticipants(); ++p) {
     const auto q = static_cast<std::size_t>(p);
-    if (call_finished(q) && call_[q] + 1 >= options_.calls) continue;
-    int first = static_cast<int>(step_count_[q]);
-    for (const Stream& stream : streams_[q]) {
+    if (call_finished(q) && participants_[q].call + 1 >= options_.calls) continue;
+    int first = static_cast<int>(participants_[q].step_count);
+    for (const Stream& stream : streams_of(q)) {
       if (!stream.steps.finished()) first = std::min(first, stream.steps.index());
     }
     result_.error =

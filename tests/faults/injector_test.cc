@@ -177,6 +177,18 @@ TEST(FaultInjector, TheSeedDecidesTheTrace) {
   EXPECT_NE(run(plan, 43).trace, first.trace);
 }
 
+// Served from one thread (the simulator's loop) the injector takes no lock and draws the same.
+TEST(FaultInjector, OneThreadDrawsAsShared) {
+  const std::string plan = "delay:jitter=3:p=0.5;corrupt:p=0.2:bits=4;drop:p=0.1";
+  const SimulatedRun shared = run(plan, 42, reliable());
+  FaultInjector alone(plan_of(plan), 42, deadline);
+  alone.serve_one_thread();
+  const SimulatedRun one_thread = run(&alone, reliable());
+  EXPECT_EQ(one_thread.trace, shared.trace);
+  EXPECT_EQ(one_thread.outputs, shared.outputs);
+  EXPECT_GT(one_thread.retransmissions, 0u);
+}
+
 // A duplicate is dropped by sequence number; a reordered message is a gap unless reliable.
 TEST(FaultInjector, DuplicatesAreDroppedAndReordersDetected) {
   const SimulatedRun clean = run(nullptr);
