@@ -9,6 +9,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -274,6 +275,11 @@ struct Hosted {
 
 enum class Taken { Nothing, Some, All };
 
+// The cores this process may run on (its affinity), and whether the host of `rank` (`hosts`: each
+// rank's) runs more ranks than `cores`: then a rank that waits yields its core at once.
+int usable_cores();
+bool more_ranks_than(int cores, std::span<const std::string> hosts, int rank);
+
 }  // namespace collcheck::proc
 
 namespace collcheck {
@@ -313,6 +319,7 @@ struct ProcTransport::State {
   bool sweeping = false;                     // stale pieces can arrive (a hook or retransmissions)
   bool meeting = false;                      // in begin()'s barriers: the FIFOs may still hold the last case's words
   double last_news = 0;                      // when this process last moved anything
+  bool crowded = false;                      // more ranks on this host than cores: idle() yields at once
   std::vector<std::uint32_t> peers_done;     // tcp: the last case each rank said it finished
   std::vector<std::uint64_t> done_marks;     // tcp: where our own Done frame to each rank ends
   std::vector<std::uint64_t> peers_arrived;  // tcp: the last Arrived mark of each rank (any case)

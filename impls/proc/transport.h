@@ -41,8 +41,11 @@ struct ProcLinkOptions {
 // receiver before it uses a byte (impls/hook.h, LinkProtocol, says what follows from that).
 inline constexpr std::size_t kProcSlotBytes = std::size_t{128} << 10;
 inline constexpr std::size_t kProcSlots = 8;
-// The pipeline chunk (elements) of `ALGORITHM@proc` when the user gives none.
-inline constexpr std::size_t kProcDefaultChunk = std::size_t{1} << 18;
+// The pipeline chunk (elements) of `ALGORITHM@proc` when the user gives none: a slot of float32,
+// so that a ring's next step starts as soon as one slot of the last has landed (best of 2^14 to
+// 2^18 on two ranks; docs/performance.md has the figures, and what it costs ranks that outnumber
+// the cores).
+inline constexpr std::size_t kProcDefaultChunk = kProcSlotBytes / sizeof(float);
 
 // Where a participant's buffers are (after in-place aliasing); switches have only scratch.
 struct ProcBuffers {

@@ -1,8 +1,11 @@
 // How the proc transport's senders store pieces into the receivers' slots (proc::SlotStores): the
-// way that costs less, each way tried now and then.
+// way that costs less, each way tried now and then; and when a waiting rank gives its core away at
+// once (its host runs more ranks than cores).
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include "impls/proc/progress.h"
 
@@ -79,6 +82,16 @@ TEST(SlotStores, WeighsWhatTheReceiverPaysToo) {
     stores.filled(around_cache, piece, static_cast<double>(piece) * (around_cache ? fill_around : fill_ordinary));
   }
   EXPECT_GE(around_fills, 90);
+}
+
+// Ranks count as crowded by their own host's ranks only, against the cores given.
+TEST(WaitingRanks, YieldAtOnceWhereTheirHostRunsMoreRanksThanCores) {
+  const std::vector<std::string> hosts{"a", "a", "a", "b"};
+  EXPECT_TRUE(proc::more_ranks_than(2, hosts, 0));
+  EXPECT_FALSE(proc::more_ranks_than(3, hosts, 1));
+  EXPECT_FALSE(proc::more_ranks_than(1, hosts, 3)) << "b runs one rank";
+  EXPECT_TRUE(proc::more_ranks_than(0, hosts, 3));
+  EXPECT_GE(proc::usable_cores(), 1);
 }
 
 }  // namespace
