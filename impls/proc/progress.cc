@@ -1,6 +1,6 @@
 // The proc transport's progress: posting sends and pushing messages into the receivers' FIFOs and
 // sockets as room frees up, without waiting anywhere; with `reliable`, go-back-N retransmission as
-// the receivers ask. Taking receives is receiving.cc's.
+// the receivers ask; and how a rank with nothing to do waits. Taking receives is receiving.cc's.
 #include "impls/proc/progress.h"
 
 #include <algorithm>
@@ -10,9 +10,34 @@
 #include <cstring>
 #include <iterator>
 
+#include <sched.h>
+
 namespace collcheck {
+namespace proc {
+
+int usable_cores() {
+  cpu_set_t usable;
+  CPU_ZERO(&usable);
+  return sched_getaffinity(0, sizeof usable, &usable) == 0 ? std::max(CPU_COUNT(&usable), 1) : 1;
+}
+
+bool more_ranks_than(int cores, std::span<const std::string> hosts, int rank) {
+  const std::string& here = hosts[static_cast<std::size_t>(rank)];
+  return std::count(hosts.begin(), hosts.end(), here) > cores;
+}
+
+}  // namespace proc
 
 using namespace proc;
+
+// Nothing moved: spins on for a while, since the peer we wait for runs on another core when there
+// are cores enough (yielding at once gave the core away to any other process on a busy machine,
+// for a whole time slice), then yields it, since ranks may outnumber cores; where they do on this
+// host (`crowded`), yields at once: the peer waits for this core.
+void ProcTransport::State::idle() const {
+  constexpr double kSpinSeconds = 50e-6;
+  if (crowded || settings.forever || now() - last_news > kSpinSeconds) sched_yield();
+}
 
 // Before a step writes [at, at + bytes): every lazy message it overlaps is copied aside first
 // (the unsent rest; reliable: all of it, since it may be sent again), so that the message carries

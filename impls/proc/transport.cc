@@ -78,21 +78,6 @@ Result<ProcLinks> parse_proc_links(std::string_view text) {
 
 ProcTransport::State::~State() { close_peers(peers); }
 
-namespace proc {
-
-int usable_cores() {
-  cpu_set_t usable;
-  CPU_ZERO(&usable);
-  return sched_getaffinity(0, sizeof usable, &usable) == 0 ? std::max(CPU_COUNT(&usable), 1) : 1;
-}
-
-bool more_ranks_than(int cores, std::span<const std::string> hosts, int rank) {
-  const std::string& here = hosts[static_cast<std::size_t>(rank)];
-  return std::count(hosts.begin(), hosts.end(), here) > cores;
-}
-
-}  // namespace proc
-
 ProcTransport::ProcTransport(std::unique_ptr<State> state) : state_(std::move(state)) {}
 ProcTransport::~ProcTransport() = default;
 
@@ -401,15 +386,6 @@ bool ProcTransport::State::advance(Hosted& local, Stream& stream) {
     progressed = true;
   }
   return progressed;
-}
-
-// Nothing moved: spins on for a while, since the peer we wait for runs on another core when there
-// are cores enough (yielding at once gave the core away to any other process on a busy machine,
-// for a whole time slice), then yields it, since ranks may outnumber cores; where they do on this
-// host (`crowded`), yields at once: the peer waits for this core.
-void ProcTransport::State::idle() const {
-  constexpr double kSpinSeconds = 50e-6;
-  if (crowded || settings.forever || now() - last_news > kSpinSeconds) sched_yield();
 }
 
 // What this process waits for when it gives up (`how`: "after 0.3 s"): preferably a receive with no message.
