@@ -167,8 +167,9 @@ class Simulation {
   bool check_messages_match();
   void settle_link(int p, Stream& stream);
   void prefetch_ahead();
-  void prefetch_link(std::uint32_t link, bool route) const;
-  void prefetch_send_links(std::size_t q, bool routes) const;
+  enum class LinkLines { Sending, Receiving, Route };
+  void prefetch_link(std::uint32_t link, LinkLines lines) const;
+  void prefetch_send_links(std::size_t q, LinkLines lines) const;
   void push(double time, EventKind kind, int p, int step, std::size_t message);
   Event timer_event(double time, int p, int step, std::size_t call);
   void record(const Event& event);

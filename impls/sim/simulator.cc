@@ -53,10 +53,11 @@ SimulatedRun Simulation::run() {
 // in time, in an order of their own), so at thousands of ranks each one's records are far from
 // the last one's and miss the cache. The queue knows the events next in line: their records are
 // asked for a few events ahead, each from what an earlier ask brought: the participant's streams
-// and peer links twelve events ahead; then the streams' records, the peer links and an arrival's
-// stream link; then each stream's current step and the stream links the participant sends on;
-// then the fabric's links on their routes. The send links only where a participant has a few
-// (kFewPeerLinks; a ring's two): an all-to-all's rank has thousands.
+// and peer links twelve events ahead; then the streams' records, the peer links and the lines of
+// an arrival's stream link that its receiver reads; then each stream's current step and the lines
+// of the stream links the participant sends on that a send reads (asking for every line of those
+// records was slower: the asks crowd out each other); then the fabric's links on their routes. The send links only
+// where a participant has a few (kFewPeerLinks; a ring's two): an all-to-all's rank has thousands.
 void Simulation::prefetch_ahead() {
   if (const Event* far = events_.ahead(12)) {
     __builtin_prefetch(&participants_[static_cast<std::size_t>(far->participant)]);
@@ -66,33 +67,42 @@ void Simulation::prefetch_ahead() {
     const auto q = static_cast<std::size_t>(near->participant);
     __builtin_prefetch(streams_.data() + participants_[q].first_slot);
     __builtin_prefetch(peer_links_.data() + participants_[q].first_peer_link);
-    if (near->kind == EventKind::Arrival) prefetch_link(in_flight_[near->message].link, false);
+    if (near->kind == EventKind::Arrival) prefetch_link(in_flight_[near->message].link, LinkLines::Receiving);
   }
   if (const Event* next = events_.ahead(4)) {
     const auto q = static_cast<std::size_t>(next->participant);
     for (const Stream& stream : streams_of(q)) {
       if (!stream.steps.finished()) __builtin_prefetch(&stream.steps.step());
     }
-    prefetch_send_links(q, false);
+    prefetch_send_links(q, LinkLines::Sending);
   }
-  if (const Event* soon = events_.ahead(2)) prefetch_send_links(static_cast<std::size_t>(soon->participant), true);
+  if (const Event* soon = events_.ahead(2)) {
+    prefetch_send_links(static_cast<std::size_t>(soon->participant), LinkLines::Route);
+  }
 }
 
-// The stream link's record, or (`route`) the fabric's links on its route.
-void Simulation::prefetch_link(std::uint32_t link, bool route) const {
-  if (route) {
-    for (int hop : links_[link].route) __builtin_prefetch(&link_state_[static_cast<std::size_t>(hop)]);
+// The lines of the stream link's record that a send reads (up to the protocol's sender), or those
+// an arrival reads (from what the sender keeps to the inbox's counts), or (`route`) the fabric's
+// links on its route.
+void Simulation::prefetch_link(std::uint32_t link, LinkLines lines) const {
+  const StreamLink& record = links_[link];
+  if (lines == LinkLines::Route) {
+    for (int hop : record.route) __builtin_prefetch(&link_state_[static_cast<std::size_t>(hop)]);
     return;
   }
-  const auto* first = reinterpret_cast<const char*>(&links_[link]);
-  for (std::size_t line = 0; line < sizeof(StreamLink); line += 64) __builtin_prefetch(first + line);
+  const bool sending = lines == LinkLines::Sending;
+  const char* first =
+      sending ? reinterpret_cast<const char*>(&record.key) : reinterpret_cast<const char*>(&record.outbox.kept_from);
+  const char* end = sending ? reinterpret_cast<const char*>(&record.outbox.sender)
+                            : reinterpret_cast<const char*>(&record.inbox.waiting);
+  for (const char* line = first; line < end; line += 64) __builtin_prefetch(line);
 }
 
-void Simulation::prefetch_send_links(std::size_t q, bool routes) const {
+void Simulation::prefetch_send_links(std::size_t q, LinkLines lines) const {
   const std::span<const PeerLink> peers = peer_links_of(q);
   if (peers.size() > kFewPeerLinks) return;
   for (const PeerLink& peer : peers) {
-    if (peer.sends) prefetch_link(peer.link, routes);
+    if (peer.sends) prefetch_link(peer.link, lines);
   }
 }
 
