@@ -11,15 +11,12 @@
 #include <iterator>
 
 #include <sched.h>
+#include <unistd.h>
 
 namespace collcheck {
 namespace proc {
 
-int usable_cores() {
-  cpu_set_t usable;
-  CPU_ZERO(&usable);
-  return sched_getaffinity(0, sizeof usable, &usable) == 0 ? std::max(CPU_COUNT(&usable), 1) : 1;
-}
+int online_cores() { return static_cast<int>(std::max(sysconf(_SC_NPROCESSORS_ONLN), 1L)); }
 
 bool more_ranks_than(int cores, std::span<const std::string> hosts, int rank) {
   const std::string& here = hosts[static_cast<std::size_t>(rank)];

@@ -275,9 +275,10 @@ struct Hosted {
 
 enum class Taken { Nothing, Some, All };
 
-// The cores this process may run on (its affinity), and whether the host of `rank` (`hosts`: each
-// rank's) runs more ranks than `cores`: then a rank that waits yields its core at once.
-int usable_cores();
+// The host's online cores (not this process's affinity: mpirun binds each rank to a core of its
+// own, and a host whose ranks are so bound is not crowded), and whether the host of `rank`
+// (`hosts`: each rank's) runs more ranks than `cores`: then a rank that waits yields its core at once.
+int online_cores();
 bool more_ranks_than(int cores, std::span<const std::string> hosts, int rank);
 
 }  // namespace collcheck::proc

@@ -85,7 +85,7 @@ Result<std::unique_ptr<ProcTransport>> ProcTransport::connect(World& world, cons
   auto state = std::make_unique<State>(world, links.links);
   Status connected = connect_peers(world, links, state->peers);
   if (!connected) return connected.error();
-  state->crowded = proc::more_ranks_than(proc::usable_cores(), state->peers.hosts, state->rank);
+  state->crowded = proc::more_ranks_than(proc::online_cores(), state->peers.hosts, state->rank);
   return std::unique_ptr<ProcTransport>(new ProcTransport(std::move(state)));
 }
 
