@@ -306,7 +306,7 @@ struct ProcTransport::State {
   std::map<proc::Key, int> inbound_index;
   std::vector<proc::Hosted> hosted;
   std::size_t lazy = 0;  // lazy messages in the outbound queues
-  // Received pieces land with streaming stores: this rank's output is far larger than its caches.
+  // Received pieces land with streaming stores: an output of another buffer far larger than the caches.
   bool streaming_landings = false;
   std::uint64_t call = 0;
   std::string failure;                        // set by a step, a link, or another process; ends the run
