@@ -11,14 +11,11 @@
 #include <iterator>
 
 #include <sched.h>
-#include <unistd.h>
 
 namespace collcheck {
 namespace proc {
 
-int online_cores() { return static_cast<int>(std::max(sysconf(_SC_NPROCESSORS_ONLN), 1L)); }
-
-bool more_ranks_than(int cores, std::span<const std::string> hosts, int rank) {
+bool more_ranks_than(std::span<const std::string> hosts, int rank, int cores) {
   const std::string& here = hosts[static_cast<std::size_t>(rank)];
   return std::count(hosts.begin(), hosts.end(), here) > cores;
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "impls/link/protocol.h"
@@ -275,11 +276,11 @@ struct Hosted {
 
 enum class Taken { Nothing, Some, All };
 
-// The host's online cores (not this process's affinity: mpirun binds each rank to a core of its
-// own, and a host whose ranks are so bound is not crowded), and whether the host of `rank`
-// (`hosts`: each rank's) runs more ranks than `cores`: then a rank that waits yields its core at once.
-int online_cores();
-bool more_ranks_than(int cores, std::span<const std::string> hosts, int rank);
+// Whether the host of `rank` (`hosts`: each rank's) runs more ranks than `cores`, by default the
+// host's (not this process's affinity: mpirun binds each rank to a core of its own, and a host whose
+// ranks are so bound is not crowded; 0 where not known): then a waiting rank yields at once.
+bool more_ranks_than(std::span<const std::string> hosts, int rank,
+                     int cores = static_cast<int>(std::thread::hardware_concurrency()));
 
 }  // namespace collcheck::proc
 

@@ -28,9 +28,8 @@ using namespace proc;
 
 namespace {
 
-// Whether `rank`'s pieces land with streaming stores: out of place into 16 MiB or more, whose lines
-// ordinary stores would first read from memory. In place, what lands overwrites what the rank read
-// to send a step or two before, still cached (streaming stores there took 15-25 % longer).
+// Whether `rank`'s pieces land with streaming stores: out of place into 16 MiB or more (ordinary stores
+// would read each line first); in place what lands was read a step before, still cached.
 bool lands_around_cache(const Schedule& schedule, int rank, std::size_t element) {
   constexpr std::size_t kStreamingOutputBytes = std::size_t{16} << 20;
   return rank < schedule.nranks() && !schedule.shape.in_place &&
@@ -94,7 +93,7 @@ Result<std::unique_ptr<ProcTransport>> ProcTransport::connect(World& world, cons
   auto state = std::make_unique<State>(world, links.links);
   Status connected = connect_peers(world, links, state->peers);
   if (!connected) return connected.error();
-  state->crowded = proc::more_ranks_than(proc::online_cores(), state->peers.hosts, state->rank);
+  state->crowded = more_ranks_than(state->peers.hosts, state->rank);
   return std::unique_ptr<ProcTransport>(new ProcTransport(std::move(state)));
 }
 
