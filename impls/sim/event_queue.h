@@ -56,6 +56,46 @@ struct Fifo {
   }
 };
 
+// A Fifo whose oldest few items (kNear) live in its owner's record, for a queue that mostly holds
+// one or two: pushing and taking them reads no line but the owner's (at thousands of ranks a
+// vector's storage is a cache miss of its own). It works as follows. The `near` ring holds the
+// oldest items; only once it is full do new ones go to the `far` Fifo, and taking a near item
+// moves the oldest far one into the ring. So the far Fifo is read only while the ring is full, and
+// its record may lie on a colder line than the ring.
+template <typename Item, std::size_t kNear>
+struct NearFifo {
+  Item near[kNear] = {};
+  std::uint8_t first = 0;       // the oldest item's place in the ring
+  std::uint8_t near_count = 0;  // how many of the ring's places hold items
+  Fifo<Item> far;               // the newer items, once the ring is full
+
+  std::size_t size() const { return near_count < kNear ? near_count : kNear + far.size(); }
+  bool empty() const { return near_count == 0; }
+  Item& operator[](std::size_t k) { return k < near_count ? near[(first + k) % kNear] : far[k - kNear]; }
+  const Item& operator[](std::size_t k) const { return k < near_count ? near[(first + k) % kNear] : far[k - kNear]; }
+  void push(Item item) {
+    if (near_count < kNear) {
+      near[(first + near_count) % kNear] = std::move(item);
+      ++near_count;
+      return;
+    }
+    far.push(std::move(item));
+  }
+  Item pop() {
+    Item front = std::move(near[first]);
+    first = static_cast<std::uint8_t>((first + 1) % kNear);
+    --near_count;
+    if (near_count + 1 == kNear && !far.empty()) {
+      near[(first + near_count) % kNear] = far.pop();
+      ++near_count;
+    }
+    return front;
+  }
+  void drop(std::size_t how_many) {
+    for (; how_many > 0 && near_count > 0; --how_many) pop();
+  }
+};
+
 // Times with a bucket each, earliest first. The index works as follows. A time's bucket is found
 // in an open-addressing table keyed by the time's bits (linear probing, deletion by shifting back,
 // so it never allocates per time). The times themselves wait in two lines: `rising`, a FIFO of

@@ -87,7 +87,8 @@ MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, co
   const std::uint64_t all_messages = size.steps / 2 + 1;
   const std::uint64_t messages =
       on_demand ? std::min(all_messages, saturating_product(links, kOnDemandAhead)) : all_messages;
-  const std::uint64_t kept = options.protocol.reliable ? sizeof(sim::KeptMessage) : 0;
+  const std::uint64_t kept =
+      options.protocol.reliable ? sizeof(sim::KeptMessage) + (options.numeric ? sizeof(std::vector<std::byte>) : 0) : 0;
   const std::uint64_t per_message = sizeof(sim::InFlight) + sizeof(sim::Event) + kept;
   const std::uint64_t per_step = on_demand ? 0 : sizeof(int);
   const std::uint64_t per_participant =

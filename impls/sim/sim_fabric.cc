@@ -17,6 +17,8 @@ void Simulation::set_up_route(StreamLink& link) {
   const std::vector<int>& route = topology_.route(source, target);
   if (route.empty()) return;
   link.route = route;
+  link.hop_count = static_cast<std::uint32_t>(route.size());
+  if (route.size() <= StreamLink::kNearHops) std::copy(route.begin(), route.end(), link.near_hops);
   link.latency = 0;
   link.narrowest = std::numeric_limits<double>::infinity();
   for (int id : route) {
@@ -28,10 +30,11 @@ void Simulation::set_up_route(StreamLink& link) {
 
 // Reserves the route's links from now and returns the arrival time.
 double Simulation::transmit(StreamLink& link, std::size_t bytes) {
-  if (link.route.empty()) return now_;
+  if (link.hop_count == 0) return now_;
   double begin = now_;
-  for (int id : link.route) begin = std::max(begin, link_state_[static_cast<std::size_t>(id)].free);
-  for (int id : link.route) {
+  const std::span<const int> hops = link.hops();
+  for (int id : hops) begin = std::max(begin, link_state_[static_cast<std::size_t>(id)].free);
+  for (int id : hops) {
     LinkState& state = link_state_[static_cast<std::size_t>(id)];
     const double busy = static_cast<double>(bytes) / state.bandwidth;
     state.free = begin + busy;

@@ -175,7 +175,7 @@ double Simulation::wait_interval(const Stream& stream) {
 double Simulation::message_travel(const Stream& stream) const {
   const Step& step = stream.steps.step();
   const StreamLink& link = links_[stream.link];
-  return link.route.empty() ? 0 : link.latency + static_cast<double>(step.to.count * element_) / link.narrowest;
+  return link.hop_count == 0 ? 0 : link.latency + static_cast<double>(step.to.count * element_) / link.narrowest;
 }
 
 // Whether receive step k of p could start but for its message.
@@ -221,7 +221,10 @@ void Simulation::send(int p, const Stream& stream) {
   }
   const std::size_t bytes = step.from.count * element_;
   const std::uint64_t sum = checksum(payload);
-  if (protocol_.reliable) outbox.kept.push(KeptMessage{payload, sum, bytes});
+  if (protocol_.reliable) {
+    outbox.kept.push(KeptMessage{sum, bytes});
+    if (options_.numeric) links_[link].kept_payloads.push(payload);
+  }
   transmit_message(link, sequence, 0, bytes, sum, std::move(payload));
 }
 
@@ -299,8 +302,10 @@ void Simulation::resend(const GoBack& request) {
   for (std::uint64_t sequence = request.from; sequence < sent && !result_.detected; ++sequence) {
     const auto attempt = static_cast<int>(outbox.sender.retransmit(sequence));
     ++result_.retransmissions;
-    const KeptMessage& kept = outbox.kept[static_cast<std::size_t>(sequence - outbox.kept_from)];
-    transmit_message(request.link, sequence, attempt, kept.bytes, kept.sum, kept.payload);
+    const auto place = static_cast<std::size_t>(sequence - outbox.kept_from);
+    const KeptMessage& kept = outbox.kept[place];
+    transmit_message(request.link, sequence, attempt, kept.bytes, kept.sum,
+                     options_.numeric ? link.kept_payloads[place] : std::vector<std::byte>{});
   }
 }
 
@@ -339,6 +344,7 @@ void Simulation::forget_taken(StreamLink& link) {
   if (taken <= outbox.kept_from) return;
   const std::uint64_t forget = std::min<std::uint64_t>(taken - outbox.kept_from, outbox.kept.size());
   outbox.kept.drop(static_cast<std::size_t>(forget));
+  if (options_.numeric) link.kept_payloads.drop(static_cast<std::size_t>(forget));
   outbox.kept_from += forget;
   outbox.sender.acknowledged(outbox.kept_from);
 }

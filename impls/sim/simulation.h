@@ -100,21 +100,21 @@ struct InFlight {
 struct Inbox {
   LinkReceiver receiver;
   std::size_t waiting_count = 0;
-  Fifo<std::size_t> waiting_bytes;
-  std::uint64_t per_call = 0;            // receives of one call
+  std::uint64_t per_call = 0;  // receives of one call
+  NearFifo<std::size_t, 2> waiting_bytes;
   Fifo<std::vector<std::byte>> waiting;  // numeric: the payloads taken, oldest first
 };
 
-// What a reliable sender keeps of a message it sent, to send it again.
+// What a reliable sender keeps of a message it sent, to send it again (numeric: its payload too,
+// in the stream link's `kept_payloads`).
 struct KeptMessage {
-  std::vector<std::byte> payload;
   std::uint64_t sum = 0;
   std::size_t bytes = 0;
 };
 
 // A sender's end: the protocol's sender, and what it sent and the receiver has not yet taken (kept
-// while reliable, to send again; message `kept_from` first); `holding`: the stream link's `held`
-// message waits for the next one (a reorder fault).
+// while reliable, to send again; message `kept_from` first: a link mostly keeps one or two, in its
+// own record); `holding`: the stream link's `held` message waits for the next one (a reorder fault).
 struct Outbox {
   std::uint64_t sent = 0;
   std::uint64_t per_call = 0;
@@ -122,23 +122,32 @@ struct Outbox {
   std::uint64_t kept_from = 0;
   int asks_pending = 0;  // requests to go back on their way: nothing they may ask for is forgotten
   bool holding = false;
-  Fifo<KeptMessage> kept;
+  NearFifo<KeptMessage, 2> kept;
   LinkSender sender;
 };
 
 // One direction of one channel between two participants: both ends of the link protocol, and the
 // route its messages take with what crossing it idle costs (worked out once). Laid out so that a
-// send reads the first two cache lines (the route, the outbox's counts and kept messages) and an
-// arrival the second and the inbox's: at thousands of ranks each line is a cache miss.
+// send reads the first two cache lines (the route's links, the outbox's counts and its first kept
+// messages) and an arrival the second and the inbox's: at thousands of ranks each line is a cache
+// miss, and so is every vector's storage, which is why the route's links and the first kept
+// messages are copied into the record.
 struct alignas(64) StreamLink {
+  static constexpr std::size_t kNearHops = 4;
   StreamKey key;
-  std::span<const int>
-      route;             // the topology's links in order (kept in its route cache); empty: both ends on one vertex
-  double latency = 0;    // the route's latencies, summed in route order
-  double narrowest = 0;  // its narrowest bandwidth
+  std::uint32_t hop_count = 0;    // the route's links: none where both ends are on one vertex
+  int near_hops[kNearHops] = {};  // the route's links where they fit (the route cache's copy is a miss)
+  double latency = 0;             // the route's latencies, summed in route order
+  double narrowest = 0;           // its narrowest bandwidth
   Outbox outbox;
   Inbox inbox;
+  std::span<const int> route;  // the topology's links in order (kept in its route cache)
+  // The route's links, read from this record where they fit.
+  std::span<const int> hops() const {
+    return hop_count <= kNearHops ? std::span<const int>(near_hops, hop_count) : route;
+  }
   InFlight held;  // the outbox's message held back by a reorder fault until the next one is sent
+  Fifo<std::vector<std::byte>> kept_payloads;  // numeric: the payloads of the outbox's kept messages
 };
 
 struct GoBack {

@@ -81,20 +81,20 @@ void Simulation::prefetch_ahead() {
   }
 }
 
-// The lines of the stream link's record that a send reads (up to the protocol's sender), or those
-// an arrival reads (from what the sender keeps to the inbox's counts), or (`route`) the fabric's
-// links on its route.
+// The lines of the stream link's record that a send reads (up to the messages it keeps, but for
+// those beyond the first few), or those an arrival reads (from what the sender keeps to the sizes
+// the inbox keeps, likewise), or (`route`) the fabric's links on its route.
 void Simulation::prefetch_link(std::uint32_t link, LinkLines lines) const {
   const StreamLink& record = links_[link];
   if (lines == LinkLines::Route) {
-    for (int hop : record.route) __builtin_prefetch(&link_state_[static_cast<std::size_t>(hop)]);
+    for (int hop : record.hops()) __builtin_prefetch(&link_state_[static_cast<std::size_t>(hop)]);
     return;
   }
   const bool sending = lines == LinkLines::Sending;
   const char* first =
       sending ? reinterpret_cast<const char*>(&record.key) : reinterpret_cast<const char*>(&record.outbox.kept_from);
-  const char* end = sending ? reinterpret_cast<const char*>(&record.outbox.sender)
-                            : reinterpret_cast<const char*>(&record.inbox.waiting);
+  const char* end = sending ? reinterpret_cast<const char*>(&record.outbox.kept.far)
+                            : reinterpret_cast<const char*>(&record.inbox.waiting_bytes.far);
   for (const char* line = first; line < end; line += 64) __builtin_prefetch(line);
 }
 

@@ -1,13 +1,15 @@
 // The simulator's event queues (impls/sim/event_queue.h, timer_queue.h): events come back in (time, tie) order,
 // whether their time's bucket was sorted by comparison or by radix, and pushed before or after it
 // was sorted; the events a queue says are ahead are the ones popped next; a cancelled timer never
-// fires, a re-armed one fires at its last time, and the timer heap never outgrows its slots.
+// fires, a re-armed one fires at its last time, and the timer heap never outgrows its slots; a
+// NearFifo keeps first-in first-out order across its ring and its spilled items.
 #include "impls/sim/event_queue.h"
 #include "impls/sim/timer_queue.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <vector>
 
 #include "reference/random.h"
@@ -170,6 +172,38 @@ TEST(TimerQueue, ArmingAgainMovesATimerBothWaysAndKeepsOneEntryPerSlot) {
   }
   ASSERT_EQ(slots.size(), 4u);
   EXPECT_EQ(slots.back(), 2u);
+}
+
+}  // namespace
+}  // namespace collcheck::sim
+
+namespace collcheck::sim {
+namespace {
+
+// Random pushes, pops, drops and reads against a deque: the ring fills, spills into the far Fifo
+// and is refilled from it, in every order, and the items always come out first in, first out.
+TEST(NearFifo, KeepsFirstInFirstOutAcrossItsRingAndWhatSpilled) {
+  NearFifo<std::uint64_t, 2> queue;
+  std::deque<std::uint64_t> model;
+  std::uint64_t next = 0;
+  for (std::uint64_t turn = 0; turn < 20000; ++turn) {
+    const std::uint64_t random = mix64(turn);
+    const std::uint64_t choice = below(random, 10);
+    if (choice < 5 || model.empty()) {
+      queue.push(next);
+      model.push_back(next++);
+    } else if (choice < 8) {
+      ASSERT_EQ(queue.pop(), model.front()) << turn;
+      model.pop_front();
+    } else {
+      const std::size_t how_many = below(random >> 8, model.size() + 1);
+      queue.drop(how_many);
+      model.erase(model.begin(), model.begin() + static_cast<std::ptrdiff_t>(how_many));
+    }
+    ASSERT_EQ(queue.size(), model.size()) << turn;
+    ASSERT_EQ(queue.empty(), model.empty()) << turn;
+    for (std::size_t k = 0; k < model.size(); ++k) ASSERT_EQ(queue[k], model[k]) << turn << " " << k;
+  }
 }
 
 }  // namespace
