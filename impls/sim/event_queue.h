@@ -61,7 +61,9 @@ struct Fifo {
 // vector's storage is a cache miss of its own). It works as follows. The `near` ring holds the
 // oldest items; only once it is full do new ones go to the `far` Fifo, and taking a near item
 // moves the oldest far one into the ring. So the far Fifo is read only while the ring is full, and
-// its record may lie on a colder line than the ring.
+// its record may lie on a colder line than the ring. Its storage is let go as it empties: a queue
+// spills rarely (a reliable sender far ahead of a receiver waiting for a lost message keeps
+// thousands), and thousands of them each keeping its largest spill added up to hundreds of MB.
 template <typename Item, std::size_t kNear>
 struct NearFifo {
   Item near[kNear] = {};
@@ -88,6 +90,7 @@ struct NearFifo {
     if (near_count + 1 == kNear && !far.empty()) {
       near[(first + near_count) % kNear] = far.pop();
       ++near_count;
+      if (far.empty()) far = Fifo<Item>{};  // its storage goes (see above)
     }
     return front;
   }

@@ -2,7 +2,8 @@
 // whether their time's bucket was sorted by comparison or by radix, and pushed before or after it
 // was sorted; the events a queue says are ahead are the ones popped next; a cancelled timer never
 // fires, a re-armed one fires at its last time, and the timer heap never outgrows its slots; a
-// NearFifo keeps first-in first-out order across its ring and its spilled items.
+// NearFifo keeps first-in first-out order across its ring and its spilled items, and lets go of
+// what spilled once it is taken.
 #include "impls/sim/event_queue.h"
 #include "impls/sim/timer_queue.h"
 
@@ -204,6 +205,19 @@ TEST(NearFifo, KeepsFirstInFirstOutAcrossItsRingAndWhatSpilled) {
     ASSERT_EQ(queue.empty(), model.empty()) << turn;
     for (std::size_t k = 0; k < model.size(); ++k) ASSERT_EQ(queue[k], model[k]) << turn << " " << k;
   }
+}
+
+// What spilled is let go once taken: thousands of links that each kept the storage of their
+// largest spill held hundreds of MB in a 16,384-rank ring with drops.
+TEST(NearFifo, LetsGoOfTheStorageOfASpillOnceItIsTaken) {
+  NearFifo<std::uint64_t, 2> queue;
+  for (std::uint64_t item = 0; item < 1000; ++item) queue.push(item);
+  EXPECT_GE(queue.far.items.capacity(), 998u);
+  for (std::uint64_t item = 0; item < 500; ++item) EXPECT_EQ(queue.pop(), item);
+  EXPECT_GT(queue.far.items.capacity(), 0u) << "still spilled";
+  queue.drop(500);
+  EXPECT_TRUE(queue.empty());
+  EXPECT_EQ(queue.far.items.capacity(), 0u);
 }
 
 }  // namespace
