@@ -212,7 +212,8 @@ void Simulation::detect(const StreamKey& key, std::string what) {
 void Simulation::send(int p, const Stream& stream) {
   const Step& step = stream.steps.step();
   const std::uint32_t link = stream.link;
-  Outbox& outbox = links_[link].outbox;
+  StreamLink& record = links_[link];
+  Outbox& outbox = record.outbox;
   const std::uint64_t sequence = outbox.sent++;
   std::vector<std::byte> payload;
   if (options_.numeric && step.from.count > 0) {
@@ -223,7 +224,7 @@ void Simulation::send(int p, const Stream& stream) {
   const std::uint64_t sum = checksum(payload);
   if (protocol_.reliable) {
     outbox.kept.push(KeptMessage{sum, bytes});
-    if (options_.numeric) links_[link].kept_payloads.push(payload);
+    if (options_.numeric) record.kept_payloads.push(payload);
   }
   transmit_message(link, sequence, 0, bytes, sum, std::move(payload));
 }
