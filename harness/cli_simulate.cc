@@ -150,12 +150,15 @@ Case with_count(Case c, std::size_t count) {
 }
 
 // Refuses, before anything runs, a count whose simulation memory could not hold; `streams`, the
-// schedule's stream links and routes once it is built (none: before).
-Status count_fits(const MemoryBudget& budget, const Plan& plan, std::uint64_t count, StreamSample streams) {
+// schedule's stream links and routes once it is built (none: before). `message_room`, when given:
+// what the budget leaves to the run's messages (SimulationOptions::message_memory).
+Status count_fits(const MemoryBudget& budget, const Plan& plan, std::uint64_t count, StreamSample streams,
+                  std::uint64_t* message_room = nullptr) {
   const Case c = with_count(plan.base, count);
   Result<MemoryEstimate> estimate =
       simulated_case_memory(plan.algorithm, c, plan.knobs, !plan.timing_only, plan.reliable, streams);
   if (!estimate) return Ok{};  // make_schedule names what is wrong
+  if (message_room != nullptr) *message_room = room_for_part(*estimate, budget, "messages");
   return fits(*estimate, budget, "--counts " + std::to_string(count), "lower --counts or --ranks, or raise --chunk");
 }
 
@@ -172,7 +175,8 @@ std::string engine_line(std::uint64_t count, const SimulatedRun& run, double sec
   return std::to_string(count) + ": " + std::to_string(run.events) + " events, " + std::to_string(run.messages) +
          " messages in " + format("%.3f", seconds) +
          " s: " + format("%.2f", static_cast<double>(run.events) * per_second / 1e6) + " M events/s, " +
-         format("%.2f", static_cast<double>(run.messages) * per_second / 1e6) + " M messages/s";
+         format("%.2f", static_cast<double>(run.messages) * per_second / 1e6) +
+         " M messages/s; messages held at most " + format_bytes(run.peak_message_memory);
 }
 
 // The link that was busy longest, what it carried, and its share of the predicted time.
@@ -208,18 +212,28 @@ Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t cou
   Result<Schedule> schedule = make_schedule(plan.algorithm, c, plan.knobs, form_for(plan.algorithm, c, plan.knobs));
   if (!schedule) return schedule.error();
   // Checked again with the schedule's stream links and their routes, sampled, before any engine
-  // state exists.
-  if (Status fit = count_fits(budget, plan, count, sample_streams(*schedule, plan.topology)); !fit) return fit;
+  // state exists; the messages, which a reliable run may hold more of than estimated, may take
+  // what the rest leaves.
+  std::uint64_t message_room = 0;
+  if (Status fit = count_fits(budget, plan, count, sample_streams(*schedule, plan.topology), &message_room); !fit) {
+    return fit;
+  }
   // The faults are drawn from the schedule seed: the same command injects the same faults.
   FaultInjector injector(plan.faults, plan.schedule_seed, 60);
   injector.serve_one_thread();
   SimulationOptions options(plan.schedule_seed, &injector, !plan.timing_only);
   options.protocol.reliable = plan.reliable;
+  options.message_memory = message_room;
   const auto began = std::chrono::steady_clock::now();
   const SimulatedRun run = simulate(*schedule, plan.topology, options);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
   if (!plan.faults.faults.empty()) report.injected.push_back(std::to_string(count) + ": " + injector.summary());
   report.engine.push_back(engine_line(count, run, took.count()));
+  if (run.out_of_memory) {
+    return Error{"--counts " + std::to_string(count),
+                 to_string(c) + ": " + run.error + " by the " + budget_text(budget) +
+                     "; lower --counts or --ranks, or the fault rate, or raise --memory-limit"};
+  }
   if (!run.completed) {
     err << "collcheck simulate: " << to_string(c) << ": " << (run.detected ? "detected: " : "") << run.error << '\n';
     report.status = 1;

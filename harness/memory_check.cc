@@ -113,14 +113,22 @@ Result<MemoryBudget> memory_budget(const Arguments& args) {
   return MemoryBudget{*bytes, "--memory-limit"};
 }
 
+std::string budget_text(const MemoryBudget& budget) {
+  return budget.source == "--memory-limit" ? "the --memory-limit of " + format_bytes(budget.bytes)
+                                           : "the " + format_bytes(budget.bytes) + " available (" + budget.source + ")";
+}
+
 Status fits(const MemoryEstimate& estimate, const MemoryBudget& budget, std::string_view what, std::string_view knobs) {
   if (budget.bytes == 0 || estimate.total() <= budget.bytes) return Ok{};
-  const std::string limit = budget.source == "--memory-limit"
-                                ? "the --memory-limit of " + format_bytes(budget.bytes)
-                                : "the " + format_bytes(budget.bytes) + " available (" + budget.source + ")";
   return Error{std::string(what), "needs about " + format_bytes(estimate.total()) + " (" + estimate.describe() +
-                                      "), more than " + limit + "; " + std::string(knobs) +
+                                      "), more than " + budget_text(budget) + "; " + std::string(knobs) +
                                       ", or raise --memory-limit"};
+}
+
+std::uint64_t room_for_part(const MemoryEstimate& estimate, const MemoryBudget& budget, std::string_view part) {
+  if (budget.bytes == 0) return 0;
+  const std::uint64_t others = estimate.total() - estimate.part(part);
+  return budget.bytes > others ? budget.bytes - others : 1;
 }
 
 MemoryEstimate checked_case_memory(const Backend& backend, const Case& c) {

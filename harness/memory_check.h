@@ -42,11 +42,19 @@ std::optional<std::uint64_t> cgroup_limit(std::string_view text);
 // --memory-limit SIZE (K, M, G suffixes; 0: no limit) when given, else available_memory().
 Result<MemoryBudget> memory_budget(const Arguments& args);
 
+// "the --memory-limit of 4.0 GiB", "the 23.1 GiB available (MemAvailable)".
+std::string budget_text(const MemoryBudget&);
+
 // Ok when `estimate` fits the budget; otherwise an error on `what` (a case, a request) that gives
 // the estimate part by part, the budget and where it comes from, and `knobs`, what to change
 // ("lower n or ranks of the case"): "needs about 72.0 GiB (buffers ...; schedule ...), more than the
 // 23.1 GiB available (MemAvailable); lower n of the case, or raise --memory-limit".
 Status fits(const MemoryEstimate& estimate, const MemoryBudget& budget, std::string_view what, std::string_view knobs);
+
+// What the budget leaves to one part of an estimate that fits it: the budget less every other part
+// (0 where there is no limit). A run whose part can outgrow its estimate (the simulator's messages,
+// SimulationOptions::message_memory) stops at this instead of being killed for memory.
+std::uint64_t room_for_part(const MemoryEstimate& estimate, const MemoryBudget& budget, std::string_view part);
 
 // What checking one case on a backend holds at once: the backend's run, the oracle's expected
 // outputs, and the first run's results while a property runs the case again.

@@ -87,17 +87,31 @@ MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, co
   const std::uint64_t all_messages = size.steps / 2 + 1;
   const std::uint64_t messages =
       on_demand ? std::min(all_messages, saturating_product(links, kOnDemandAhead)) : all_messages;
-  const std::uint64_t kept =
-      options.protocol.reliable ? sizeof(sim::KeptMessage) + (options.numeric ? sizeof(std::vector<std::byte>) : 0) : 0;
-  const std::uint64_t per_message = sizeof(sim::InFlight) + sizeof(sim::Event) + kept;
+  const std::uint64_t per_message = sim::kOnWireCost + (options.protocol.reliable ? sim::kKeptCost : 0) +
+                                    (on_demand ? sim::kWaitingCost : 0) + (options.numeric ? 2 * sim::kPayloadCost : 0);
   const std::uint64_t per_step = on_demand ? 0 : sizeof(int);
   const std::uint64_t per_participant =
       2 * sizeof(sim::Event) + sizeof(sim::Stream) + 4 * sizeof(double) + (on_demand ? kSequenceBytes : 0);
-  estimate.add("events",
-               saturating_sum(
-                   saturating_sum(saturating_product(size.steps, per_step), saturating_product(messages, per_message)),
-                   saturating_product(size.participants, per_participant)),
-               "up to " + std::to_string(messages) + " messages x " + std::to_string(per_message) + " B");
+  estimate.add(
+      "events",
+      saturating_sum(saturating_product(size.steps, per_step), saturating_product(size.participants, per_participant)),
+      "per step and participant");
+  // The messages (SimulationOptions::message_memory counts them the same way as the run goes).
+  // Sends are buffered: at worst a rank's whole share of data is on the wire at once; a reliable
+  // link also keeps what it sent, to send it again.
+  const std::uint64_t share =
+      options.numeric
+          ? saturating_product(saturating_product(std::max(input_elements(shape), output_elements(shape)), element),
+                               static_cast<std::uint64_t>(shape.nranks))
+          : 0;
+  estimate.add(
+      "messages",
+      saturating_sum(saturating_product(messages, per_message),
+                     options.protocol.reliable ? saturating_product(share, 3) : share),
+      "up to " + std::to_string(messages) + " messages x " + std::to_string(per_message) + " B" +
+          (options.numeric ? std::string(options.protocol.reliable ? ", payloads on the wire and kept to resend"
+                                                                   : ", payloads on the wire")
+                           : ""));
   // The engine's vector of stream links grows as it finds them: at its last growth it holds the
   // old records and twice as many new ones. Finding them takes an index entry each (a hash node),
   // and each end keeps the link among its participant's peer links.
@@ -108,13 +122,6 @@ MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, co
                    std::to_string(kGrowth) + " as the vector grows, + " + std::to_string(kFinding) +
                    " B to find them)");
   if (!options.numeric) return estimate;
-  // Sends are buffered: at worst a rank's whole share is on the wire at once; a reliable link
-  // also keeps what it sent, to send it again.
-  const std::uint64_t share =
-      saturating_product(saturating_product(std::max(input_elements(shape), output_elements(shape)), element),
-                         static_cast<std::uint64_t>(shape.nranks));
-  estimate.add("messages", options.protocol.reliable ? saturating_product(share, 3) : share,
-               options.protocol.reliable ? "on the wire and kept to resend" : "on the wire");
   MemoryEstimate results = case_buffers(shape, 0);
   estimate.add("results", results.total(), "every rank's input and output, copied out");
   return estimate;

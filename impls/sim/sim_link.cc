@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "impls/sim/simulation.h"
+#include "reference/memory.h"
 
 namespace collcheck::sim {
 namespace {
@@ -26,6 +27,8 @@ double just_after(double time) { return std::bit_cast<double>(std::bit_cast<std:
 
 void Simulation::set_up_protocol() {
   protocol_ = resolve(options_.protocol, kVirtualClock, hook_.deadline());
+  kept_cost_ = kKeptCost + (options_.numeric ? kPayloadCost : 0);
+  waiting_cost_ = (schedule_.on_demand() ? kWaitingCost : 0) + (options_.numeric ? kPayloadCost : 0);
   // Source by source, so that the topology works out each source's routes together (its cache
   // of shortest-path trees is bounded, see topology.h).
   std::vector<std::uint32_t> by_source(links_.size());
@@ -80,6 +83,7 @@ std::string Simulation::stream_name(const StreamLink& link, std::uint64_t sequen
 void Simulation::arrive(std::size_t index) {
   InFlight message = std::move(in_flight_[index]);
   free_in_flight_.push_back(static_cast<std::uint32_t>(index));
+  held_.on_wire -= kOnWireCost + message.payload.size();
   StreamLink& link = links_[message.link];
   Inbox& inbox = link.inbox;
   LinkReceiver& receiver = inbox.receiver;
@@ -92,6 +96,7 @@ void Simulation::arrive(std::size_t index) {
   if (verdict == Verdict::Take) {
     receiver.take(bytes, bytes, now_);
     ++inbox.waiting_count;
+    held_.waiting += waiting_cost_ + message.payload.size();  // less than it held on the wire
     if (schedule_.on_demand()) inbox.waiting_bytes.push(message.bytes);
     if (options_.numeric) inbox.waiting.push(std::move(message.payload));
     forget_taken(link);
@@ -223,6 +228,7 @@ void Simulation::send(int p, const Stream& stream) {
   const std::size_t bytes = step.from.count * element_;
   const std::uint64_t sum = checksum(payload);
   if (protocol_.reliable) {
+    hold(held_.kept, kept_cost_ + payload.size());
     outbox.kept.push(KeptMessage{sum, bytes});
     if (options_.numeric) record.kept_payloads.push(payload);
   }
@@ -278,6 +284,7 @@ void Simulation::release(const GoBack& held) {
 
 void Simulation::deliver_at(double time, InFlight flight) {
   const int to = std::get<1>(links_[flight.link].key);
+  hold(held_.on_wire, kOnWireCost + flight.payload.size());
   std::size_t index = in_flight_.size();
   if (free_in_flight_.empty()) {
     in_flight_.push_back(std::move(flight));
@@ -314,6 +321,7 @@ void Simulation::receive(int p, const Stream& stream) {
   const Step& step = stream.steps.step();
   Inbox& inbox = links_[stream.link].inbox;
   --inbox.waiting_count;
+  held_.waiting -= waiting_cost_;
   // Made on demand: the k-th receive takes the k-th message of its link, which must fit it.
   if (schedule_.on_demand()) {
     const std::size_t bytes = inbox.waiting_bytes.pop();
@@ -327,6 +335,7 @@ void Simulation::receive(int p, const Stream& stream) {
   }
   if (!options_.numeric) return;
   std::vector<std::byte> payload = inbox.waiting.pop();
+  held_.waiting -= payload.size();
   if (step.to.count == 0 || payload.size() != step.to.count * element_) return;
   std::byte* to = at(p, step.to.buffer, step.to.offset);
   if (step.kind == StepKind::Recv) {
@@ -344,10 +353,35 @@ void Simulation::forget_taken(StreamLink& link) {
   const std::uint64_t taken = link.inbox.receiver.due_message();
   if (taken <= outbox.kept_from) return;
   const std::uint64_t forget = std::min<std::uint64_t>(taken - outbox.kept_from, outbox.kept.size());
+  held_.kept -= forget * kept_cost_;
+  for (std::size_t k = 0; options_.numeric && k < forget; ++k) held_.kept -= link.kept_payloads[k].size();
   outbox.kept.drop(static_cast<std::size_t>(forget));
   if (options_.numeric) link.kept_payloads.drop(static_cast<std::size_t>(forget));
   outbox.kept_from += forget;
   outbox.sender.acknowledged(outbox.kept_from);
+}
+
+// Counts `bytes` more of the run's messages held `where`; past SimulationOptions::message_memory
+// the run stops.
+void Simulation::hold(std::uint64_t& where, std::uint64_t bytes) {
+  where += bytes;
+  const std::uint64_t total = held_.total();
+  if (total <= result_.peak_message_memory) return;
+  result_.peak_message_memory = total;
+  if (options_.message_memory != 0 && total > options_.message_memory && !result_.out_of_memory) [[unlikely]] {
+    out_of_memory();
+  }
+}
+
+// The run stops, saying where its messages were.
+void Simulation::out_of_memory() {
+  result_.out_of_memory = true;
+  if (!result_.error.empty()) return;
+  result_.error = "stopped at " + seconds(now_) + " s of virtual time: its messages held " +
+                  format_bytes(held_.total()) + " (" + format_bytes(held_.on_wire) + " on the wire, " +
+                  format_bytes(held_.kept) + " kept to send again, " + format_bytes(held_.waiting) +
+                  " waiting for their receive), more than the " + format_bytes(options_.message_memory) +
+                  " left to them";
 }
 
 }  // namespace collcheck::sim

@@ -150,6 +150,26 @@ struct alignas(64) StreamLink {
   Fifo<std::vector<std::byte>> kept_payloads;  // numeric: the payloads of the outbox's kept messages
 };
 
+// What a message costs the run's memory where it is held (SimulationOptions::message_memory, and
+// the estimate before the run): on the wire its transmission record and arrival event; kept by a
+// reliable sender its checksum and size, in a list that may have grown to twice its need; taken
+// and waiting for its receive step its size (made on demand only, twice as well). A numeric run
+// adds the payload, its bytes and its vector, wherever it is.
+constexpr std::uint64_t kOnWireCost = sizeof(InFlight) + sizeof(Event);
+constexpr std::uint64_t kKeptCost = 2 * sizeof(KeptMessage);
+constexpr std::uint64_t kWaitingCost = 2 * sizeof(std::size_t);
+constexpr std::uint64_t kPayloadCost = sizeof(std::vector<std::byte>);
+// A message taken holds less than it did on the wire: only sending and keeping can reach a new peak.
+static_assert(kOnWireCost > kWaitingCost + kPayloadCost);
+
+// The bytes the run's messages hold now, where they are.
+struct HeldMessages {
+  std::uint64_t on_wire = 0;
+  std::uint64_t kept = 0;
+  std::uint64_t waiting = 0;
+  std::uint64_t total() const { return on_wire + kept + waiting; }
+};
+
 struct GoBack {
   std::uint32_t link;  // into links_
   std::uint64_t from;  // resend every message from this sequence number on
@@ -229,6 +249,8 @@ class Simulation {
   void receive(int p, const Stream& stream);
   void forget_taken(StreamLink& link);
   std::size_t add_go_back(GoBack request);
+  void hold(std::uint64_t& where, std::uint64_t bytes);
+  void out_of_memory();
 
   const Schedule& schedule_;
   const Topology& topology_;
@@ -286,6 +308,10 @@ class Simulation {
   RetransmitJitter timer_jitter_;
   std::vector<StreamLink> links_;
   std::unordered_map<StreamKey, std::uint32_t, StreamKeyHash> link_index_;  // while setting up
+  HeldMessages held_;
+  // What a kept and a waiting message cost besides their payload's bytes (none timing only).
+  std::uint64_t kept_cost_ = 0;
+  std::uint64_t waiting_cost_ = 0;
   std::vector<GoBack> go_back_;
   std::vector<std::uint32_t> free_go_back_;
   static constexpr double kNoTimer = -1;  // (virtual times are never negative)

@@ -44,6 +44,12 @@ struct SimulationOptions {
   // virtual; 0 means the smaller of 0.5 s and half the hook's deadline. Acknowledgements and
   // requests to go back travel beside the data, on the route's latency, and are never faulted.
   LinkProtocol protocol;
+  // The most bytes the run's messages may hold at once: on the wire, kept by a reliable sender to
+  // send again, taken and waiting for their receive step (0: no limit). The estimate before the
+  // run (simulation_memory) assumes a bound on them that a reliable sender far ahead of a
+  // receiver waiting for a lost message can outgrow; past this the run stops (out_of_memory)
+  // instead of being killed for memory.
+  std::uint64_t message_memory = 0;
 };
 
 struct SimulatedRun {
@@ -59,6 +65,10 @@ struct SimulatedRun {
   std::uint64_t trace = 0;          // hash of every event in order: equal seeds, equal traces
   std::size_t events = 0;
   std::size_t messages = 0;  // transmissions, retransmissions included
+  // The most bytes its messages held at once (as SimulationOptions::message_memory counts them);
+  // out_of_memory: they outgrew message_memory and the run stopped there (`error` says when).
+  std::uint64_t peak_message_memory = 0;
+  bool out_of_memory = false;
   // Link loads, per topology link (Topology::links): bytes carried and seconds busy carrying them.
   std::vector<std::uint64_t> link_bytes;
   std::vector<double> link_busy;

@@ -78,6 +78,18 @@ TEST(MemoryBudget, RefusesWithTheEstimateTheLimitAndTheKnobs) {
   EXPECT_NE(limited.error().message.find("more than the --memory-limit of 1.0 GiB;"), std::string::npos);
 }
 
+// A part that may outgrow its estimate (the simulator's messages) gets what the other parts leave.
+TEST(MemoryBudget, LeavesAPartWhatTheOtherPartsDoNotTake) {
+  MemoryEstimate estimate;
+  estimate.add("links", 300);
+  estimate.add("messages", 200);
+  estimate.add("routes", 100);
+  EXPECT_EQ(room_for_part(estimate, MemoryBudget{1000, "--memory-limit"}, "messages"), 600u);
+  EXPECT_EQ(room_for_part(estimate, MemoryBudget{1000, "--memory-limit"}, "routes"), 500u);
+  EXPECT_EQ(room_for_part(estimate, MemoryBudget{0, "--memory-limit"}, "messages"), 0u);  // no limit
+  EXPECT_EQ(room_for_part(estimate, MemoryBudget{350, "MemAvailable"}, "messages"), 1u);  // nothing left
+}
+
 TEST(MemoryEstimate, SaysSizesInWordsAndNeverWraps) {
   EXPECT_EQ(format_bytes(0), "0 B");
   EXPECT_EQ(format_bytes(1023), "1023 B");

@@ -12,6 +12,7 @@
 #include "impls/algorithms/algorithms.h"
 #include "impls/sim/sim_backend.h"
 #include "impls/sim/simulator.h"
+#include "reference/memory.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
 
@@ -239,6 +240,45 @@ TEST(Simulator, TimingOnlyRunsTheSameEventsWithoutData) {
     EXPECT_EQ(timed.link_bytes, numeric.link_bytes) << algorithm;
     EXPECT_TRUE(timed.outputs.empty()) << algorithm;
   }
+}
+
+// What a run's messages hold (on the wire, kept to send again, waiting for their receive) is
+// counted as it goes, and past SimulationOptions::message_memory the run stops with what it held
+// where, instead of growing until the machine kills it; at its peak or above, the run is the
+// same run.
+TEST(Simulator, MessagesHeldPastTheirRoomStopTheRunInsteadOfGrowing) {
+  const Case c = make_case(Collective::AllToAll, DType::Float32, RedOp::Sum, 8 * 512, 8);
+  Result<Schedule> schedule = make_schedule("pairwise", c, Knobs{});
+  ASSERT_TRUE(schedule.ok()) << schedule.error().text();
+  SimulationOptions options(5, nullptr, true);
+  options.protocol.reliable = true;
+  const SimulatedRun whole = simulate(*schedule, fabric_for(8), options);
+  ASSERT_TRUE(whole.completed) << whole.error;
+  // At least one block on the wire and the sender's copy of it, payloads included.
+  EXPECT_GE(whole.peak_message_memory, 2 * 512 * sizeof(float));
+
+  options.message_memory = whole.peak_message_memory;
+  const SimulatedRun at_peak = simulate(*schedule, fabric_for(8), options);
+  EXPECT_TRUE(at_peak.completed) << at_peak.error;
+  EXPECT_FALSE(at_peak.out_of_memory);
+  EXPECT_EQ(at_peak.trace, whole.trace);
+
+  options.message_memory = whole.peak_message_memory / 2;
+  const SimulatedRun stopped = simulate(*schedule, fabric_for(8), options);
+  EXPECT_FALSE(stopped.completed);
+  EXPECT_TRUE(stopped.out_of_memory);
+  EXPECT_LT(stopped.events, whole.events);
+  EXPECT_NE(stopped.error.find("kept to send again"), std::string::npos) << stopped.error;
+  EXPECT_NE(stopped.error.find("more than the " + format_bytes(options.message_memory) + " left to them"),
+            std::string::npos)
+      << stopped.error;
+
+  // Timing only, no payloads: less held, and counted all the same.
+  SimulationOptions timed(5, nullptr, false);
+  timed.protocol.reliable = true;
+  const SimulatedRun without_data = simulate(*schedule, fabric_for(8), timed);
+  EXPECT_GT(without_data.peak_message_memory, 0u);
+  EXPECT_LT(without_data.peak_message_memory, whole.peak_message_memory);
 }
 
 // Every message's bytes are counted on each link of its route, and a link is busy for its bytes
