@@ -1,5 +1,5 @@
 // The links between processes: creating, mapping and removing the segments, and opening, reading
-// and writing the TCP connections of the proc transport, once per transport.
+// and writing the TCP connections of the proc transport, once per transport; the links' names.
 #include "impls/proc/links.h"
 
 #include "impls/proc/rdma_links.h"
@@ -333,3 +333,23 @@ void append_frame(Connection& c, const FrameHeader& header, const std::byte* dat
 }
 
 }  // namespace collcheck::proc
+
+namespace collcheck {
+
+std::string_view name(ProcLinks links) {
+  switch (links) {
+    case ProcLinks::Shm: return "shm";
+    case ProcLinks::Tcp: return "tcp";
+    case ProcLinks::Ib: return "ib";
+    default: return "auto";
+  }
+}
+
+Result<ProcLinks> parse_proc_links(std::string_view text) {
+  if (text == "auto") return ProcLinks::Auto;
+  if (text == "shm") return ProcLinks::Shm;
+  if (text == "tcp") return ProcLinks::Tcp;
+  return Error{"transport", "'" + std::string(text) + "': must be auto, shm or tcp"};
+}
+
+}  // namespace collcheck

@@ -40,8 +40,9 @@ void ProcTransport::State::protect(const std::byte* at, std::size_t bytes) {
   if (lazy == 0 || bytes == 0) return;
   for (Outbound& out : outbound) {
     for (Outgoing& message : out.queue) {
+      // Only what it holds already: a forwarded message's receive lands the rest (receiving.cc).
       const std::size_t keep = settings.reliable ? 0 : message.pushed;
-      if (message.lazy() && at < message.source + message.bytes && message.source + keep < at + bytes) {
+      if (message.lazy() && at < message.source + message.landed && message.source + keep < at + bytes) {
         message.stage(keep);
         --lazy;
       }
@@ -90,6 +91,7 @@ void ProcTransport::State::post(const Hosted& local, const Step& step, const Ste
   Outgoing message;
   message.sequence = call * out.per_call + link.ordinal;
   message.bytes = step.from.count * element;
+  message.landed = message.bytes;
   message.source = address(local, step.from);
   auto place = out.queue.end();
   while (place != out.queue.begin() && std::prev(place)->sequence > message.sequence) --place;
@@ -100,6 +102,44 @@ void ProcTransport::State::post(const Hosted& local, const Step& step, const Ste
   } else if (place->lazy()) {
     ++lazy;
   }
+}
+
+// Receive and forward: where the step after a receive sends exactly what that receive lands, on a
+// stream whose pieces are the receive's own size (shared memory both ways, no hook), the send is
+// posted as the receive begins, with nothing landed yet; the receive then pushes each piece into
+// the send's slot as it lands it (forward_piece, receiving.cc), so that the bytes it reduced are
+// stored out while they are still in this core's cache, instead of being read back from memory
+// by the progress loop later. A piece that cannot go at once (no free slot, an earlier message
+// still on its way) lands as usual and the progress loop pushes it from its place.
+// Returns the link of the send posted so (null where there is none), `stream` remembering it.
+const StepLink* ProcTransport::State::forward_of(const Hosted& local, Stream& stream, const Step& step) {
+  if (stream.forwarding) return &local.links[static_cast<std::size_t>(stream.steps[stream.next + 1])];
+  if (options.hook != nullptr || step.to.count == 0 || stream.next + 1 >= stream.steps.size()) return nullptr;
+  const Participant& participant = schedule->participants[static_cast<std::size_t>(local.participant)];
+  const int receiving = stream.steps[stream.next];
+  const int sending = stream.steps[stream.next + 1];
+  const Step& send = participant.steps[static_cast<std::size_t>(sending)];
+  if (send.kind != StepKind::Send || send.from.buffer != step.to.buffer || send.from.offset != step.to.offset ||
+      send.from.count != step.to.count) {
+    return nullptr;
+  }
+  for (int earlier : participant.after(sending)) {
+    if (earlier != receiving && local.done[static_cast<std::size_t>(earlier)] == 0) return nullptr;
+  }
+  const StepLink& in_link = local.links[static_cast<std::size_t>(receiving)];
+  const StepLink& out_link = local.links[static_cast<std::size_t>(sending)];
+  const Inbound& in = inbound[static_cast<std::size_t>(in_link.link)];
+  const Outbound& out = outbound[static_cast<std::size_t>(out_link.link)];
+  if (in.tcp || in.rdma.active || out.connection != nullptr || out.rdma.active ||
+      in.fifo.shape.slot_bytes != out.piece_bytes) {
+    return nullptr;
+  }
+  post(local, send, out_link);
+  for (Outgoing& message : outbound[static_cast<std::size_t>(out_link.link)].queue) {
+    if (message.sequence == call * out.per_call + out_link.ordinal) message.landed = 0;
+  }
+  stream.forwarding = true;
+  return &out_link;
 }
 
 // The message to push now: the one at `next`, or, when that one is held back, the one after it.
@@ -141,14 +181,14 @@ bool ProcTransport::State::push_frame(Outbound& out, const Outgoing& message, st
 }
 
 // The message's next `n` bytes as one piece in the receiver's FIFO; false when it is full.
-bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std::size_t n) {
-  if (out.rdma.active) return push_rdma(out, message, n);
+bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std::size_t n, const std::byte* payload) {
+  if (out.rdma.active) return push_rdma(out, message, n);  // (never forwarded: its payload is the message's)
   if (!credit(out)) return false;
   // Only the sender's one-pass copy and checksum chooses how to store (fill_slot); only a fill
   // large enough to time reads the clock.
   const bool chooses = settings.checksums && !message.hooked;
   if (!chooses || !SlotStores::timed(n)) {
-    fill_slot(out, message, n, out.fifo.slot(out.tail), chooses && out.stores.around_cache(n));
+    fill_slot(out, message, n, payload, out.fifo.slot(out.tail), chooses && out.stores.around_cache(n));
   } else {
     // What the receiver's end pays for each way: read where the fill is timed, its line being the
     // receiver's (written with every piece it takes).
@@ -156,7 +196,7 @@ bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std
                      std::bit_cast<double>(out.fifo.control->taking[1].load(std::memory_order_relaxed)));
     const bool around_cache = out.stores.around_cache(n);
     const auto start = std::chrono::steady_clock::now();
-    fill_slot(out, message, n, out.fifo.slot(out.tail), around_cache);
+    fill_slot(out, message, n, payload, out.fifo.slot(out.tail), around_cache);
     out.stores.filled(around_cache, n, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   out.fifo.control->tail.store(++out.tail, std::memory_order_release);
@@ -172,9 +212,8 @@ bool ProcTransport::State::credit(Outbound& out) {
 }
 
 // The message's next `n` bytes and their header into `slot` (progress.h says when around the cache).
-void ProcTransport::State::fill_slot(const Outbound& out, const Outgoing& message, std::size_t n, std::byte* slot,
-                                     bool around_cache) {
-  const std::byte* payload = message.payload(message.pushed);
+void ProcTransport::State::fill_slot(const Outbound& out, const Outgoing& message, std::size_t n,
+                                     const std::byte* payload, std::byte* slot, bool around_cache) {
   std::uint64_t sum = 0;
   if (settings.checksums && !message.hooked) {
     sum = copy_with_checksum(slot + kSlotHeader, {payload, n}, around_cache);  // one pass: copy and checksum
@@ -197,8 +236,11 @@ bool ProcTransport::State::push(Outbound& out, Outgoing& message, bool& moved) {
     return true;
   }
   while (!message.done()) {
-    const std::size_t n = std::min(out.piece_bytes, message.bytes - message.pushed);
-    const bool room = out.connection != nullptr ? push_frame(out, message, n) : push_slot(out, message, n);
+    // Forwarded: whole pieces as they land (their receive lands the rest).
+    if (message.landed < message.bytes && message.landed - message.pushed < out.piece_bytes) return false;
+    const std::size_t n = std::min(out.piece_bytes, message.landed - message.pushed);
+    const bool room = out.connection != nullptr ? push_frame(out, message, n)
+                                                : push_slot(out, message, n, message.payload(message.pushed));
     if (!room) return false;
     message.pushed += n;
     message.started = true;

@@ -31,7 +31,9 @@ namespace collcheck::proc {
 // it piece by piece into the receiver's FIFO or TCP connection as room frees up. A receive step
 // takes pieces from its stream's `Inbound` and hands each to the stream's LinkReceiver
 // (impls/link/protocol.h), which judges it against the position due: taken (copied or reduced
-// into place), dropped as a duplicate, or a fault. Unreliable, a fault stops the run on every
+// into place), dropped as a duplicate, or a fault. A send of exactly what the receive before it
+// lands is posted with that receive, which pushes each piece on as it lands it (receive and
+// forward: progress.cc, forward_of). Unreliable, a fault stops the run on every
 // process; reliable, the receiver asks the sender to go back (a word in the FIFO's control
 // block, or a Rewind frame), and the sender's LinkSender counts the transmissions and the asks.
 // A process that moves nothing for the link timeout, or outlives the run's deadline, gives up
@@ -174,6 +176,9 @@ struct Outgoing {
   std::size_t owned_base = 0;
   std::size_t bytes = 0;
   std::size_t pushed = 0;
+  // The bytes from its start that hold what it carries: all of them, but for a message forwarded
+  // as its receive lands (ProcTransport::State::receive), those landed so far: never pushed beyond.
+  std::size_t landed = 0;
   bool started = false;  // a zero-byte message still travels as one empty piece
   // The transmission in progress (hook only: wire, sums, and the decision); which transmission it
   // is, the stream's LinkSender counts.
@@ -263,6 +268,9 @@ struct StepLink {
 struct Stream {
   std::vector<int> steps;
   std::size_t next = 0;
+  // The step after the receive it stands at sends what that receive lands, and was posted when
+  // the receive began, to be pushed piece by piece as the pieces land (receive and forward).
+  bool forwarding = false;
 };
 
 struct Hosted {
@@ -309,6 +317,7 @@ struct ProcTransport::State {
   std::size_t lazy = 0;  // lazy messages in the outbound queues
   // Received pieces land with streaming stores: an output of another buffer far larger than the caches.
   bool streaming_landings = false;
+  std::vector<std::byte> forwarded;  // a piece reduced once, into its slot and around the cache into place
   std::uint64_t call = 0;
   std::string failure;                        // set by a step, a link, or another process; ends the run
   std::vector<std::vector<std::byte>> spare;  // tcp payload buffers for reuse
@@ -361,7 +370,11 @@ struct ProcTransport::State {
   void protect(const std::byte* at, std::size_t bytes);
   void settle();
   void post(const proc::Hosted& local, const Step& step, const proc::StepLink& link);
-  proc::Taken receive(proc::Hosted& local, const Step& step, const proc::StepLink& link);
+  const proc::StepLink* forward_of(const proc::Hosted& local, proc::Stream& stream, const Step& step);
+  proc::Taken receive(proc::Hosted& local, const Step& step, const proc::StepLink& link,
+                      const proc::StepLink* forward = nullptr);
+  bool forward_piece(const proc::StepLink* forward, std::byte* to, const std::byte* from, const std::byte* data,
+                     std::size_t at, std::size_t bytes);
   void land(std::byte* to, const std::byte* from, const std::byte* data, std::size_t at, std::size_t bytes) const;
   bool discard(const proc::Hosted& local, proc::Inbound& in, Verdict verdict, const PieceLabel& piece,
                std::size_t bytes);
@@ -383,13 +396,14 @@ struct ProcTransport::State {
   std::uint64_t piece_sum(const proc::Outbound& out, const proc::Outgoing& message, const std::byte* bytes,
                           std::size_t n) const;
   bool push_frame(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
-  bool push_slot(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
+  bool push_slot(proc::Outbound& out, const proc::Outgoing& message, std::size_t n, const std::byte* payload);
   bool credit(proc::Outbound& out);
-  // The message's next `n` bytes and their header into `slot` (the receiver's, or ib's staging).
+  // The message's next `n` bytes, read from `payload` (where they are: the message's, or a
+  // forwarded piece's), and their header into `slot` (the receiver's, or ib's staging).
   // `around_cache`: the payload goes to memory with non-temporal stores rather than into this
   // core's cache (slot_stores says when).
-  void fill_slot(const proc::Outbound& out, const proc::Outgoing& message, std::size_t n, std::byte* slot,
-                 bool around_cache = false);
+  void fill_slot(const proc::Outbound& out, const proc::Outgoing& message, std::size_t n, const std::byte* payload,
+                 std::byte* slot, bool around_cache = false);
   bool push_rdma(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
   bool write_credits(proc::Inbound& in);
   void finished(proc::Outbound& out, proc::Outgoing& message);

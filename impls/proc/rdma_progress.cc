@@ -100,7 +100,7 @@ bool ProcTransport::State::push_rdma(Outbound& out, const Outgoing& message, std
   if (!credit(out) || (last != 0 && rdma.completed(out.rdma.slots) < last) || !rdma.room(out.rdma.slots)) return false;
   const std::size_t stride = out.fifo.shape.stride();
   std::byte* slot = out.rdma.staging + staging_slot * stride;
-  fill_slot(out, message, n, slot);
+  fill_slot(out, message, n, message.payload(message.pushed), slot);
   RemoteWords remote = out.rdma.slots;
   remote.address += (out.tail % out.fifo.shape.slots) * stride;
   const Result<std::uint64_t> piece = rdma.write(slot, kSlotHeader + n, remote);

@@ -97,6 +97,49 @@ void ProcTransport::State::land(std::byte* to, const std::byte* from, const std:
   else reduce(from + at, data, to + at, bytes);
 }
 
+// Receive and forward (progress.cc, forward_of): lands a piece taken at byte `at` of a receive
+// into `to` (copied, or reduced with `from`) and pushes it at once as the next piece of the send
+// of `forward` (none: false), where that message is the next to go, everything landed before it is out and
+// the receiver's FIFO has a free slot; a piece reduced into a buffer landed around the cache is
+// reduced once into a piece of its own, stored into the slot from there and into place around the
+// cache. Either way the piece counts as landed for the progress loop, which pushes what was not
+// forwarded here. False when the piece was not landed here (the caller lands it).
+bool ProcTransport::State::forward_piece(const StepLink* forward, std::byte* to, const std::byte* from,
+                                         const std::byte* data, std::size_t at, std::size_t bytes) {
+  if (forward == nullptr) return false;
+  Outbound& out = outbound[static_cast<std::size_t>(forward->link)];
+  const std::uint64_t sequence = call * out.per_call + forward->ordinal;
+  if (out.cursor >= out.queue.size() || out.queue[out.cursor].sequence != sequence || out.next != sequence) {
+    for (Outgoing& message : out.queue) {
+      if (message.sequence == sequence) message.landed = at + bytes;
+    }
+    return false;
+  }
+  Outgoing& message = out.queue[out.cursor];
+  if (message.pushed != at || message.landed != at || bytes != std::min(out.piece_bytes, message.bytes - at) ||
+      !credit(out)) {
+    message.landed = at + bytes;
+    return false;
+  }
+  if (from == nullptr) {
+    land(to, nullptr, data, at, bytes);
+    push_slot(out, message, bytes, data);  // the piece as it came, still in this core's cache
+  } else if (streaming_landings) {
+    forwarded.resize(std::max(forwarded.size(), bytes));
+    reduce(from + at, data, forwarded.data(), bytes);
+    push_slot(out, message, bytes, forwarded.data());
+    land(to, nullptr, forwarded.data(), at, bytes);
+  } else {
+    land(to, from, data, at, bytes);
+    push_slot(out, message, bytes, to + at);
+  }
+  message.landed = at + bytes;
+  message.pushed += bytes;
+  message.started = true;
+  if (message.done()) finished(out, message);
+  return true;
+}
+
 // A piece the stream's receiver did not take: a duplicate (or a retransmission of what was taken)
 // is dropped; a fault ends the run (unreliable: false) or is dropped and the sender asked to go
 // back (reliable).
@@ -124,7 +167,7 @@ void ProcTransport::State::keep_waiting(Inbound& in) {
   }
 }
 
-Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepLink& link) {
+Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepLink& link, const StepLink* forward) {
   Inbound& in = inbound[static_cast<std::size_t>(link.link)];
   LinkReceiver& receiver = in.receiver;
   const std::uint64_t sequence = call * in.per_call + link.ordinal;
@@ -137,10 +180,12 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
   const std::byte* data = nullptr;
   LinkSettings judged = settings;
   judged.checksums = settings.checks(sequence, in.per_call);
+  // How long taking a piece of the sender's choosing costs (SlotStores): timed where it is large
+  // (and not forwarded: that would time the forwarding too).
+  const bool timing = !in.tcp && !in.rdma.active && judged.checksums && forward == nullptr;
   while (peek(in, piece, data)) {
     taken = Taken::Some;
-    // How long taking a piece of the sender's choosing costs (SlotStores): timed where it is large.
-    const bool timed = !in.tcp && !in.rdma.active && judged.checksums && SlotStores::timed(piece.bytes);
+    const bool timed = timing && SlotStores::timed(piece.bytes);
     const auto started = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const PieceLabel label{piece.sequence, piece.offset, piece.bytes, piece.checksum, piece.attempt};
     const Verdict verdict = receiver.judge(label, {data, piece.bytes}, bytes, judged);
@@ -150,7 +195,9 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
     }
     // Only the bytes this piece writes: by then the sends they hold are often out already.
     protect(to + receiver.due_byte(), piece.bytes);
-    land(to, from, data, receiver.due_byte(), piece.bytes);
+    if (!forward_piece(forward, to, from, data, receiver.due_byte(), piece.bytes)) {
+      land(to, from, data, receiver.due_byte(), piece.bytes);
+    }
     if (timed) took(in, piece, std::chrono::steady_clock::now() - started);
     pop(in);
     if (receiver.take(piece.bytes, bytes, settings.reliable ? now() : 0)) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <sched.h>
@@ -67,22 +68,6 @@ Status fifos_fit(const std::vector<std::size_t>& fifos) {
 }
 
 }  // namespace
-
-std::string_view name(ProcLinks links) {
-  switch (links) {
-    case ProcLinks::Shm: return "shm";
-    case ProcLinks::Tcp: return "tcp";
-    case ProcLinks::Ib: return "ib";
-    default: return "auto";
-  }
-}
-
-Result<ProcLinks> parse_proc_links(std::string_view text) {
-  if (text == "auto") return ProcLinks::Auto;
-  if (text == "shm") return ProcLinks::Shm;
-  if (text == "tcp") return ProcLinks::Tcp;
-  return Error{"transport", "'" + std::string(text) + "': must be auto, shm or tcp"};
-}
 
 ProcTransport::State::~State() { close_peers(peers); }
 
@@ -372,7 +357,9 @@ bool ProcTransport::State::advance(Hosted& local, Stream& stream) {
     const StepLink& link = local.links[static_cast<std::size_t>(k)];
     const std::size_t bytes = step.to.count * element;
     switch (step.kind) {
-      case StepKind::Send: post(local, step, link); break;
+      case StepKind::Send:
+        if (!std::exchange(stream.forwarding, false)) post(local, step, link);  // else posted with its receive
+        break;
       case StepKind::Copy:
         protect(address(local, step.to), bytes);
         if (bytes > 0) std::memmove(address(local, step.to), address(local, step.from), bytes);
@@ -382,7 +369,7 @@ bool ProcTransport::State::advance(Hosted& local, Stream& stream) {
         if (bytes > 0) reduce(address(local, step.to), address(local, step.from), address(local, step.to), bytes);
         break;
       default: {
-        const Taken taken = receive(local, step, link);
+        const Taken taken = receive(local, step, link, forward_of(local, stream, step));
         if (taken != Taken::All) return progressed || taken == Taken::Some;
       }
     }

@@ -115,6 +115,18 @@ TEST(ProcBackend, LargeMessagesMatchTheOracle) {
   }
 }
 
+// Receive and forward: a ring's reduced piece goes on to the next rank as it lands. Where the
+// output is 16 MiB or more out of place (landed around the cache) it is reduced once into a piece
+// of its own, stored on and into place from there; in place it is stored on from where it landed.
+TEST(ProcBackend, PiecesForwardedAsTheyLandMatchTheOracle) {
+  Group group = make_group("ring@proc", 2);
+  Case c = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, (std::size_t{4} << 20) + 5, 2);
+  c.seed = 11;
+  EXPECT_EQ(check("ring@proc", c, run(group, c)), "");
+  c.in_place = true;
+  EXPECT_EQ(check("ring@proc", c, run(group, c)), "");
+}
+
 // Delays every message and flips a bit of one: the delays keep the result, the flip breaks it.
 class DelayAndFlip final : public LinkHook {
  public:
