@@ -162,9 +162,19 @@ Status count_fits(const MemoryBudget& budget, const Plan& plan, std::uint64_t co
   return fits(*estimate, budget, "--counts " + std::to_string(count), "lower --counts or --ranks, or raise --chunk");
 }
 
+// Every count before any runs. A schedule that would be stored is estimated by the bound on its
+// stream links; one made on demand costs nothing to make, so it is made and its links counted
+// (sample_streams), since the bound would turn away what fits (a ring has one link per rank
+// where the bound says 2 (log2 p + 1): 171 MiB estimated for a 2048-rank ring that holds 14 MB).
 Status counts_fit(const MemoryBudget& budget, const Plan& plan) {
   for (std::uint64_t count : plan.counts) {
-    if (Status fit = count_fits(budget, plan, count, {}); !fit) return fit;
+    const Case c = with_count(plan.base, count);
+    StreamSample streams;
+    if (form_for(plan.algorithm, c, plan.knobs) == Form::OnDemand) {
+      Result<Schedule> schedule = make_schedule(plan.algorithm, c, plan.knobs, Form::OnDemand);
+      if (schedule) streams = sample_streams(*schedule, plan.topology);
+    }
+    if (Status fit = count_fits(budget, plan, count, streams); !fit) return fit;
   }
   return Ok{};
 }
