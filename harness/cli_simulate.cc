@@ -166,15 +166,16 @@ Status count_fits(const MemoryBudget& budget, const Plan& plan, std::uint64_t co
 // stream links; one made on demand costs nothing to make, so it is made and its links counted
 // (sample_streams), since the bound would turn away what fits (a ring has one link per rank
 // where the bound says 2 (log2 p + 1): 171 MiB estimated for a 2048-rank ring that holds 14 MB).
-Status counts_fit(const MemoryBudget& budget, const Plan& plan) {
-  for (std::uint64_t count : plan.counts) {
-    const Case c = with_count(plan.base, count);
-    StreamSample streams;
+// `sampled`, per count: those links (none where stored: run_count counts them once built).
+Status counts_fit(const MemoryBudget& budget, const Plan& plan, std::vector<StreamSample>& sampled) {
+  sampled.assign(plan.counts.size(), StreamSample{});
+  for (std::size_t k = 0; k < plan.counts.size(); ++k) {
+    const Case c = with_count(plan.base, plan.counts[k]);
     if (form_for(plan.algorithm, c, plan.knobs) == Form::OnDemand) {
       Result<Schedule> schedule = make_schedule(plan.algorithm, c, plan.knobs, Form::OnDemand);
-      if (schedule) streams = sample_streams(*schedule, plan.topology);
+      if (schedule) sampled[k] = sample_streams(*schedule, plan.topology);
     }
-    if (Status fit = count_fits(budget, plan, count, streams); !fit) return fit;
+    if (Status fit = count_fits(budget, plan, plan.counts[k], sampled[k]); !fit) return fit;
   }
   return Ok{};
 }
@@ -216,7 +217,8 @@ struct Report {
 
 // Builds and runs one count, adding its row and lines to `report`; an error is a usage error (a
 // run that fails is reported on `err` and sets the status instead).
-Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t count, Report& report, std::ostream& err) {
+Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t count, StreamSample sampled,
+                 Report& report, std::ostream& err) {
   const Case c = with_count(plan.base, count);
   // A large schedule is made on demand where the algorithm can: the same steps, never all held.
   Result<Schedule> schedule = make_schedule(plan.algorithm, c, plan.knobs, form_for(plan.algorithm, c, plan.knobs));
@@ -225,9 +227,8 @@ Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t cou
   // state exists; the messages, which a reliable run may hold more of than estimated, may take
   // what the rest leaves.
   std::uint64_t message_room = 0;
-  if (Status fit = count_fits(budget, plan, count, sample_streams(*schedule, plan.topology), &message_room); !fit) {
-    return fit;
-  }
+  if (sampled.links == 0) sampled = sample_streams(*schedule, plan.topology);
+  if (Status fit = count_fits(budget, plan, count, sampled, &message_room); !fit) return fit;
   // The faults are drawn from the schedule seed: the same command injects the same faults.
   FaultInjector injector(plan.faults, plan.schedule_seed, 60);
   injector.serve_one_thread();
@@ -292,7 +293,8 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
     err << "collcheck simulate: " << budget.error().text() << '\n';
     return kUsageError;
   }
-  if (Status fit = counts_fit(*budget, *plan); !fit) {
+  std::vector<StreamSample> sampled;
+  if (Status fit = counts_fit(*budget, *plan, sampled); !fit) {
     err << "collcheck simulate: " << fit.error().text() << '\n';
     return kUsageError;
   }
@@ -302,8 +304,8 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
   Report report;
   report.table.add_row(
       {"size(B)", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "trace"});
-  for (std::uint64_t count : plan->counts) {
-    if (Status ran = run_count(*plan, *budget, count, report, err); !ran) {
+  for (std::size_t k = 0; k < plan->counts.size(); ++k) {
+    if (Status ran = run_count(*plan, *budget, plan->counts[k], sampled[k], report, err); !ran) {
       err << "collcheck simulate: " << ran.error().text() << '\n';
       return kUsageError;
     }

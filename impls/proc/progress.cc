@@ -86,7 +86,7 @@ void ProcTransport::State::decide(Outbound& out, Outgoing& message) {
   message.held_until = time + settings.reorder_window;
 }
 
-void ProcTransport::State::post(const Hosted& local, const Step& step, const StepLink& link) {
+Outgoing& ProcTransport::State::post(const Hosted& local, const Step& step, const StepLink& link) {
   Outbound& out = outbound[static_cast<std::size_t>(link.link)];
   Outgoing message;
   message.sequence = call * out.per_call + link.ordinal;
@@ -102,6 +102,7 @@ void ProcTransport::State::post(const Hosted& local, const Step& step, const Ste
   } else if (place->lazy()) {
     ++lazy;
   }
+  return *place;
 }
 
 // Receive and forward: where the step after a receive sends exactly what that receive lands, on a
@@ -134,10 +135,7 @@ const StepLink* ProcTransport::State::forward_of(const Hosted& local, Stream& st
       in.fifo.shape.slot_bytes != out.piece_bytes) {
     return nullptr;
   }
-  post(local, send, out_link);
-  for (Outgoing& message : outbound[static_cast<std::size_t>(out_link.link)].queue) {
-    if (message.sequence == call * out.per_call + out_link.ordinal) message.landed = 0;
-  }
+  post(local, send, out_link).landed = 0;
   stream.forwarding = true;
   return &out_link;
 }

@@ -369,7 +369,7 @@ struct ProcTransport::State {
 
   void protect(const std::byte* at, std::size_t bytes);
   void settle();
-  void post(const proc::Hosted& local, const Step& step, const proc::StepLink& link);
+  proc::Outgoing& post(const proc::Hosted& local, const Step& step, const proc::StepLink& link);  // the message posted
   const proc::StepLink* forward_of(const proc::Hosted& local, proc::Stream& stream, const Step& step);
   proc::Taken receive(proc::Hosted& local, const Step& step, const proc::StepLink& link,
                       const proc::StepLink* forward = nullptr);
