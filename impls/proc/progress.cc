@@ -307,6 +307,7 @@ void ProcTransport::State::rewind(Outbound& out, std::uint64_t to) {
       continue;
     }
     out.sender.retransmit(message.sequence);
+    ++sent_again;
     // Only the message asked for counts against its retries; the later ones are resent along.
     if (message.sequence == to && !out.sender.asked_again(to, settings)) {
       fail(link_stream_text(participant_name(out.key.to), participant_name(out.key.from), out.key.channel, call) +

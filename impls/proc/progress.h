@@ -334,6 +334,7 @@ struct ProcTransport::State {
   std::vector<std::uint32_t> peers_done;     // tcp: the last case each rank said it finished
   std::vector<std::uint64_t> done_marks;     // tcp: where our own Done frame to each rank ends
   std::vector<std::uint64_t> peers_arrived;  // tcp: the last Arrived mark of each rank (any case)
+  std::uint64_t sent_again = 0;              // messages sent again as receivers asked (every case)
 
   int host(int participant) const { return host_rank(participant, schedule->nranks()); }
   bool via_shm(const proc::Key& key) const {

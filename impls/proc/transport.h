@@ -84,6 +84,8 @@ class ProcTransport {
   std::string links() const;  // what this process uses: "shm", "tcp", "shm+tcp" or "ib (DEVICE)"
   // An RDMA link failed (its queue pair stays in error): no later case can run on this transport.
   bool broken() const;
+  // Messages this process sent again because their receivers asked (reliable), over every case.
+  std::uint64_t sent_again() const;
 
   struct State;
 

@@ -194,20 +194,30 @@ TEST(ProcBackend, SpecsNameOptionsAndMutants) {
 
 // A send whose source is overwritten while most of it still waits for FIFO room: the receiver
 // must get the bytes as they were when the send was posted.
-// Runs a hand-made two-rank schedule once over the proc transport between two thread ranks, each
-// rank's buffers given; fails the test where any rank's run fails.
-void run_on_two_thread_ranks(const Schedule& schedule, const std::vector<ProcBuffers>& buffers) {
-  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
-  std::vector<Status> results(2, Ok{});
-  on_every_rank(2, [&](int r) {
+// Runs a hand-made schedule `calls` times over the proc transport between thread ranks, each
+// rank's buffers given; fails the test where any rank's run fails. Returns how many messages each
+// rank sent again as its receivers asked.
+std::vector<std::uint64_t> run_on_thread_ranks(const Schedule& schedule, const std::vector<ProcBuffers>& buffers,
+                                               const ProcRunOptions& options = {}, int calls = 1) {
+  const int ranks = schedule.nranks();
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(ranks);
+  std::vector<Status> results(static_cast<std::size_t>(ranks), Ok{});
+  std::vector<std::uint64_t> sent_again(static_cast<std::size_t>(ranks), 0);
+  on_every_rank(ranks, [&](int r) {
     const auto rank = static_cast<std::size_t>(r);
     auto transport = ProcTransport::connect(*worlds[rank], ProcLinkOptions{});
     ASSERT_TRUE(transport.ok());
-    Status begun = (*transport)->begin(schedule, ProcRunOptions{});
-    results[rank] = begun ? (*transport)->run_call(buffers) : begun;
+    Status begun = (*transport)->begin(schedule, options);
+    results[rank] = begun;
+    for (int call = 0; call < calls && results[rank]; ++call) results[rank] = (*transport)->run_call(buffers);
     if (results[rank]) results[rank] = (*transport)->finish();
+    sent_again[rank] = (*transport)->sent_again();
   });
-  for (const Status& status : results) ASSERT_TRUE(status.ok()) << status.error().text();
+  for (const Status& status : results) EXPECT_TRUE(status.ok()) << status.error().text();
+  return sent_again;
+}
+void run_on_two_thread_ranks(const Schedule& schedule, const std::vector<ProcBuffers>& buffers) {
+  run_on_thread_ranks(schedule, buffers);
 }
 
 TEST(ProcTransport, ASendKeepsItsBytesWhenItsSourceIsOverwritten) {
@@ -274,6 +284,59 @@ TEST(ProcTransport, ASendKeepsItsBytesWhenAReceiveLandsOnItsSource) {
 // Outputs of 16 MiB and more take their pieces with streaming stores: every byte lands, at any
 // alignment of the output and with a length that is no multiple of the stores' width.
 TEST(ProcTransport, LargeReceivesLandWhole) { exchange_over_source((std::size_t{4} << 20) + 3, 1); }
+
+// Receive and forward under go-back: rank 1 reduces what rank 0 sends into its output and
+// forwards each piece to rank 2 as it lands. Early in the message rank 1 stops taking pieces: on
+// a second stream it takes a token rank 0 sent beside the message and then runs long copies in
+// its progress loop. So rank 2, waiting longer than its patience, asks rank 1 to go back while the
+// forwarded message has only partly landed. Rank 1 must send again exactly what has landed, and
+// the rest as it lands: rank 2 ends with rank 0's input plus rank 1's (one call: a second would
+// start from the first one's outputs, which hide what went wrong).
+TEST(ProcTransport, AForwardedMessageSentAgainMidwayCarriesWhatLanded) {
+  const std::size_t n = std::size_t{4} << 20;       // 16 MiB of float32: many FIFOs' worth of pieces
+  const std::size_t stall = std::size_t{16} << 20;  // 64 MiB, copied back and forth by rank 1
+  Case shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 3);
+  Schedule s;
+  s.algorithm = "forward-under-go-back";
+  s.shape = shape;
+  s.participants.resize(3);
+  s.participants[1].scratch = 2 * stall + 1;
+  const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n};
+  const Range low{BufferKind::Scratch, 0, stall}, high{BufferKind::Scratch, stall, stall};
+  const Range token{BufferKind::Input, 0, 1}, taken{BufferKind::Scratch, 2 * stall, 1};
+  s.add(0, Step{StepKind::Send, 1, input, {}, 0, 0});
+  s.add(0, Step{StepKind::Send, 1, token, {}, 1, 1});
+  s.add(1, Step{StepKind::RecvReduce, 0, input, output, 0, 0});
+  s.add(1, Step{StepKind::Send, 2, output, {}, 0, 0});
+  s.add(1, Step{StepKind::Recv, 0, {}, taken, 1, 1});
+  for (int copy = 0; copy < 3; ++copy) {
+    s.add(1, Step{StepKind::Copy, -1, copy % 2 == 0 ? low : high, copy % 2 == 0 ? high : low, 1, 1});
+  }
+  s.add(2, Step{StepKind::Recv, 1, {}, output, 0, 0});
+  ASSERT_TRUE(validate(s).ok()) << validate(s).error().message;
+  std::vector<std::vector<float>> memory(6, std::vector<float>(n));
+  std::vector<float> scratch(2 * stall + 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    memory[0][i] = static_cast<float>(i % 1000);
+    memory[2][i] = static_cast<float>(i % 777) * 0.5F;
+  }
+  auto bytes = [](std::vector<float>& floats) { return reinterpret_cast<std::byte*>(floats.data()); };
+  ProcRunOptions options;
+  options.protocol.reliable = true;
+  options.protocol.timeout = 30;
+  options.protocol.retransmit = 0.002;  // far shorter than rank 1's copies
+  options.protocol.retries = 1000;
+  options.deadline = 120;
+  const std::vector<ProcBuffers> buffers{ProcBuffers{bytes(memory[0]), bytes(memory[1]), nullptr},
+                                         ProcBuffers{bytes(memory[2]), bytes(memory[3]), bytes(scratch)},
+                                         ProcBuffers{bytes(memory[4]), bytes(memory[5]), nullptr}};
+  const std::vector<std::uint64_t> sent_again = run_on_thread_ranks(s, buffers, options);
+  EXPECT_GT(sent_again[1], 0u) << "rank 2 never asked rank 1 to go back: the forwarded message was not sent again";
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(memory[3][i], memory[0][i] + memory[2][i]) << i;
+    ASSERT_EQ(memory[5][i], memory[3][i]) << i;
+  }
+}
 
 // The native float path gives reduce_elements' bits for every op, on random bit patterns that
 // include NaNs, infinities, subnormals and signed zeros.
