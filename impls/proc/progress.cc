@@ -28,9 +28,9 @@ using namespace proc;
 // are cores enough (yielding at once gave the core away to any other process on a busy machine,
 // for a whole time slice), then yields it, since ranks may outnumber cores; where they do on this
 // host (`crowded`), yields at once: the peer waits for this core.
-void ProcTransport::State::idle() const {
+void ProcTransport::State::idle(double time) const {
   constexpr double kSpinSeconds = 50e-6;
-  if (crowded || settings.forever || now() - last_news > kSpinSeconds) sched_yield();
+  if (crowded || settings.forever || time - last_news > kSpinSeconds) sched_yield();
 }
 
 // Before a step writes [at, at + bytes): every lazy message it overlaps is copied aside first
@@ -373,9 +373,8 @@ void ProcTransport::State::deliver(const FrameHeader& header, std::vector<std::b
 }
 
 // Moves every outbound stream and socket along; true when anything moved.
-bool ProcTransport::State::pump() {
+bool ProcTransport::State::pump(double time) {
   bool progressed = false;
-  const double time = now();
   heed_stop();
   if (!meeting) {
     for (Outbound& out : outbound) progressed |= drain(out, time);

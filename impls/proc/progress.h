@@ -284,6 +284,18 @@ struct Hosted {
 
 enum class Taken { Nothing, Some, All };
 
+// Where a receive's pieces go (ProcTransport::State::receive): into `to`, copied or reduced with
+// `from`, and pushed on as the next pieces of `forward`'s send where there is one; `judged`: the
+// protocol's settings for this message; `copy_checked`: a copy lands as its checksum is taken.
+struct Landing {
+  std::byte* to = nullptr;
+  const std::byte* from = nullptr;
+  const StepLink* forward = nullptr;
+  std::size_t bytes = 0;  // the message's
+  LinkSettings judged;
+  bool copy_checked = false;
+};
+
 // Whether the host of `rank` (`hosts`: each rank's) runs more ranks than `cores`, by default the
 // host's (not this process's affinity: mpirun binds each rank to a core of its own, and a host whose
 // ranks are so bound is not crowded; 0 where not known): then a waiting rank yields at once.
@@ -353,8 +365,8 @@ struct ProcTransport::State {
   void reset_inbound();
   void reset_shadows();
   void configure(const LinkProtocol& protocol);
-  bool overdue(bool progressed);
-  void idle() const;
+  bool overdue(bool progressed, double time);  // `time`: now(), read once per turn of the loop
+  void idle(double time) const;
 
   std::byte* address(const proc::Hosted& local, const Range& range) const {
     const ProcBuffers& buffers = local.buffers;
@@ -374,8 +386,10 @@ struct ProcTransport::State {
   const proc::StepLink* forward_of(const proc::Hosted& local, proc::Stream& stream, const Step& step);
   proc::Taken receive(proc::Hosted& local, const Step& step, const proc::StepLink& link,
                       const proc::StepLink* forward = nullptr);
+  Verdict take_piece(const LinkReceiver& receiver, const proc::Landing& landing, const PieceLabel& label,
+                     const std::byte* data);
   bool forward_piece(const proc::StepLink* forward, std::byte* to, const std::byte* from, const std::byte* data,
-                     std::size_t at, std::size_t bytes);
+                     std::size_t at, std::size_t bytes, bool copied = false);
   void land(std::byte* to, const std::byte* from, const std::byte* data, std::size_t at, std::size_t bytes) const;
   bool discard(const proc::Hosted& local, proc::Inbound& in, Verdict verdict, const PieceLabel& piece,
                std::size_t bytes);
@@ -411,7 +425,8 @@ struct ProcTransport::State {
   bool heed_receiver(proc::Outbound& out);
   void rewind(proc::Outbound& out, std::uint64_t to);
   bool drain(proc::Outbound& out, double time);
-  bool pump();
+  bool pump(double time);  // `time`: now()
+  bool pump() { return pump(now()); }
   void deliver(const proc::FrameHeader& header, std::vector<std::byte> payload);
 
   // The world: stopping every process, hearing that another stopped, meeting at the end.

@@ -103,9 +103,10 @@ void ProcTransport::State::land(std::byte* to, const std::byte* from, const std:
 // the receiver's FIFO has a free slot; a piece reduced into a buffer landed around the cache is
 // reduced once into a piece of its own, stored into the slot from there and into place around the
 // cache. Either way the piece counts as landed for the progress loop, which pushes what was not
-// forwarded here. False when the piece was not landed here (the caller lands it).
+// forwarded here. False when the piece was not landed here (the caller lands it). `copied`: a copy
+// already landed as its checksum was taken (receive), pushed from the slot it came in.
 bool ProcTransport::State::forward_piece(const StepLink* forward, std::byte* to, const std::byte* from,
-                                         const std::byte* data, std::size_t at, std::size_t bytes) {
+                                         const std::byte* data, std::size_t at, std::size_t bytes, bool copied) {
   if (forward == nullptr) return false;
   Outbound& out = outbound[static_cast<std::size_t>(forward->link)];
   const std::uint64_t sequence = call * out.per_call + forward->ordinal;
@@ -122,7 +123,7 @@ bool ProcTransport::State::forward_piece(const StepLink* forward, std::byte* to,
     return false;
   }
   if (from == nullptr) {
-    land(to, nullptr, data, at, bytes);
+    if (!copied) land(to, nullptr, data, at, bytes);
     push_slot(out, message, bytes, data);  // the piece as it came, still in this core's cache
   } else if (streaming_landings) {
     forwarded.resize(std::max(forwarded.size(), bytes));
@@ -172,35 +173,37 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
   LinkReceiver& receiver = in.receiver;
   const std::uint64_t sequence = call * in.per_call + link.ordinal;
   if (receiver.due_message() != sequence) return Taken::Nothing;  // an earlier message is not yet taken
-  const std::size_t bytes = step.to.count * element;
-  std::byte* to = address(local, step.to);
-  const std::byte* from = step.kind == StepKind::RecvReduce ? address(local, step.from) : nullptr;
+  Landing landing{address(local, step.to),
+                  step.kind == StepKind::RecvReduce ? address(local, step.from) : nullptr,
+                  forward,
+                  step.to.count * element,
+                  settings,
+                  false};
+  landing.judged.checksums = settings.checks(sequence, in.per_call);
+  // A copy into a destination that the caches hold lands as its checksum is taken, in one pass
+  // over the piece instead of two (take_piece). A reduction is checked first: landed, it would
+  // have used up the bytes it reduced with.
+  landing.copy_checked =
+      landing.from == nullptr && landing.judged.checksums && !streaming_landings && landing.bytes > 0;
+  // How long taking a piece of the sender's choosing costs (SlotStores): timed where it is large
+  // (and not forwarded: that would time the forwarding too).
+  const bool timing = !in.tcp && !in.rdma.active && landing.judged.checksums && forward == nullptr;
   Taken taken = Taken::Nothing;
   PieceHeader piece{};
   const std::byte* data = nullptr;
-  LinkSettings judged = settings;
-  judged.checksums = settings.checks(sequence, in.per_call);
-  // How long taking a piece of the sender's choosing costs (SlotStores): timed where it is large
-  // (and not forwarded: that would time the forwarding too).
-  const bool timing = !in.tcp && !in.rdma.active && judged.checksums && forward == nullptr;
   while (peek(in, piece, data)) {
     taken = Taken::Some;
     const bool timed = timing && SlotStores::timed(piece.bytes);
     const auto started = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const PieceLabel label{piece.sequence, piece.offset, piece.bytes, piece.checksum, piece.attempt};
-    const Verdict verdict = receiver.judge(label, {data, piece.bytes}, bytes, judged);
+    const Verdict verdict = take_piece(receiver, landing, label, data);
     if (verdict != Verdict::Take) {
-      if (!discard(local, in, verdict, label, bytes)) return taken;
+      if (!discard(local, in, verdict, label, landing.bytes)) return taken;
       continue;
-    }
-    // Only the bytes this piece writes: by then the sends they hold are often out already.
-    protect(to + receiver.due_byte(), piece.bytes);
-    if (!forward_piece(forward, to, from, data, receiver.due_byte(), piece.bytes)) {
-      land(to, from, data, receiver.due_byte(), piece.bytes);
     }
     if (timed) took(in, piece, std::chrono::steady_clock::now() - started);
     pop(in);
-    if (receiver.take(piece.bytes, bytes, settings.reliable ? now() : 0)) {
+    if (receiver.take(piece.bytes, landing.bytes, settings.reliable ? now() : 0)) {
       in.waiting = false;
       if (settings.reliable) acknowledge(in);
       return Taken::All;
@@ -208,6 +211,28 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
   }
   if (settings.reliable) keep_waiting(in);
   return taken;
+}
+
+// Judges a piece against the receiver's due position and checksum and lands what is taken:
+// pushed on at once where it is forwarded, else landed in place. A copy checked as it lands has
+// its place judged first and is landed with its checksum taken in the same pass; found damaged so,
+// it stays due and its bytes are overwritten by its retransmission (or the run ends).
+Verdict ProcTransport::State::take_piece(const LinkReceiver& receiver, const Landing& landing, const PieceLabel& label,
+                                         const std::byte* data) {
+  LinkSettings judged = landing.judged;
+  if (landing.copy_checked) judged.checksums = false;  // taken below, as the piece lands
+  const Verdict verdict = receiver.judge(label, {data, label.bytes}, landing.bytes, judged);
+  if (verdict != Verdict::Take) return verdict;
+  const std::size_t at = receiver.due_byte();
+  // Only the bytes this piece writes: by then the sends they hold are often out already.
+  protect(landing.to + at, label.bytes);
+  if (landing.copy_checked && copy_with_checksum(landing.to + at, {data, label.bytes}) != label.sum) {
+    return Verdict::Damaged;
+  }
+  const bool forwarded =
+      forward_piece(landing.forward, landing.to, landing.from, data, at, label.bytes, landing.copy_checked);
+  if (!forwarded && !landing.copy_checked) land(landing.to, landing.from, data, at, label.bytes);
+  return Verdict::Take;
 }
 
 // Pieces of messages already taken (duplicates, retransmissions) still in a stream that no step

@@ -412,9 +412,8 @@ std::string ProcTransport::State::stuck(const std::string& how) const {
 // Whether a wait has lasted too long: past the run's deadline (this process alone gives up: every
 // process has the same deadline), or with nothing new for the link timeout (this process stops
 // every other one). Never, in a world told to wait for ever.
-bool ProcTransport::State::overdue(bool progressed) {
+bool ProcTransport::State::overdue(bool progressed, double time) {
   if (settings.forever) return false;
-  const double time = now();
   if (progressed) {
     last_news = time;
     return false;
@@ -449,10 +448,12 @@ Status ProcTransport::run_call(std::span<const ProcBuffers> buffers) {
     for (Hosted& local : state.hosted) {
       for (Stream& stream : local.streams) progressed |= state.advance(local, stream);
     }
-    progressed |= state.pump();
+    // One reading of the clock a turn (on a VM each costs tens of nanoseconds, and turns are short).
+    const double time = state.now();
+    progressed |= state.pump(time);
     if (!state.failure.empty()) return Error{"proc", state.failure};
-    if (state.overdue(progressed)) return Error{"proc", state.failure};
-    if (!progressed) state.idle();
+    if (state.overdue(progressed, time)) return Error{"proc", state.failure};
+    if (!progressed) state.idle(time);
   }
   state.settle();
   ++state.call;

@@ -290,14 +290,11 @@ TEST(ProcProtocol, WithoutChecksumsACorruptionReachesTheOutput) {
       for (const Status& status : results) {
         EXPECT_EQ(status.ok(), !checksums) << name(links) << ": " << (status ? "ok" : status.error().text());
       }
-      // Checksums on: nothing of the damaged message was used; off: it was, flipped bit and all.
-      std::size_t differ = 0, untouched = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        differ += got[i] != sent[i];
-        untouched += got[i] == 0.0f;
-      }
-      if (checksums) EXPECT_EQ(untouched, n) << name(links);
-      else EXPECT_EQ(differ, 1u) << name(links);
+      // Checksums on: the run failed above (a copy lands as its checksum is taken, so the damaged
+      // bytes may be in the output, but never as a result); off: it completed with them.
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < n; ++i) differ += got[i] != sent[i];
+      if (!checksums) EXPECT_EQ(differ, 1u) << name(links);
     }
   }
 }
