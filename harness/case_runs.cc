@@ -6,9 +6,11 @@
 
 namespace collcheck {
 
-PropertyContext context_for(double deadline, std::uint64_t schedule_seed, const FaultPlan& plan) {
+PropertyContext context_for(double deadline, std::uint64_t schedule_seed, const FaultPlan& plan,
+                            std::uint64_t message_memory) {
   PropertyContext context{schedule_seed};
   context.deadline = deadline;
+  context.message_memory = message_memory;
   if (!plan.empty()) {
     context.fault_plan = to_string(plan);
     context.transient = transient(plan);
@@ -19,7 +21,8 @@ PropertyContext context_for(double deadline, std::uint64_t schedule_seed, const 
 CaseRun run_case(const CaseSetting& setting, Backend& backend, const DrawnCase& drawn, std::uint64_t schedule_seed) {
   CaseRun run;
   run.ran = true;
-  PropertyContext context = context_for(setting.deadline, schedule_seed, drawn.plan);
+  PropertyContext context =
+      context_for(setting.deadline, schedule_seed, drawn.plan, cli::message_room(backend, drawn.c, setting.memory));
   const RepeatedRun base = backend.run(drawn.c, context.run_options(schedule_seed));
   run.base_outcome = base.outcome;
   run.cannot_run_here = backend.cannot_run_here();

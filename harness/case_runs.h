@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness/draws.h"
+#include "harness/memory_check.h"
 #include "properties/property.h"
 
 namespace collcheck {
@@ -19,8 +20,9 @@ namespace collcheck {
 using Clock = std::chrono::steady_clock;
 
 // What every run of one case is under: its schedule seed, the deadline per run (0: the
-// backend's default) and its fault plan.
-PropertyContext context_for(double deadline, std::uint64_t schedule_seed, const FaultPlan& plan);
+// backend's default), its fault plan and the room its messages have (0: no bound).
+PropertyContext context_for(double deadline, std::uint64_t schedule_seed, const FaultPlan& plan,
+                            std::uint64_t message_memory = 0);
 
 // One case as it ran, nothing counted yet.
 struct CaseRun {
@@ -42,6 +44,9 @@ struct CaseSetting {
   // Whether the time budget has run out (in lockstep, as rank 0's clock says): asked once per case
   // after its base run (PropertyContext::budget_spent); unset: never.
   std::function<bool()> spent = {};
+  // What every run may hold (--memory-limit, or what the machine has available): each case's
+  // messages get what its estimate leaves them (message_room); no bytes: no bound.
+  cli::MemoryBudget memory = {};
 };
 
 CaseRun run_case(const CaseSetting& setting, Backend& backend, const DrawnCase& drawn, std::uint64_t schedule_seed);

@@ -59,7 +59,8 @@ void agree_on_verdict(const CheckOptions& options, const Case& c, bool failed, c
 // The property on one case, and the kind of its failure (when it fails).
 std::pair<PropertyResult, FailureKind> run_property(const Property& property, const DrawnCase& drawn, Backend& backend,
                                                     std::uint64_t schedule_seed, const CheckOptions& options) {
-  const PropertyContext context = context_for(options.deadline, schedule_seed, drawn.plan);
+  const PropertyContext context =
+      context_for(options.deadline, schedule_seed, drawn.plan, cli::message_room(backend, drawn.c, options.memory));
   const RepeatedRun base = backend.run(drawn.c, context.run_options(schedule_seed));
   PropertyResult result = property.check(drawn.c, backend, base, context);
   const FailureKind kind = kind_of(base.outcome, result.detail);
@@ -255,6 +256,7 @@ NextCases next_runs(const Loop& loop, BackendLoop& user, Draws& draws, CaseWorke
                     Clock::time_point deadline) {
   const CheckOptions& options = loop.options;
   CaseSetting setting{loop.properties, loop.faults.any(), options.deadline, user.start};
+  setting.memory = options.memory;
   // Threads of their own never agree in lockstep: each reads the clock.
   if (workers.any()) setting.spent = [deadline] { return Clock::now() >= deadline; };
   else setting.spent = [&options, deadline] { return past(options, deadline); };

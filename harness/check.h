@@ -16,6 +16,7 @@
 
 #include "harness/case_generator.h"
 #include "harness/fault_generator.h"
+#include "harness/memory_check.h"
 #include "impls/backend/backend.h"
 
 namespace collcheck {
@@ -57,6 +58,8 @@ struct CheckOptions {
   // draws the knobs its backend leaves free and runs on the backend with them; unset: the
   // backends as given.
   std::function<Result<std::unique_ptr<Backend>>(const std::string& spec)> make_backend;
+  // What every run may hold (CaseSetting::memory); no bytes: no bound.
+  cli::MemoryBudget memory = {};
 };
 
 // A group of failing cases that share a signature — backend, property, the base run's outcome,

@@ -416,6 +416,7 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
     err << "collcheck check: " << fit.error().text() << '\n';
     return kUsageError;
   }
+  options->memory = memory_budget(*args).value();  // (read above, by largest_case_fits)
   // Cases draw the knobs a backend leaves free, on backends made as these were (in lockstep the
   // world runs the backends as given).
   if (!lockstep.world) {
@@ -484,6 +485,7 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
     context.fault_plan = to_string(faults->plan);
     context.transient = transient(faults->plan);
   }
+  context.message_memory = message_room(backend, *c, memory_budget(*args).value());  // (read by case_fits)
   const RepeatedRun base = backend.run(*c, context.run_options(*schedule_seed));
   if (const std::string why = backend.cannot_run_here(); !why.empty()) {
     err << "collcheck replay: " << backend.name() << " cannot run here: " << why << '\n';

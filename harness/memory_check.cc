@@ -143,6 +143,10 @@ MemoryEstimate checked_case_memory(const Backend& backend, const Case& c) {
   return estimate;
 }
 
+std::uint64_t message_room(const Backend& backend, const Case& c, const MemoryBudget& budget) {
+  return budget.bytes == 0 ? 0 : room_for_part(checked_case_memory(backend, c), budget, "messages");
+}
+
 std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const DrawnRanges& ranges) {
   const Capabilities capabilities = backend.capabilities();
   auto allowed = [](const auto& mine, const auto& only, auto value) {

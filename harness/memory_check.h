@@ -59,6 +59,9 @@ std::uint64_t room_for_part(const MemoryEstimate& estimate, const MemoryBudget& 
 // What checking one case on a backend holds at once: the backend's run, the oracle's expected
 // outputs, and the first run's results while a property runs the case again.
 MemoryEstimate checked_case_memory(const Backend& backend, const Case& c);
+// What the budget leaves a run of `c` on `backend` for its messages, after the rest of the
+// checked case's estimate (RunOptions::message_memory, which `sim` backends heed); 0: no budget.
+std::uint64_t message_room(const Backend& backend, const Case& c, const MemoryBudget& budget);
 
 // The ranges `check` draws cases from, as far as memory goes.
 struct DrawnRanges {

@@ -37,6 +37,7 @@ RunOptions PropertyContext::run_options(std::uint64_t seed, int calls) const {
   RunOptions options{seed, calls};
   options.deadline = deadline;
   options.fault_plan = fault_plan;
+  options.message_memory = message_memory;
   return options;
 }
 

@@ -216,13 +216,42 @@ constexpr Property kProperties[] = {
      true},
 };
 
+// The backend as a property's runs see it, remembering the first run it refused (RunEnding::
+// refused: a precondition met late, such as messages that outgrew the memory left to them), so
+// that a property failing on such a run skips instead of reporting a failure.
+class RefusalWatch final : public Backend {
+ public:
+  explicit RefusalWatch(Backend& watched) : watched_(watched) {}
+  std::string name() const override { return watched_.name(); }
+  Capabilities capabilities() const override { return watched_.capabilities(); }
+  RepeatedRun run(const Case& c, const RunOptions& options) override {
+    RepeatedRun run = watched_.run(c, options);
+    if (run.refused && refusal_.empty()) refusal_ = run.error;
+    return run;
+  }
+  MemoryEstimate estimate_memory(const Case& c) const override { return watched_.estimate_memory(c); }
+  void abort() override { watched_.abort(); }
+  std::string cannot_run_here() const override { return watched_.cannot_run_here(); }
+  const std::string& refusal() const { return refusal_; }
+
+ private:
+  Backend& watched_;
+  std::string refusal_;
+};
+
 }  // namespace
 
 PropertyResult Property::check(const Case& c, Backend& backend, const RepeatedRun& base,
                                const PropertyContext& context) const {
   if (base.refused) return skip("the backend refused the case (a precondition, not a finding): " + base.error);
   if (runs_again && context.budget_spent) return skip("the time budget ran out during the case's run: not run again");
-  return predicate(c, backend, base, context);
+  if (!runs_again) return predicate(c, backend, base, context);
+  RefusalWatch watched(backend);
+  PropertyResult result = predicate(c, watched, base, context);
+  if (!result.ok && !watched.refusal().empty()) {
+    return skip("the backend refused one of the property's runs (a precondition, not a finding): " + watched.refusal());
+  }
+  return result;
 }
 
 std::span<const Property> all_properties() { return kProperties; }

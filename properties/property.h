@@ -26,6 +26,7 @@ struct PropertyContext {
   std::string fault_plan = {};
   bool transient = false;               // every fault of the plan heals by itself (see faults docs)
   double deadline = 0;                  // RunOptions::deadline of every run
+  std::uint64_t message_memory = 0;     // RunOptions::message_memory of every run
   std::optional<Outcome> outcome = {};  // the base run's class, when the caller has it already
   // The check's time budget ran out during the base run: no property runs the case again (a hang
   // then costs one deadline past the budget, not one per property).

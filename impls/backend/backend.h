@@ -140,6 +140,10 @@ struct RunOptions : CallOptions {
   std::string fault_plan = {};
   // Run without the faults a decorator would add (the recovery property's fresh run).
   bool without_faults = false;
+  // Bytes the run's messages may hold at once (`sim`: SimulationOptions::message_memory), what the
+  // memory budget leaves after the rest of the case's estimate; past it the run stops, refused
+  // (RunEnding::refused). 0: no bound.
+  std::uint64_t message_memory = 0;
 };
 
 // How a run ended, as a whole run (RepeatedRun) and one rank's part of it (RankRun) both say it:

@@ -54,6 +54,7 @@ class SimBackend final : public Backend {
     sim.calls = std::max(options.calls, 1);
     sim.call_seed_step = variant_.stale_inputs ? 0 : 1;
     sim.protocol = protocol();
+    sim.message_memory = options.message_memory;
     SimulatedRun run = simulate(*schedule, sim_fabric(c.nranks), sim);
     if (!run.completed) return failed(run);
     result.trace = run.trace;
@@ -64,10 +65,17 @@ class SimBackend final : public Backend {
  private:
   LinkProtocol protocol() const { return variant_protocol(variant_, knobs_); }
 
-  // Detected: the protocol stopped every rank; a deadline: a hang; anything else: a crash.
+  // Detected: the protocol stopped every rank; a deadline: a hang; anything else: a crash. A run
+  // stopped where its messages outgrew their room is refused: too large for the machine, not a verdict.
   static RepeatedRun failed(const SimulatedRun& run) {
     RepeatedRun result;
     result.trace = run.trace;
+    if (run.out_of_memory) {
+      result.outcome = Outcome::Detected;
+      result.refused = true;
+      result.error = "refused: " + run.error + "; lower n or ranks of the case, or raise --memory-limit";
+      return result;
+    }
     result.outcome = run.detected                                      ? Outcome::Detected
                      : run.error.find("deadline") != std::string::npos ? Outcome::Hang
                                                                        : Outcome::Crash;
@@ -80,6 +88,7 @@ class SimBackend final : public Backend {
   RepeatedRun run_timed(const Case& c, const Schedule& schedule, const RunOptions& options) const {
     SimulationOptions sim(options.schedule_seed, options.hook, false);
     sim.protocol = protocol();
+    sim.message_memory = options.message_memory;
     const SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), sim);
     if (!run.completed) return failed(run);
     RepeatedRun result;
@@ -104,6 +113,7 @@ class SimBackend final : public Backend {
       sim.reduction = variant_.reduction;
       sim.inputs = k > 0 && c.in_place ? &buffers : options.inputs;
       sim.protocol = protocol();
+      sim.message_memory = options.message_memory;
       SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), sim);
       if (!run.completed) return failed(run);
       if (c.in_place) buffers = run.inputs;

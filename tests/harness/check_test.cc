@@ -319,6 +319,34 @@ TEST(Properties, EveryPropertySkipsARunTheBackendRefused) {
   EXPECT_FALSE(find_property("liveness")->check(c, *list.front(), base, PropertyContext{1}).ok);
 }
 
+// A simulated run whose messages outgrow the room the memory budget left them stops, refused (a
+// precondition met late: too large for the machine, not a finding); a property whose own run is
+// refused so skips with the reason instead of failing.
+TEST(Properties, ARunRefusedForItsMessagesRoomIsSkippedNotFailed) {
+  std::vector<std::unique_ptr<Backend>> list = backends("ring@sim");
+  ASSERT_EQ(list.size(), 1u);
+  Backend& backend = *list.front();
+  const Case c = parse_case("allreduce/f32/sum/n=64/ranks=4").value();
+  RunOptions roomy{1}, cramped{1};
+  cramped.message_memory = 1;
+  const RepeatedRun base = backend.run(c, roomy);
+  ASSERT_EQ(base.outcome, Outcome::Ok) << base.error;
+  const RepeatedRun stopped = backend.run(c, cramped);
+  EXPECT_TRUE(stopped.refused);
+  EXPECT_EQ(stopped.outcome, Outcome::Detected);
+  EXPECT_NE(stopped.error.find("left to them"), std::string::npos) << stopped.error;
+  PropertyContext context{1};
+  context.message_memory = 1;
+  for (const char* name : {"determinism", "repeat"}) {
+    const PropertyResult result = find_property(name)->check(c, backend, base, context);
+    EXPECT_TRUE(result.ok && result.skipped) << name << ": " << result.detail;
+    EXPECT_NE(result.detail.find("refused one of the property's runs"), std::string::npos)
+        << name << ": " << result.detail;
+  }
+  context.message_memory = 0;
+  EXPECT_FALSE(find_property("determinism")->check(c, backend, base, context).skipped);
+}
+
 TEST(Properties, CompositionFailsWhenReduceScatterAndAllGatherDoNotComposeIntoAllReduce) {
   const Case c = parse_case("allreduce/i32/sum/n=12/ranks=3").value();
   EXPECT_TRUE(run_one("ring@sim", "composition", c).ok);

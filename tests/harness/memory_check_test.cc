@@ -90,6 +90,23 @@ TEST(MemoryBudget, LeavesAPartWhatTheOtherPartsDoNotTake) {
   EXPECT_EQ(room_for_part(estimate, MemoryBudget{350, "MemAvailable"}, "messages"), 1u);  // nothing left
 }
 
+// A checked case's run on `sim` gets, for its messages, what the budget leaves after the rest of
+// the case's estimate (the oracle, the second run, the schedule, ...); no budget, no bound.
+TEST(MemoryBudget, ACheckedCaseMessagesGetWhatItsOtherPartsLeave) {
+  Result<std::vector<std::unique_ptr<Backend>>> backends = make_backends("ring@sim", BackendOptions{});
+  ASSERT_TRUE(backends.ok());
+  const Backend& backend = *backends->front();
+  Case c;
+  c.count = 4096;
+  c.nranks = 8;
+  const MemoryEstimate estimate = checked_case_memory(backend, c);
+  const std::uint64_t messages = estimate.part("messages");
+  ASSERT_GT(messages, 0u);
+  const std::uint64_t budget = estimate.total() + 1000;
+  EXPECT_EQ(message_room(backend, c, MemoryBudget{budget, "--memory-limit"}), messages + 1000);
+  EXPECT_EQ(message_room(backend, c, MemoryBudget{0, "--memory-limit"}), 0u);
+}
+
 TEST(MemoryEstimate, SaysSizesInWordsAndNeverWraps) {
   EXPECT_EQ(format_bytes(0), "0 B");
   EXPECT_EQ(format_bytes(1023), "1023 B");
