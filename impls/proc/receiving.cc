@@ -229,9 +229,9 @@ Verdict ProcTransport::State::take_piece(const LinkReceiver& receiver, const Lan
   if (landing.copy_checked && copy_with_checksum(landing.to + at, {data, label.bytes}) != label.sum) {
     return Verdict::Damaged;
   }
-  const bool forwarded =
+  const bool pushed_on =
       forward_piece(landing.forward, landing.to, landing.from, data, at, label.bytes, landing.copy_checked);
-  if (!forwarded && !landing.copy_checked) land(landing.to, landing.from, data, at, label.bytes);
+  if (!pushed_on && !landing.copy_checked) land(landing.to, landing.from, data, at, label.bytes);
   return Verdict::Take;
 }
 

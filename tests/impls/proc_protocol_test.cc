@@ -294,7 +294,9 @@ TEST(ProcProtocol, WithoutChecksumsACorruptionReachesTheOutput) {
       // bytes may be in the output, but never as a result); off: it completed with them.
       std::size_t differ = 0;
       for (std::size_t i = 0; i < n; ++i) differ += got[i] != sent[i];
-      if (!checksums) EXPECT_EQ(differ, 1u) << name(links);
+      if (!checksums) {
+        EXPECT_EQ(differ, 1u) << name(links);
+      }
     }
   }
 }
