@@ -137,9 +137,9 @@ std::size_t Simulation::add_go_back(GoBack request) {
 // again); otherwise the timer runs on from the last arrival.
 void Simulation::expire(int p, int k, std::size_t call, std::size_t slot) {
   const auto q = static_cast<std::size_t>(p);
-  double& armed_at = timer_armed_[slot];
+  Stream& stream = streams_[slot];
+  double& armed_at = stream.timer_armed;
   if (armed_at == kNoTimer) return;
-  const Stream& stream = streams_[slot];
   // Another call, or the stream has moved on from the step: the timer is over.
   if (static_cast<std::size_t>(participants_[q].call) != call || stream.busy || stream.steps.finished() ||
       stream.steps.index() != k || !waits_for_message(p, stream)) {
@@ -194,10 +194,10 @@ void Simulation::arm_timers(int p) {
   const auto q = static_cast<std::size_t>(p);
   const ParticipantState& state = participants_[q];
   for (std::size_t slot = state.first_slot; slot < state.end_slot; ++slot) {
-    const Stream& stream = streams_[slot];
+    Stream& stream = streams_[slot];
     if (stream.busy || stream.steps.finished()) continue;
-    if (!stream.steps.step().receives() || timer_armed_[slot] != kNoTimer || !waits_for_message(p, stream)) continue;
-    timer_armed_[slot] = now_;
+    if (!stream.steps.step().receives() || stream.timer_armed != kNoTimer || !waits_for_message(p, stream)) continue;
+    stream.timer_armed = now_;
     timers_.arm(
         slot, timer_event(now_ + wait_interval(stream), p, stream.steps.index(), static_cast<std::size_t>(state.call)));
   }

@@ -56,10 +56,15 @@ namespace collcheck::sim {
 static constexpr std::uint32_t kNoLink = ~std::uint32_t{0};
 static constexpr std::size_t kFewPeerLinks = 4;  // prefetch_ahead asks for these links' records
 
+static constexpr double kNoTimer = -1;  // (virtual times are never negative)
+
 struct Stream {
   StepCursor steps;
   bool busy = false;
   std::uint32_t link = kNoLink;  // the current step's stream link, when it sends or receives
+  // When the wait timer of its current receive was armed, or kNoTimer: here, not in an array of
+  // its own, since every arm and cancel also reads the stream (one cache line less a message).
+  double timer_armed = kNoTimer;
 };
 
 // A participant's end of one stream link, found from a step's (peer, channel): a participant
@@ -314,8 +319,6 @@ class Simulation {
   std::uint64_t waiting_cost_ = 0;
   std::vector<GoBack> go_back_;
   std::vector<std::uint32_t> free_go_back_;
-  static constexpr double kNoTimer = -1;  // (virtual times are never negative)
-  std::vector<double> timer_armed_;       // per timer slot: when its wait timer was armed, or kNoTimer
 };
 
 }  // namespace collcheck::sim

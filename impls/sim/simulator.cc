@@ -175,7 +175,6 @@ bool Simulation::set_up_participants() {
   }
   link_index_ = {};
   timers_ = TimerQueue(streams_.size());
-  timer_armed_.assign(streams_.size(), kNoTimer);
   return true;
 }
 
@@ -371,7 +370,7 @@ void Simulation::advance(int p) {
         stream.busy = true;
         // A receive that starts has its message: its wait timer is over.
         timers_.cancel(slot);
-        timer_armed_[slot] = kNoTimer;
+        stream.timer_armed = kNoTimer;
         const double took = start(p, stream);
         if (took > 0) {
           push(now_ + took, EventKind::StepDone, p, stream.steps.index(), 0);
