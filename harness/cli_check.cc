@@ -207,22 +207,6 @@ Result<FaultChoice> replay_faults(const Arguments& args) {
   return faults;
 }
 
-// Refuses ranges whose largest case no backend's run could hold in memory, before any case runs.
-Status largest_case_fits(const Arguments& args, const CaseLimits& limits,
-                         const std::vector<std::unique_ptr<Backend>>& backends) {
-  Result<MemoryBudget> budget = memory_budget(args);
-  if (!budget) return budget.error();
-  const DrawnRanges ranges{limits.collectives, limits.dtypes, limits.max_ranks, limits.min_count, limits.max_count};
-  for (const auto& backend : backends) {
-    const auto [largest, estimate] = largest_drawn_case(*backend, ranges);
-    Status fit =
-        fits(estimate, *budget, "--count " + args.get("count") + " on --ranks " + args.get("ranks"),
-             "lower --count or --ranks (the largest case, " + to_string(largest) + " on " + backend->name() + ")");
-    if (!fit) return fit;
-  }
-  return Ok{};
-}
-
 // --collective names only collectives none of the backends implements (`mpi:allreduce=ring` runs
 // allreduce alone): a usage error naming what they implement, rather than a check of no case.
 Status some_collective_implemented(const CaseLimits& limits, const std::vector<std::unique_ptr<Backend>>& backends) {
@@ -245,13 +229,6 @@ Status some_collective_implemented(const CaseLimits& limits, const std::vector<s
   }
   const std::string who = backends.size() == 1 ? backends.front()->name() + " implements " : "the backends implement ";
   return Error{"--collective", asked + ": " + who + (offered.empty() ? "no collective" : offered)};
-}
-
-// Refuses a case the backend's run could not hold in memory, before it runs.
-Status case_fits(const Arguments& args, const Backend& backend, const Case& c) {
-  Result<MemoryBudget> budget = memory_budget(args);
-  if (!budget) return budget.error();
-  return fits(checked_case_memory(backend, c), *budget, to_string(c), "lower n or ranks of the case");
 }
 
 // The run's outcome (a wrong result reported as success is `corrupt`) and each rank's verdict.
@@ -305,6 +282,13 @@ bool print_property_checks(const Case& c, Backend& backend, const RepeatedRun& b
     failed |= !result.ok;
   }
   return !failed;
+}
+
+// ", 2 of 4 jobs at once (...)" where the memory budget lowered --jobs; else nothing.
+std::string jobs_text(unsigned jobs, unsigned asked) {
+  if (jobs >= asked) return "";
+  return ", " + std::to_string(jobs) + " of " + std::to_string(asked) +
+         " jobs at once (the memory budget holds no more of the largest case)";
 }
 
 }  // namespace
@@ -412,11 +396,13 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
     err << "collcheck check: " << some.error().text() << '\n';
     return kUsageError;
   }
-  if (Status fit = largest_case_fits(*args, options->limits, backends.value()); !fit) {
+  const unsigned jobs_asked = std::max(options->jobs, 1U);
+  const CaseLimits& limits = options->limits;
+  const DrawnRanges ranges{limits.collectives, limits.dtypes, limits.max_ranks, limits.min_count, limits.max_count};
+  if (Status fit = largest_cases_fit(*args, ranges, backends.value(), options->jobs, options->memory); !fit) {
     err << "collcheck check: " << fit.error().text() << '\n';
     return kUsageError;
   }
-  options->memory = memory_budget(*args).value();  // (read above, by largest_case_fits)
   // Cases draw the knobs a backend leaves free, on backends made as these were (in lockstep the
   // world runs the backends as given).
   if (!lockstep.world) {
@@ -432,7 +418,7 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
   speak << "collcheck check: seed " << options->seed << ", " << backends->size() << " backend"
         << (backends->size() == 1 ? "" : "s") << ", budget " << options->time_budget << " s"
         << (lockstep.world ? ", in lockstep on " + std::to_string(lockstep.world->size()) + " ranks" : "")
-        << describe(*campaign)
+        << jobs_text(options->jobs, jobs_asked) << describe(*campaign)
         << (faults->random || faults->plan.empty() ? "" : ", faults '" + to_string(faults->plan) + "'") << "\n"
         << (faults->random ? "faults: " + describe(*faults, options->seed) + "\n" : "") << std::flush;
   const bool terminal = isatty(STDERR_FILENO) != 0 && !lockstep.quiet;

@@ -177,6 +177,32 @@ std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const
   return most;
 }
 
+Status largest_cases_fit(const Arguments& args, const DrawnRanges& ranges,
+                         const std::vector<std::unique_ptr<Backend>>& backends, unsigned& jobs, MemoryBudget& share) {
+  Result<MemoryBudget> budget = memory_budget(args);
+  if (!budget) return budget.error();
+  std::uint64_t most = 0;
+  for (const auto& backend : backends) {
+    const auto [largest, estimate] = largest_drawn_case(*backend, ranges);
+    Status fit =
+        fits(estimate, *budget, "--count " + args.get("count") + " on --ranks " + args.get("ranks"),
+             "lower --count or --ranks (the largest case, " + to_string(largest) + " on " + backend->name() + ")");
+    if (!fit) return fit;
+    most = std::max(most, estimate.total());
+  }
+  share = *budget;
+  if (budget->bytes == 0 || most == 0) return Ok{};
+  jobs = static_cast<unsigned>(std::clamp<std::uint64_t>(budget->bytes / most, 1, std::max(jobs, 1U)));
+  share.bytes = budget->bytes / jobs;
+  return Ok{};
+}
+
+Status case_fits(const Arguments& args, const Backend& backend, const Case& c) {
+  Result<MemoryBudget> budget = memory_budget(args);
+  if (!budget) return budget.error();
+  return fits(checked_case_memory(backend, c), *budget, to_string(c), "lower n or ranks of the case");
+}
+
 Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs,
                                              bool numeric, bool reliable, StreamSample streams) {
   Result<ScheduleSize> size = estimate_schedule(algorithm, c, knobs);

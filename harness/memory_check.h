@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -73,6 +74,13 @@ struct DrawnRanges {
 // The case of those ranges that needs the most memory on the backend (the most ranks, the largest
 // count its collective draws, the widest dtype, real values, out of place), and what it needs.
 std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const DrawnRanges& ranges);
+// `check`: refuses ranges whose largest case no backend's run could hold in the budget, before any
+// case runs; then lowers `jobs` (cases run at once, one a thread) to as many as the budget holds
+// of that largest case, and sets `share` to each one's part of the budget.
+Status largest_cases_fit(const Arguments& args, const DrawnRanges& ranges,
+                         const std::vector<std::unique_ptr<Backend>>& backends, unsigned& jobs, MemoryBudget& share);
+// `replay`: refuses a case the backend's run could not hold in memory, before it runs.
+Status case_fits(const Arguments& args, const Backend& backend, const Case& c);
 
 // What `simulate` holds for one count: the schedule, the simulation (without guard zones, its
 // link protocol reliable or not; `streams` its stream links and their routes once known, from

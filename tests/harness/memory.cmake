@@ -111,6 +111,14 @@ add_test(NAME cli.memory_simulate_on_demand_links_counted
     ${CMAKE_CURRENT_SOURCE_DIR}/peak_resident.py $<TARGET_FILE:collcheck>)
 set_tests_properties(cli.memory_simulate_on_demand_links_counted PROPERTIES LABELS "cli;memory"
   PASS_REGULAR_EXPRESSION "\n +65536 +16384 +f32 +sum .*\npeak resident: [0-9]+ KB, within 65536 KB\n$" SKIP_RETURN_CODE 77)
+# check runs no more cases at once than the budget holds of its largest (here 309 MiB by the
+# estimate, two in 700M), whatever --jobs asks, and says so: with four at once this run held
+# 708-836 MB at its peak, up to past the limit.
+add_test(NAME cli.memory_check_jobs_held_to_what_fits
+  COMMAND sh -c "${skip_under_asan} exec python3 \"$0\" 716800 \"$1\" check --backend ring@sim --collective allreduce --dtype f32 --ranks 8..8 --count 1M..1M --memory-limit 700M --jobs 4 --cases 4 --seed 1"
+    ${CMAKE_CURRENT_SOURCE_DIR}/peak_resident.py $<TARGET_FILE:collcheck>)
+set_tests_properties(cli.memory_check_jobs_held_to_what_fits PROPERTIES LABELS "cli;memory"
+  PASS_REGULAR_EXPRESSION "2 of 4 jobs at once \\(the memory budget holds no more of the largest case\\)\n.*4 cases in [0-9.]+ s: 4 passed.*\npeak resident: [0-9]+ KB, within 716800 KB\n$" SKIP_RETURN_CODE 77)
 collcheck_add_cli_test(memory_prove_alltoallv_in_pieces prove --algorithm pairwise --collective alltoallv
   --ranks 64 --counts 4096 --chunk 1024 --memory-limit 16M STATUS 0
   STDOUT "  33\\.\\.64 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +0 +1\n1 of 1 schedules proven\n$" EMPTY stderr)
