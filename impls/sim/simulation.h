@@ -10,6 +10,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "impls/link/guarded_buffer.h"
@@ -59,12 +60,21 @@ static constexpr std::size_t kFewPeerLinks = 4;  // prefetch_ahead asks for thes
 static constexpr double kNoTimer = -1;  // (virtual times are never negative)
 
 struct Stream {
+  explicit Stream(StepCursor cursor) : steps(std::move(cursor)) {}
   StepCursor steps;
   bool busy = false;
   std::uint32_t link = kNoLink;  // the current step's stream link, when it sends or receives
-  // When the wait timer of its current receive was armed, or kNoTimer: here, not in an array of
-  // its own, since every arm and cancel also reads the stream (one cache line less a message).
+  // When the wait timer of its current receive was armed, or kNoTimer, and that timer's slot of
+  // the timer heap: here, not in arrays of their own, since every arm and cancel also reads the
+  // stream (two cache lines less a message at thousands of ranks).
   double timer_armed = kNoTimer;
+  TimerSlot timer;
+};
+
+// The timer heap's slots: each stream's own (a stream's place is its timer slot).
+struct StreamTimerSlots {
+  std::vector<Stream>* streams = nullptr;
+  TimerSlot& operator[](std::size_t slot) const { return (*streams)[slot].timer; }
 };
 
 // A participant's end of one stream link, found from a step's (peer, channel): a participant
@@ -268,7 +278,7 @@ class Simulation {
   double last_step_ = 0;
   std::uint64_t next_sequence_ = 0;
   EventQueue events_;
-  TimerQueue timers_;  // a slot per stream of every participant: its receive's wait timer
+  TimerHeap<StreamTimerSlots> timers_;  // a slot per stream of every participant: its receive's wait timer
   std::vector<int> vertex_;
   // Per topology link, together so that booking a hop touches one cache line: when it is free
   // next, its load so far (seconds busy, bytes carried) and its bandwidth.

@@ -174,7 +174,7 @@ bool Simulation::set_up_participants() {
     for (Stream& stream : streams_of(static_cast<std::size_t>(p))) settle_link(p, stream);
   }
   link_index_ = {};
-  timers_ = TimerQueue(streams_.size());
+  timers_ = TimerHeap<StreamTimerSlots>(StreamTimerSlots{&streams_});
   return true;
 }
 

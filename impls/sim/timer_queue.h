@@ -3,11 +3,23 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "impls/sim/event_queue.h"
 
 namespace collcheck::sim {
+
+// A slot's timer state: its due event, and where its entry is in the heap. It lives wherever the
+// heap's `Slots` keep it: a vector of its own (TimerQueue), or in the record of whatever the slot
+// stands for, which every arm and cancel reads anyway (the simulator's streams).
+struct TimerSlot {
+  static constexpr std::size_t kNone = ~std::size_t{0};
+  Event due{};                   // the timer armed last, when `armed`
+  std::size_t position = kNone;  // where its entry is in the heap, or kNone
+  bool armed = false;
+};
 
 // Timers, at most one per slot (a participant's stream): arming a slot again moves its timer, and
 // a cancelled timer never fires. The queue works as follows. A slot keeps its due event; the heap
@@ -17,9 +29,13 @@ namespace collcheck::sim {
 // comes first is settled before it is handed out: a cancelled slot's entry is dropped, a slot due
 // later has its entry moved down to its due event. So the heap never holds more entries than there
 // are slots, and the timers come out in (time, tie) order as if each arm and cancel had moved them.
-class TimerQueue {
+template <typename Slots>
+class TimerHeap {
  public:
-  explicit TimerQueue(std::size_t slots = 0) : slots_(slots) {}
+  TimerHeap() = default;
+  explicit TimerHeap(Slots slots) : slots_(std::move(slots)) {}
+  // Slots of their own, `count` of them.
+  explicit TimerHeap(std::size_t count) requires std::is_same_v<Slots, std::vector<TimerSlot>> : slots_(count) {}
 
   // Whether no timer is armed (entries of cancelled timers are dropped first).
   bool empty() {
@@ -61,12 +77,8 @@ class TimerQueue {
     Event event;
     std::size_t slot;
   };
-  struct Slot {
-    Event due{};                   // the timer armed last, when `armed`
-    std::size_t position = kNone;  // where its entry is in heap_, or kNone
-    bool armed = false;
-  };
-  static constexpr std::size_t kNone = ~std::size_t{0};
+  using Slot = TimerSlot;
+  static constexpr std::size_t kNone = TimerSlot::kNone;
 
   static bool same(const Event& a, const Event& b) { return a.time == b.time && a.tie == b.tie; }
 
@@ -121,7 +133,10 @@ class TimerQueue {
   }
 
   std::vector<Entry> heap_;
-  std::vector<Slot> slots_;
+  Slots slots_;
 };
+
+// The timers with their slots in a vector of their own.
+using TimerQueue = TimerHeap<std::vector<TimerSlot>>;
 
 }  // namespace collcheck::sim
