@@ -462,7 +462,8 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
     err << "collcheck replay: " << backend.name() << " cannot run " << to_string(*c) << ": " << why << '\n';
     return kUnavailable;
   }
-  if (Status fit = case_fits(*args, backend, *c); !fit) {
+  const Result<MemoryBudget> budget = memory_budget(*args);
+  if (Status fit = budget ? case_fits(*budget, backend, *c) : Status(budget.error()); !fit) {
     err << "collcheck replay: " << fit.error().text() << '\n';
     return kUsageError;
   }
@@ -471,7 +472,7 @@ int run_replay(std::span<const std::string_view> raw, std::ostream& out, std::os
     context.fault_plan = to_string(faults->plan);
     context.transient = transient(faults->plan);
   }
-  context.message_memory = message_room(backend, *c, memory_budget(*args).value());  // (read by case_fits)
+  context.message_memory = message_room(backend, *c, *budget);
   const RepeatedRun base = backend.run(*c, context.run_options(*schedule_seed));
   if (const std::string why = backend.cannot_run_here(); !why.empty()) {
     err << "collcheck replay: " << backend.name() << " cannot run here: " << why << '\n';

@@ -197,10 +197,8 @@ Status largest_cases_fit(const Arguments& args, const DrawnRanges& ranges,
   return Ok{};
 }
 
-Status case_fits(const Arguments& args, const Backend& backend, const Case& c) {
-  Result<MemoryBudget> budget = memory_budget(args);
-  if (!budget) return budget.error();
-  return fits(checked_case_memory(backend, c), *budget, to_string(c), "lower n or ranks of the case");
+Status case_fits(const MemoryBudget& budget, const Backend& backend, const Case& c) {
+  return fits(checked_case_memory(backend, c), budget, to_string(c), "lower n or ranks of the case");
 }
 
 Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const Case& c, const Knobs& knobs,

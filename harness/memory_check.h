@@ -79,8 +79,8 @@ std::pair<Case, MemoryEstimate> largest_drawn_case(const Backend& backend, const
 // of that largest case, and sets `share` to each one's part of the budget.
 Status largest_cases_fit(const Arguments& args, const DrawnRanges& ranges,
                          const std::vector<std::unique_ptr<Backend>>& backends, unsigned& jobs, MemoryBudget& share);
-// `replay`: refuses a case the backend's run could not hold in memory, before it runs.
-Status case_fits(const Arguments& args, const Backend& backend, const Case& c);
+// `replay`: refuses a case the backend's run could not hold in the budget, before it runs.
+Status case_fits(const MemoryBudget& budget, const Backend& backend, const Case& c);
 
 // What `simulate` holds for one count: the schedule, the simulation (without guard zones, its
 // link protocol reliable or not; `streams` its stream links and their routes once known, from

@@ -389,7 +389,7 @@ struct ProcTransport::State {
   Verdict take_piece(const LinkReceiver& receiver, const proc::Landing& landing, const PieceLabel& label,
                      const std::byte* data);
   bool forward_piece(const proc::StepLink* forward, std::byte* to, const std::byte* from, const std::byte* data,
-                     std::size_t at, std::size_t bytes, bool copied = false);
+                     std::size_t at, std::size_t bytes, bool copied);
   void land(std::byte* to, const std::byte* from, const std::byte* data, std::size_t at, std::size_t bytes) const;
   bool discard(const proc::Hosted& local, proc::Inbound& in, Verdict verdict, const PieceLabel& piece,
                std::size_t bytes);

@@ -47,14 +47,10 @@ class SimBackend final : public Backend {
     }
     if (options.timed)
       return options.checked ? run_timed_checked(c, *schedule, options) : run_timed(c, *schedule, options);
-    SimulationOptions sim(options.schedule_seed, options.hook, true);
-    sim.guard = kGuardElements;
-    sim.reduction = variant_.reduction;
+    SimulationOptions sim = simulation(options, options.schedule_seed, true);
     sim.inputs = options.inputs;
     sim.calls = std::max(options.calls, 1);
     sim.call_seed_step = variant_.stale_inputs ? 0 : 1;
-    sim.protocol = protocol();
-    sim.message_memory = options.message_memory;
     SimulatedRun run = simulate(*schedule, sim_fabric(c.nranks), sim);
     if (!run.completed) return failed(run);
     result.trace = run.trace;
@@ -64,6 +60,20 @@ class SimBackend final : public Backend {
 
  private:
   LinkProtocol protocol() const { return variant_protocol(variant_, knobs_); }
+
+  // What every simulation of a run takes from the run's options: its interleaving's seed, the
+  // hook, the link protocol and the room for its messages; numeric: with data, between guard
+  // zones, reduced as the variant reduces.
+  SimulationOptions simulation(const RunOptions& options, std::uint64_t seed, bool numeric) const {
+    SimulationOptions sim(seed, options.hook, numeric);
+    sim.protocol = protocol();
+    sim.message_memory = options.message_memory;
+    if (numeric) {
+      sim.guard = kGuardElements;
+      sim.reduction = variant_.reduction;
+    }
+    return sim;
+  }
 
   // Detected: the protocol stopped every rank; a deadline: a hang; anything else: a crash. A run
   // stopped where its messages outgrew their room is refused: too large for the machine, not a verdict.
@@ -86,9 +96,7 @@ class SimBackend final : public Backend {
   // On the simulated fabric every call of an unchecked timed loop takes the same virtual time,
   // so the mean per call is the predicted time of one call, simulated without data.
   RepeatedRun run_timed(const Case& c, const Schedule& schedule, const RunOptions& options) const {
-    SimulationOptions sim(options.schedule_seed, options.hook, false);
-    sim.protocol = protocol();
-    sim.message_memory = options.message_memory;
+    const SimulationOptions sim = simulation(options, options.schedule_seed, false);
     const SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), sim);
     if (!run.completed) return failed(run);
     RepeatedRun result;
@@ -108,12 +116,8 @@ class SimBackend final : public Backend {
     std::vector<std::vector<std::byte>> buffers;  // in place: every rank's input buffer now
     double timed_seconds = 0;
     for (int k = 0; k < calls; ++k) {
-      SimulationOptions sim(options.schedule_seed + static_cast<std::uint64_t>(k), options.hook, true);
-      sim.guard = kGuardElements;
-      sim.reduction = variant_.reduction;
+      SimulationOptions sim = simulation(options, options.schedule_seed + static_cast<std::uint64_t>(k), true);
       sim.inputs = k > 0 && c.in_place ? &buffers : options.inputs;
-      sim.protocol = protocol();
-      sim.message_memory = options.message_memory;
       SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), sim);
       if (!run.completed) return failed(run);
       if (c.in_place) buffers = run.inputs;

@@ -1,6 +1,18 @@
 # Requests memory cannot hold (label `memory`): every command that runs cases estimates what they
 # need before allocating and refuses, as a usage error, what exceeds --memory-limit (here small,
 # so the tests are cheap and safe on any machine), naming the estimate and the knobs to change.
+# A test of `collcheck ARGS...` whose peak resident set must stay within MAX_KB (peak_resident.py
+# says it): passes where the output matches PASS followed by the peak's line; skipped under ASan,
+# whose shadow memory is no measure of ours.
+function(collcheck_add_peak_resident_test name max_kb pass)
+  string(REPLACE ";" " " command "${ARGN}")
+  add_test(NAME cli.${name}
+    COMMAND sh -c "${skip_under_asan} exec python3 \"$0\" ${max_kb} \"$1\" ${command}"
+      ${CMAKE_CURRENT_SOURCE_DIR}/peak_resident.py $<TARGET_FILE:collcheck>)
+  set_tests_properties(cli.${name} PROPERTIES LABELS "cli;memory"
+    PASS_REGULAR_EXPRESSION "${pass}\npeak resident: [0-9]+ KB, within ${max_kb} KB\n$" SKIP_RETURN_CODE 77)
+endfunction()
+
 collcheck_add_cli_test(memory_replay_huge_case replay --backend ring@sim --memory-limit 16G
   "allreduce/i8/sum/n=68719476736/ranks=2" STATUS 2
   STDERR "^collcheck replay: allreduce/i8/sum/n=68719476736/ranks=2/[^ ]* needs about [0-9.]+ [GT]iB \\(buffers 256\\.0 GiB: 2 ranks x \\(64\\.0 GiB in \\+ 64\\.0 GiB out\\). "
@@ -98,27 +110,21 @@ set_tests_properties(cli.memory_prove_sweep_keeps_cut_lines_within_the_limit PRO
 # Memory a proof freed goes back to the system before the next one (give_back_freed_memory): eight
 # shapes whose proofs need about 70 MB each by the estimate peak at about 81 MB resident, where
 # with the freed blocks kept in glibc's heap they peaked at 100 MB.
-add_test(NAME cli.memory_prove_sweep_gives_freed_memory_back
-  COMMAND sh -c "${skip_under_asan} exec python3 \"$0\" 90000 \"$1\" prove --algorithm pairwise --collective alltoallv --ranks 245..252 --counts 4096 --channels 2 --memory-limit 75M --jobs 1"
-    ${CMAKE_CURRENT_SOURCE_DIR}/peak_resident.py $<TARGET_FILE:collcheck>)
-set_tests_properties(cli.memory_prove_sweep_gives_freed_memory_back PROPERTIES LABELS "cli;memory"
-  PASS_REGULAR_EXPRESSION "8 of 8 schedules proven\npeak resident: [0-9]+ KB, within 90000 KB\n$" SKIP_RETURN_CODE 77)
+collcheck_add_peak_resident_test(memory_prove_sweep_gives_freed_memory_back 90000 "8 of 8 schedules proven"
+  prove --algorithm pairwise --collective alltoallv --ranks 245..252 --counts 4096 --channels 2 --memory-limit 75M
+  --jobs 1)
 # A ring made on demand is estimated with its stream links counted, one per rank (the bound of
 # 2 (log2 p + 1) per rank estimated this run at 171 MiB and refused it): it runs under the limit,
 # and its peak resident set stays within it.
-add_test(NAME cli.memory_simulate_on_demand_links_counted
-  COMMAND sh -c "${skip_under_asan} exec python3 \"$0\" 65536 \"$1\" simulate --algorithm ring --ranks 2048 --counts 16K --timing-only --memory-limit 64M"
-    ${CMAKE_CURRENT_SOURCE_DIR}/peak_resident.py $<TARGET_FILE:collcheck>)
-set_tests_properties(cli.memory_simulate_on_demand_links_counted PROPERTIES LABELS "cli;memory"
-  PASS_REGULAR_EXPRESSION "\n +65536 +16384 +f32 +sum .*\npeak resident: [0-9]+ KB, within 65536 KB\n$" SKIP_RETURN_CODE 77)
+collcheck_add_peak_resident_test(memory_simulate_on_demand_links_counted 65536 "\n +65536 +16384 +f32 +sum .*"
+  simulate --algorithm ring --ranks 2048 --counts 16K --timing-only --memory-limit 64M)
 # check runs no more cases at once than the budget holds of its largest (here 309 MiB by the
 # estimate, two in 700M), whatever --jobs asks, and says so: with four at once this run held
 # 708-836 MB at its peak, up to past the limit.
-add_test(NAME cli.memory_check_jobs_held_to_what_fits
-  COMMAND sh -c "${skip_under_asan} exec python3 \"$0\" 716800 \"$1\" check --backend ring@sim --collective allreduce --dtype f32 --ranks 8..8 --count 1M..1M --memory-limit 700M --jobs 4 --cases 4 --seed 1"
-    ${CMAKE_CURRENT_SOURCE_DIR}/peak_resident.py $<TARGET_FILE:collcheck>)
-set_tests_properties(cli.memory_check_jobs_held_to_what_fits PROPERTIES LABELS "cli;memory"
-  PASS_REGULAR_EXPRESSION "2 of 4 jobs at once \\(the memory budget holds no more of the largest case\\)\n.*4 cases in [0-9.]+ s: 4 passed.*\npeak resident: [0-9]+ KB, within 716800 KB\n$" SKIP_RETURN_CODE 77)
+collcheck_add_peak_resident_test(memory_check_jobs_held_to_what_fits 716800
+  "2 of 4 jobs at once \\(the memory budget holds no more of the largest case\\)\n.*4 cases in [0-9.]+ s: 4 passed.*"
+  check --backend ring@sim --collective allreduce --dtype f32 --ranks 8..8 --count 1M..1M --memory-limit 700M
+  --jobs 4 --cases 4 --seed 1)
 collcheck_add_cli_test(memory_prove_alltoallv_in_pieces prove --algorithm pairwise --collective alltoallv
   --ranks 64 --counts 4096 --chunk 1024 --memory-limit 16M STATUS 0
   STDOUT "  33\\.\\.64 +1 +1 +0 +[0-9]+ +[0-9.]+ s +0 +0 +1\n1 of 1 schedules proven\n$" EMPTY stderr)
