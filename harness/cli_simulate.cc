@@ -180,6 +180,19 @@ Status counts_fit(const MemoryBudget& budget, const Plan& plan, std::vector<Stre
   return Ok{};
 }
 
+// An algorithm with switch nodes (innet) needs a fabric with a switch that reduces in the network:
+// refused before anything runs, naming the presets that have one. The count does not change how
+// many switch nodes there are, so the schedule's estimate says (nothing is made).
+Status switches_placeable(const Plan& plan) {
+  if (!plan.topology.aggregating_switches().empty()) return Ok{};
+  Result<ScheduleSize> size = estimate_schedule(plan.algorithm, plan.base, plan.knobs);
+  if (!size || size->participants <= static_cast<std::uint64_t>(plan.base.nranks)) return Ok{};
+  return Error{"--topology", plan.topology.name + " has no switch that aggregates, where " + plan.algorithm +
+                                 "'s switch nodes run; choose dgx-h100 (8 GPUs), ib-fat-tree:NODES, "
+                                 "rail-fat-tree:NODES, dragonfly:GROUPS, or a topology file with a switch marked "
+                                 "'aggregates'"};
+}
+
 // What the engine did for one count, and how fast: events and messages per second of wall time.
 std::string engine_line(std::uint64_t count, const SimulatedRun& run, double seconds) {
   const double per_second = seconds > 0 ? 1 / seconds : 0;
@@ -291,6 +304,10 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
   Result<MemoryBudget> budget = memory_budget(*args);
   if (!budget) {
     err << "collcheck simulate: " << budget.error().text() << '\n';
+    return kUsageError;
+  }
+  if (Status placeable = switches_placeable(*plan); !placeable) {
+    err << "collcheck simulate: " << placeable.error().text() << '\n';
     return kUsageError;
   }
   std::vector<StreamSample> sampled;
