@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "reference/result.h"
+
 namespace collcheck {
 
 // Thrown by a World whose collective call outlasted its deadline (set_deadline): some member
@@ -33,6 +35,16 @@ class World {
   // member missing; time_point::max() (the default) waits for ever.
   virtual void set_deadline(std::chrono::steady_clock::time_point /*deadline*/) {}
 };
+
+// One allgather that also says whether every member is still in: each member passes its bytes and
+// "" or the error that stopped it (its bytes then unused); every member gets every member's bytes in
+// rank order, or, where any failed, the first failure ("rank 2: why") alike. A member that failed
+// before a step of setting up says so at that step, so that no other member waits at the next one
+// for it (until a deadline) or goes on alone.
+Result<std::vector<std::vector<std::byte>>> allgather_unless_failed(World&, std::span<const std::byte> mine,
+                                                                    const std::string& failed);
+// The same with nothing to share: the first failure, "" where none failed.
+std::string first_failure(World&, const std::string& failed);
 
 // `size` worlds whose members are threads of this process (tests; a worker serving every rank as a
 // thread): make_thread_worlds(4) gives four members that must each be driven by its own thread.

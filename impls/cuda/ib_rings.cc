@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "impls/backend/world.h"
 #include "impls/ib/ibverbs.h"
 #include "impls/schedule/schedule.h"
 #include "impls/worlds/wire.h"
@@ -314,12 +315,8 @@ void IbRings::place(std::vector<std::unique_ptr<SlotRing>>& rings, int nranks, c
   for (std::size_t q = 0; q < all.size(); ++q) {
     if (!all[q].error.empty()) throw std::runtime_error("rank " + std::to_string(q) + ": " + all[q].error);
   }
-  std::string error = connect_all(all);
   // A failure to connect is known only here: told to every member, so that each throws alike.
-  for (const std::vector<std::byte>& theirs :
-       world_.allgather({reinterpret_cast<const std::byte*>(error.data()), error.size()})) {
-    if (!theirs.empty() && error.empty()) error.assign(reinterpret_cast<const char*>(theirs.data()), theirs.size());
-  }
+  const std::string error = first_failure(world_, connect_all(all));
   if (!error.empty()) throw std::runtime_error(error);
   description_ = device_->name() + (description_.empty() ? "; no ring between processes here" : description_);
   world_.barrier();  // every queue pair connected before anything is written

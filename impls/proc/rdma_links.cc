@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "impls/backend/world.h"
 #include "impls/ib/ibverbs.h"
 #include "impls/ib/loopback_verbs.h"
 #include "impls/proc/progress.h"
@@ -19,14 +20,6 @@ constexpr int kPairShift = 40;  // a write's work id: queue pair << kPairShift |
 std::vector<std::byte> as_bytes(const void* data, std::size_t bytes) {
   const auto* begin = static_cast<const std::byte*>(data);
   return {begin, begin + bytes};
-}
-
-// The first of the members' errors (every member passes its own, "" for none).
-std::string first_of(World& world, const std::string& mine) {
-  for (const std::vector<std::byte>& error : world.allgather(as_bytes(mine.data(), mine.size()))) {
-    if (!error.empty()) return {reinterpret_cast<const char*>(error.data()), error.size()};
-  }
-  return {};
 }
 
 }  // namespace
@@ -47,7 +40,7 @@ Result<std::unique_ptr<RdmaLinks>> RdmaLinks::connect(World& world, std::byte* s
   Published mine;
   std::vector<ib::QueuePairAddress> addresses(pairs);
   error = links->open(segment, bytes, options, rank, mine, addresses);
-  error = first_of(world, error);
+  error = first_failure(world, error);
   if (!error.empty()) return Error{"ib", error};
   std::vector<std::byte> blob = as_bytes(&mine, sizeof mine);
   const std::vector<std::byte> tail = as_bytes(addresses.data(), addresses.size() * sizeof(ib::QueuePairAddress));
@@ -68,7 +61,7 @@ Result<std::unique_ptr<RdmaLinks>> RdmaLinks::connect(World& world, std::byte* s
       if (!connected) error = "connecting to rank " + std::to_string(q) + ": " + connected.error().text();
     }
   }
-  error = first_of(world, error);
+  error = first_failure(world, error);
   if (!error.empty()) return Error{"ib", error};
   return links;
 }

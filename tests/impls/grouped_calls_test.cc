@@ -152,5 +152,29 @@ TEST(GroupedCalls, AMemberThatGivesUpReleasesTheOthers) {
   for (const std::string& why : whys) EXPECT_EQ(why, "rank 2 left the grouped calls: the communicator was aborted");
 }
 
+// A world's members find one group by their shared key; another world gets its own; once the last
+// member lets go, the key makes a fresh one (not the old one, broken: its member, alone, finds its
+// deadline passed rather than the old reason).
+TEST(GroupedCalls, AWorldsMembersShareOneGroupByItsKey) {
+  const auto noop_begin = [] {};
+  const auto noop_end = [] { return 0; };
+  std::shared_ptr<GroupedCalls> first = grouped_calls_of("world a", 2, noop_begin, noop_end);
+  std::shared_ptr<GroupedCalls> second = grouped_calls_of("world a", 2, noop_begin, noop_end);
+  const std::shared_ptr<GroupedCalls> other = grouped_calls_of("world b", 3, noop_begin, noop_end);
+  EXPECT_EQ(first, second);
+  EXPECT_NE(first, other);
+  EXPECT_EQ(other->members(), 3);
+  first->abandon("gone");
+  first.reset();
+  second.reset();
+  const std::shared_ptr<GroupedCalls> fresh = grouped_calls_of("world a", 2, noop_begin, noop_end);
+  EXPECT_TRUE(fresh
+                  ->join(
+                      0, [] { return 0; }, GroupedCalls::Clock::now())
+                  .error()
+                  .message.find("gone") == std::string::npos)
+      << "a broken group of a world that ended is not handed to the next";
+}
+
 }  // namespace
 }  // namespace collcheck

@@ -2,7 +2,7 @@
 // order; a call some member never joins breaks the world for every member once a deadline has
 // passed (WorldTimeout, naming who was missing, and at once for every later call), and without a
 // deadline it waits for the late member, as a launched worker serving every rank as a thread
-// needs of it.
+// needs of it. A member's failure passed to allgather_unless_failed reaches every member at once.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -81,6 +81,40 @@ TEST(ThreadWorlds, WithoutADeadlineACallWaitsForTheLateMember) {
   std::this_thread::sleep_for(150ms);
   EXPECT_EQ(worlds[1]->allgather(bytes_of(2)), (std::vector<std::vector<std::byte>>{bytes_of(1), bytes_of(2)}));
   EXPECT_EQ(early.get(), (std::vector<std::vector<std::byte>>{bytes_of(1), bytes_of(2)}));
+}
+
+// allgather_unless_failed: with every member in, every member's bytes in rank order (the tag that
+// carries a failure stripped); where members 1 and 3 pass errors, every member gets the first,
+// naming member 1, and none gets bytes (were errors passed as bytes, or the last one reported, it
+// would fail). first_failure is the same with nothing to share.
+TEST(ThreadWorlds, AMembersFailureReachesEveryMemberAtTheSameStep) {
+  constexpr int kMembers = 4;
+  const auto gather = [](const std::vector<bool>& fails) {
+    std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(kMembers);
+    std::vector<std::future<Result<std::vector<std::vector<std::byte>>>>> gathered;
+    gathered.reserve(kMembers);
+    for (int rank = 0; rank < kMembers; ++rank) {
+      gathered.push_back(std::async(std::launch::async, [&, rank] {
+        const std::string failed = fails[static_cast<std::size_t>(rank)] ? "no device " + std::to_string(rank) : "";
+        return allgather_unless_failed(*worlds[static_cast<std::size_t>(rank)], bytes_of(20 + rank), failed);
+      }));
+    }
+    std::vector<Result<std::vector<std::vector<std::byte>>>> results;
+    for (auto& each : gathered) results.push_back(each.get());
+    return results;
+  };
+  for (const auto& result : gather({false, false, false, false})) {
+    ASSERT_TRUE(result) << result.error().message;
+    EXPECT_EQ(*result, (std::vector<std::vector<std::byte>>{bytes_of(20), bytes_of(21), bytes_of(22), bytes_of(23)}));
+  }
+  for (const auto& result : gather({false, true, false, true})) {
+    ASSERT_FALSE(result);
+    EXPECT_EQ(result.error().message, "rank 1: no device 1");
+  }
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
+  std::future<std::string> other = std::async(std::launch::async, [&] { return first_failure(*worlds[1], ""); });
+  EXPECT_EQ(first_failure(*worlds[0], "stream"), "rank 0: stream");
+  EXPECT_EQ(other.get(), "rank 0: stream");
 }
 
 }  // namespace

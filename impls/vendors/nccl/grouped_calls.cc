@@ -1,6 +1,7 @@
 // One round of grouped calls: the last member issues every part between begin and end (grouped_calls.h).
 #include "impls/vendors/nccl/grouped_calls.h"
 
+#include <map>
 #include <utility>
 
 namespace collcheck {
@@ -63,6 +64,21 @@ void GroupedCalls::abandon(const std::string& why) {
   const std::lock_guard<std::mutex> guard(lock_);
   if (broken_.empty()) broken_ = why;
   issued_.notify_all();
+}
+
+std::shared_ptr<GroupedCalls> grouped_calls_of(const std::string& world, int members, std::function<void()> begin,
+                                               std::function<int()> end) {
+  static std::mutex lock;
+  static std::map<std::string, std::weak_ptr<GroupedCalls>> worlds;
+  const std::lock_guard<std::mutex> guard(lock);
+  std::erase_if(worlds, [](const auto& known) { return known.second.expired(); });
+  std::weak_ptr<GroupedCalls>& known = worlds[world];
+  std::shared_ptr<GroupedCalls> group = known.lock();
+  if (!group) {
+    group = std::make_shared<GroupedCalls>(members, std::move(begin), std::move(end));
+    known = group;
+  }
+  return group;
 }
 
 }  // namespace collcheck

@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -59,5 +60,11 @@ class GroupedCalls {
   std::uint64_t round_ = 0;
   std::string broken_;  // why, once broken
 };
+
+// The grouped calls of one world among this process's threads (`world`: a key its members share,
+// such as their NCCL unique id's bytes): made by the first member to ask, shared by the others,
+// gone with the last of them.
+std::shared_ptr<GroupedCalls> grouped_calls_of(const std::string& world, int members, std::function<void()> begin,
+                                               std::function<int()> end);
 
 }  // namespace collcheck

@@ -2,33 +2,28 @@
 //
 // It works as follows. `make_nccl_rank_backend` picks GPU rank mod the visible GPUs, creates a
 // stream, shares rank 0's ncclUniqueId over the world's allgather (the control channel, not
-// under test) and creates a non-blocking communicator (config.blocking = 0), waiting for it with
-// ncclCommGetAsyncError up to kInitSeconds. Under `mode=group` (every rank a thread of this
-// process) the ranks meet in the process's GroupedCalls for their id: the last to arrive creates
-// every rank's communicator from its thread inside one ncclGroupStart/ncclGroupEnd, as
-// ncclCommInitAll does, and later issues every rank's call of each run so, each rank waiting for
-// its own stream as in the other modes. Each run lays the rank's buffers out in host memory
-// as every rank backend does (make_rank_buffers: NCCL's layout between guard zones) and mirrors
-// each allocation, guard zones included, in device memory (cuda::DeviceRankBuffers): inputs are uploaded
-// after they are written and everything is downloaded before results are read, outside the timed
-// region, so a write past a buffer's end on the GPU shows as a damaged zone here. A call is
-// launched on the stream (registered buffers or symmetric windows, a pre-multiplied sum and
-// CUDA-graph capture as the run's knobs say: NcclCallKnobs) and
-// waited for by polling: cudaStreamQuery for completion, ncclCommGetAsyncError for NCCL's errors,
-// the clock for the run's deadline. An error NCCL reports ends the run `detected` with NCCL's
-// message; the deadline ends it `hang` after ncclCommAbort. Either way the communicator is gone
-// and the world is broken: the launcher starts a fresh one (and kills this one if the abort
-// itself stalls, when the world's own deadline passes). A call NCCL refuses as it is enqueued
-// with ncclInvalidUsage (a combination of algorithm, protocol, collective and dtype it does not
-// run, which the tuner's table did not foresee) is a precondition met late: the run is refused
-// (RunEnding::refused), the communicator kept, and no property judges the case.
+// under test; a rank whose GPU or stream failed passes its error there instead, and every rank
+// stops at once: allgather_unless_failed) and creates a non-blocking communicator (config.blocking = 0), waiting for it
+// with ncclCommGetAsyncError up to kInitSeconds. Under `mode=group` (every rank a thread of this process) the ranks
+// meet in the process's GroupedCalls for their id: the last to arrive creates every rank's communicator from its thread
+// inside one ncclGroupStart/ncclGroupEnd, as ncclCommInitAll does, and later issues every rank's call of each run so,
+// each rank waiting for its own stream as in the other modes. Each run lays the rank's buffers out in host memory as
+// every rank backend does (make_rank_buffers: NCCL's layout between guard zones) and mirrors each allocation, guard
+// zones included, in device memory (cuda::DeviceRankBuffers): inputs are uploaded after they are written and everything
+// is downloaded before results are read, outside the timed region, so a write past a buffer's end on the GPU shows as a
+// damaged zone here. A call is launched on the stream (registered buffers or symmetric windows, a pre-multiplied sum
+// and CUDA-graph capture as the run's knobs say: NcclCallKnobs) and waited for by polling: cudaStreamQuery for
+// completion, ncclCommGetAsyncError for NCCL's errors, the clock for the run's deadline. An error NCCL reports ends the
+// run `detected` with NCCL's message; the deadline ends it `hang` after ncclCommAbort. Either way the communicator is
+// gone and the world is broken: the launcher starts a fresh one (and kills this one if the abort itself stalls, when
+// the world's own deadline passes). A call NCCL refuses as it is enqueued with ncclInvalidUsage (a combination of
+// algorithm, protocol, collective and dtype it does not run, which the tuner's table did not foresee) is a precondition
+// met late: the run is refused (RunEnding::refused), the communicator kept, and no property judges the case.
 #include "impls/vendors/nccl/nccl_rank_backend.h"
 #include "impls/vendors/nccl/nccl_types.h"
 
 #include <chrono>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -37,6 +32,7 @@
 #include <nccl.h>
 
 #include "impls/backend/rank_calls.h"
+#include "impls/backend/world.h"
 #include "impls/cuda/device_rank_buffers.h"
 #include "impls/vendors/nccl/grouped_calls.h"
 #include "reference/float_format.h"
@@ -416,33 +412,19 @@ class NcclRankBackend final : public RankBackend {
   Clock::time_point deadline_{};
 };
 
-// The grouped calls of the world whose unique id is `id` (mode=group): made by its first rank
-// thread to ask, shared by the others of this process, gone with the last of its ranks.
-std::shared_ptr<GroupedCalls> grouped_calls_of(const ncclUniqueId& id, int ranks) {
-  static std::mutex lock;
-  static std::map<std::string, std::weak_ptr<GroupedCalls>> worlds;
-  const std::lock_guard<std::mutex> guard(lock);
-  std::erase_if(worlds, [](const auto& world) { return world.second.expired(); });
-  std::weak_ptr<GroupedCalls>& known = worlds[std::string(id.internal, sizeof id.internal)];
-  std::shared_ptr<GroupedCalls> group = known.lock();
-  if (!group) {
-    group = std::make_shared<GroupedCalls>(
-        ranks, [] { ncclGroupStart(); }, [] { return static_cast<int>(ncclGroupEnd()); });
-    known = group;
-  }
-  return group;
-}
-
-// Rank 0's unique id, shared over the world's control channel.
-ncclUniqueId shared_unique_id(World& world) {
+// Rank 0's unique id, shared over the world's control channel with every rank's readiness: a rank
+// whose GPU or stream failed (or rank 0's ncclGetUniqueId) stops every rank here, rather than the
+// others creating communicators and, under mode=group, waiting kInitSeconds for it.
+Result<ncclUniqueId> shared_unique_id(World& world, std::string failed) {
   ncclUniqueId id{};
-  if (world.rank() == 0) {
+  if (failed.empty() && world.rank() == 0) {
     if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
-      throw std::runtime_error(std::string("ncclGetUniqueId: ") + ncclGetErrorString(r));
+      failed = "ncclGetUniqueId: " + std::string(ncclGetErrorString(r));
   }
-  const std::vector<std::vector<std::byte>> all = world.allgather({reinterpret_cast<const std::byte*>(&id), sizeof id});
-  if (all.empty() || all[0].size() != sizeof id) throw std::runtime_error("rank 0 sent no NCCL unique id");
-  std::memcpy(&id, all[0].data(), sizeof id);
+  const auto all = allgather_unless_failed(world, {reinterpret_cast<const std::byte*>(&id), sizeof id}, failed);
+  if (!all) return Error{"", "not creating the communicator, since " + all.error().message};
+  if ((*all)[0].size() != sizeof id) return Error{"", "rank 0 sent no NCCL unique id"};
+  std::memcpy(&id, (*all)[0].data(), sizeof id);
   return id;
 }
 
@@ -455,10 +437,17 @@ Result<std::unique_ptr<RankBackend>> make_nccl_rank_backend(World& world, const 
   std::unique_ptr<cuda::RankStream> stream;
   ncclComm_t comm = nullptr;
   std::shared_ptr<GroupedCalls> group;
+  std::string failed;
   try {
     device = cuda::use_rank_device(world.rank());
     stream = std::make_unique<cuda::RankStream>();
-    const ncclUniqueId id = shared_unique_id(world);
+  } catch (const std::exception& e) {
+    failed = e.what();
+  }
+  const Result<ncclUniqueId> shared = shared_unique_id(world, failed);
+  if (!shared) return Error{"--backend", who + shared.error().message};
+  try {
+    const ncclUniqueId id = *shared;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     const auto end =
@@ -469,7 +458,9 @@ Result<std::unique_ptr<RankBackend>> make_nccl_rank_backend(World& world, const 
     };
     ncclResult_t result = ncclInvalidArgument;
     if (setting.mode == NcclMode::Group) {
-      group = grouped_calls_of(id, world.size());
+      group = grouped_calls_of(
+          std::string(id.internal, sizeof id.internal), world.size(), [] { ncclGroupStart(); },
+          [] { return static_cast<int>(ncclGroupEnd()); });
       Result<int> code = group->join(world.rank(), init, end);
       check_cuda("cudaSetDevice", cudaSetDevice(device));
       if (!code)
