@@ -339,7 +339,7 @@ TEST(ProcTransport, AForwardedMessageSentAgainMidwayCarriesWhatLanded) {
 }
 
 // The native float path gives reduce_elements' bits for every op, on random bit patterns that
-// include NaNs, infinities, subnormals and signed zeros.
+// include NaNs, infinities, subnormals and signed zeros, into a buffer of its own or in place.
 TEST(ProcTransport, NativeReductionIsBitForBitTheContract) {
   for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::BFloat16}) {
     const std::size_t size = size_of(dtype), count = 4000;
@@ -354,6 +354,13 @@ TEST(ProcTransport, NativeReductionIsBitForBitTheContract) {
       reduce_elements(dtype, op, a.data(), b.data(), want.data(), count);
       reduce_elements_fast(dtype, op, a.data(), b.data(), got.data(), count);
       EXPECT_EQ(want, got) << name(dtype) << " " << name(op);
+      // In place, into either input (a group with a NaN result is computed again from inputs
+      // its stores must not have reached).
+      std::vector<std::byte> into_a = a, into_b = b;
+      reduce_elements_fast(dtype, op, into_a.data(), b.data(), into_a.data(), count);
+      reduce_elements_fast(dtype, op, a.data(), into_b.data(), into_b.data(), count);
+      EXPECT_EQ(want, into_a) << name(dtype) << " " << name(op) << " into its first input";
+      EXPECT_EQ(want, into_b) << name(dtype) << " " << name(op) << " into its second input";
     }
   }
 }
