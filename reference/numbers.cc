@@ -91,6 +91,19 @@ std::string quoted_input(std::string_view text) { return shown(text, "'"); }
 
 std::string escaped_input(std::string_view text) { return shown(text, ""); }
 
+std::string list_text(std::span<const std::uint64_t> increasing) {
+  std::string text;
+  for (std::size_t first = 0; first < increasing.size();) {
+    std::size_t last = first;
+    while (last + 1 < increasing.size() && increasing[last + 1] == increasing[last] + 1) ++last;
+    if (!text.empty()) text += ",";
+    text += std::to_string(increasing[first]);
+    if (last > first) text += (last == first + 1 ? "," : "..") + std::to_string(increasing[last]);
+    first = last + 1;
+  }
+  return text;
+}
+
 std::string range_text(std::uint64_t low, std::uint64_t high, std::string_view unit) {
   return std::to_string(low) + ".." + std::to_string(high) + (unit.empty() ? "" : " (" + std::string(unit) + ")");
 }

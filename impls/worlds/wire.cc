@@ -6,6 +6,8 @@
 #include <bit>
 #include <cstring>
 
+#include "reference/numbers.h"
+
 namespace collcheck::wire {
 
 void Writer::u64(std::uint64_t value) {
@@ -163,6 +165,9 @@ Hello decode_hello(std::span<const std::byte> data) {
 RepeatedRun combine(std::vector<RankRun> ranks) {
   RepeatedRun out;
   std::size_t calls = ranks.empty() ? 0 : ranks[0].calls.size();
+  // Each error once, with the ranks that said it (the rest of a world stopped by one rank all
+  // say the same), in the order of the first rank to say it.
+  std::vector<std::pair<std::string, std::vector<std::uint64_t>>> errors;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const RankRun& run = ranks[r];
     out.seconds = std::max(out.seconds, run.seconds);
@@ -170,7 +175,17 @@ RepeatedRun combine(std::vector<RankRun> ranks) {
     if (run.outcome == Outcome::Ok) continue;
     if (out.outcome == Outcome::Ok || run.outcome > out.outcome) out.outcome = run.outcome;
     out.refused = out.refused || run.refused;
-    out.error += (out.error.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + ": " + run.error;
+    const auto said =
+        std::find_if(errors.begin(), errors.end(), [&](const auto& error) { return error.first == run.error; });
+    if (said == errors.end()) {
+      errors.push_back({run.error, {r}});
+    } else {
+      said->second.push_back(r);
+    }
+  }
+  for (const auto& [error, by] : errors) {
+    out.error += (out.error.empty() ? "" : "; ") + std::string(by.size() > 1 ? "ranks " : "rank ") + list_text(by) +
+                 ": " + error;
   }
   // A refusal stands only where nothing worse than `detected` happened elsewhere (a rank that hung
   // or died beside it is a finding of its own).

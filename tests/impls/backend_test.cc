@@ -169,5 +169,19 @@ TEST(RankCalls, ARefusalTravelsAndCombinesIntoTheWorldsRun) {
   EXPECT_FALSE(wire::combine({RankRun::ended(Outcome::Detected, "peer gone"), ok}).refused);
 }
 
+// The ranks of a world that one rank stopped all say the same: the world's error says it once,
+// with the ranks that said it, each other error after it in the order of its first rank.
+TEST(RankCalls, TheSameErrorFromManyRanksIsSaidOnceWithItsRanks) {
+  RankRun ok;
+  ok.calls.resize(1);
+  const std::string stopped = "rank 2 stopped the run: no message for 0.1 s";
+  std::vector<RankRun> ranks(7, RankRun::ended(Outcome::Detected, stopped));
+  ranks[2] = RankRun::ended(Outcome::Detected, "no message for 0.1 s");
+  ranks[4] = ok;
+  const RepeatedRun world = wire::combine(ranks);
+  EXPECT_EQ(world.outcome, Outcome::Detected);
+  EXPECT_EQ(world.error, "ranks 0,1,3,5,6: " + stopped + "; rank 2: no message for 0.1 s");
+}
+
 }  // namespace
 }  // namespace collcheck

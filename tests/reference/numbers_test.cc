@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace collcheck {
 namespace {
@@ -113,6 +114,13 @@ TEST(Numbers, NumberTextReadsBackThroughTheGrammar) {
     EXPECT_DOUBLE_EQ(parse_decimal("x", text, 0, 1e300).value(), value) << text;
   }
   EXPECT_EQ(number_text(1e10), "1e10");
+}
+
+TEST(Numbers, ListTextJoinsRunsAsTheCommandLineReadsThem) {
+  EXPECT_EQ(list_text(std::vector<std::uint64_t>{}), "");
+  EXPECT_EQ(list_text(std::vector<std::uint64_t>{4}), "4");
+  EXPECT_EQ(list_text(std::vector<std::uint64_t>{0, 1}), "0,1");
+  EXPECT_EQ(list_text(std::vector<std::uint64_t>{0, 1, 2, 3, 5, 7, 8, 9, 11, 12}), "0..3,5,7..9,11,12");
 }
 
 TEST(Numbers, ClockConversionsSaturate) {
