@@ -1,24 +1,28 @@
 // One rank of an `nccl[...]` world: a communicator on this process's GPU, each call NCCL's own.
 //
 // It works as follows. `make_nccl_rank_backend` picks GPU rank mod the visible GPUs, creates a
-// stream, shares rank 0's ncclUniqueId over the world's allgather (the control channel, not
-// under test; a rank whose GPU or stream failed passes its error there instead, and every rank
-// stops at once: allgather_unless_failed) and creates a non-blocking communicator (config.blocking = 0), waiting for it
-// with ncclCommGetAsyncError up to kInitSeconds. Under `mode=group` (every rank a thread of this process) the ranks
-// meet in the process's GroupedCalls for their id: the last to arrive creates every rank's communicator from its thread
-// inside one ncclGroupStart/ncclGroupEnd, as ncclCommInitAll does, and later issues every rank's call of each run so,
-// each rank waiting for its own stream as in the other modes. Each run lays the rank's buffers out in host memory as
-// every rank backend does (make_rank_buffers: NCCL's layout between guard zones) and mirrors each allocation, guard
-// zones included, in device memory (cuda::DeviceRankBuffers): inputs are uploaded after they are written and everything
-// is downloaded before results are read, outside the timed region, so a write past a buffer's end on the GPU shows as a
-// damaged zone here. A call is launched on the stream (registered buffers or symmetric windows, a pre-multiplied sum
-// and CUDA-graph capture as the run's knobs say: NcclCallKnobs) and waited for by polling: cudaStreamQuery for
-// completion, ncclCommGetAsyncError for NCCL's errors, the clock for the run's deadline. An error NCCL reports ends the
-// run `detected` with NCCL's message; the deadline ends it `hang` after ncclCommAbort. Either way the communicator is
-// gone and the world is broken: the launcher starts a fresh one (and kills this one if the abort itself stalls, when
-// the world's own deadline passes). A call NCCL refuses as it is enqueued with ncclInvalidUsage (a combination of
-// algorithm, protocol, collective and dtype it does not run, which the tuner's table did not foresee) is a precondition
-// met late: the run is refused (RunEnding::refused), the communicator kept, and no property judges the case.
+// stream, shares rank 0's ncclUniqueId over the world's allgather (the control channel, not under
+// test; a rank whose GPU or stream failed passes its error there instead, and every rank stops at
+// once: allgather_unless_failed) and creates a non-blocking communicator (config.blocking = 0),
+// waiting for it with ncclCommGetAsyncError up to kInitSeconds. Under `mode=group` (every rank a
+// thread of this process) the ranks meet in the process's GroupedCalls for their id: the last to
+// arrive creates every rank's communicator from its thread inside one ncclGroupStart/ncclGroupEnd,
+// as ncclCommInitAll does, and later issues every rank's call of each run so, each rank waiting for
+// its own stream as in the other modes. Each run lays the rank's buffers out in host memory as
+// every rank backend does (make_rank_buffers: NCCL's layout between guard zones) and mirrors each
+// allocation, guard zones included, in device memory (cuda::DeviceRankBuffers): inputs are uploaded
+// after they are written and everything is downloaded before results are read, outside the timed
+// region, so a write past a buffer's end on the GPU shows as a damaged zone here. A call is
+// launched on the stream (registered buffers or symmetric windows, a pre-multiplied sum and
+// CUDA-graph capture as the run's knobs say: NcclCallKnobs) and waited for by polling:
+// cudaStreamQuery for completion, ncclCommGetAsyncError for NCCL's errors, the clock for the run's
+// deadline. An error NCCL reports ends the run `detected` with NCCL's message; the deadline ends it
+// `hang` after ncclCommAbort. Either way the communicator is gone and the world is broken: the
+// launcher starts a fresh one (and kills this one if the abort itself stalls, when the world's own
+// deadline passes). A call NCCL refuses as it is enqueued with ncclInvalidUsage (a combination of
+// algorithm, protocol, collective and dtype it does not run, which the tuner's table did not
+// foresee) is a precondition met late: the run is refused (RunEnding::refused), the communicator
+// kept, and no property judges the case.
 #include "impls/vendors/nccl/nccl_rank_backend.h"
 #include "impls/vendors/nccl/nccl_types.h"
 
