@@ -188,9 +188,8 @@ Status switches_placeable(const Plan& plan) {
   Result<ScheduleSize> size = estimate_schedule(plan.algorithm, plan.base, plan.knobs);
   if (!size || size->participants <= static_cast<std::uint64_t>(plan.base.nranks)) return Ok{};
   return Error{"--topology", plan.topology.name + " has no switch that aggregates, where " + plan.algorithm +
-                                 "'s switch nodes run; choose dgx-h100 (8 GPUs), ib-fat-tree:NODES, "
-                                 "rail-fat-tree:NODES, dragonfly:GROUPS, or a topology file with a switch marked "
-                                 "'aggregates'"};
+                                 "'s switch nodes run; every preset but ring:N has one (" + topology_presets() +
+                                 "), or give a topology file with a switch marked 'aggregates'"};
 }
 
 // What the engine did for one count, and how fast: events and messages per second of wall time.

@@ -95,48 +95,17 @@ bool combine_block(const std::byte* x, const std::byte* y, std::size_t n, T* blo
   return any_nan;
 }
 
-// Sum and product 16 bytes at a time (vector extensions, SSE2 on any x86-64: the scalar loop
-// above does not vectorise at -O2), the elements past the last whole vector by combine_block.
-// `kBytes` (16 or 64) bytes of float or double as one vector (GCC's vector extensions; the
-// compiler splits a vector wider than the processor's registers).
-using Floats16 = float __attribute__((vector_size(16)));
-using Floats64 = float __attribute__((vector_size(64)));
-using Doubles16 = double __attribute__((vector_size(16)));
-using Doubles64 = double __attribute__((vector_size(64)));
-template <typename T, std::size_t kBytes>
-using Vector = std::conditional_t<std::is_same_v<T, float>, std::conditional_t<kBytes == 16, Floats16, Floats64>,
-                                  std::conditional_t<kBytes == 16, Doubles16, Doubles64>>;
-
-template <typename T, typename Combine>
-bool combine_block_lanes(const std::byte* x, const std::byte* y, std::size_t n, T* block, Combine combine) {
-  using Lanes = Vector<T, 16>;
-  constexpr std::size_t kLanes = sizeof(Lanes) / sizeof(T);
-  decltype(Lanes{} != Lanes{}) nan_seen{};
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    Lanes p, q;
-    std::memcpy(&p, x + i * sizeof(T), sizeof p);
-    std::memcpy(&q, y + i * sizeof(T), sizeof q);
-    const Lanes result = combine(p, q);
-    nan_seen |= result != result;
-    std::memcpy(block + i, &result, sizeof result);
-  }
-  bool any_nan = false;
-  for (std::size_t lane = 0; lane < kLanes; ++lane) any_nan = any_nan || nan_seen[lane] != 0;
-  return combine_block(x + i * sizeof(T), y + i * sizeof(T), n - i, block + i, combine) || any_nan;
-}
-
 // One block by the native operation of `op`; whether any result is NaN.
 template <typename T>
 bool reduce_block_native(RedOp op, const std::byte* x, const std::byte* y, std::size_t n, T* block) {
   const T nan = std::numeric_limits<T>::quiet_NaN();
   switch (op) {
-    case RedOp::Prod: return combine_block_lanes(x, y, n, block, [](auto p, auto q) { return p * q; });
+    case RedOp::Prod: return combine_block(x, y, n, block, [](T p, T q) { return p * q; });
     case RedOp::Min:
       return combine_block(x, y, n, block, [nan](T p, T q) { return p != p || q != q ? nan : (q < p ? q : p); });
     case RedOp::Max:
       return combine_block(x, y, n, block, [nan](T p, T q) { return p != p || q != q ? nan : (q > p ? q : p); });
-    default: return combine_block_lanes(x, y, n, block, [](auto p, auto q) { return p + q; });
+    default: return combine_block(x, y, n, block, [](T p, T q) { return p + q; });
   }
 }
 
@@ -174,10 +143,17 @@ void reduce_in_blocks(DType dtype, RedOp op, const std::byte* a, const std::byte
 // under the sanitizers: reference/inputs.cc says why). About twice the speed of the blocks.
 constexpr std::size_t kGroupBytes = 256;
 
+// 64 bytes of float or double as one vector (GCC's vector extensions; the compiler splits it into
+// the processor's registers).
+using Floats64 = float __attribute__((vector_size(64)));
+using Doubles64 = double __attribute__((vector_size(64)));
+template <typename T>
+using Vector64 = std::conditional_t<std::is_same_v<T, float>, Floats64, Doubles64>;
+
 template <typename T, bool kProduct>
 [[gnu::always_inline]] inline void combine_in_groups(DType dtype, RedOp op, const std::byte* a, const std::byte* b,
                                                      std::byte* out, std::size_t count) {
-  using Lanes = Vector<T, 64>;
+  using Lanes = Vector64<T>;
   using Mask = decltype(Lanes{} != Lanes{});
   constexpr std::size_t kVectors = kGroupBytes / sizeof(Lanes);
   constexpr std::size_t kPerGroup = kGroupBytes / sizeof(T);
@@ -224,12 +200,6 @@ void sum_or_product(DType dtype, RedOp op, const std::byte* a, const std::byte* 
                  : combine_in_groups<double, false>(dtype, op, a, b, out, count);
 }
 
-template <typename T>
-void reduce_native(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
-  if (op != RedOp::Min && op != RedOp::Max) return sum_or_product(dtype, op, a, b, out, count);  // an average sums
-  reduce_in_blocks<T>(dtype, op, a, b, out, 0, count);
-}
-
 }  // namespace
 
 void reduce_elements(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
@@ -246,8 +216,10 @@ void reduce_elements(DType dtype, RedOp op, const std::byte* a, const std::byte*
 
 void reduce_elements_fast(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
                           std::size_t count) {
-  if (dtype == DType::Float32) return reduce_native<float>(dtype, op, a, b, out, count);
-  if (dtype == DType::Float64) return reduce_native<double>(dtype, op, a, b, out, count);
+  const bool native = dtype == DType::Float32 || dtype == DType::Float64;
+  if (native && op != RedOp::Min && op != RedOp::Max) return sum_or_product(dtype, op, a, b, out, count);  // avg sums
+  if (dtype == DType::Float32) return reduce_in_blocks<float>(dtype, op, a, b, out, 0, count);
+  if (dtype == DType::Float64) return reduce_in_blocks<double>(dtype, op, a, b, out, 0, count);
   reduce_elements(dtype, op, a, b, out, count);
 }
 
