@@ -28,25 +28,54 @@ std::string show(const Range& range) {
          std::to_string(range.offset + range.count) + ")";
 }
 
-Status validate_ranges(const Schedule& s, int p, int index, const Step& step, const BufferSizes& sizes,
-                       std::size_t slack) {
-  for (const Range* range : {&step.from, &step.to}) {
-    const bool used = range == &step.from ? step.reads() : step.writes();
-    if (!used) continue;
-    if (!inside(sizes, *range, slack)) {
-      return step_error(
-          s, p, index,
-          show(*range) + " lies outside the buffer of " + std::to_string(sizes.of(range->buffer)) + " elements");
-    }
+// What is wrong with one step, the first of validate_step's checks it fails: kept apart from the
+// words, so that a loop over a billion well-formed steps builds no Status.
+enum class Flaw { None, Peer, Wait, From, To, WritesInput, Counts };
+
+// The first of the step's waits that names no earlier step, or none.
+const int* bad_wait(const Participant& participant, int index) {
+  for (const int& earlier : participant.after(index)) {
+    if (earlier < 0 || earlier >= index) return &earlier;
   }
-  if (step.writes() && step.to.buffer == BufferKind::Input && !s.shape.in_place) {
-    return step_error(s, p, index, "writes the input buffer of an out-of-place call");
+  return nullptr;
+}
+
+Flaw first_flaw(const Schedule& s, const Participant& participant, int p, int index, const Step& step,
+                const BufferSizes& sizes, std::size_t slack) {
+  if ((step.sends() || step.receives()) && (step.peer < 0 || step.peer >= s.nparticipants() || step.peer == p)) {
+    return Flaw::Peer;
   }
+  if (!participant.waits.empty() && bad_wait(participant, index) != nullptr) return Flaw::Wait;
+  if (step.reads() && !inside(sizes, step.from, slack)) return Flaw::From;
+  if (step.writes() && !inside(sizes, step.to, slack)) return Flaw::To;
+  if (step.writes() && step.to.buffer == BufferKind::Input && !s.shape.in_place) return Flaw::WritesInput;
   if ((step.kind == StepKind::RecvReduce || step.kind == StepKind::Copy || step.kind == StepKind::Reduce) &&
       step.from.count != step.to.count) {
-    return step_error(
-        s, p, index,
-        "from has " + std::to_string(step.from.count) + " elements, to has " + std::to_string(step.to.count));
+    return Flaw::Counts;
+  }
+  return Flaw::None;
+}
+
+Status explain(const Schedule& s, const Participant& participant, int p, int index, const Step& step,
+               const BufferSizes& sizes, Flaw flaw) {
+  const Range& range = flaw == Flaw::From ? step.from : step.to;
+  switch (flaw) {
+    case Flaw::None: break;
+    case Flaw::Peer:
+      return step_error(s, p, index, "peer " + std::to_string(step.peer) + " is not another participant");
+    case Flaw::Wait:
+      return step_error(s, p, index,
+                        "waits for step " + std::to_string(*bad_wait(participant, index)) + ", not an earlier step");
+    case Flaw::From:
+    case Flaw::To:
+      return step_error(
+          s, p, index,
+          show(range) + " lies outside the buffer of " + std::to_string(sizes.of(range.buffer)) + " elements");
+    case Flaw::WritesInput: return step_error(s, p, index, "writes the input buffer of an out-of-place call");
+    case Flaw::Counts:
+      return step_error(
+          s, p, index,
+          "from has " + std::to_string(step.from.count) + " elements, to has " + std::to_string(step.to.count));
   }
   return Ok{};
 }
@@ -64,17 +93,19 @@ Status validate_step(const Schedule& s, int p, int index, const Step& step, std:
 
 Status validate_step(const Schedule& s, int p, int index, const Step& step, const BufferSizes& sizes,
                      std::size_t slack) {
-  if (step.sends() || step.receives()) {
-    if (step.peer < 0 || step.peer >= s.nparticipants() || step.peer == p) {
-      return step_error(s, p, index, "peer " + std::to_string(step.peer) + " is not another participant");
-    }
+  const Participant& participant = s.participants[static_cast<std::size_t>(p)];
+  return explain(s, participant, p, index, step, sizes, first_flaw(s, participant, p, index, step, sizes, slack));
+}
+
+Status validate_steps(const Schedule& s, int p, int first_index, std::span<const Step> steps, const BufferSizes& sizes,
+                      std::size_t slack) {
+  const Participant& participant = s.participants[static_cast<std::size_t>(p)];
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const int index = first_index + static_cast<int>(i);
+    const Flaw flaw = first_flaw(s, participant, p, index, steps[i], sizes, slack);
+    if (flaw != Flaw::None) return explain(s, participant, p, index, steps[i], sizes, flaw);
   }
-  for (int earlier : s.participants[static_cast<std::size_t>(p)].after(index)) {
-    if (earlier < 0 || earlier >= index) {
-      return step_error(s, p, index, "waits for step " + std::to_string(earlier) + ", not an earlier step");
-    }
-  }
-  return validate_ranges(s, p, index, step, sizes, slack);
+  return Ok{};
 }
 
 namespace {
@@ -85,9 +116,11 @@ Status validate_on_demand(const Schedule& s, std::size_t slack) {
     const Participant& participant = s.participants[static_cast<std::size_t>(p)];
     const BufferSizes sizes = buffer_sizes(s, p);
     int index = 0;
-    for (StepReader steps = s.steps_of(p); steps.next(); ++index) {
-      Status valid = validate_step(s, p, index, steps.step(), sizes, slack);
+    StepReader steps = s.steps_of(p);
+    for (std::span<const Step> batch = steps.next_batch(); !batch.empty(); batch = steps.next_batch()) {
+      Status valid = validate_steps(s, p, index, batch, sizes, slack);
       if (!valid) return valid;
+      index += static_cast<int>(batch.size());
     }
     if (!participant.waits.empty() && participant.waits.rbegin()->first >= index) {
       return Error{"schedule", participant_name(s, p) + ": step " + std::to_string(participant.waits.rbegin()->first) +

@@ -207,6 +207,10 @@ BufferSizes buffer_sizes(const Schedule&, int participant);
 Status validate_step(const Schedule&, int participant, int index, const Step& step, const BufferSizes& sizes,
                      std::size_t slack = 0);
 Status validate_step(const Schedule&, int participant, int index, const Step& step, std::size_t slack = 0);
+// The same for a batch of consecutive steps, the first of them step `first_index`: the first error,
+// or Ok once for all (a loop over steps made by the billion pays no call and no Status per step).
+Status validate_steps(const Schedule&, int participant, int first_index, std::span<const Step> steps,
+                      const BufferSizes& sizes, std::size_t slack = 0);
 
 // Step `index` of a participant (none past its last): made again from the top when the
 // schedule is made on demand, for an error's words.

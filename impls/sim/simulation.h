@@ -1,6 +1,7 @@
 // The `sim` executor's engine, declared for its files: simulator.cc (the event loop and the step
-// runner), sim_memory.cc (guarded buffers), sim_fabric.cc (link timing), sim_link.cc (the link
-// protocol over virtual time). Private to impls/sim/.
+// runner), sim_setup.cc (the participants, their streams and stream links, before the run),
+// sim_memory.cc (guarded buffers), sim_fabric.cc (link timing), sim_link.cc (the link protocol over
+// virtual time). Private to impls/sim/.
 #pragma once
 
 #include <cstddef>
@@ -198,17 +199,13 @@ class Simulation {
   SimulatedRun run();
 
  private:
-  // The step runner (simulator.cc).
+  // Set up before the run (sim_setup.cc).
   bool place_participants();
   bool set_up_participants();
   bool set_up_streams(int p);
-  struct RecentLinks {
-    StreamKey keys[2] = {{-1, -1, -1}, {-1, -1, -1}};
-    std::uint32_t links[2] = {kNoLink, kNoLink};
-  };
-  void count_message(int p, const Step& step, RecentLinks& recent);
   void add_streams(int p, const std::map<int, std::size_t>& per_stream, std::map<int, std::vector<int>>& listed);
   bool check_messages_match();
+  // The step runner (simulator.cc).
   void settle_link(int p, Stream& stream);
   void prefetch_ahead();
   enum class LinkLines { Sending, Receiving, Route };

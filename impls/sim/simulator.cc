@@ -1,12 +1,13 @@
-// The `sim` executor's event loop and step runner (simulation.h says how the engine works):
-// participants placed on the topology, their buffers filled, each stream's next step started
-// when it is ready, calls run back to back, and the run's outcome collected.
+// The `sim` executor's event loop and step runner (simulation.h says how the engine works): each
+// stream's next step started when it is ready, calls run back to back, and the run's outcome
+// collected (sim_setup.cc sets the participants up before).
 #include "impls/sim/simulator.h"
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <map>
+#include <span>
 
 #include "impls/link/reduce_op.h"
 #include "impls/sim/simulation.h"
@@ -104,151 +105,6 @@ void Simulation::prefetch_send_links(std::size_t q, LinkLines lines) const {
   for (const PeerLink& peer : peers) {
     if (peer.sends) prefetch_link(peer.link, lines);
   }
-}
-
-bool Simulation::place_participants() {
-  if (topology_.nranks() < schedule_.nranks()) {
-    result_.error = "topology " + topology_.name + " has " + std::to_string(topology_.nranks()) +
-                    " GPUs; the case needs " + std::to_string(schedule_.nranks()) + " ranks";
-    return false;
-  }
-  const std::vector<int> switches = topology_.aggregating_switches();
-  for (int p = 0; p < schedule_.nparticipants(); ++p) {
-    const int vertex = participant_vertex(topology_, switches, schedule_.nranks(), p);
-    if (vertex < 0) {
-      result_.error =
-          "topology " + topology_.name + " has no aggregating switch for " + schedule_.algorithm + "'s switch nodes";
-      return false;
-    }
-    vertex_.push_back(vertex);
-  }
-  link_state_.assign(topology_.links.size(), LinkState{});
-  for (std::size_t id = 0; id < link_state_.size(); ++id) link_state_[id].bandwidth = topology_.links[id].bandwidth;
-  return true;
-}
-
-bool Simulation::set_up_participants() {
-  const auto n = static_cast<std::size_t>(schedule_.nparticipants());
-  input_.resize(n);
-  output_.resize(n);
-  scratch_.resize(n);
-  participants_.assign(n, ParticipantState{});
-  peer_links_found_.resize(n);
-  result_.earlier_outputs.assign(static_cast<std::size_t>(std::max(options_.calls, 1) - 1),
-                                 std::vector<std::vector<std::byte>>(static_cast<std::size_t>(schedule_.nranks())));
-  done_.resize(n);
-  const InputGenerator inputs(schedule_.shape);
-  for (int p = 0; p < schedule_.nparticipants(); ++p) {
-    const auto q = static_cast<std::size_t>(p);
-    participants_[q].first_slot = static_cast<std::uint32_t>(streams_.size());
-    if (!set_up_streams(p)) return false;
-    participants_[q].end_slot = static_cast<std::uint32_t>(streams_.size());
-    participants_[q].waits = !schedule_.participants[q].waits.empty();
-    if (participants_[q].waits) done_[q].assign(participants_[q].step_count, false);
-    if (!options_.numeric) continue;
-    allocate(scratch_[q], schedule_.buffer_size(p, BufferKind::Scratch));
-    if (schedule_.participants[q].is_switch) continue;
-    allocate(output_[q], schedule_.buffer_size(p, BufferKind::Output));
-    const bool input_stored =
-        !schedule_.shape.in_place || in_place_alias(schedule_.shape, p).inside == BufferKind::Output;
-    if (input_stored) allocate(input_[q], schedule_.buffer_size(p, BufferKind::Input));
-    const std::size_t count = schedule_.buffer_size(p, BufferKind::Input);
-    std::byte* input = at(p, BufferKind::Input, 0);
-    if (options_.inputs == nullptr) {
-      inputs.fill(p, 0, {input, count * element_});
-    } else {
-      const std::vector<std::byte>& given = options_.inputs->at(q);
-      std::copy_n(given.begin(), std::min(given.size(), count * element_), input);
-    }
-  }
-  for (std::size_t q = 0; q < n; ++q) {
-    std::vector<PeerLink>& found = peer_links_found_[q];
-    std::sort(found.begin(), found.end());
-    participants_[q].first_peer_link = static_cast<std::uint32_t>(peer_links_.size());
-    peer_links_.insert(peer_links_.end(), found.begin(), found.end());
-    participants_[q].end_peer_link = static_cast<std::uint32_t>(peer_links_.size());
-    found = {};
-  }
-  peer_links_found_ = {};
-  for (int p = 0; p < schedule_.nparticipants(); ++p) {
-    for (Stream& stream : streams_of(static_cast<std::size_t>(p))) settle_link(p, stream);
-  }
-  link_index_ = {};
-  timers_ = TimerHeap<StreamTimerSlots>(StreamTimerSlots{&streams_});
-  return true;
-}
-
-// Reads p's steps once: checks each on its own when made on demand (a stored schedule was
-// checked whole), counts them per stream and counts each send and receive on its stream link.
-bool Simulation::set_up_streams(int p) {
-  std::map<int, std::vector<int>> listed;
-  std::map<int, std::size_t> per_stream;
-  RecentLinks recent;
-  const BufferSizes sizes = buffer_sizes(schedule_, p);
-  int index = 0;
-  for (StepReader steps = schedule_.steps_of(p); steps.next(); ++index) {
-    const Step& step = steps.step();
-    if (schedule_.on_demand()) {
-      Status valid = validate_step(schedule_, p, index, step, sizes, options_.guard);
-      if (!valid) {
-        result_.error = valid.error().message;
-        return false;
-      }
-    }
-    ++per_stream[step.stream];
-    if (!schedule_.on_demand()) listed[step.stream].push_back(index);
-    if (step.sends() || step.receives()) count_message(p, step, recent);
-  }
-  participants_[static_cast<std::size_t>(p)].step_count = static_cast<std::size_t>(index);
-  add_streams(p, per_stream, listed);
-  return true;
-}
-
-// One more send or receive on its stream link per call. The last two links found are tried
-// first: a participant's steps mostly alternate between two (a ring's).
-void Simulation::count_message(int p, const Step& step, RecentLinks& recent) {
-  const StreamKey key = step.sends() ? StreamKey{p, step.peer, step.channel} : StreamKey{step.peer, p, step.channel};
-  const int hit = key == recent.keys[0] ? 0 : key == recent.keys[1] ? 1 : -1;
-  const std::uint32_t link = hit >= 0 ? recent.links[hit] : link_of(key);
-  if (hit != 0) {
-    recent.keys[1] = recent.keys[0];
-    recent.links[1] = recent.links[0];
-    recent.keys[0] = key;
-    recent.links[0] = link;
-  }
-  ++(step.sends() ? links_[link].outbox.per_call : links_[link].inbox.per_call);
-}
-
-// Each stream of p gets a cursor of its own, in order of stream number; a participant with one
-// stream (most) reads all its steps through one, and a stored participant with several keeps the
-// list of each stream's steps.
-void Simulation::add_streams(int p, const std::map<int, std::size_t>& per_stream,
-                             std::map<int, std::vector<int>>& listed) {
-  const auto q = static_cast<std::size_t>(p);
-  const bool one_stream = per_stream.size() == 1;
-  for (const auto& [stream, count] : per_stream) {
-    if (schedule_.on_demand()) {
-      streams_.push_back(Stream{StepCursor(schedule_, p, one_stream ? StepCursor::kEveryStream : stream, count)});
-    } else {
-      streams_.push_back(Stream{StepCursor(schedule_.participants[q].steps,
-                                           one_stream ? std::vector<int>{} : std::move(listed[stream]), count)});
-    }
-  }
-}
-
-// Every stream link has as many receives as sends per call: a schedule made on demand was not
-// checked for it before (a stored one was, by validate), and a message no receive takes, or a
-// receive no message comes for, would otherwise show only as a hang.
-bool Simulation::check_messages_match() {
-  for (const StreamLink& link : links_) {
-    if (link.outbox.per_call == link.inbox.per_call) continue;
-    const auto [from, to, channel] = link.key;
-    result_.error = participant_name(schedule_, from) + " -> " + participant_name(schedule_, to) + " on channel " +
-                    std::to_string(channel) + ": " + std::to_string(link.outbox.per_call) + " sends but " +
-                    std::to_string(link.inbox.per_call) + " receives";
-    return false;
-  }
-  return true;
 }
 
 // The stream's current step's link, looked up once when the stream comes to the step.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -296,6 +297,66 @@ TEST(OnDemand, TheSimulatorNamesUnmatchedMessagesOfASchedulesMadeOnDemand) {
   EXPECT_FALSE(unmatched.completed);
   EXPECT_NE(unmatched.error.find("rank 0 -> rank 1 on channel 0: 6 sends but 5 receives"), std::string::npos)
       << unmatched.error;
+}
+
+// Each check's words for a wrong step made in the middle of a batch: rank 3's first receive that
+// reduces past its fourth step, its steps yielded four at a time. validate, and the simulator as it
+// reads the steps, name that step and what is wrong with it, as they would the step on its own.
+TEST(OnDemand, EachCheckNamesAWrongStepInsideABatch) {
+  Result<Topology> topology = make_topology("dgx-h100");
+  ASSERT_TRUE(topology.ok());
+  struct Wrong {
+    const char* words;
+    void (*make)(Step&);
+  };
+  const Wrong wrongs[] = {
+      {"peer 3 is not another participant", [](Step& step) { step.peer = 3; }},
+      {"input[100, 104) lies outside the buffer of 16 elements", [](Step& step) { step.from.offset = 100; }},
+      {"writes the input buffer of an out-of-place call", [](Step& step) { step.to.buffer = BufferKind::Input; }},
+      {"from has 3 elements, to has 4", [](Step& step) { step.from.count -= 1; }},
+      {"waits for step 40, not an earlier step", nullptr},
+  };
+  for (const Wrong& wrong : wrongs) {
+    Result<Schedule> schedule =
+        make_schedule("ring", ring_case(Collective::AllReduce, 4, 16, false), {}, Form::OnDemand);
+    ASSERT_TRUE(schedule.ok());
+    auto wrong_step = std::make_shared<int>(-1);
+    const MakeSteps right = schedule->make_steps;
+    const auto make = wrong.make;
+    schedule->make_steps = [right, make, wrong_step](int p) -> StepSequence {
+      StepSequence steps = right(p);
+      std::array<Step, 4> batch;
+      std::size_t held = 0;
+      for (int k = 0; steps.next(); ++k) {
+        batch[held] = steps.step();
+        const bool first_found = *wrong_step < 0 && k > 4 && batch[held].kind == StepKind::RecvReduce;
+        if (p == 3 && (first_found || k == *wrong_step)) {
+          *wrong_step = k;
+          if (make != nullptr) make(batch[held]);
+        }
+        if (++held == batch.size()) {
+          co_yield std::span<const Step>(batch.data(), held);
+          held = 0;
+        }
+      }
+      if (held > 0) co_yield std::span<const Step>(batch.data(), held);
+    };
+    for (StepReader steps = schedule->steps_of(3); steps.next();) {
+    }
+    ASSERT_GT(*wrong_step, 4);
+    ASSERT_NE(*wrong_step % 4, 0) << "the wrong step stands inside its batch";
+    if (make == nullptr) schedule->participants[3].add_after(*wrong_step, 40);
+    const std::string where = "rank 3 step " + std::to_string(*wrong_step) + " (";
+    const std::string what = std::string("): ") + wrong.words;
+    const Status valid = validate(*schedule);
+    ASSERT_FALSE(valid.ok()) << wrong.words;
+    EXPECT_EQ(valid.error().message.find(where), 0u) << valid.error().message;
+    EXPECT_NE(valid.error().message.find(what), std::string::npos) << valid.error().message;
+    const SimulatedRun run = run_with(*schedule, *topology, true, false, 1);
+    EXPECT_FALSE(run.completed);
+    EXPECT_NE(run.error.find(where), std::string::npos) << run.error;
+    EXPECT_NE(run.error.find(what), std::string::npos) << run.error;
+  }
 }
 
 }  // namespace
