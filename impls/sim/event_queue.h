@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -274,23 +275,15 @@ class EventQueue {
     return late_first(bucket) ? bucket.late.front() : bucket.events[bucket.next];
   }
 
-  // The event `distance` places behind the earliest in the line it comes from (the FIFO, or the
-  // sorted events of the earliest time and the next, sorted here if they were not: what is pushed to
-  // them later is late), or null: what the engine will soon handle, so that it can ask the cache for
-  // its records early. Events of the other line may come between.
-  const Event* ahead(std::size_t distance) {
-    if (from_in_order()) return distance < in_order_.size() ? &in_order_[distance] : nullptr;
-    if (times_.empty()) return nullptr;
-    const Bucket& first = buckets_[times_.earliest()];
-    if (!first.sorted) return nullptr;
-    const std::size_t left = first.events.size() - first.next;
-    if (distance < left) return &first.events[first.next + distance];
-    const std::uint32_t second = times_.second();
-    if (second == TimesIndex::kNone) return nullptr;
-    Bucket& then = buckets_[second];
-    if (!then.sorted) sort_bucket(then);
-    const std::size_t at = then.next + (distance - left);
-    return at < then.events.size() ? &then.events[at] : nullptr;
+  // The earliest event and those popped after it in the line it comes from (the FIFO, or the
+  // sorted events of its time), in order, as far as that line goes; empty when the queue is. Events
+  // of the other line may come between. What the engine will soon handle, so that it can ask the
+  // cache for their records early: found once per event, read at several distances.
+  std::span<const Event> ahead() {
+    if (count_ == 0) return {};
+    if (from_in_order()) return {&in_order_[0], in_order_.size()};
+    const Bucket& bucket = front();
+    return {bucket.events.data() + bucket.next, bucket.events.size() - bucket.next};
   }
 
   void pop() {
@@ -337,9 +330,13 @@ class EventQueue {
   };
 
   static bool later(const Event& a, const Event& b) { return b.tie < a.tie; }
-  // Whether the earliest event is the FIFO's; worked out once between a push or pop and the next.
+  // Whether the earliest event is the FIFO's; worked out once between a push or pop and the next
+  // (asked several times per event: the answer known is read inline).
   bool from_in_order() {
     if (source_ != Source::Unknown) return source_ == Source::InOrder;
+    return find_source();
+  }
+  [[gnu::noinline]] bool find_source() {
     bool in_order = !in_order_.empty();
     if (in_order && !times_.empty()) {
       Bucket& bucket = front();

@@ -26,8 +26,9 @@ SimulatedRun Simulation::run() {
   for (int p = 0; p < schedule_.nparticipants(); ++p) push(0, EventKind::Wake, p, -1, 0);
   const double deadline = hook_.deadline();
   while ((!events_.empty() || !timers_.empty()) && !result_.detected && result_.error.empty()) {
-    const bool timer = !timers_.empty() && (events_.empty() || timers_.top().before(events_.top()));
-    const Event event = timer ? timers_.top() : events_.top();
+    const Event* first = events_.empty() ? nullptr : &events_.top();
+    const bool timer = !timers_.empty() && (first == nullptr || timers_.top().before(*first));
+    const Event event = timer ? timers_.top() : *first;
     const std::size_t slot = timer ? timers_.top_slot() : 0;
     if (event.time > deadline) break;
     if (timer) {
@@ -60,26 +61,27 @@ SimulatedRun Simulation::run() {
 // records was slower: the asks crowd out each other); then the fabric's links on their routes. The send links only
 // where a participant has a few (kFewPeerLinks; a ring's two): an all-to-all's rank has thousands.
 void Simulation::prefetch_ahead() {
-  if (const Event* far = events_.ahead(12)) {
-    __builtin_prefetch(&participants_[static_cast<std::size_t>(far->participant)]);
-    if (far->kind == EventKind::Arrival) __builtin_prefetch(&in_flight_[far->message]);
+  const std::span<const Event> ahead = events_.ahead();
+  if (ahead.size() > 12) {
+    const Event& far = ahead[12];
+    __builtin_prefetch(&participants_[static_cast<std::size_t>(far.participant)]);
+    if (far.kind == EventKind::Arrival) __builtin_prefetch(&in_flight_[far.message]);
   }
-  if (const Event* near = events_.ahead(8)) {
-    const auto q = static_cast<std::size_t>(near->participant);
+  if (ahead.size() > 8) {
+    const Event& near = ahead[8];
+    const auto q = static_cast<std::size_t>(near.participant);
     __builtin_prefetch(streams_.data() + participants_[q].first_slot);
     __builtin_prefetch(peer_links_.data() + participants_[q].first_peer_link);
-    if (near->kind == EventKind::Arrival) prefetch_link(in_flight_[near->message].link, LinkLines::Receiving);
+    if (near.kind == EventKind::Arrival) prefetch_link(in_flight_[near.message].link, LinkLines::Receiving);
   }
-  if (const Event* next = events_.ahead(4)) {
-    const auto q = static_cast<std::size_t>(next->participant);
+  if (ahead.size() > 4) {
+    const auto q = static_cast<std::size_t>(ahead[4].participant);
     for (const Stream& stream : streams_of(q)) {
       if (!stream.steps.finished()) __builtin_prefetch(&stream.steps.step());
     }
     prefetch_send_links(q, LinkLines::Sending);
   }
-  if (const Event* soon = events_.ahead(2)) {
-    prefetch_send_links(static_cast<std::size_t>(soon->participant), LinkLines::Route);
-  }
+  if (ahead.size() > 2) prefetch_send_links(static_cast<std::size_t>(ahead[2].participant), LinkLines::Route);
 }
 
 // The lines of the stream link's record that a send reads (up to the messages it keeps, but for
@@ -236,12 +238,15 @@ void Simulation::advance(int p) {
         moved = true;
       }
     }
+    // One stream that has stopped moving stays stopped: nothing else of p can start it again,
+    // unless its call is over and another one starts.
+    if (state.end_slot - state.first_slot == 1 && !(call_finished(q) && state.call + 1 < options_.calls)) break;
   }
   arm_timers(p);
 }
 
 bool Simulation::ready(int p, const Stream& stream) {
-  if (!waits_done(p, stream)) return false;
+  if (participants_[static_cast<std::size_t>(p)].waits && !waits_done(p, stream)) return false;
   if (!stream.steps.step().receives()) return true;
   return links_[stream.link].inbox.waiting_count > 0;
 }

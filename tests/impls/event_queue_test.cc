@@ -95,31 +95,33 @@ TEST(EventQueue, AWaveAtOneTimeComesInTieOrderWithTheEventsPushedWhileItIsRead) 
   EXPECT_TRUE(pushed.empty());
 }
 
-// `ahead(k)` names the event popped k pops later while the earliest events come from one line:
-// across the earliest time's bucket into the next's, and along the FIFO of events pushed in order.
+// `ahead()` lists the events popped next, in order, while they come from the earliest one's line:
+// the earliest time's bucket (not the next time's), and the FIFO of events pushed in order.
 TEST(EventQueue, TheEventsAheadAreTheOnesPoppedNext) {
   EventQueue queue;
+  EXPECT_TRUE(queue.ahead().empty());
   queue.push(event_at(9.0, 1, -1));  // the FIFO's back: the waves below are earlier, so bucketed
   for (std::uint64_t n = 0; n < 1000; ++n) queue.push(event_at(n < 600 ? 1.0 : 3.0, mix64(n), static_cast<int>(n)));
-  queue.top();  // the first time's bucket is sorted when first read
-  std::vector<int> ahead;
-  for (std::size_t k = 0; k < 1000; ++k) {
-    const Event* event = queue.ahead(k);
-    ASSERT_NE(event, nullptr) << k;
-    ahead.push_back(event->participant);
-  }
-  EXPECT_EQ(queue.ahead(1000), nullptr) << "two times ahead at most";
-  for (const int expected : ahead) {
-    EXPECT_EQ(queue.top().participant, expected);
-    queue.pop();
+  for (const std::size_t wave : {600, 400}) {
+    std::vector<int> ahead;
+    for (const Event& event : queue.ahead()) ahead.push_back(event.participant);
+    EXPECT_EQ(ahead.size(), wave) << "the earliest time's bucket only";
+    for (const int expected : ahead) {
+      ASSERT_FALSE(queue.ahead().empty());
+      EXPECT_EQ(queue.ahead()[0].participant, expected);
+      EXPECT_EQ(queue.top().participant, expected);
+      queue.pop();
+    }
   }
   for (int n = 0; n < 100; ++n) queue.push(event_at(10.0 + n, 5, n));  // in order: the FIFO
-  for (int n = 0; n < 100; ++n) {
-    const Event* third = queue.ahead(3);
-    EXPECT_EQ(third == nullptr ? -2 : third->participant, n + 2 < 100 ? n + 2 : -2);
-    EXPECT_EQ(queue.top().participant, n - 1);  // the 9.0 first
+  for (int n = -1; n < 100; ++n) {
+    const std::span<const Event> ahead = queue.ahead();
+    ASSERT_EQ(ahead.size(), static_cast<std::size_t>(100 - n));
+    for (std::size_t k = 0; k < ahead.size(); ++k) EXPECT_EQ(ahead[k].participant, n + static_cast<int>(k));
+    EXPECT_EQ(queue.top().participant, n);  // the 9.0 first
     queue.pop();
   }
+  EXPECT_TRUE(queue.ahead().empty());
 }
 
 TEST(TimerQueue, CancelledTimersNeverFireAndReArmedOnesFireAtTheirLastTime) {
