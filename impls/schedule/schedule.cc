@@ -40,8 +40,8 @@ const int* bad_wait(const Participant& participant, int index) {
   return nullptr;
 }
 
-Flaw first_flaw(const Schedule& s, const Participant& participant, int p, int index, const Step& step,
-                const BufferSizes& sizes, std::size_t slack) {
+[[gnu::always_inline]] inline Flaw first_flaw(const Schedule& s, const Participant& participant, int p, int index,
+                                              const Step& step, const BufferSizes& sizes, std::size_t slack) {
   if ((step.sends() || step.receives()) && (step.peer < 0 || step.peer >= s.nparticipants() || step.peer == p)) {
     return Flaw::Peer;
   }

@@ -226,7 +226,7 @@ void Simulation::send(int p, const Stream& stream) {
     payload.assign(from, from + step.from.count * element_);
   }
   const std::size_t bytes = step.from.count * element_;
-  const std::uint64_t sum = checksum(payload);
+  const std::uint64_t sum = payload.empty() ? empty_sum_ : checksum(payload);
   if (protocol_.reliable) {
     hold(held_.kept, kept_cost_ + payload.size());
     outbox.kept.push(KeptMessage{sum, bytes});

@@ -324,6 +324,7 @@ class Simulation {
   // What a kept and a waiting message cost besides their payload's bytes (none timing only).
   std::uint64_t kept_cost_ = 0;
   std::uint64_t waiting_cost_ = 0;
+  std::uint64_t empty_sum_ = checksum({});  // what every message of a timing-only run carries
   std::vector<GoBack> go_back_;
   std::vector<std::uint32_t> free_go_back_;
 };

@@ -25,11 +25,13 @@ SimulatedRun Simulation::run() {
   set_up_protocol();
   for (int p = 0; p < schedule_.nparticipants(); ++p) push(0, EventKind::Wake, p, -1, 0);
   const double deadline = hook_.deadline();
-  while ((!events_.empty() || !timers_.empty()) && !result_.detected && result_.error.empty()) {
+  while (!result_.detected && result_.error.empty()) {
     const Event* first = events_.empty() ? nullptr : &events_.top();
-    const bool timer = !timers_.empty() && (first == nullptr || timers_.top().before(*first));
-    const Event event = timer ? timers_.top() : *first;
-    const std::size_t slot = timer ? timers_.top_slot() : 0;
+    const auto due = timers_.first();
+    if (first == nullptr && due.event == nullptr) break;
+    const bool timer = due.event != nullptr && (first == nullptr || due.event->before(*first));
+    const Event event = timer ? *due.event : *first;
+    const std::size_t slot = timer ? due.slot : 0;
     if (event.time > deadline) break;
     if (timer) {
       timers_.cancel(slot);

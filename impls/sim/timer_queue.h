@@ -51,6 +51,17 @@ class TimerHeap {
     settle();
     return heap_.front().slot;
   }
+  // The earliest armed timer's event and slot, or null when none is armed: empty() and top() in
+  // one settling (the engine asks for every event it handles).
+  struct Due {
+    const Event* event;
+    std::size_t slot;
+  };
+  Due first() {
+    settle();
+    if (heap_.empty()) return {nullptr, kNone};
+    return {&heap_.front().event, heap_.front().slot};
+  }
   bool armed(std::size_t slot) const { return slots_[slot].armed; }
   std::size_t entries() const { return heap_.size(); }  // at most one per slot
 
