@@ -439,6 +439,10 @@ Status ProcTransport::run_call(std::span<const ProcBuffers> buffers) {
     for (Stream& stream : local.streams) stream = Stream{std::move(stream.steps)};
   }
   for (Inbound& in : state.inbound) in.waiting = false;
+  // The link timeout counts the quiet time of this call only: not the case's start and meeting
+  // before call 0 (dozens of processes on a few cores meet in more than a short timeout), nor what
+  // this process did between calls.
+  state.last_news = state.now();
   auto unfinished = [&] {
     return std::any_of(state.hosted.begin(), state.hosted.end(),
                        [](const Hosted& local) { return local.remaining > 0; });

@@ -301,6 +301,54 @@ TEST(ProcProtocol, WithoutChecksumsACorruptionReachesTheOutput) {
   }
 }
 
+// The link timeout counts only time a process spends in a call: not the case's start before it
+// (launching and meeting 49 processes on 2 cores took more than 100 ms, and call 0's first
+// receive cried wolf at once), nor what the process did between two calls. Rank 1's first step is
+// a receive, its case started 2 s ago, and rank 0 sends 50 ms after rank 1 has entered each call,
+// the second time after 300 ms between calls on both ranks; with a timeout of 200 ms both calls
+// end ok. Catches: the quiet time counted from the case's start, or carried over from the call
+// before.
+TEST(ProcProtocol, TheLinkTimeoutCountsOnlyTheTimeSpentInACall) {
+  const std::size_t n = 64;
+  Schedule s;
+  s.algorithm = "send";
+  s.shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 2);
+  s.participants.resize(2);
+  const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n};
+  s.add(0, Step{StepKind::Send, 1, input, {}, 0, 0});
+  s.add(1, Step{StepKind::Recv, 0, {}, output, 0, 0});
+  ASSERT_TRUE(validate(s).ok());
+  for (ProcLinks links : {ProcLinks::Auto, ProcLinks::Tcp}) {
+    std::vector<float> sent(n, 1.5f), got(n, 0.0f);
+    std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
+    std::vector<Status> results(2, Ok{});
+    on_every_rank(2, [&](int r) {
+      auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)],
+                                              ProcLinkOptions{.links = links, .verbs = {}, .queue_pairs = 0});
+      ASSERT_TRUE(transport.ok());
+      std::vector<ProcBuffers> buffers(2);
+      buffers[0].input = reinterpret_cast<std::byte*>(sent.data());
+      buffers[1].output = reinterpret_cast<std::byte*>(got.data());
+      ProcRunOptions options;
+      options.start = Clock::now() - std::chrono::seconds(2);
+      options.deadline = 30;
+      options.protocol.timeout = 0.2;
+      Status status = (*transport)->begin(s, options);
+      for (int call = 0; call < 2 && status; ++call) {
+        if (call > 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        status = (*transport)->run_call(buffers);
+      }
+      if (status) status = (*transport)->finish();
+      results[static_cast<std::size_t>(r)] = status;
+    });
+    for (const Status& status : results) {
+      EXPECT_TRUE(status.ok()) << name(links) << ": " << (status ? "ok" : status.error().text());
+    }
+    EXPECT_EQ(got, sent) << name(links);
+  }
+}
+
 // The integrator's mutant, once registered, behaves the same through the backend.
 TEST(ProcProtocol, NoChecksumMutantCompletesWithWrongData) {
   Result<std::vector<RankBackendSpec>> specs = rank_backend_specs("mutant:no-checksum@proc");
