@@ -251,18 +251,30 @@ TEST(ProcProtocol, AReorderIsDetectedAndReliableModeRepairsIt) {
   }
 }
 
+// Rank 0 sends `n` floats of its input to rank 1's output: one message, the transport driven by hand.
+Schedule one_message(std::size_t n) {
+  Schedule s;
+  s.algorithm = "send";
+  s.shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 2);
+  s.participants.resize(2);
+  s.add(0, Step{StepKind::Send, 1, Range{BufferKind::Input, 0, n}, {}, 0, 0});
+  s.add(1, Step{StepKind::Recv, 0, {}, Range{BufferKind::Output, 0, n}, 0, 0});
+  return s;
+}
+
+std::vector<ProcBuffers> one_message_buffers(std::vector<float>& sent, std::vector<float>& got) {
+  std::vector<ProcBuffers> buffers(2);
+  buffers[0].input = reinterpret_cast<std::byte*>(sent.data());
+  buffers[1].output = reinterpret_cast<std::byte*>(got.data());
+  return buffers;
+}
+
 // Checksums off (mutant:no-checksum sets that): the same corruption now completes with wrong
 // data, which is what the harness calls `corrupt`. Catches checksums that cannot be turned off,
 // and so a mutant that the properties could not tell from a good backend.
 TEST(ProcProtocol, WithoutChecksumsACorruptionReachesTheOutput) {
   const std::size_t n = 1000;
-  Schedule s;
-  s.algorithm = "send";
-  s.shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 2);
-  s.participants.resize(2);
-  const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n};
-  s.add(0, Step{StepKind::Send, 1, input, {}, 0, 0});
-  s.add(1, Step{StepKind::Recv, 0, {}, output, 0, 0});
+  const Schedule s = one_message(n);
   ASSERT_TRUE(validate(s).ok());
   for (ProcLinks links : {ProcLinks::Auto, ProcLinks::Tcp}) {
     for (bool checksums : {true, false}) {
@@ -275,9 +287,7 @@ TEST(ProcProtocol, WithoutChecksumsACorruptionReachesTheOutput) {
         auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)],
                                                 ProcLinkOptions{.links = links, .verbs = {}, .queue_pairs = 0});
         ASSERT_TRUE(transport.ok());
-        std::vector<ProcBuffers> buffers(2);
-        buffers[0].input = reinterpret_cast<std::byte*>(sent.data());
-        buffers[1].output = reinterpret_cast<std::byte*>(got.data());
+        const std::vector<ProcBuffers> buffers = one_message_buffers(sent, got);
         ProcRunOptions options;
         options.hook = &hook;
         options.protocol.checksums = checksums;
@@ -310,13 +320,7 @@ TEST(ProcProtocol, WithoutChecksumsACorruptionReachesTheOutput) {
 // before.
 TEST(ProcProtocol, TheLinkTimeoutCountsOnlyTheTimeSpentInACall) {
   const std::size_t n = 64;
-  Schedule s;
-  s.algorithm = "send";
-  s.shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 2);
-  s.participants.resize(2);
-  const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n};
-  s.add(0, Step{StepKind::Send, 1, input, {}, 0, 0});
-  s.add(1, Step{StepKind::Recv, 0, {}, output, 0, 0});
+  const Schedule s = one_message(n);
   ASSERT_TRUE(validate(s).ok());
   for (ProcLinks links : {ProcLinks::Auto, ProcLinks::Tcp}) {
     std::vector<float> sent(n, 1.5f), got(n, 0.0f);
@@ -326,9 +330,7 @@ TEST(ProcProtocol, TheLinkTimeoutCountsOnlyTheTimeSpentInACall) {
       auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)],
                                               ProcLinkOptions{.links = links, .verbs = {}, .queue_pairs = 0});
       ASSERT_TRUE(transport.ok());
-      std::vector<ProcBuffers> buffers(2);
-      buffers[0].input = reinterpret_cast<std::byte*>(sent.data());
-      buffers[1].output = reinterpret_cast<std::byte*>(got.data());
+      const std::vector<ProcBuffers> buffers = one_message_buffers(sent, got);
       ProcRunOptions options;
       options.start = Clock::now() - std::chrono::seconds(2);
       options.deadline = 30;
