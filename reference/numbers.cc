@@ -104,6 +104,10 @@ std::string list_text(std::span<const std::uint64_t> increasing) {
   return text;
 }
 
+std::string ranks_text(std::span<const std::uint64_t> increasing) {
+  return (increasing.size() > 1 ? "ranks " : "rank ") + list_text(increasing);
+}
+
 std::string range_text(std::uint64_t low, std::uint64_t high, std::string_view unit) {
   return std::to_string(low) + ".." + std::to_string(high) + (unit.empty() ? "" : " (" + std::string(unit) + ")");
 }

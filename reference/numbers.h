@@ -59,6 +59,8 @@ Result<double> parse_probability(std::string_view field, std::string_view text);
 std::string range_text(std::uint64_t low, std::uint64_t high, std::string_view unit = {});
 // Increasing numbers as a LIST of the command line reads them back, runs joined: 0..3,5,7..9.
 std::string list_text(std::span<const std::uint64_t> increasing);
+// Ranks in increasing order as a report names them: `rank 3`, `ranks 0..2,5`.
+std::string ranks_text(std::span<const std::uint64_t> increasing);
 // A double, shortest, as the grammar reads it back (no '+' in the exponent): 0.5, 1e10, 86400.
 std::string number_text(double value);
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "impls/proc/progress.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 
@@ -293,17 +294,20 @@ Status ProcTransport::State::meet(int phase) {
       send_control(q, FrameKind::Arrived, Key{rank, q, 0}, mark);
   }
   const double give_up = now() + settings.timeout;
+  std::vector<std::uint64_t> missing;
   for (;;) {
-    std::string missing;
+    missing.clear();
     for (int q = 0; q < size; ++q) {
-      if (q != rank && !arrived(q, phase)) missing += (missing.empty() ? "" : ", ") + std::to_string(q);
+      if (q != rank && !arrived(q, phase)) missing.push_back(static_cast<std::uint64_t>(q));
     }
     if (missing.empty()) return Ok{};
     const bool progressed = pump();
     if (!failure.empty()) return Error{"proc", failure};
+    // Not this rank's own number: the world says which ranks said it, and so the ranks that saw
+    // the same missing ones say it once together.
     if (!settings.forever && now() > give_up) {
-      return Error{"proc", "rank " + std::to_string(rank) + ": rank(s) " + missing + " did not begin the case within " +
-                               seconds_text(settings.timeout) + " s (the link timeout)"};
+      return Error{"proc", ranks_text(missing) + " did not begin the case within " + seconds_text(settings.timeout) +
+                               " s (the link timeout)"};
     }
     if (!progressed) sched_yield();
   }
@@ -478,12 +482,11 @@ Status ProcTransport::finish() {
     if (!state.failure.empty()) return Error{"proc", state.failure};
     if (progressed) continue;
     if (!state.settings.forever && state.now() > state.options.deadline) {
-      std::string waiting;
+      std::vector<std::uint64_t> waiting;  // (not this rank's own number: see meet)
       for (int q = 0; q < state.size; ++q) {
-        if (q != state.rank && !state.done(q)) waiting += (waiting.empty() ? "" : ", ") + std::to_string(q);
+        if (q != state.rank && !state.done(q)) waiting.push_back(static_cast<std::uint64_t>(q));
       }
-      return Error{"proc", "rank " + std::to_string(state.rank) + ": rank(s) " + waiting + " not finished after " +
-                               seconds_text(state.options.deadline) + " s"};
+      return Error{"proc", ranks_text(waiting) + " not finished after " + seconds_text(state.options.deadline) + " s"};
     }
     sched_yield();
   }

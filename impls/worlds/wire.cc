@@ -184,8 +184,7 @@ RepeatedRun combine(std::vector<RankRun> ranks) {
     }
   }
   for (const auto& [error, by] : errors) {
-    out.error += (out.error.empty() ? "" : "; ") + std::string(by.size() > 1 ? "ranks " : "rank ") + list_text(by) +
-                 ": " + error;
+    out.error += (out.error.empty() ? "" : "; ") + ranks_text(by) + ": " + error;
   }
   // A refusal stands only where nothing worse than `detected` happened elsewhere (a rank that hung
   // or died beside it is a finding of its own).

@@ -351,6 +351,31 @@ TEST(ProcProtocol, TheLinkTimeoutCountsOnlyTheTimeSpentInACall) {
   }
 }
 
+// A rank that never begins the case is named by every rank that waited for it, in words that do
+// not name the waiting rank itself, so that a world's report says them once for all its ranks.
+// Catches: a meeting that waits past the link timeout, or one whose words differ rank by rank.
+TEST(ProcProtocol, ARankThatNeverBeginsIsNamedInTheSameWordsByEveryOther) {
+  const Schedule s = one_message(16);
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(3);
+  std::vector<std::string> errors(3);
+  std::vector<double> waited(3, 0);
+  on_every_rank(3, [&](int r) {
+    auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)],
+                                            ProcLinkOptions{.links = ProcLinks::Auto, .verbs = {}, .queue_pairs = 0});
+    ASSERT_TRUE(transport.ok());
+    if (r == 2) return;  // it never begins
+    ProcRunOptions options;
+    options.protocol.timeout = 0.2;
+    const auto start = Clock::now();
+    const Status status = (*transport)->begin(s, options);
+    waited[static_cast<std::size_t>(r)] = std::chrono::duration<double>(Clock::now() - start).count();
+    errors[static_cast<std::size_t>(r)] = status ? "ok" : status.error().text();
+  });
+  EXPECT_EQ(errors[0], "proc rank 2 did not begin the case within 0.2 s (the link timeout)");
+  EXPECT_EQ(errors[1], errors[0]);
+  for (int r = 0; r < 2; ++r) EXPECT_LT(waited[static_cast<std::size_t>(r)], 0.2 + 1.5) << r;
+}
+
 // The integrator's mutant, once registered, behaves the same through the backend.
 TEST(ProcProtocol, NoChecksumMutantCompletesWithWrongData) {
   Result<std::vector<RankBackendSpec>> specs = rank_backend_specs("mutant:no-checksum@proc");

@@ -121,6 +121,8 @@ TEST(Numbers, ListTextJoinsRunsAsTheCommandLineReadsThem) {
   EXPECT_EQ(list_text(std::vector<std::uint64_t>{4}), "4");
   EXPECT_EQ(list_text(std::vector<std::uint64_t>{0, 1}), "0,1");
   EXPECT_EQ(list_text(std::vector<std::uint64_t>{0, 1, 2, 3, 5, 7, 8, 9, 11, 12}), "0..3,5,7..9,11,12");
+  EXPECT_EQ(ranks_text(std::vector<std::uint64_t>{4}), "rank 4");
+  EXPECT_EQ(ranks_text(std::vector<std::uint64_t>{0, 1, 2, 5}), "ranks 0..2,5");
 }
 
 TEST(Numbers, ClockConversionsSaturate) {
