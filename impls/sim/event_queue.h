@@ -275,10 +275,11 @@ class EventQueue {
     return late_first(bucket) ? bucket.late.front() : bucket.events[bucket.next];
   }
 
-  // The earliest event and those popped after it in the line it comes from (the FIFO, or the
-  // sorted events of its time), in order, as far as that line goes; empty when the queue is. Events
-  // of the other line may come between. What the engine will soon handle, so that it can ask the
-  // cache for their records early: found once per event, read at several distances.
+  // The events of the earliest one's line in the order they will be popped, from the earliest on,
+  // as far as that line goes (the FIFO, or the sorted events of the earliest time); empty when the
+  // queue is. Events of the other line, and a bucket's late ones, may come between. What the engine
+  // will soon handle, so that it can ask the cache for their records early: found once per event,
+  // read at several distances.
   std::span<const Event> ahead() {
     if (count_ == 0) return {};
     if (from_in_order()) return {&in_order_[0], in_order_.size()};

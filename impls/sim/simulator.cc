@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <map>
 #include <span>
 
 #include "impls/link/reduce_op.h"
