@@ -299,9 +299,34 @@ TEST(OnDemand, TheSimulatorNamesUnmatchedMessagesOfASchedulesMadeOnDemand) {
       << unmatched.error;
 }
 
-// Each check's words for a wrong step made in the middle of a batch: rank 3's first receive that
-// reduces past its fourth step, its steps yielded four at a time. validate, and the simulator as it
-// reads the steps, name that step and what is wrong with it, as they would the step on its own.
+// `right`'s steps yielded four at a time, with rank 3's first receive that reduces past its fourth
+// step changed by `make` (none: left as it is); `*wrong_step` says which step that is once the
+// steps have been made.
+MakeSteps in_batches_with_a_wrong_step(const MakeSteps& right, void (*make)(Step&),
+                                       const std::shared_ptr<int>& wrong_step) {
+  return [right, make, wrong_step](int p) -> StepSequence {
+    StepSequence steps = right(p);
+    std::array<Step, 4> batch;
+    std::size_t held = 0;
+    for (int k = 0; steps.next(); ++k) {
+      batch[held] = steps.step();
+      const bool first_found = *wrong_step < 0 && k > 4 && batch[held].kind == StepKind::RecvReduce;
+      if (p == 3 && (first_found || k == *wrong_step)) {
+        *wrong_step = k;
+        if (make != nullptr) make(batch[held]);
+      }
+      if (++held == batch.size()) {
+        co_yield std::span<const Step>(batch.data(), held);
+        held = 0;
+      }
+    }
+    if (held > 0) co_yield std::span<const Step>(batch.data(), held);
+  };
+}
+
+// Each check's words for a wrong step made in the middle of a batch (in_batches_with_a_wrong_step).
+// validate, and the simulator as it reads the steps, name that step and what is wrong with it, as
+// they would the step on its own.
 TEST(OnDemand, EachCheckNamesAWrongStepInsideABatch) {
   Result<Topology> topology = make_topology("dgx-h100");
   ASSERT_TRUE(topology.ok());
@@ -321,31 +346,12 @@ TEST(OnDemand, EachCheckNamesAWrongStepInsideABatch) {
         make_schedule("ring", ring_case(Collective::AllReduce, 4, 16, false), {}, Form::OnDemand);
     ASSERT_TRUE(schedule.ok());
     auto wrong_step = std::make_shared<int>(-1);
-    const MakeSteps right = schedule->make_steps;
-    const auto make = wrong.make;
-    schedule->make_steps = [right, make, wrong_step](int p) -> StepSequence {
-      StepSequence steps = right(p);
-      std::array<Step, 4> batch;
-      std::size_t held = 0;
-      for (int k = 0; steps.next(); ++k) {
-        batch[held] = steps.step();
-        const bool first_found = *wrong_step < 0 && k > 4 && batch[held].kind == StepKind::RecvReduce;
-        if (p == 3 && (first_found || k == *wrong_step)) {
-          *wrong_step = k;
-          if (make != nullptr) make(batch[held]);
-        }
-        if (++held == batch.size()) {
-          co_yield std::span<const Step>(batch.data(), held);
-          held = 0;
-        }
-      }
-      if (held > 0) co_yield std::span<const Step>(batch.data(), held);
-    };
+    schedule->make_steps = in_batches_with_a_wrong_step(schedule->make_steps, wrong.make, wrong_step);
     for (StepReader steps = schedule->steps_of(3); steps.next();) {
     }
     ASSERT_GT(*wrong_step, 4);
     ASSERT_NE(*wrong_step % 4, 0) << "the wrong step stands inside its batch";
-    if (make == nullptr) schedule->participants[3].add_after(*wrong_step, 40);
+    if (wrong.make == nullptr) schedule->participants[3].add_after(*wrong_step, 40);
     const std::string where = "rank 3 step " + std::to_string(*wrong_step) + " (";
     const std::string what = std::string("): ") + wrong.words;
     const Status valid = validate(*schedule);
