@@ -18,6 +18,7 @@
 #include "impls/worlds/launched_backend.h"
 #include "impls/worlds/wire.h"
 #include "impls/worlds/worker.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
@@ -142,14 +143,15 @@ RepeatedRun LaunchedWorld::judge(std::vector<std::optional<RankRun>> replies, co
   // A rank that said how it died is the cause; mpirun then takes the others down with it.
   const bool any_words = !dying_words_.empty();
   excuse_waiting_for_exception(replies, died, planned);
-  std::string dead, silent;
+  std::string dead;
+  std::vector<std::uint64_t> silent;
   bool unexplained = false;  // a rank ended without a word: the log may say why
   for (std::size_t r = 0; r < replies.size(); ++r) {
     if (!died[r].empty() && (!any_words || dying_words_.contains(r))) {
       dead += (dead.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " died: " + died[r];
       unexplained = unexplained || died[r] == kEndedWithoutWords;
     } else if (!replies[r] && died[r].empty() && planned[r].empty()) {
-      silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+      silent.push_back(r);
     }
   }
   if (!dead.empty()) {
@@ -160,7 +162,7 @@ RepeatedRun LaunchedWorld::judge(std::vector<std::optional<RankRun>> replies, co
     stop(false);
     char limit[32];
     std::snprintf(limit, sizeof limit, "%.1f", seconds);
-    return ended(Outcome::Hang, "rank(s) " + silent + " did not return within the deadline of " + limit + " s");
+    return ended(Outcome::Hang, ranks_text(silent) + " did not return within the deadline of " + limit + " s");
   }
   // The ranks the plan took away count as having seen an error: the run is at least
   // `detected`, judged otherwise on the others' replies.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "impls/backend/world.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
@@ -52,11 +53,11 @@ class ThreadWorld final : public World {
     if (deadline_ == std::chrono::steady_clock::time_point::max()) {
       b.changed.wait(guard, done);
     } else if (!b.changed.wait_until(guard, deadline_, done)) {
-      std::string missing;
+      std::vector<std::uint64_t> missing;
       for (std::size_t other = 0; other < b.joined.size(); ++other) {
-        if (!b.joined[other]) missing += (missing.empty() ? "" : ", ") + std::to_string(other);
+        if (!b.joined[other]) missing.push_back(other);
       }
-      b.broken = "rank " + std::to_string(rank_) + " waited past its deadline for rank(s) " + missing +
+      b.broken = "rank " + std::to_string(rank_) + " waited past its deadline for " + ranks_text(missing) +
                  " to join the world's call";
       b.changed.notify_all();
     }

@@ -269,6 +269,17 @@ std::vector<ProcBuffers> one_message_buffers(std::vector<float>& sent, std::vect
   return buffers;
 }
 
+// Runs `body` on every rank of `ranks` thread worlds, each with its transport connected over `links`.
+void with_transports(int ranks, ProcLinks links, const std::function<void(ProcTransport&, int)>& body) {
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(ranks);
+  on_every_rank(ranks, [&](int r) {
+    auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)],
+                                            ProcLinkOptions{.links = links, .verbs = {}, .queue_pairs = 0});
+    ASSERT_TRUE(transport.ok());
+    body(**transport, r);
+  });
+}
+
 // Checksums off (mutant:no-checksum sets that): the same corruption now completes with wrong
 // data, which is what the harness calls `corrupt`. Catches checksums that cannot be turned off,
 // and so a mutant that the properties could not tell from a good backend.
@@ -279,22 +290,18 @@ TEST(ProcProtocol, WithoutChecksumsACorruptionReachesTheOutput) {
   for (ProcLinks links : {ProcLinks::Auto, ProcLinks::Tcp}) {
     for (bool checksums : {true, false}) {
       std::vector<float> sent(n, 1.5f), got(n, 0.0f);
-      std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
       std::vector<Status> results(2, Ok{});
       TestHook hook(
           0, 1, [](const Message&) { return true; }, flip);
-      on_every_rank(2, [&](int r) {
-        auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)],
-                                                ProcLinkOptions{.links = links, .verbs = {}, .queue_pairs = 0});
-        ASSERT_TRUE(transport.ok());
+      with_transports(2, links, [&](ProcTransport& transport, int r) {
         const std::vector<ProcBuffers> buffers = one_message_buffers(sent, got);
         ProcRunOptions options;
         options.hook = &hook;
         options.protocol.checksums = checksums;
         options.protocol.timeout = 1;
-        Status status = (*transport)->begin(s, options);
-        if (status) status = (*transport)->run_call(buffers);
-        if (status) status = (*transport)->finish();
+        Status status = transport.begin(s, options);
+        if (status) status = transport.run_call(buffers);
+        if (status) status = transport.finish();
         results[static_cast<std::size_t>(r)] = status;
       });
       for (const Status& status : results) {
@@ -324,24 +331,20 @@ TEST(ProcProtocol, TheLinkTimeoutCountsOnlyTheTimeSpentInACall) {
   ASSERT_TRUE(validate(s).ok());
   for (ProcLinks links : {ProcLinks::Auto, ProcLinks::Tcp}) {
     std::vector<float> sent(n, 1.5f), got(n, 0.0f);
-    std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
     std::vector<Status> results(2, Ok{});
-    on_every_rank(2, [&](int r) {
-      auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)],
-                                              ProcLinkOptions{.links = links, .verbs = {}, .queue_pairs = 0});
-      ASSERT_TRUE(transport.ok());
+    with_transports(2, links, [&](ProcTransport& transport, int r) {
       const std::vector<ProcBuffers> buffers = one_message_buffers(sent, got);
       ProcRunOptions options;
       options.start = Clock::now() - std::chrono::seconds(2);
       options.deadline = 30;
       options.protocol.timeout = 0.2;
-      Status status = (*transport)->begin(s, options);
+      Status status = transport.begin(s, options);
       for (int call = 0; call < 2 && status; ++call) {
         if (call > 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
         if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        status = (*transport)->run_call(buffers);
+        status = transport.run_call(buffers);
       }
-      if (status) status = (*transport)->finish();
+      if (status) status = transport.finish();
       results[static_cast<std::size_t>(r)] = status;
     });
     for (const Status& status : results) {
@@ -356,18 +359,14 @@ TEST(ProcProtocol, TheLinkTimeoutCountsOnlyTheTimeSpentInACall) {
 // Catches: a meeting that waits past the link timeout, or one whose words differ rank by rank.
 TEST(ProcProtocol, ARankThatNeverBeginsIsNamedInTheSameWordsByEveryOther) {
   const Schedule s = one_message(16);
-  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(3);
   std::vector<std::string> errors(3);
   std::vector<double> waited(3, 0);
-  on_every_rank(3, [&](int r) {
-    auto transport = ProcTransport::connect(*worlds[static_cast<std::size_t>(r)],
-                                            ProcLinkOptions{.links = ProcLinks::Auto, .verbs = {}, .queue_pairs = 0});
-    ASSERT_TRUE(transport.ok());
+  with_transports(3, ProcLinks::Auto, [&](ProcTransport& transport, int r) {
     if (r == 2) return;  // it never begins
     ProcRunOptions options;
     options.protocol.timeout = 0.2;
     const auto start = Clock::now();
-    const Status status = (*transport)->begin(s, options);
+    const Status status = transport.begin(s, options);
     waited[static_cast<std::size_t>(r)] = std::chrono::duration<double>(Clock::now() - start).count();
     errors[static_cast<std::size_t>(r)] = status ? "ok" : status.error().text();
   });
