@@ -37,22 +37,8 @@ class TimerHeap {
   // Slots of their own, `count` of them.
   explicit TimerHeap(std::size_t count) requires std::is_same_v<Slots, std::vector<TimerSlot>> : slots_(count) {}
 
-  // Whether no timer is armed (entries of cancelled timers are dropped first).
-  bool empty() {
-    settle();
-    return heap_.empty();
-  }
-  // The earliest armed timer's event and slot (the queue is not empty).
-  const Event& top() {
-    settle();
-    return heap_.front().event;
-  }
-  std::size_t top_slot() {
-    settle();
-    return heap_.front().slot;
-  }
-  // The earliest armed timer's event and slot, or null when none is armed: empty() and top() in
-  // one settling (the engine asks for every event it handles).
+  // The earliest armed timer's event and slot, or a null event when none is armed (entries of
+  // cancelled timers are dropped first), in one settling: the engine asks for every event it handles.
   struct Due {
     const Event* event;
     std::size_t slot;

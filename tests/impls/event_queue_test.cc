@@ -136,12 +136,11 @@ TEST(TimerQueue, CancelledTimersNeverFireAndReArmedOnesFireAtTheirLastTime) {
   EXPECT_TRUE(timers.armed(1));
   std::vector<int> order;
   double last = -1;
-  while (!timers.empty()) {
-    const Event next = timers.top();
-    EXPECT_GE(next.time, last);
-    last = next.time;
-    order.push_back(next.participant);
-    timers.cancel(timers.top_slot());
+  for (auto due = timers.first(); due.event != nullptr; due = timers.first()) {
+    EXPECT_GE(due.event->time, last);
+    last = due.event->time;
+    order.push_back(due.event->participant);
+    timers.cancel(due.slot);
   }
   EXPECT_EQ(order.size(), 66u) << "34 of 100 cancelled";
   // The re-armed ones come last, in slot order, with their new events.
@@ -163,15 +162,16 @@ TEST(TimerQueue, ArmingAgainMovesATimerBothWaysAndKeepsOneEntryPerSlot) {
     EXPECT_LE(timers.entries(), 4u);
   }
   timers.arm(2, event_at(0.5, ++tie, 2));  // earlier than everything
-  ASSERT_FALSE(timers.empty());
-  EXPECT_EQ(timers.top_slot(), 2u);
-  EXPECT_EQ(timers.top().time, 0.5);
+  const auto earliest = timers.first();
+  ASSERT_NE(earliest.event, nullptr);
+  EXPECT_EQ(earliest.slot, 2u);
+  EXPECT_EQ(earliest.event->time, 0.5);
   timers.cancel(2);
   timers.arm(2, event_at(5000, ++tie, 2));  // later than everything
   std::vector<std::size_t> slots;
-  while (!timers.empty()) {
-    slots.push_back(timers.top_slot());
-    timers.cancel(timers.top_slot());
+  for (auto due = timers.first(); due.event != nullptr; due = timers.first()) {
+    slots.push_back(due.slot);
+    timers.cancel(due.slot);
   }
   ASSERT_EQ(slots.size(), 4u);
   EXPECT_EQ(slots.back(), 2u);
