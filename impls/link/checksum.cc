@@ -4,9 +4,11 @@
 // so processes on different CPUs, and devices, agree).
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "impls/link/checksum_body.h"
 #include "impls/link/hook.h"
+#include "impls/link/reduce_op.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -25,19 +27,26 @@ enum class Copy { None, Cached, AroundCache };
 // from the registers the checksum reads (a sender's copy into a slot costs no second pass over
 // it); around the cache (to 64-byte aligned), whole blocks with non-temporal stores, fenced at the
 // end, the bytes after the last whole block by ordinary ones. (`to` is null without a copy.)
-template <typename Blocks, Copy kCopy>
-__attribute__((target("sse4.2"))) inline std::uint64_t hash(const std::byte* from, std::size_t n, std::byte* to) {
-  std::uint64_t streams[4];
-  std::size_t first[4], words[4];
-  for (int stream = 0; stream < 4; ++stream) {
-    first[stream] = 8 * stream_first_word(n, stream);
-    words[stream] = stream_words(n, stream);
+// Where each stream's words start in a message of n bytes, in bytes.
+struct Quarters {
+  explicit Quarters(std::size_t n) : common(n / 64 / 4) {
+    for (int stream = 0; stream < 4; ++stream) {
+      first[stream] = 8 * stream_first_word(n, stream);
+      words[stream] = stream_words(n, stream);
+    }
   }
-  const std::size_t common = n / 64 / 4;  // whole blocks every quarter has
-  Blocks::template run<kCopy>(from, to, first, common, streams);
+  std::size_t first[4], words[4];
+  std::size_t common;  // whole blocks every quarter has
+};
+
+// Each stream's words past its first `quarters.common` blocks, from `from`, into `streams`, word by
+// word by the crc32 instruction (copied to `to` as kCopy says).
+template <Copy kCopy>
+__attribute__((target("sse4.2"))) inline void take_rest(const std::byte* from, std::size_t n, std::byte* to,
+                                                        const Quarters& quarters, std::uint64_t streams[4]) {
   for (int stream = 0; stream < 4; ++stream) {
-    for (std::size_t word = 8 * common; word < words[stream]; ++word) {
-      const std::size_t at = first[stream] + 8 * word;
+    for (std::size_t word = 8 * quarters.common; word < quarters.words[stream]; ++word) {
+      const std::size_t at = quarters.first[stream] + 8 * word;
       const std::size_t bytes = at + 8 <= n ? 8 : n - at;
       std::uint64_t value = 0;
       std::memcpy(&value, from + at, bytes);
@@ -46,6 +55,14 @@ __attribute__((target("sse4.2"))) inline std::uint64_t hash(const std::byte* fro
     }
   }
   if constexpr (kCopy == Copy::AroundCache) _mm_sfence();
+}
+
+template <typename Blocks, Copy kCopy>
+__attribute__((target("sse4.2"))) inline std::uint64_t hash(const std::byte* from, std::size_t n, std::byte* to) {
+  std::uint64_t streams[4];
+  const Quarters quarters(n);
+  Blocks::template run<kCopy>(from, to, quarters.first, quarters.common, streams);
+  take_rest<kCopy>(from, n, to, quarters, streams);
   return fold_checksum(n, streams);
 }
 
@@ -119,17 +136,53 @@ struct WordBlocks {
 // carry-less multiplication does for a lane's two 64-bit halves with two constants
 // (kFoldLow: x^(512+31), kFoldHigh: x^(512-33), bit-reflected as the crc32 instruction's values
 // are). The CRC of the 64 kept bytes, from 0, by the crc32 instruction, is then the quarter's.
+// The quarters go two at a time (a pair), not all four: a message's quarters lie a multiple of
+// 4 KiB apart as often as not (a 128 KiB piece's do), so their blocks at the same offset fall
+// into one set of the L1 cache; four quarters read and four written are eight lines of one
+// set, as many as it has ways, and a copy ran at 15-25 GB/s where two pairs run at 35-45
+// (docs/performance.md). Two folds in flight still hide the multiplication's latency.
 constexpr std::uint64_t kFoldLow = 0x740eef02;
 constexpr std::uint64_t kFoldHigh = 0x9e4addf8;
 
 struct FoldBlocks {
-  // One block from `from + at`, also copied to `to + at` as `kCopy` says.
-  template <Copy kCopy>
-  __attribute__((target("avx512f"))) static inline __m512i load(const std::byte* from, std::byte* to, std::size_t at) {
-    const __m512i block = _mm512_loadu_si512(from + at);
+  // A message's bytes as they lie in memory.
+  struct Loaded {
+    const std::byte* from;
+    __attribute__((target("avx512f"))) __m512i operator()(std::size_t at) const {
+      return _mm512_loadu_si512(from + at);
+    }
+  };
+
+  // The block at `at` from `source`, also copied to `to + at` as `kCopy` says.
+  template <Copy kCopy, typename Source>
+  __attribute__((target("avx512f"))) static inline __m512i load(const Source& source, std::byte* to, std::size_t at) {
+    const __m512i block = source(at);
     if constexpr (kCopy == Copy::Cached) _mm512_storeu_si512(to + at, block);
     if constexpr (kCopy == Copy::AroundCache) _mm512_stream_si512(reinterpret_cast<__m512i*>(to + at), block);
     return block;
+  }
+
+  // The kept bytes moved 64 bytes on, and `block` added.
+  __attribute__((target("avx512f,vpclmulqdq"))) static inline __m512i fold_in(__m512i kept, __m512i block) {
+    const auto low = static_cast<long long>(kFoldLow), high = static_cast<long long>(kFoldHigh);
+    const __m512i fold = _mm512_set_epi64(high, low, high, low, high, low, high, low);
+    const __m512i low_half = _mm512_clmulepi64_epi128(kept, fold, 0x00);
+    const __m512i high_half = _mm512_clmulepi64_epi128(kept, fold, 0x11);
+    return _mm512_ternarylogic_epi64(low_half, high_half, block, 0x96);  // a ^ b ^ c
+  }
+
+  // The CRC, from 0, of 64 kept bytes.
+  __attribute__((target("avx512f,sse4.2"))) static inline std::uint64_t crc_of(__m512i kept) {
+    alignas(64) std::uint64_t bytes[8];
+    _mm512_store_si512(bytes, kept);
+    std::uint64_t value = 0;
+    for (std::uint64_t word : bytes) value = _mm_crc32_u64(value, word);
+    return value;
+  }
+
+  // A quarter's first block with its start value xor-ed in.
+  __attribute__((target("avx512f"))) static inline __m512i started(__m512i block, int stream) {
+    return _mm512_xor_si512(block, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, static_cast<long long>(stream_start(stream))));
   }
 
   template <Copy kCopy>
@@ -137,35 +190,98 @@ struct FoldBlocks {
                                                                               const std::size_t first[4],
                                                                               std::size_t blocks,
                                                                               std::uint64_t crc[4]) {
+    run_from<kCopy>(Loaded{from}, to, first, blocks, crc);
+  }
+
+  // The same over the blocks `source` gives (a message's bytes, or a reduction's results), the
+  // quarters kAtOnce at a time (1 or 2).
+  template <Copy kCopy, int kAtOnce = 2, typename Source>
+  __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) static inline void run_from(const Source& source, std::byte* to,
+                                                                                   const std::size_t first[4],
+                                                                                   std::size_t blocks,
+                                                                                   std::uint64_t crc[4]) {
+    static_assert(kAtOnce == 1 || kAtOnce == 2);
     if (blocks == 0) {
       for (int stream = 0; stream < 4; ++stream) crc[stream] = stream_start(stream);
       return;
     }
-    const auto low = static_cast<long long>(kFoldLow), high = static_cast<long long>(kFoldHigh);
-    const __m512i fold = _mm512_set_epi64(high, low, high, low, high, low, high, low);
-    __m512i kept[4];
-    for (int stream = 0; stream < 4; ++stream) {
-      kept[stream] =
-          _mm512_xor_si512(load<kCopy>(from, to, first[stream]),
-                           _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, static_cast<long long>(stream_start(stream))));
-    }
-    for (std::size_t at = 64; at < 64 * blocks; at += 64) {
+    if constexpr (kAtOnce == 1) {
       for (int stream = 0; stream < 4; ++stream) {
-        const __m512i low_half = _mm512_clmulepi64_epi128(kept[stream], fold, 0x00);
-        const __m512i high_half = _mm512_clmulepi64_epi128(kept[stream], fold, 0x11);
-        kept[stream] = _mm512_ternarylogic_epi64(low_half, high_half, load<kCopy>(from, to, first[stream] + at),
-                                                 0x96);  // a ^ b ^ c
+        const std::size_t one = first[stream];
+        __m512i kept = started(load<kCopy>(source, to, one), stream);
+        for (std::size_t at = 64; at < 64 * blocks; at += 64) kept = fold_in(kept, load<kCopy>(source, to, one + at));
+        crc[stream] = crc_of(kept);
       }
+      return;
     }
-    for (int stream = 0; stream < 4; ++stream) {
-      alignas(64) std::uint64_t bytes[8];
-      _mm512_store_si512(bytes, kept[stream]);
-      std::uint64_t value = 0;
-      for (std::uint64_t word : bytes) value = _mm_crc32_u64(value, word);
-      crc[stream] = value;
+    for (int pair = 0; pair < 4; pair += 2) {
+      const std::size_t one = first[pair], other = first[pair + 1];
+      __m512i kept_one = started(load<kCopy>(source, to, one), pair);
+      __m512i kept_other = started(load<kCopy>(source, to, other), pair + 1);
+      for (std::size_t at = 64; at < 64 * blocks; at += 64) {
+        kept_one = fold_in(kept_one, load<kCopy>(source, to, one + at));
+        kept_other = fold_in(kept_other, load<kCopy>(source, to, other + at));
+      }
+      crc[pair] = crc_of(kept_one);
+      crc[pair + 1] = crc_of(kept_other);
     }
   }
 };
+
+// A reduction's results as FoldBlocks' source, for reduce_with_checksum: the block at `at` is
+// a ⊕ b there, stored into `out` as it is made (`out` may be `a` or `b`: both are read first). Sums
+// and products of float32 and float64, as reduce_elements_fast computes them: natively, and a
+// block with a NaN result (rare) again by the contract, whose NaN payloads the hardware's need not be.
+template <typename T, bool kProduct>
+struct ReducedBlocks {
+  DType dtype;
+  RedOp op;
+  const std::byte* a;
+  const std::byte* b;
+  std::byte* out;
+
+  __attribute__((target("avx512f"))) __m512i operator()(std::size_t at) const {
+    __m512i result;
+    bool nan = false;
+    if constexpr (std::is_same_v<T, float>) {
+      const __m512 x = _mm512_loadu_ps(a + at), y = _mm512_loadu_ps(b + at);
+      const __m512 made = kProduct ? _mm512_mul_ps(x, y) : _mm512_add_ps(x, y);
+      nan = _mm512_cmp_ps_mask(made, made, _CMP_UNORD_Q) != 0;
+      result = _mm512_castps_si512(made);
+    } else {
+      const __m512d x = _mm512_loadu_pd(a + at), y = _mm512_loadu_pd(b + at);
+      const __m512d made = kProduct ? _mm512_mul_pd(x, y) : _mm512_add_pd(x, y);
+      nan = _mm512_cmp_pd_mask(made, made, _CMP_UNORD_Q) != 0;
+      result = _mm512_castpd_si512(made);
+    }
+    if (nan) {
+      alignas(64) std::byte block[64];
+      reduce_elements(dtype, op, a + at, b + at, block, 64 / sizeof(T));
+      result = _mm512_load_si512(block);
+    }
+    _mm512_storeu_si512(out + at, result);
+    return result;
+  }
+};
+
+// reduce_with_checksum in one pass: the quarters' whole blocks reduced and folded as they are
+// made (FoldBlocks over ReducedBlocks), the rest of each stream reduced first and then taken as
+// hash takes it, from `out`.
+template <typename T, bool kProduct, Copy kCopy>
+__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) inline std::uint64_t reduce_hash(
+    DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t n, std::byte* copy) {
+  std::uint64_t streams[4];
+  const Quarters quarters(n);
+  FoldBlocks::run_from<kCopy, 1>(ReducedBlocks<T, kProduct>{dtype, op, a, b, out}, copy, quarters.first,
+                                 quarters.common, streams);
+  for (int stream = 0; stream < 4; ++stream) {
+    const std::size_t rest = quarters.first[stream] + 64 * quarters.common;
+    const std::size_t end = stream == 3 ? n : quarters.first[stream + 1];
+    if (end > rest) reduce_elements_fast(dtype, op, a + rest, b + rest, out + rest, (end - rest) / sizeof(T));
+  }
+  take_rest<kCopy>(out, n, copy, quarters, streams);
+  return fold_checksum(n, streams);
+}
 
 bool has_crc32() {
   static const bool has = __builtin_cpu_supports("sse4.2");
@@ -192,6 +308,27 @@ COLLCHECK_HASH_ENTRY(hash_copy_fold, "avx512f,vpclmulqdq,sse4.2", FoldBlocks, Co
 COLLCHECK_HASH_ENTRY(hash_stream_fold, "avx512f,vpclmulqdq,sse4.2", FoldBlocks, Copy::AroundCache)
 constexpr HashEntry kWordEntries[] = {hash_words, hash_copy_words, hash_stream_words};
 constexpr HashEntry kFoldEntries[] = {hash_fold, hash_copy_fold, hash_stream_fold};
+
+using ReduceEntry = std::uint64_t (*)(DType, RedOp, const std::byte*, const std::byte*, std::byte*, std::size_t,
+                                      std::byte*);
+#define COLLCHECK_REDUCE_ENTRY(name, type, product, copy)                                                            \
+  __attribute__((target("avx512f,vpclmulqdq,sse4.2"), flatten)) std::uint64_t name(                                  \
+      DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t n, std::byte* to) { \
+    return reduce_hash<type, product, copy>(dtype, op, a, b, out, n, to);                                            \
+  }
+COLLCHECK_REDUCE_ENTRY(sum_floats_fold, float, false, Copy::Cached)
+COLLCHECK_REDUCE_ENTRY(sum_floats_stream_fold, float, false, Copy::AroundCache)
+COLLCHECK_REDUCE_ENTRY(multiply_floats_fold, float, true, Copy::Cached)
+COLLCHECK_REDUCE_ENTRY(multiply_floats_stream_fold, float, true, Copy::AroundCache)
+COLLCHECK_REDUCE_ENTRY(sum_doubles_fold, double, false, Copy::Cached)
+COLLCHECK_REDUCE_ENTRY(sum_doubles_stream_fold, double, false, Copy::AroundCache)
+COLLCHECK_REDUCE_ENTRY(multiply_doubles_fold, double, true, Copy::Cached)
+COLLCHECK_REDUCE_ENTRY(multiply_doubles_stream_fold, double, true, Copy::AroundCache)
+#undef COLLCHECK_REDUCE_ENTRY
+// Indexed by [double][product][around the cache].
+constexpr ReduceEntry kReduceEntries[2][2][2] = {
+    {{sum_floats_fold, sum_floats_stream_fold}, {multiply_floats_fold, multiply_floats_stream_fold}},
+    {{sum_doubles_fold, sum_doubles_stream_fold}, {multiply_doubles_fold, multiply_doubles_stream_fold}}};
 #undef COLLCHECK_HASH_ENTRY
 #endif
 
@@ -247,6 +384,21 @@ std::uint64_t copy_with_checksum_by(ChecksumWay way, std::byte* to, std::span<co
 #endif
   if (to != nullptr && !from.empty()) std::memcpy(to, from.data(), from.size());
   return without_hardware(from.data(), from.size());
+}
+
+std::uint64_t reduce_with_checksum(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
+                                   std::byte* copy, std::size_t count, bool around_cache) {
+  const std::size_t bytes = count * size_of(dtype);
+#if defined(__x86_64__)
+  const bool native = (dtype == DType::Float32 || dtype == DType::Float64) &&
+                      (op == RedOp::Sum || op == RedOp::Avg || op == RedOp::Prod);
+  if (native && fastest() == ChecksumWay::Folding) {
+    const bool stream = around_cache && reinterpret_cast<std::uintptr_t>(copy) % 64 == 0;
+    return kReduceEntries[dtype == DType::Float64][op == RedOp::Prod][stream](dtype, op, a, b, out, bytes, copy);
+  }
+#endif
+  reduce_elements_fast(dtype, op, a, b, out, count);
+  return copy_with_checksum(copy, {out, bytes}, around_cache);
 }
 
 }  // namespace collcheck

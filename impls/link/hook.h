@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <span>
 
+#include "reference/collective.h"
+#include "reference/dtype.h"
+
 namespace collcheck {
 
 struct Message {
@@ -76,6 +79,13 @@ std::uint64_t checksum(std::span<const std::byte> bytes);
 // (and x86 has them), ordered before the function returns (a store that publishes the bytes may
 // follow): for a FIFO slot that another core reads next.
 std::uint64_t copy_with_checksum(std::byte* to, std::span<const std::byte> from, bool around_cache = false);
+// out[i] = a[i] ⊕ b[i] for `count` elements as reduce_elements_fast computes them (`out` may be `a`
+// or `b`), the results also copied to `copy` (which overlaps none of them; around the cache as
+// copy_with_checksum's), returning the checksum of the results: a received piece reduced into place
+// and stored into the next FIFO slot. In one pass over the bytes for float32 and float64 sums,
+// averages and products where the CPU folds (checksum.cc), reduce and copy_with_checksum otherwise.
+std::uint64_t reduce_with_checksum(DType, RedOp, const std::byte* a, const std::byte* b, std::byte* out,
+                                   std::byte* copy, std::size_t count, bool around_cache = false);
 
 // The ways a CPU may take the checksum, each giving the same value (tests compare them; the two
 // functions above take the fastest this CPU has): checksum_body.h's loop (what a device runs), the

@@ -179,14 +179,15 @@ bool ProcTransport::State::push_frame(Outbound& out, const Outgoing& message, st
 }
 
 // The message's next `n` bytes as one piece in the receiver's FIFO; false when it is full.
-bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std::size_t n, const std::byte* payload) {
+bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std::size_t n, const std::byte* payload,
+                                     const ReducedPiece* reduced) {
   if (out.rdma.active) return push_rdma(out, message, n);  // (never forwarded: its payload is the message's)
   if (!credit(out)) return false;
   // Only the sender's one-pass copy and checksum chooses how to store (fill_slot); only a fill
   // large enough to time reads the clock.
   const bool chooses = settings.checksums && !message.hooked;
   if (!chooses || !SlotStores::timed(n)) {
-    fill_slot(out, message, n, payload, out.fifo.slot(out.tail), chooses && out.stores.around_cache(n));
+    fill_slot(out, message, n, payload, out.fifo.slot(out.tail), chooses && out.stores.around_cache(n), reduced);
   } else {
     // What the receiver's end pays for each way: read where the fill is timed, its line being the
     // receiver's (written with every piece it takes).
@@ -194,7 +195,7 @@ bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std
                      std::bit_cast<double>(out.fifo.control->taking[1].load(std::memory_order_relaxed)));
     const bool around_cache = out.stores.around_cache(n);
     const auto start = std::chrono::steady_clock::now();
-    fill_slot(out, message, n, payload, out.fifo.slot(out.tail), around_cache);
+    fill_slot(out, message, n, payload, out.fifo.slot(out.tail), around_cache, reduced);
     out.stores.filled(around_cache, n, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   out.fifo.control->tail.store(++out.tail, std::memory_order_release);
@@ -211,9 +212,13 @@ bool ProcTransport::State::credit(Outbound& out) {
 
 // The message's next `n` bytes and their header into `slot` (progress.h says when around the cache).
 void ProcTransport::State::fill_slot(const Outbound& out, const Outgoing& message, std::size_t n,
-                                     const std::byte* payload, std::byte* slot, bool around_cache) {
+                                     const std::byte* payload, std::byte* slot, bool around_cache,
+                                     const ReducedPiece* reduced) {
   std::uint64_t sum = 0;
-  if (settings.checksums && !message.hooked) {
+  if (reduced != nullptr) {  // (forward_piece passes one only where the fill takes the checksum)
+    sum = reduce_with_checksum(schedule->shape.dtype, schedule->shape.op, reduced->a, reduced->b, reduced->out,
+                               slot + kSlotHeader, n / element, around_cache);  // one pass: reduce, land, fill
+  } else if (settings.checksums && !message.hooked) {
     sum = copy_with_checksum(slot + kSlotHeader, {payload, n}, around_cache);  // one pass: copy and checksum
   } else {
     if (n > 0) std::memcpy(slot + kSlotHeader, payload, n);

@@ -284,6 +284,17 @@ struct Hosted {
 
 enum class Taken { Nothing, Some, All };
 
+// A forwarded piece that is a reduction's results, a ⊕ b, landed into `out` (where the payload is
+// read from) as it is stored into the next slot: one pass over the bytes that reduces, lands,
+// fills and takes the checksum (reduce_with_checksum), instead of a reduction and then a copy
+// with checksum. Only with the default reduction (a backend's own, or a mutant's, runs apart) and
+// where the fill takes the checksum itself.
+struct ReducedPiece {
+  const std::byte* a = nullptr;
+  const std::byte* b = nullptr;
+  std::byte* out = nullptr;
+};
+
 // Where a receive's pieces go (ProcTransport::State::receive): into `to`, copied or reduced with
 // `from`, and pushed on as the next pieces of `forward`'s send where there is one; `judged`: the
 // protocol's settings for this message; `copy_checked`: a copy lands as its checksum is taken.
@@ -411,14 +422,16 @@ struct ProcTransport::State {
   std::uint64_t piece_sum(const proc::Outbound& out, const proc::Outgoing& message, const std::byte* bytes,
                           std::size_t n) const;
   bool push_frame(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
-  bool push_slot(proc::Outbound& out, const proc::Outgoing& message, std::size_t n, const std::byte* payload);
+  bool push_slot(proc::Outbound& out, const proc::Outgoing& message, std::size_t n, const std::byte* payload,
+                 const proc::ReducedPiece* reduced = nullptr);
   bool credit(proc::Outbound& out);
   // The message's next `n` bytes, read from `payload` (where they are: the message's, or a
   // forwarded piece's), and their header into `slot` (the receiver's, or ib's staging).
   // `around_cache`: the payload goes to memory with non-temporal stores rather than into this
-  // core's cache (slot_stores says when).
+  // core's cache (slot_stores says when). `reduced`: the payload is made now, as a reduction's
+  // results, in the same pass (proc::ReducedPiece).
   void fill_slot(const proc::Outbound& out, const proc::Outgoing& message, std::size_t n, const std::byte* payload,
-                 std::byte* slot, bool around_cache = false);
+                 std::byte* slot, bool around_cache = false, const proc::ReducedPiece* reduced = nullptr);
   bool push_rdma(proc::Outbound& out, const proc::Outgoing& message, std::size_t n);
   bool write_credits(proc::Inbound& in);
   void finished(proc::Outbound& out, proc::Outgoing& message);

@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "impls/link/checksum_body.h"
 #include "impls/link/hook.h"
+#include "impls/link/reduce_op.h"
 #include "reference/random.h"
 
 namespace collcheck {
@@ -73,6 +77,60 @@ TEST(Checksum, CopyWithChecksumCopiesAndAgrees) {
   std::vector<std::byte> copy(data.size());
   EXPECT_EQ(copy_with_checksum(copy.data(), data), checksum(data));
   EXPECT_EQ(copy, data);
+}
+
+// Two operands of `count` elements, with (where there are enough) a NaN in each at the same
+// element, each with its own payload (which one the result keeps is the contract's, not the
+// hardware's operand order), and an infinity in another block.
+std::pair<std::vector<std::byte>, std::vector<std::byte>> operands(DType dtype, std::size_t count, std::uint64_t seed) {
+  const std::size_t size = size_of(dtype);
+  std::vector<std::byte> a = bytes_of(count * size, seed), b = bytes_of(count * size, seed + 1);
+  if (count > 40) {
+    const bool wide = dtype == DType::Float64;
+    const std::uint64_t nan_a = wide ? 0x7ff4000000000456ULL : 0x7fc00456ULL;
+    const std::uint64_t nan_b = wide ? 0x7ff4000000000123ULL : 0x7fc00123ULL;
+    const std::uint64_t infinity = wide ? 0x7ff0000000000000ULL : 0x7f800000ULL;
+    std::memcpy(a.data() + 3 * size, &nan_a, size);
+    std::memcpy(b.data() + 3 * size, &nan_b, size);
+    std::memcpy(a.data() + (count - 2) * size, &infinity, size);
+  }
+  return {std::move(a), std::move(b)};
+}
+
+// reduce_with_checksum of `count` elements, in place or not, around the cache or not, against the
+// reduction and the copy apart.
+void expect_reduce_with_checksum(DType dtype, RedOp op, std::size_t count, bool in_place, bool around_cache) {
+  auto [a, b] = operands(dtype, count, count + 3);
+  std::vector<std::byte> expected(a.size());
+  reduce_elements_fast(dtype, op, a.data(), b.data(), expected.data(), count);
+  std::vector<std::byte> out = in_place ? a : std::vector<std::byte>(a.size());
+  const std::byte* first = in_place ? out.data() : a.data();
+  std::vector<std::byte> slot(a.size() + 128);
+  std::byte* copy = slot.data() + (64 - reinterpret_cast<std::uintptr_t>(slot.data()) % 64) % 64;
+  const std::uint64_t sum = reduce_with_checksum(dtype, op, first, b.data(), out.data(), copy, count, around_cache);
+  const std::string where = std::string(name(dtype)) + " " + std::string(name(op)) + ", " + std::to_string(count) +
+                            " elements" + (in_place ? ", in place" : "") + (around_cache ? ", around the cache" : "");
+  EXPECT_TRUE(out == expected) << where;
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), copy)) << where;
+  EXPECT_EQ(sum, checksum(expected)) << where;
+}
+
+// A received piece reduced into place and stored into the next slot in one pass gives what the
+// reduction and the copy give apart: the same results in place and in the copy, bit for bit (NaN
+// payloads included), and the results' checksum; at every length, in place and not, around the
+// cache and not, for every op of float32 and float64 (the one-pass kinds and the others) and of
+// two types that take two passes.
+TEST(Checksum, ReduceWithChecksumIsTheReductionAndTheCopy) {
+  for (DType dtype : {DType::Float32, DType::Float64, DType::BFloat16, DType::Int32}) {
+    for (RedOp op : {RedOp::Sum, RedOp::Prod, RedOp::Avg, RedOp::Max}) {
+      for (std::size_t bytes : kSizes) {
+        for (const bool in_place : {false, true}) {
+          expect_reduce_with_checksum(dtype, op, bytes / size_of(dtype), in_place, false);
+          expect_reduce_with_checksum(dtype, op, bytes / size_of(dtype), in_place, true);
+        }
+      }
+    }
+  }
 }
 
 // The checksum in segments (what a device's threads share) puts each stream together exactly as
