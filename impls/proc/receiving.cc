@@ -188,11 +188,10 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
                   settings,
                   false};
   landing.judged.checksums = settings.checks(sequence, in.per_call);
-  // A copy into a destination that the caches hold lands as its checksum is taken, in one pass
-  // over the piece instead of two (take_piece). A reduction is checked first: landed, it would
-  // have used up the bytes it reduced with.
-  landing.copy_checked =
-      landing.from == nullptr && landing.judged.checksums && !streaming_landings && landing.bytes > 0;
+  // A copy lands as its checksum is taken, in one pass over the piece instead of two (take_piece;
+  // around the cache where landings stream). A reduction is checked first: landed, it would have
+  // used up the bytes it reduced with.
+  landing.copy_checked = landing.from == nullptr && landing.judged.checksums && landing.bytes > 0;
   // How long taking a piece of the sender's choosing costs (SlotStores): timed where it is large
   // (and not forwarded: that would time the forwarding too).
   const bool timing = !in.tcp && !in.rdma.active && landing.judged.checksums && forward == nullptr;
@@ -234,7 +233,8 @@ Verdict ProcTransport::State::take_piece(const LinkReceiver& receiver, const Lan
   const std::size_t at = receiver.due_byte();
   // Only the bytes this piece writes: by then the sends they hold are often out already.
   protect(landing.to + at, label.bytes);
-  if (landing.copy_checked && copy_with_checksum(landing.to + at, {data, label.bytes}) != label.sum) {
+  if (landing.copy_checked &&
+      copy_with_checksum(landing.to + at, {data, label.bytes}, streaming_landings) != label.sum) {
     return Verdict::Damaged;
   }
   const bool pushed_on =
