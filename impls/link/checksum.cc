@@ -145,21 +145,18 @@ constexpr std::uint64_t kFoldLow = 0x740eef02;
 constexpr std::uint64_t kFoldHigh = 0x9e4addf8;
 
 struct FoldBlocks {
-  // A message's bytes as they lie in memory.
-  struct Loaded {
-    const std::byte* from;
-    __attribute__((target("avx512f"))) __m512i operator()(std::size_t at) const {
-      return _mm512_loadu_si512(from + at);
-    }
-  };
-
-  // The block at `at` from `source`, also copied to `to + at` as `kCopy` says.
-  template <Copy kCopy, typename Source>
-  __attribute__((target("avx512f"))) static inline __m512i load(const Source& source, std::byte* to, std::size_t at) {
-    const __m512i block = source(at);
+  // `block`, also copied to `to + at` as `kCopy` says.
+  template <Copy kCopy>
+  __attribute__((target("avx512f"))) static inline __m512i store(__m512i block, std::byte* to, std::size_t at) {
     if constexpr (kCopy == Copy::Cached) _mm512_storeu_si512(to + at, block);
     if constexpr (kCopy == Copy::AroundCache) _mm512_stream_si512(reinterpret_cast<__m512i*>(to + at), block);
     return block;
+  }
+
+  // The block at `from + at`, also copied to `to + at` as `kCopy` says.
+  template <Copy kCopy>
+  __attribute__((target("avx512f"))) static inline __m512i load(const std::byte* from, std::byte* to, std::size_t at) {
+    return store<kCopy>(_mm512_loadu_si512(from + at), to, at);
   }
 
   // The kept bytes moved 64 bytes on, and `block` added.
@@ -190,37 +187,17 @@ struct FoldBlocks {
                                                                               const std::size_t first[4],
                                                                               std::size_t blocks,
                                                                               std::uint64_t crc[4]) {
-    run_from<kCopy>(Loaded{from}, to, first, blocks, crc);
-  }
-
-  // The same over the blocks `source` gives (a message's bytes, or a reduction's results), the
-  // quarters kAtOnce at a time (1 or 2).
-  template <Copy kCopy, int kAtOnce = 2, typename Source>
-  __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) static inline void run_from(const Source& source, std::byte* to,
-                                                                                   const std::size_t first[4],
-                                                                                   std::size_t blocks,
-                                                                                   std::uint64_t crc[4]) {
-    static_assert(kAtOnce == 1 || kAtOnce == 2);
     if (blocks == 0) {
       for (int stream = 0; stream < 4; ++stream) crc[stream] = stream_start(stream);
       return;
     }
-    if constexpr (kAtOnce == 1) {
-      for (int stream = 0; stream < 4; ++stream) {
-        const std::size_t one = first[stream];
-        __m512i kept = started(load<kCopy>(source, to, one), stream);
-        for (std::size_t at = 64; at < 64 * blocks; at += 64) kept = fold_in(kept, load<kCopy>(source, to, one + at));
-        crc[stream] = crc_of(kept);
-      }
-      return;
-    }
     for (int pair = 0; pair < 4; pair += 2) {
       const std::size_t one = first[pair], other = first[pair + 1];
-      __m512i kept_one = started(load<kCopy>(source, to, one), pair);
-      __m512i kept_other = started(load<kCopy>(source, to, other), pair + 1);
+      __m512i kept_one = started(load<kCopy>(from, to, one), pair);
+      __m512i kept_other = started(load<kCopy>(from, to, other), pair + 1);
       for (std::size_t at = 64; at < 64 * blocks; at += 64) {
-        kept_one = fold_in(kept_one, load<kCopy>(source, to, one + at));
-        kept_other = fold_in(kept_other, load<kCopy>(source, to, other + at));
+        kept_one = fold_in(kept_one, load<kCopy>(from, to, one + at));
+        kept_other = fold_in(kept_other, load<kCopy>(from, to, other + at));
       }
       crc[pair] = crc_of(kept_one);
       crc[pair + 1] = crc_of(kept_other);
@@ -228,10 +205,10 @@ struct FoldBlocks {
   }
 };
 
-// A reduction's results as FoldBlocks' source, for reduce_with_checksum: the block at `at` is
-// a ⊕ b there, stored into `out` as it is made (`out` may be `a` or `b`: both are read first). Sums
-// and products of float32 and float64, as reduce_elements_fast computes them: natively, and a
-// block with a NaN result (rare) again by the contract, whose NaN payloads the hardware's need not be.
+// A reduction's results, a block at a time, for reduce_with_checksum: the block at `at` is a ⊕ b
+// there, stored into `out` as it is made (`out` may be `a` or `b`: both are read first). Sums and products of float32
+// and float64, as reduce_elements_fast computes them: natively, and a block with a NaN result (rare) again by the
+// contract, whose NaN payloads the hardware's need not be.
 template <typename T, bool kProduct>
 struct ReducedBlocks {
   DType dtype;
@@ -264,16 +241,26 @@ struct ReducedBlocks {
   }
 };
 
-// reduce_with_checksum in one pass: the quarters' whole blocks reduced and folded as they are
-// made (FoldBlocks over ReducedBlocks), the rest of each stream reduced first and then taken as
-// hash takes it, from `out`.
+// reduce_with_checksum in one pass, as follows. The quarters' whole blocks are reduced, stored and
+// folded as they are made, one quarter at a time (not two: a, b, out and the copy are four lines
+// of an L1 set already; two quarters' eight were slower where the buffers lie at one offset modulo
+// 4 KiB); then the rest of each stream is reduced and taken from `out` as hash takes it.
 template <typename T, bool kProduct, Copy kCopy>
 __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) inline std::uint64_t reduce_hash(
     DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t n, std::byte* copy) {
   std::uint64_t streams[4];
   const Quarters quarters(n);
-  FoldBlocks::run_from<kCopy, 1>(ReducedBlocks<T, kProduct>{dtype, op, a, b, out}, copy, quarters.first,
-                                 quarters.common, streams);
+  const ReducedBlocks<T, kProduct> reduced{dtype, op, a, b, out};
+  for (int stream = 0; stream < 4; ++stream) {
+    streams[stream] = stream_start(stream);
+    if (quarters.common == 0) continue;
+    const std::size_t first = quarters.first[stream];
+    __m512i kept = FoldBlocks::started(FoldBlocks::store<kCopy>(reduced(first), copy, first), stream);
+    for (std::size_t at = first + 64; at < first + 64 * quarters.common; at += 64) {
+      kept = FoldBlocks::fold_in(kept, FoldBlocks::store<kCopy>(reduced(at), copy, at));
+    }
+    streams[stream] = FoldBlocks::crc_of(kept);
+  }
   for (int stream = 0; stream < 4; ++stream) {
     const std::size_t rest = quarters.first[stream] + 64 * quarters.common;
     const std::size_t end = stream == 3 ? n : quarters.first[stream + 1];

@@ -1,6 +1,7 @@
 // How fast a received piece is checked, landed and stored on: the checksum alone, the copy with
 // its checksum (cached and around the cache), and a forwarded reduction as two passes (reduce,
-// then copy with checksum) and as one (reduce_with_checksum), for a 128 KiB piece (a proc FIFO
+// then copy with checksum) and as one (reduce_with_checksum), with the received piece's checksum
+// taken before it (as a receiver does), for a 128 KiB piece (a proc FIFO
 // slot's) in the caches, in GB/s of the piece. Each with its buffers at one offset modulo 4 KiB
 // (`aligned`: where the checksum's quarters and the buffers all fall into the same L1 sets) and at
 // offsets 1 KiB apart (`skewed`). Run: build/bin/link_benchmark (see docs/performance.md).
@@ -89,11 +90,24 @@ void reduce_with_checksum_one_pass(benchmark::State& state) {
   finish(state);
 }
 
+// A received piece checked, then reduced and stored on in one pass: what a receiver that forwards a
+// reduction does (checked first: in place the destination is an operand).
+void check_then_reduce_with_checksum(benchmark::State& state) {
+  const Buffers buffers(skew_of(state));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(checksum({buffers.b(), kPiece}));
+    benchmark::DoNotOptimize(reduce_with_checksum(DType::Float32, RedOp::Sum, buffers.a(), buffers.b(), buffers.out(),
+                                                  buffers.copy(), kPiece / sizeof(float), false));
+  }
+  finish(state);
+}
+
 BENCHMARK(checksum_alone)->Arg(0)->Arg(1);
 BENCHMARK(copy_with_checksum_cached)->Arg(0)->Arg(1);
 BENCHMARK(copy_with_checksum_around_cache)->Arg(0);
 BENCHMARK(reduce_then_copy)->Arg(0)->Arg(1);
 BENCHMARK(reduce_with_checksum_one_pass)->Arg(0)->Arg(1);
+BENCHMARK(check_then_reduce_with_checksum)->Arg(0)->Arg(1);
 
 }  // namespace
 }  // namespace collcheck

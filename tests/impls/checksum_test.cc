@@ -117,9 +117,9 @@ void expect_reduce_with_checksum(DType dtype, RedOp op, std::size_t count, bool 
 
 // A received piece reduced into place and stored into the next slot in one pass gives what the
 // reduction and the copy give apart: the same results in place and in the copy, bit for bit (NaN
-// payloads included), and the results' checksum; at every length, in place and not, around the
-// cache and not, for every op of float32 and float64 (the one-pass kinds and the others) and of
-// two types that take two passes.
+// payloads included), and the results' checksum; at every length, in place and not, around
+// the cache and not, for every op of float32 and float64 (the one-pass kinds and the others) and of two types that take
+// two passes.
 TEST(Checksum, ReduceWithChecksumIsTheReductionAndTheCopy) {
   for (DType dtype : {DType::Float32, DType::Float64, DType::BFloat16, DType::Int32}) {
     for (RedOp op : {RedOp::Sum, RedOp::Prod, RedOp::Avg, RedOp::Max}) {
