@@ -20,14 +20,8 @@ namespace {
 #if defined(__x86_64__)
 enum class Copy { None, Cached, AroundCache };
 
-// The checksum of [from, from + n) as checksum_body.h defines it, the four streams (quarters) side
-// by side so that the latency of each one's arithmetic overlaps: `Blocks` takes the first `blocks`
-// 64-byte blocks of every quarter at once and returns their four CRCs; the rest, word by word by
-// the crc32 instruction, here. With a copy, the bytes also go to [to, to + n) in the same pass,
-// from the registers the checksum reads (a sender's copy into a slot costs no second pass over
-// it); around the cache (to 64-byte aligned), whole blocks with non-temporal stores, fenced at the
-// end, the bytes after the last whole block by ordinary ones. (`to` is null without a copy.)
-// Where each stream's words start in a message of n bytes, in bytes.
+// Where each stream's words start in a message of n bytes (in bytes), how many words each takes,
+// and how many whole 64-byte blocks every quarter has.
 struct Quarters {
   explicit Quarters(std::size_t n) : common(n / 64 / 4) {
     for (int stream = 0; stream < 4; ++stream) {
@@ -36,7 +30,7 @@ struct Quarters {
     }
   }
   std::size_t first[4], words[4];
-  std::size_t common;  // whole blocks every quarter has
+  std::size_t common;
 };
 
 // Each stream's words past its first `quarters.common` blocks, from `from`, into `streams`, word by
@@ -57,6 +51,14 @@ __attribute__((target("sse4.2"))) inline void take_rest(const std::byte* from, s
   if constexpr (kCopy == Copy::AroundCache) _mm_sfence();
 }
 
+// The checksum of [from, from + n) as checksum_body.h defines it, streams (quarters) side by side
+// so that the latency of each one's arithmetic overlaps: `Blocks` takes the first `blocks` 64-byte
+// blocks of every quarter (as many quarters at once as it says) and returns their four CRCs; the
+// rest, word by word by the crc32 instruction, here (take_rest). With a copy, the bytes also go to
+// [to, to + n) in the same pass, from the registers the checksum reads (a sender's copy into a
+// slot costs no second pass over it); around the cache (to 64-byte aligned), whole blocks with
+// non-temporal stores, fenced at the end, the bytes after the last whole block by ordinary ones.
+// (`to` is null without a copy.)
 template <typename Blocks, Copy kCopy>
 __attribute__((target("sse4.2"))) inline std::uint64_t hash(const std::byte* from, std::size_t n, std::byte* to) {
   std::uint64_t streams[4];
@@ -206,9 +208,9 @@ struct FoldBlocks {
 };
 
 // A reduction's results, a block at a time, for reduce_with_checksum: the block at `at` is a ⊕ b
-// there, stored into `out` as it is made (`out` may be `a` or `b`: both are read first). Sums and products of float32
-// and float64, as reduce_elements_fast computes them: natively, and a block with a NaN result (rare) again by the
-// contract, whose NaN payloads the hardware's need not be.
+// there, stored into `out` as it is made (`out` may be `a` or `b`: both are read first). Sums and
+// products of float32 and float64, as reduce_elements_fast computes them: natively, and a block
+// with a NaN result (rare) again by the contract, whose NaN payloads the hardware's need not be.
 template <typename T, bool kProduct>
 struct ReducedBlocks {
   DType dtype;

@@ -181,7 +181,8 @@ bool ProcTransport::State::push_frame(Outbound& out, const Outgoing& message, st
 // The message's next `n` bytes as one piece in the receiver's FIFO; false when it is full.
 bool ProcTransport::State::push_slot(Outbound& out, const Outgoing& message, std::size_t n, const std::byte* payload,
                                      const ReducedPiece* reduced) {
-  if (out.rdma.active) return push_rdma(out, message, n);  // (never forwarded: its payload is the message's)
+  // (ib is never forwarded to, so never given a reduced piece: its payload is the message's)
+  if (out.rdma.active) return push_rdma(out, message, n);
   if (!credit(out)) return false;
   // Only the sender's one-pass copy and checksum chooses how to store (fill_slot); only a fill
   // large enough to time reads the clock.
