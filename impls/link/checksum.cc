@@ -145,6 +145,9 @@ struct WordBlocks {
 // (docs/performance.md). Two folds in flight still hide the multiplication's latency.
 constexpr std::uint64_t kFoldLow = 0x740eef02;
 constexpr std::uint64_t kFoldHigh = 0x9e4addf8;
+// The same 128 bytes on (x^(1024+31), x^(1024-33)): for two folds of one quarter side by side.
+constexpr std::uint64_t kFoldTwiceLow = 0x6992cea2;
+constexpr std::uint64_t kFoldTwiceHigh = 0x0d3b6092;
 
 struct FoldBlocks {
   // `block`, also copied to `to + at` as `kCopy` says.
@@ -161,9 +164,10 @@ struct FoldBlocks {
     return store<kCopy>(_mm512_loadu_si512(from + at), to, at);
   }
 
-  // The kept bytes moved 64 bytes on, and `block` added.
+  // The kept bytes moved 64 bytes on (128 with the twice constants), and `block` added.
+  template <std::uint64_t kLow = kFoldLow, std::uint64_t kHigh = kFoldHigh>
   __attribute__((target("avx512f,vpclmulqdq"))) static inline __m512i fold_in(__m512i kept, __m512i block) {
-    const auto low = static_cast<long long>(kFoldLow), high = static_cast<long long>(kFoldHigh);
+    const auto low = static_cast<long long>(kLow), high = static_cast<long long>(kHigh);
     const __m512i fold = _mm512_set_epi64(high, low, high, low, high, low, high, low);
     const __m512i low_half = _mm512_clmulepi64_epi128(kept, fold, 0x00);
     const __m512i high_half = _mm512_clmulepi64_epi128(kept, fold, 0x11);
@@ -241,12 +245,22 @@ struct ReducedBlocks {
     _mm512_storeu_si512(out + at, result);
     return result;
   }
+
+  // The block at `at`, also copied to `copy + at` as `kCopy` says.
+  template <Copy kCopy>
+  __attribute__((target("avx512f"))) __m512i made(std::size_t at, std::byte* copy) const {
+    return FoldBlocks::store<kCopy>((*this)(at), copy, at);
+  }
 };
 
 // reduce_with_checksum in one pass, as follows. The quarters' whole blocks are reduced, stored and
 // folded as they are made, one quarter at a time (not two: a, b, out and the copy are four lines
 // of an L1 set already; two quarters' eight were slower where the buffers lie at one offset modulo
-// 4 KiB); then the rest of each stream is reduced and taken from `out` as hash takes it.
+// 4 KiB), a quarter's even and odd blocks in two folds side by side, each moved 128 bytes on per
+// block (so that the multiplication's latency overlaps): the even fold holds the quarter's blocks
+// 0, 2, 4, ... as the one fold would, less the odd ones, and the odd fold those, so the quarter's
+// kept bytes are the fold that took the block before the last moved 64 bytes on, and the other
+// added. Then the rest of each stream is reduced and taken from `out` as hash takes it.
 template <typename T, bool kProduct, Copy kCopy>
 __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) inline std::uint64_t reduce_hash(
     DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t n, std::byte* copy) {
@@ -256,12 +270,24 @@ __attribute__((target("avx512f,vpclmulqdq,sse4.2"))) inline std::uint64_t reduce
   for (int stream = 0; stream < 4; ++stream) {
     streams[stream] = stream_start(stream);
     if (quarters.common == 0) continue;
-    const std::size_t first = quarters.first[stream];
-    __m512i kept = FoldBlocks::started(FoldBlocks::store<kCopy>(reduced(first), copy, first), stream);
-    for (std::size_t at = first + 64; at < first + 64 * quarters.common; at += 64) {
-      kept = FoldBlocks::fold_in(kept, FoldBlocks::store<kCopy>(reduced(at), copy, at));
+    const std::size_t first = quarters.first[stream], end = first + 64 * quarters.common;
+    __m512i even = FoldBlocks::started(reduced.template made<kCopy>(first, copy), stream);
+    if (quarters.common == 1) {
+      streams[stream] = FoldBlocks::crc_of(even);
+      continue;
     }
-    streams[stream] = FoldBlocks::crc_of(kept);
+    __m512i odd = reduced.template made<kCopy>(first + 64, copy);
+    std::size_t at = first + 128;
+    for (; at + 64 < end; at += 128) {
+      even = FoldBlocks::fold_in<kFoldTwiceLow, kFoldTwiceHigh>(even, reduced.template made<kCopy>(at, copy));
+      odd = FoldBlocks::fold_in<kFoldTwiceLow, kFoldTwiceHigh>(odd, reduced.template made<kCopy>(at + 64, copy));
+    }
+    if (at < end) {  // an odd number of blocks: the last is even
+      even = FoldBlocks::fold_in<kFoldTwiceLow, kFoldTwiceHigh>(even, reduced.template made<kCopy>(at, copy));
+      streams[stream] = FoldBlocks::crc_of(FoldBlocks::fold_in(odd, even));
+    } else {
+      streams[stream] = FoldBlocks::crc_of(FoldBlocks::fold_in(even, odd));
+    }
   }
   for (int stream = 0; stream < 4; ++stream) {
     const std::size_t rest = quarters.first[stream] + 64 * quarters.common;
