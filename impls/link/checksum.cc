@@ -405,9 +405,7 @@ std::uint64_t reduce_with_checksum(DType dtype, RedOp op, const std::byte* a, co
                                    std::byte* copy, std::size_t count, bool around_cache) {
   const std::size_t bytes = count * size_of(dtype);
 #if defined(__x86_64__)
-  const bool native = (dtype == DType::Float32 || dtype == DType::Float64) &&
-                      (op == RedOp::Sum || op == RedOp::Avg || op == RedOp::Prod);
-  if (native && fastest() == ChecksumWay::Folding) {
+  if (native_sum_or_product(dtype, op) && fastest() == ChecksumWay::Folding) {
     const bool stream = around_cache && reinterpret_cast<std::uintptr_t>(copy) % 64 == 0;
     return kReduceEntries[dtype == DType::Float64][op == RedOp::Prod][stream](dtype, op, a, b, out, bytes, copy);
   }

@@ -216,8 +216,7 @@ void reduce_elements(DType dtype, RedOp op, const std::byte* a, const std::byte*
 
 void reduce_elements_fast(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
                           std::size_t count) {
-  const bool native = dtype == DType::Float32 || dtype == DType::Float64;
-  if (native && op != RedOp::Min && op != RedOp::Max) return sum_or_product(dtype, op, a, b, out, count);  // avg sums
+  if (native_sum_or_product(dtype, op)) return sum_or_product(dtype, op, a, b, out, count);  // avg sums
   if (dtype == DType::Float32) return reduce_in_blocks<float>(dtype, op, a, b, out, 0, count);
   if (dtype == DType::Float64) return reduce_in_blocks<double>(dtype, op, a, b, out, 0, count);
   reduce_elements(dtype, op, a, b, out, count);

@@ -44,6 +44,11 @@ void combine_decoded(DType dtype, const std::byte* a, const std::byte* b, std::b
 // op and input (NaN payloads included), computed natively for float32 and float64 and through
 // reduce_elements for the rest. `out` may be `a` or `b`.
 void reduce_elements_fast(DType, RedOp, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count);
+// Whether reduce_elements_fast computes `dtype` and `op` natively, in the hardware's float type
+// (float32 and float64 sums, averages and products), and checks only NaN results by the contract.
+inline bool native_sum_or_product(DType dtype, RedOp op) {
+  return (dtype == DType::Float32 || dtype == DType::Float64) && op != RedOp::Min && op != RedOp::Max;
+}
 
 // The last step of avg on a fully reduced buffer: integers divide the wrapped sum, read as
 // signed for signed types, by nranks truncating toward zero (NCCL's ncclAvg); floats divide

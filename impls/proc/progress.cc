@@ -215,15 +215,20 @@ bool ProcTransport::State::credit(Outbound& out) {
 void ProcTransport::State::fill_slot(const Outbound& out, const Outgoing& message, std::size_t n,
                                      const std::byte* payload, std::byte* slot, bool around_cache,
                                      const ReducedPiece* reduced) {
+  const bool takes_checksum = settings.checksums && !message.hooked;
   std::uint64_t sum = 0;
-  if (reduced != nullptr) {  // (forward_piece passes one only where the fill takes the checksum)
+  if (reduced != nullptr && takes_checksum && options.reduction.reduce == nullptr) {
     sum = reduce_with_checksum(schedule->shape.dtype, schedule->shape.op, reduced->a, reduced->b, reduced->out,
                                slot + kSlotHeader, n / element, around_cache);  // one pass: reduce, land, fill
-  } else if (settings.checksums && !message.hooked) {
-    sum = copy_with_checksum(slot + kSlotHeader, {payload, n}, around_cache);  // one pass: copy and checksum
   } else {
-    if (n > 0) std::memcpy(slot + kSlotHeader, payload, n);
-    sum = piece_sum(out, message, slot + kSlotHeader, n);
+    // A backend's own reduction (a mutant's) runs on its own, before the payload is read.
+    if (reduced != nullptr) reduce(reduced->a, reduced->b, reduced->out, n);
+    if (takes_checksum) {
+      sum = copy_with_checksum(slot + kSlotHeader, {payload, n}, around_cache);  // one pass: copy and checksum
+    } else {
+      if (n > 0) std::memcpy(slot + kSlotHeader, payload, n);
+      sum = piece_sum(out, message, slot + kSlotHeader, n);
+    }
   }
   const PieceHeader header{message.sequence,      message.pushed, n, sum, out.sender.attempt(message.sequence),
                            around_cache ? 1U : 0U};

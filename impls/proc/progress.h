@@ -287,8 +287,8 @@ enum class Taken { Nothing, Some, All };
 // A forwarded piece that is a reduction's results, a ⊕ b, landed into `out` (where the payload is
 // read from) as it is stored into the next slot: one pass over the bytes that reduces, lands,
 // fills and takes the checksum (reduce_with_checksum), instead of a reduction and then a copy
-// with checksum. Only with the default reduction (a backend's own, or a mutant's, runs apart) and
-// where the fill takes the checksum itself.
+// with checksum, where the fill takes the checksum itself and the reduction is the default one;
+// otherwise fill_slot reduces first and fills as from any payload.
 struct ReducedPiece {
   const std::byte* a = nullptr;
   const std::byte* b = nullptr;

@@ -126,20 +126,15 @@ bool ProcTransport::State::forward_piece(const StepLink* forward, std::byte* to,
     if (!copied) land(to, nullptr, data, at, bytes);
     push_slot(out, message, bytes, data);  // the piece as it came, still in this core's cache
   } else {
-    // Reduced into place, or first into a piece of its own (then into place around the cache),
-    // in the same pass as the slot's fill where it can be (ReducedPiece).
+    // Reduced into place, or first into a piece of its own (then into place around the cache), as
+    // the slot is filled (ReducedPiece).
     std::byte* reduced_into = to + at;
     if (streaming_landings) {
       forwarded.resize(std::max(forwarded.size(), bytes));
       reduced_into = forwarded.data();
     }
-    if (!out.rdma.active && settings.checksums && !message.hooked && options.reduction.reduce == nullptr) {
-      const ReducedPiece reduced{from + at, data, reduced_into};
-      push_slot(out, message, bytes, reduced_into, &reduced);
-    } else {
-      reduce(from + at, data, reduced_into, bytes);
-      push_slot(out, message, bytes, reduced_into);
-    }
+    const ReducedPiece reduced{from + at, data, reduced_into};
+    push_slot(out, message, bytes, reduced_into, &reduced);
     if (streaming_landings) land(to, nullptr, forwarded.data(), at, bytes);
   }
   message.landed = at + bytes;
