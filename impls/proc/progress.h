@@ -358,6 +358,7 @@ struct ProcTransport::State {
   std::vector<std::uint64_t> done_marks;     // tcp: where our own Done frame to each rank ends
   std::vector<std::uint64_t> peers_arrived;  // tcp: the last Arrived mark of each rank (any case)
   std::uint64_t sent_again = 0;              // messages sent again as receivers asked (every case)
+  std::uint64_t pieces_forwarded = 0;        // pieces pushed on as they landed (forward_piece, every case)
 
   int host(int participant) const { return host_rank(participant, schedule->nranks()); }
   bool via_shm(const proc::Key& key) const {

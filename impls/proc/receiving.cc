@@ -140,6 +140,7 @@ bool ProcTransport::State::forward_piece(const StepLink* forward, std::byte* to,
   message.landed = at + bytes;
   message.pushed += bytes;
   message.started = true;
+  ++pieces_forwarded;
   if (message.done()) finished(out, message);
   return true;
 }

@@ -85,6 +85,7 @@ Result<std::unique_ptr<ProcTransport>> ProcTransport::connect(World& world, cons
 
 bool ProcTransport::broken() const { return state_->peers.rdma != nullptr && state_->peers.rdma->failed(); }
 std::uint64_t ProcTransport::sent_again() const { return state_->sent_again; }
+std::uint64_t ProcTransport::forwarded() const { return state_->pieces_forwarded; }
 std::string ProcTransport::links() const {
   if (state_->peers.rdma != nullptr) return "ib (" + state_->peers.rdma->device_name() + ")";
   const bool tcp = std::any_of(state_->peers.connections.begin(), state_->peers.connections.end(),

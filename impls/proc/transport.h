@@ -86,6 +86,8 @@ class ProcTransport {
   bool broken() const;
   // Messages this process sent again because their receivers asked (reliable), over every case.
   std::uint64_t sent_again() const;
+  // Pieces this process pushed on to the next rank as they landed (receive and forward), over every case.
+  std::uint64_t forwarded() const;
 
   struct State;
 

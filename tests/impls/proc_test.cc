@@ -3,6 +3,7 @@
 // backend must do (over shared memory: oracle, repeated calls, deadlines, mutants) is in tests/conformance/.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -192,41 +193,66 @@ TEST(ProcBackend, SpecsNameOptionsAndMutants) {
   EXPECT_NE(bad_mutant.error().message.find("mutant:hang"), std::string::npos);
 }
 
-// A send whose source is overwritten while most of it still waits for FIFO room: the receiver
-// must get the bytes as they were when the send was posted.
+// A hand-made schedule's frame: a float32 sum all-reduce of n elements on `ranks` ranks, its
+// participants there with no steps yet.
+Schedule hand_made(const std::string& name, std::size_t n, int ranks) {
+  Schedule schedule;
+  schedule.algorithm = name;
+  schedule.shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, ranks);
+  schedule.participants.resize(static_cast<std::size_t>(ranks));
+  return schedule;
+}
+
+// What a thread rank's run of a hand-made schedule ended with.
+struct ThreadRankRun {
+  Status status = Ok{};
+  std::uint64_t sent_again = 0;  // messages it sent again as its receivers asked
+  std::uint64_t forwarded = 0;   // pieces it pushed on as they landed (receive and forward)
+};
+
 // Runs a hand-made schedule `calls` times over the proc transport between thread ranks, each
-// rank's buffers given; fails the test where any rank's run fails. Returns how many messages each
-// rank sent again as its receivers asked.
-std::vector<std::uint64_t> run_on_thread_ranks(const Schedule& schedule, const std::vector<ProcBuffers>& buffers,
-                                               const ProcRunOptions& options = {}, int calls = 1) {
+// rank's buffers and options its own (`options[rank]`).
+std::vector<ThreadRankRun> run_each_on_thread_ranks(const Schedule& schedule, const std::vector<ProcBuffers>& buffers,
+                                                    const std::vector<ProcRunOptions>& options, int calls = 1) {
   const int ranks = schedule.nranks();
   std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(ranks);
-  std::vector<Status> results(static_cast<std::size_t>(ranks), Ok{});
-  std::vector<std::uint64_t> sent_again(static_cast<std::size_t>(ranks), 0);
+  std::vector<ThreadRankRun> runs(static_cast<std::size_t>(ranks));
   on_every_rank(ranks, [&](int r) {
     const auto rank = static_cast<std::size_t>(r);
     auto transport = ProcTransport::connect(*worlds[rank], ProcLinkOptions{});
     ASSERT_TRUE(transport.ok());
-    Status begun = (*transport)->begin(schedule, options);
-    results[rank] = begun;
-    for (int call = 0; call < calls && results[rank]; ++call) results[rank] = (*transport)->run_call(buffers);
-    if (results[rank]) results[rank] = (*transport)->finish();
-    sent_again[rank] = (*transport)->sent_again();
+    Status& status = runs[rank].status;
+    status = (*transport)->begin(schedule, options[rank]);
+    for (int call = 0; call < calls && status; ++call) status = (*transport)->run_call(buffers);
+    if (status) status = (*transport)->finish();
+    runs[rank].sent_again = (*transport)->sent_again();
+    runs[rank].forwarded = (*transport)->forwarded();
   });
-  for (const Status& status : results) EXPECT_TRUE(status.ok()) << status.error().text();
+  return runs;
+}
+
+// The same with one set of options for every rank; fails the test where any rank's run fails.
+// Returns how many messages each rank sent again as its receivers asked.
+std::vector<std::uint64_t> run_on_thread_ranks(const Schedule& schedule, const std::vector<ProcBuffers>& buffers,
+                                               const ProcRunOptions& options = {}, int calls = 1) {
+  const std::vector<ThreadRankRun> runs = run_each_on_thread_ranks(
+      schedule, buffers, std::vector<ProcRunOptions>(static_cast<std::size_t>(schedule.nranks()), options), calls);
+  std::vector<std::uint64_t> sent_again;
+  for (const ThreadRankRun& each : runs) {
+    EXPECT_TRUE(each.status.ok()) << each.status.error().text();
+    sent_again.push_back(each.sent_again);
+  }
   return sent_again;
 }
 void run_on_two_thread_ranks(const Schedule& schedule, const std::vector<ProcBuffers>& buffers) {
   run_on_thread_ranks(schedule, buffers);
 }
 
+// A send whose source is overwritten while most of it still waits for FIFO room: the receiver
+// must get the bytes as they were when the send was posted.
 TEST(ProcTransport, ASendKeepsItsBytesWhenItsSourceIsOverwritten) {
   const std::size_t n = std::size_t{1} << 20;  // 4 MiB of float32, twice the FIFO
-  Case shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 2);
-  Schedule s;
-  s.algorithm = "overwrite";
-  s.shape = shape;
-  s.participants.resize(2);
+  Schedule s = hand_made("overwrite", n, 2);
   s.participants[1].scratch = n;
   const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n}, scratch{BufferKind::Scratch, 0, n};
   s.copy(0, input, output);
@@ -250,11 +276,7 @@ TEST(ProcTransport, ASendKeepsItsBytesWhenItsSourceIsOverwritten) {
 // into it, while most of its send is still unsent (n is several FIFOs). Every buffer starts
 // `shift` floats past an aligned address. Each rank must end with the other's bytes.
 void exchange_over_source(std::size_t n, std::size_t shift) {
-  Case shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 2);
-  Schedule s;
-  s.algorithm = "exchange-over-source";
-  s.shape = shape;
-  s.participants.resize(2);
+  Schedule s = hand_made("exchange-over-source", n, 2);
   const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n};
   s.copy(0, input, output);
   s.add(0, Step{StepKind::Send, 1, output, {}, 0, 0});
@@ -295,11 +317,7 @@ TEST(ProcTransport, LargeReceivesLandWhole) { exchange_over_source((std::size_t{
 TEST(ProcTransport, AForwardedMessageSentAgainMidwayCarriesWhatLanded) {
   const std::size_t n = std::size_t{4} << 20;       // 16 MiB of float32: many FIFOs' worth of pieces
   const std::size_t stall = std::size_t{16} << 20;  // 64 MiB, copied back and forth by rank 1
-  Case shape = testing::make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, n, 3);
-  Schedule s;
-  s.algorithm = "forward-under-go-back";
-  s.shape = shape;
-  s.participants.resize(3);
+  Schedule s = hand_made("forward-under-go-back", n, 3);
   s.participants[1].scratch = 2 * stall + 1;
   const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n};
   const Range low{BufferKind::Scratch, 0, stall}, high{BufferKind::Scratch, stall, stall};
@@ -335,6 +353,78 @@ TEST(ProcTransport, AForwardedMessageSentAgainMidwayCarriesWhatLanded) {
   for (std::size_t i = 0; i < n; ++i) {
     ASSERT_EQ(memory[3][i], memory[0][i] + memory[2][i]) << i;
     ASSERT_EQ(memory[5][i], memory[3][i]) << i;
+  }
+}
+
+// Flips a byte of the first piece of every message's first transmission, after its checksum was
+// taken: that piece arrives damaged (a forwarding receiver pushes a message's first piece on at
+// once, its send posted and the next FIFO empty); a retransmission goes through whole.
+class DamageFirstTransmissions final : public LinkHook {
+ public:
+  SendDecision on_send(const Message& message, std::span<std::byte> payload) override {
+    if (message.attempt == 0 && !payload.empty()) payload[0] ^= std::byte{0x10};
+    return {};
+  }
+};
+
+// Receive and forward with a damaged piece coming in: only rank 0's sends pass the hook above, so
+// rank 1 (no hook) takes what rank 0 sends into its output (reduced with its input, or copied)
+// and pushes each piece on to rank 2 as it lands. The damaged piece must be caught before it is
+// landed and passed on: reliable, rank 1 asks again and both outputs are what rank 0 sent (plus
+// rank 1's input); unreliable, the run fails on every rank, rank 1 naming the checksum.
+void forward_a_damaged_piece(std::size_t n, bool reduces, bool reliable) {
+  SCOPED_TRACE(std::to_string(n) + " elements, " + (reduces ? "reduced" : "copied") + ", " +
+               (reliable ? "reliable" : "unreliable"));
+  Schedule s = hand_made("forward-a-damaged-piece", n, 3);
+  const Range input{BufferKind::Input, 0, n}, output{BufferKind::Output, 0, n};
+  s.add(0, Step{StepKind::Send, 1, input, {}, 0, 0});
+  s.add(1, reduces ? Step{StepKind::RecvReduce, 0, input, output, 0, 0} : Step{StepKind::Recv, 0, {}, output, 0, 0});
+  s.add(1, Step{StepKind::Send, 2, output, {}, 0, 0});
+  s.add(2, Step{StepKind::Recv, 1, {}, output, 0, 0});
+  ASSERT_TRUE(validate(s).ok()) << validate(s).error().message;
+  std::vector<std::vector<float>> memory(6, std::vector<float>(n));
+  for (std::size_t i = 0; i < n; ++i) {
+    memory[0][i] = static_cast<float>(i % 1000);
+    memory[2][i] = static_cast<float>(i % 777) * 0.5F;
+  }
+  auto bytes = [&](std::size_t i) { return reinterpret_cast<std::byte*>(memory[i].data()); };
+  DamageFirstTransmissions damage;
+  std::vector<ProcRunOptions> options(3);
+  for (ProcRunOptions& each : options) {
+    each.protocol.reliable = reliable;
+    each.protocol.retries = 1000;  // a 16 MiB message on loaded cores: asked again many times while it streams
+    each.deadline = 60;
+  }
+  options[0].hook = &damage;
+  const std::vector<ThreadRankRun> runs =
+      run_each_on_thread_ranks(s,
+                               {ProcBuffers{bytes(0), bytes(1), nullptr}, ProcBuffers{bytes(2), bytes(3), nullptr},
+                                ProcBuffers{bytes(4), bytes(5), nullptr}},
+                               options);
+  if (!reliable) {  // (the first piece fails: nothing is forwarded, though the send was posted to be)
+    for (const ThreadRankRun& each : runs) EXPECT_FALSE(each.status.ok()) << "a damaged piece went unnoticed";
+    const std::string said = runs[1].status.ok() ? "" : runs[1].status.error().text();
+    EXPECT_NE(said.find("failed its checksum"), std::string::npos) << said;
+    return;
+  }
+  for (const ThreadRankRun& each : runs) EXPECT_TRUE(each.status.ok()) << each.status.error().text();
+  EXPECT_GT(runs[1].forwarded, 0u) << "rank 1 forwarded nothing: the test does not reach receive and forward";
+  EXPECT_GT(runs[0].sent_again, 0u) << "rank 1 never asked again for the damaged piece";
+  for (std::size_t i = 0; i < n; ++i) {
+    const float sent = reduces ? memory[0][i] + memory[2][i] : memory[0][i];
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(memory[3][i]), std::bit_cast<std::uint32_t>(sent)) << "rank 1, at " << i;
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(memory[5][i]), std::bit_cast<std::uint32_t>(sent)) << "rank 2, at " << i;
+  }
+}
+
+// Both with the output in the caches (4 MiB) and landed around them (16 MiB: a reduction goes
+// into a piece of its own first).
+TEST(ProcTransport, ADamagedPieceIsNeverForwarded) {
+  for (const std::size_t n : {std::size_t{1} << 20, std::size_t{4} << 20}) {
+    for (const bool reduces : {true, false}) {
+      forward_a_damaged_piece(n, reduces, true);
+      forward_a_damaged_piece(n, reduces, false);
+    }
   }
 }
 
