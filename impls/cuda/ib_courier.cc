@@ -107,10 +107,9 @@ bool IbRings::ship_control(Remote& remote) {
   return moved;
 }
 
-// Writes 1 into the run word at `word_offset` of every other process: false until all went.
-bool IbRings::tell_everyone(std::size_t word_offset) {
-  for (int q = 0; q < nranks_; ++q) {
-    if (q == rank()) continue;
+// Writes 1 into the run word at `word_offset` of every neighbour: false until all went.
+bool IbRings::tell_neighbours(std::size_t word_offset) {
+  for (const int q : neighbours_) {
     if (!post(q, words_ + kOneWord, sizeof(std::uint64_t), regions_.front().local_key,
               peer_words_[static_cast<std::size_t>(q)] + word_offset, peer_words_key_[static_cast<std::size_t>(q)], -1,
               work_id(q))) {
@@ -182,9 +181,9 @@ void IbRings::courier() {
     bool moved = poll_completions();
     if (!failed_.load(std::memory_order_acquire)) {
       for (Remote& remote : remotes_) moved = (remote.sending ? ship_pieces(remote) : ship_control(remote)) || moved;
-      if (stop_asked_.load(std::memory_order_acquire) && !stop_told_) stop_told_ = moved = tell_everyone(kStopWord);
+      if (stop_asked_.load(std::memory_order_acquire) && !stop_told_) stop_told_ = moved = tell_neighbours(kStopWord);
       if (finishing_.load(std::memory_order_acquire) && !last_word_said_.load(std::memory_order_relaxed) &&
-          nothing_to_ship() && tell_everyone(kDoneWords + 8 * static_cast<std::size_t>(rank()))) {
+          nothing_to_ship() && tell_neighbours(kDoneWords + 8 * static_cast<std::size_t>(rank()))) {
         last_word_said_.store(true, std::memory_order_release);
         moved = true;
       }

@@ -29,12 +29,17 @@ std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1
 
 }  // namespace
 
-// What each process tells the others: its error, its words, its queue pairs, and per ring it is an
-// end of: the receiver's slots and headers, or the sender's image of the control words.
+// What each process tells the others: its error, its words, its queue pairs (one to each of its
+// neighbours), and per ring it is an end of: the receiver's slots and headers, or the sender's image
+// of the control words.
 struct IbRings::Announcement {
   std::string error;
   std::uint64_t words = 0, words_key = 0;
-  std::vector<std::vector<std::byte>> pairs;  // per rank: a QueuePairAddress
+  struct Pair {
+    std::uint64_t rank = 0;          // the neighbour it is to
+    std::vector<std::byte> address;  // a QueuePairAddress
+  };
+  std::vector<Pair> pairs;
   struct End {
     std::uint64_t index = 0, sending = 0, slots = 0, slots_key = 0, words = 0;
   };
@@ -51,7 +56,10 @@ std::vector<std::byte> encode(const Announcement& a) {
   out.u64(a.words);
   out.u64(a.words_key);
   out.u64(a.pairs.size());
-  for (const std::vector<std::byte>& pair : a.pairs) out.bytes(pair);
+  for (const Announcement::Pair& pair : a.pairs) {
+    out.u64(pair.rank);
+    out.bytes(pair.address);
+  }
   out.u64(a.ends.size());
   for (const Announcement::End& end : a.ends) {
     for (std::uint64_t value : {end.index, end.sending, end.slots, end.slots_key, end.words}) out.u64(value);
@@ -66,7 +74,12 @@ Announcement decode(std::span<const std::byte> in) {
   a.words = reader.u64();
   a.words_key = reader.u64();
   const std::uint64_t pairs = reader.u64();
-  for (std::uint64_t q = 0; q < pairs && reader.ok(); ++q) a.pairs.push_back(reader.bytes());
+  for (std::uint64_t q = 0; q < pairs && reader.ok(); ++q) {
+    Announcement::Pair pair;
+    pair.rank = reader.u64();
+    pair.address = reader.bytes();
+    a.pairs.push_back(std::move(pair));
+  }
   const std::uint64_t ends = reader.u64();
   for (std::uint64_t k = 0; k < ends && reader.ok(); ++k) {
     Announcement::End end;
@@ -160,13 +173,13 @@ std::atomic<std::uint64_t>& IbRings::run_word(std::size_t offset) const {
   return *std::launder(reinterpret_cast<std::atomic<std::uint64_t>*>(words_ + offset));
 }
 
-// The device, its completion queues, a queue pair to every other rank with its receives posted,
-// and the words registered: "" or why not.
+// The device, its completion queues, a queue pair to each neighbour with its receives posted, and
+// the words registered: "" or why not.
 std::string IbRings::open_verbs(int receives_per_pair) {
   Result<std::unique_ptr<ib::Device>> device = ib::open_chosen(choice_, owned_verbs_);
   if (!device) return device.error().text();
   device_ = std::move(*device);
-  const int depth = kQueueDepth * std::max(nranks_ - 1, 1);
+  const int depth = kQueueDepth * std::max(static_cast<int>(neighbours_.size()), 1);
   Result<std::unique_ptr<ib::CompletionQueue>> sends = device_->create_completion_queue(depth);
   Result<std::unique_ptr<ib::CompletionQueue>> receives = device_->create_completion_queue(depth);
   if (!sends || !receives) return (sends ? receives.error() : sends.error()).text();
@@ -178,8 +191,7 @@ std::string IbRings::open_verbs(int receives_per_pair) {
   words_key_ = words->remote_key;
   pairs_.resize(static_cast<std::size_t>(nranks_));
   outstanding_.assign(static_cast<std::size_t>(nranks_), 0);
-  for (int q = 0; q < nranks_; ++q) {
-    if (q == rank()) continue;
+  for (const int q : neighbours_) {
     Result<std::unique_ptr<ib::QueuePair>> made = device_->create_queue_pair(*sends_, *receives_, kQueueDepth);
     if (!made) return made.error().text();
     pairs_[static_cast<std::size_t>(q)] = std::move(*made);
@@ -210,6 +222,10 @@ std::vector<std::size_t> IbRings::lay_out(std::vector<std::unique_ptr<SlotRing>>
     at[r] = end;
     end += round_up(sizeof(RingControl), kLine) + round_up(ring.shape.slots * sizeof(SlotHeader), kLine);
   }
+  neighbours_.clear();
+  for (const Remote& remote : remotes_) neighbours_.push_back(remote.peer);
+  std::sort(neighbours_.begin(), neighbours_.end());
+  neighbours_.erase(std::unique(neighbours_.begin(), neighbours_.end()), neighbours_.end());
   words_bytes_ = end;
   std::size_t room = words_bytes_ + kLine;
   words_storage_ = std::make_unique<std::byte[]>(room);
@@ -248,10 +264,10 @@ IbRings::Announcement IbRings::set_up_ends(std::vector<std::unique_ptr<SlotRing>
     for (Remote& remote : remotes_) register_end(remote, devices, mine);
     mine.words = reinterpret_cast<std::uintptr_t>(words_);
     mine.words_key = words_key_;
-    for (const std::unique_ptr<ib::QueuePair>& pair : pairs_) {
-      const ib::QueuePairAddress address = pair ? pair->address() : ib::QueuePairAddress{};
+    for (const int q : neighbours_) {
+      const ib::QueuePairAddress address = pairs_[static_cast<std::size_t>(q)]->address();
       const auto* bytes = reinterpret_cast<const std::byte*>(&address);
-      mine.pairs.emplace_back(bytes, bytes + sizeof address);
+      mine.pairs.push_back(Announcement::Pair{static_cast<std::uint64_t>(q), {bytes, bytes + sizeof address}});
     }
   } catch (const std::exception& failure) {
     mine.error = failure.what();
@@ -278,8 +294,9 @@ void IbRings::register_end(Remote& remote, const std::vector<Device*>& devices, 
                                         reinterpret_cast<std::uintptr_t>(words)});
 }
 
-// Connects a queue pair to every other rank and learns where each remote ring's other end lies:
-// "" or the first failure to connect.
+// Connects the queue pair to each neighbour with the neighbour's to this rank (every process finds
+// the same rings, so a neighbour has this one for its own) and learns where each remote ring's
+// other end lies: "" or the first failure to connect.
 std::string IbRings::connect_all(const std::vector<Announcement>& all) {
   std::string error;
   peer_words_.assign(all.size(), 0);
@@ -287,12 +304,23 @@ std::string IbRings::connect_all(const std::vector<Announcement>& all) {
   for (std::size_t q = 0; q < all.size(); ++q) {
     peer_words_[q] = all[q].words;
     peer_words_key_[q] = static_cast<std::uint32_t>(all[q].words_key);
-    if (static_cast<int>(q) == rank() || !error.empty()) continue;
-    ib::QueuePairAddress theirs;  // their queue pair to this rank
-    const std::vector<std::byte>& pair = all[q].pairs.at(static_cast<std::size_t>(rank()));
-    std::memcpy(&theirs, pair.data(), std::min(pair.size(), sizeof theirs));
-    if (Status connected = pairs_[q]->connect(theirs); !connected)
+  }
+  for (const int q : neighbours_) {
+    const auto neighbour = static_cast<std::size_t>(q);
+    const auto theirs = std::find_if(
+        all[neighbour].pairs.begin(), all[neighbour].pairs.end(),
+        [this](const Announcement::Pair& pair) { return pair.rank == static_cast<std::uint64_t>(rank()); });
+    if (theirs == all[neighbour].pairs.end()) {
+      error = "rank " + std::to_string(q) + " has no queue pair to rank " + std::to_string(rank()) +
+              ", which shares a ring with it";
+      break;
+    }
+    ib::QueuePairAddress address;
+    std::memcpy(&address, theirs->address.data(), std::min(theirs->address.size(), sizeof address));
+    if (Status connected = pairs_[neighbour]->connect(address); !connected) {
       error = "connecting to rank " + std::to_string(q) + ": " + connected.error().text();
+      break;
+    }
   }
   for (Remote& remote : remotes_) {
     for (const Announcement::End& other : all[static_cast<std::size_t>(remote.peer)].ends) {
@@ -344,11 +372,10 @@ bool IbRings::finish(double patience) {
   finishing_.store(true, std::memory_order_release);
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                             std::chrono::duration<double>(patience));
-  const auto heard_everyone = [&] {
+  const auto heard_everyone = [&] {  // every neighbour: no other process writes into this one's memory
     if (!last_word_said_.load(std::memory_order_acquire)) return false;
-    for (int q = 0; q < nranks_; ++q) {
-      if (q != rank() && run_word(kDoneWords + 8 * static_cast<std::size_t>(q)).load(std::memory_order_acquire) == 0)
-        return false;
+    for (const int q : neighbours_) {
+      if (run_word(kDoneWords + 8 * static_cast<std::size_t>(q)).load(std::memory_order_acquire) == 0) return false;
     }
     return outstanding_total_.load(std::memory_order_relaxed) == 0;
   };

@@ -40,7 +40,9 @@ std::string rdma_slots_text(Device& device, const ib::VerbsChoice& choice);
 //   into the sender's image of it (`rewind_to` before `rewinds`, in the order the engine reads
 //   them); each word only grows, so a value newer than the one that made the write is as good;
 // - a stop, and a process's last word (it is done with the others' memory), are 8-byte writes into
-//   every other process's run words.
+//   the run words of its neighbours (the processes it shares a ring with); a process whose run a
+//   stop ends stops its own neighbours in turn (the engine's stop), so that it reaches every
+//   process the rings join to the stopping one.
 // The engine reuses a slot only once its credit came back, which the receiver gives only after
 // the piece landed, so no write is ever read from memory being rewritten. Slots live in the
 // participants' memory, registered with the verbs: host memory on the host; on a GPU its device
@@ -48,8 +50,10 @@ std::string rdma_slots_text(Device& device, const ib::VerbsChoice& choice);
 // landed piece made visible to the device (cudaDeviceFlushGPUDirectRDMAWrites) before its flag,
 // or, where the GPU, its driver or the verbs export or take no dma-buf, pinned host memory the GPU
 // reaches (host staging). A run the rings stopped says which verbs and which memory, with the
-// link's words. Every process has a queue pair to every
-// other one. A failed completion stops the run on every process that hears of it, with the link's words
+// link's words. A process has a queue pair to each neighbour only, and waits for their last words
+// only (no other process writes into its memory): a ring's rank has two at 16,384 ranks, not
+// 16,383 (each a queue pair with its receives and an address in every announcement). A failed completion stops the run
+// on every process that hears of it, with the link's words
 // (`why_stopped`); a process that never says its last word leaves the world broken.
 class IbRings final : public RingsAcross {
  public:
@@ -103,7 +107,7 @@ class IbRings final : public RingsAcross {
   void landed(const ib::Completion& done);
   bool ship_pieces(Remote& remote);
   bool ship_control(Remote& remote);
-  bool tell_everyone(std::size_t word_offset);
+  bool tell_neighbours(std::size_t word_offset);
   bool nothing_to_ship() const;
   void fail(const std::string& why);
   bool post(int peer, const std::byte* local, std::size_t bytes, std::uint32_t local_key, std::uint64_t remote,
@@ -115,7 +119,8 @@ class IbRings final : public RingsAcross {
   std::unique_ptr<ib::Verbs> owned_verbs_;
   std::unique_ptr<ib::Device> device_;
   std::unique_ptr<ib::CompletionQueue> sends_, receives_;
-  std::vector<std::unique_ptr<ib::QueuePair>> pairs_;  // per rank; null to this one
+  std::vector<int> neighbours_;                        // the ranks this process shares a ring with, ascending
+  std::vector<std::unique_ptr<ib::QueuePair>> pairs_;  // per rank; null but to neighbours
   std::vector<int> outstanding_;                       // per rank: writes posted, not completed
   std::vector<ib::MemoryRegion> regions_;
   std::unique_ptr<std::byte[]> words_storage_;

@@ -336,6 +336,11 @@ class LoopbackVerbs final : public Verbs {
     return true;
   }
 
+  std::size_t queue_pairs() const {
+    const std::lock_guard<std::mutex> lock(fabric_->mutex);
+    return fabric_->pairs.size();
+  }
+
  private:
   std::shared_ptr<Fabric> fabric_;
 };
@@ -365,6 +370,11 @@ Verbs& process_loopback() {
 bool break_loopback_link(Verbs& loopback, std::uint32_t number) {
   auto* verbs = dynamic_cast<LoopbackVerbs*>(&loopback);
   return verbs != nullptr && verbs->break_link(number);
+}
+
+std::size_t loopback_queue_pairs(Verbs& loopback) {
+  const auto* verbs = dynamic_cast<const LoopbackVerbs*>(&loopback);
+  return verbs != nullptr ? verbs->queue_pairs() : 0;
 }
 
 }  // namespace collcheck::ib

@@ -4,6 +4,7 @@
 // conformance suite and faults on a machine without an RDMA device.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -28,5 +29,8 @@ Verbs& process_loopback();
 // ways: its writes and its peer's, queued or later, fail with RetryExceeded, as when a cable is
 // pulled or the peer's process is gone. False when there is no such queue pair.
 bool break_loopback_link(Verbs& loopback, std::uint32_t number);
+
+// How many queue pairs of a loopback made by make_loopback_verbs exist now (0 for other verbs).
+std::size_t loopback_queue_pairs(Verbs& loopback);
 
 }  // namespace collcheck::ib

@@ -3,7 +3,8 @@
 // memory by dma-buf where the device exports one and the verbs take it, else host memory the
 // device reaches (host staging), with the reason, and the descriptor closed either way; and a link
 // that goes down in the middle of a run stopping it `detected` with the link's words and where the
-// slots were. The rings' data path runs under the conformance suite
+// slots were; queue pairs only to the processes a ring joins, and a stop passed on to the rest. The rings' data path
+// runs under the conformance suite
 // (`all@cuda-host:...,mode=processes,net=ib,verbs=loopback`).
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -124,24 +126,26 @@ class LinksDown final : public LinkHook {
   std::atomic<bool> done_{false};
 };
 
-TEST(IbRingsRuns, ALinkThatGoesDownStopsTheRunWithItsWords) {
-  const Case c = parse_case("allreduce/u32/sum/n=60000/ranks=2/root=0/outofplace/offset=0/values=exact/seed=1").value();
+// Runs the ring all-reduce `c` on its ranks as members of a world of threads, its rings between
+// them over the loopback's verbs, every send passing `hook`; each rank's run.
+std::vector<EngineRun> run_over_rdma(const Case& c, LinkHook& hook, double timeout) {
   Knobs knobs;
   knobs.chunk = 4096;
   const Schedule schedule = stored(make_schedule("ring", c, knobs).value());
-  LinksDown hook;
   EngineOptions options;
   options.guard = kGuardElements;
   options.ring_bytes = 64 << 10;
   options.hook = &hook;
-  options.deadline = 20;
+  options.protocol.timeout = timeout;
+  options.deadline = 60;
   options.rdma = loopback();
-  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(2);
-  std::vector<EngineRun> runs(2);
+  const auto ranks = static_cast<std::size_t>(c.nranks);
+  std::vector<std::unique_ptr<World>> worlds = make_thread_worlds(c.nranks);
+  std::vector<EngineRun> runs(ranks);
   {
     std::vector<std::jthread> members;
-    members.reserve(2);
-    for (std::size_t rank = 0; rank < 2; ++rank) {
+    members.reserve(ranks);
+    for (std::size_t rank = 0; rank < ranks; ++rank) {
       members.emplace_back([&, rank] {
         EngineOptions mine = options;
         mine.world = worlds[rank].get();
@@ -149,6 +153,13 @@ TEST(IbRingsRuns, ALinkThatGoesDownStopsTheRunWithItsWords) {
       });
     }
   }
+  return runs;
+}
+
+TEST(IbRingsRuns, ALinkThatGoesDownStopsTheRunWithItsWords) {
+  const Case c = parse_case("allreduce/u32/sum/n=60000/ranks=2/root=0/outofplace/offset=0/values=exact/seed=1").value();
+  LinksDown hook;
+  const std::vector<EngineRun> runs = run_over_rdma(c, hook, LinkProtocol{}.timeout);
   bool named = false;
   for (const EngineRun& run : runs) {
     EXPECT_FALSE(run.completed);
@@ -158,6 +169,55 @@ TEST(IbRingsRuns, ALinkThatGoesDownStopsTheRunWithItsWords) {
                       run.error.find("(loopback (in-process); slots in host memory)") != std::string::npos);
   }
   EXPECT_TRUE(named) << runs[0].error << "\n" << runs[1].error;
+}
+
+// Counts the loopback's queue pairs as rank 0 stages its third message (every rank's are made and
+// connected before anything is sent); with `damage`, flips a byte of that message after its
+// checksum was taken, so that rank 1 finds it damaged and stops the run.
+class QueuePairsSeen final : public LinkHook {
+ public:
+  explicit QueuePairsSeen(bool damage) : damage_(damage) {}
+  SendDecision on_send(const Message& message, std::span<std::byte> payload) override {
+    if (message.from != 0 || message.sequence != 2 || message.attempt != 0) return {};
+    seen = ib::loopback_queue_pairs(ib::process_loopback());
+    if (damage_ && !payload.empty()) payload[0] ^= std::byte{0x08};
+    return {};
+  }
+
+  std::atomic<std::size_t> seen{0};
+
+ private:
+  bool damage_;
+};
+
+// A process has queue pairs to the processes it shares a ring with, not to every other one: on a
+// ring of 6 ranks, 2 each (12 in all, where a pair to every other rank made 30); the run completes.
+TEST(IbRingsRuns, QueuePairsGoOnlyToTheProcessesARingJoins) {
+  const Case c = parse_case("allreduce/u32/sum/n=60000/ranks=6/root=0/outofplace/offset=0/values=exact/seed=1").value();
+  QueuePairsSeen hook(false);
+  const std::vector<EngineRun> runs = run_over_rdma(c, hook, LinkProtocol{}.timeout);
+  for (const EngineRun& run : runs) EXPECT_TRUE(run.completed) << run.error;
+  EXPECT_EQ(hook.seen.load(), 12u);
+}
+
+// A stop reaches ranks that share no ring with the rank that stopped: rank 1 finds rank 0's message
+// damaged and stops the run; ranks 3 and 4 hear it only as it is passed on (rank 1 has queue pairs
+// to ranks 0 and 2 alone). Every rank ends `detected` at once, the others saying another rank
+// ended the run, none waiting out its 30 s link timeout (an engine that does not stop its own
+// neighbours when another's stop ends its run fails here: ranks 3 and 5 time out instead).
+TEST(IbRingsRuns, AStopIsPassedOnToRanksThatShareNoRingWithTheStopper) {
+  const Case c = parse_case("allreduce/u32/sum/n=60000/ranks=6/root=0/outofplace/offset=0/values=exact/seed=1").value();
+  QueuePairsSeen hook(true);
+  const auto began = std::chrono::steady_clock::now();
+  const std::vector<EngineRun> runs = run_over_rdma(c, hook, 30);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(), 20);
+  for (std::size_t rank = 0; rank < runs.size(); ++rank) {
+    const EngineRun& run = runs[rank];
+    EXPECT_FALSE(run.completed) << "rank " << rank;
+    EXPECT_TRUE(run.detected) << "rank " << rank << ": " << run.error;
+    const std::string expected = rank == 1 ? "failed its checksum" : "another rank ended the run";
+    EXPECT_NE(run.error.find(expected), std::string::npos) << "rank " << rank << ": " << run.error;
+  }
 }
 
 }  // namespace
