@@ -1,7 +1,8 @@
-// Round-to-nearest-even conversions between double and the narrow float formats, by scaling
-// the value to an integer count of the format's quantum; decoding by fields (tables for speed).
+// Round-to-nearest-even conversions between double and the narrow float formats, by counting
+// the value in the format's quanta from its bits; decoding by fields (tables for speed).
 #include "reference/float_format.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -148,23 +149,35 @@ const FloatFormat& float_format(DType dtype) {
 }
 
 std::uint64_t encode(const FloatFormat& format, double value, Saturation saturation) {
-  if (std::isnan(value)) return format.nan_bits();
+  const auto bits = std::bit_cast<std::uint64_t>(value);
   const int m = format.mantissa_bits;
-  const std::uint64_t sign = std::signbit(value) ? std::uint64_t{1} << (format.exponent_bits + m) : 0;
+  const std::uint64_t sign = (bits >> 63) << (format.exponent_bits + m);
+  const auto field = static_cast<int>((bits >> 52) & 0x7ff);
+  const std::uint64_t fraction = bits & all_ones(52);
   const std::uint64_t largest = (top_field(format) << m) | largest_mantissa(format);
   const std::uint64_t overflow = saturation == Saturation::Finite ? largest
                                  : format.has_infinity            ? all_ones(format.exponent_bits) << m
                                                                   : format.nan_bits();
-  const double magnitude = std::fabs(value);
-  if (std::isinf(magnitude)) return sign | overflow;
-  if (magnitude == 0) return sign;
+  if (field == 0x7ff) return fraction != 0 ? format.nan_bits() : sign | overflow;  // NaN, infinity
+  if (field == 0 && fraction == 0) return sign;
 
-  // Count the value in quanta of its binade (subnormals share the smallest normal's quantum).
-  // The scaling is exact, and nearbyint() rounds ties to even in the default rounding mode.
-  int exponent;
-  std::frexp(magnitude, &exponent);
-  int binade = std::max(exponent - 1, format.min_exponent());
-  auto quanta = static_cast<std::uint64_t>(std::nearbyint(magnitude * pow2(m - binade)));
+  // Count the value in quanta of its binade (subnormals share the smallest normal's quantum): the
+  // magnitude is significand * 2^(exponent - 52), so the count is the significand shifted right by
+  // `drop` bits, rounded to nearest, ties to even, from the bits shifted out. A double subnormal
+  // (field 0) lies below every format's smallest normal.
+  const std::uint64_t significand = field == 0 ? fraction : fraction | (std::uint64_t{1} << 52);
+  const int exponent = field == 0 ? -1022 : field - 1023;
+  int binade = std::max(field == 0 ? -1023 : exponent, format.min_exponent());
+  const int drop = 52 - m + (binade - exponent);
+  std::uint64_t quanta = 0;
+  if (drop == 0) {
+    quanta = significand;
+  } else if (drop < 64) {
+    quanta = significand >> drop;
+    const std::uint64_t rest = significand & all_ones(drop);
+    const std::uint64_t half = std::uint64_t{1} << (drop - 1);
+    if (rest > half || (rest == half && (quanta & 1) != 0)) ++quanta;
+  }  // else: less than half a quantum (the significand has 53 bits), zero
   const std::uint64_t implicit_one = std::uint64_t{1} << m;
   if (quanta < implicit_one) return sign | quanta;  // subnormal (or rounded to zero)
   if (quanta == 2 * implicit_one) {                 // rounded up into the next binade
@@ -173,12 +186,12 @@ std::uint64_t encode(const FloatFormat& format, double value, Saturation saturat
   }
   // The biased exponent is at least 1 (binade >= min_exponent()), a small int: no overflow.
   const int biased_exponent = binade + format.bias;
-  const auto field = static_cast<std::uint64_t>(biased_exponent);
+  const auto biased = static_cast<std::uint64_t>(biased_exponent);
   const std::uint64_t mantissa = quanta - implicit_one;
-  if (field > top_field(format) || (field == top_field(format) && mantissa > largest_mantissa(format))) {
+  if (biased > top_field(format) || (biased == top_field(format) && mantissa > largest_mantissa(format))) {
     return sign | overflow;
   }
-  return sign | (field << m) | mantissa;
+  return sign | (biased << m) | mantissa;
 }
 
 double decode(const FloatFormat& format, std::uint64_t bits) {

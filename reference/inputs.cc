@@ -217,7 +217,7 @@ std::uint64_t InputGenerator::bits(int rank, std::size_t index) const {
       const double sign = (r >> 63) != 0 ? -1.0 : 1.0;
       return encode(case_.dtype, sign * std::ldexp(1.0, exponent));
     }
-    case Mode::Real: return encode(case_.dtype, real_value(r));
+    case Mode::Real: return encode(case_.dtype, raw_real(r));  // rounded once: real_value's bits
     case Mode::Special: return special_bits(rank, index, r);
   }
   return 0;
@@ -233,7 +233,7 @@ std::uint64_t InputGenerator::special_bits(int rank, std::size_t index, std::uin
     if (special && is_float(case_.dtype) && (mix64(edge) & 1) != 0) return specials_.front();  // NaN
   }
   if (special) return specials_[below(mix64(r), specials_.size())];
-  return is_float(case_.dtype) ? encode(case_.dtype, real_value(r)) : r & mask_of(case_.dtype);
+  return is_float(case_.dtype) ? encode(case_.dtype, raw_real(r)) : r & mask_of(case_.dtype);
 }
 
 double InputGenerator::value(int rank, std::size_t index) const {
@@ -260,6 +260,15 @@ void InputGenerator::add_exact_offsets(int rank, std::size_t first, std::span<st
 
 // Blocks of the batch paths below: small enough for the cache, large enough for tight loops.
 constexpr std::size_t kBatch = 4096;
+
+// Elements' bits stored at a narrower width, each its low bytes (little-endian).
+template <typename Narrow>
+void store_narrowed(std::span<const std::uint64_t> bits, std::byte* to) {
+  for (std::size_t i = 0; i < bits.size(); ++i) {
+    const auto narrow = static_cast<Narrow>(bits[i]);
+    std::memcpy(to + i * sizeof narrow, &narrow, sizeof narrow);
+  }
+}
 
 bool Inputs::exact_sums(std::size_t, std::span<std::byte>) const { return false; }
 
@@ -355,10 +364,52 @@ void InputGenerator::fill(int rank, std::size_t first, std::span<std::byte> out)
     }
     return;
   }
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::uint64_t element = bits(rank, first + i);
-    std::memcpy(out.data() + i * size, &element, size);  // little-endian: the low bytes
+  std::uint64_t made[kBatch];
+  for (std::size_t done = 0; done < count; done += kBatch) {
+    const std::size_t length = std::min(kBatch, count - done);
+    bits_batch(rank, first + done, {made, length});
+    std::byte* to = out.data() + done * size;
+    switch (size) {  // the low bytes of each (little-endian), at the dtype's width
+      case 1: store_narrowed<std::uint8_t>({made, length}, to); break;
+      case 2: store_narrowed<std::uint16_t>({made, length}, to); break;
+      case 4: store_narrowed<std::uint32_t>({made, length}, to); break;
+      default: std::memcpy(to, made, length * size); break;
+    }
   }
+}
+
+// bits() of elements [first, first + out.size()) in one loop per mode: the hot modes without a
+// switch or a call per element (exact sums from their offsets made a batch at a time), the others
+// element by element. (A real value is encoded straight from its unrounded double, here and in
+// bits(): encoding rounds it as real_value() does, to the same bits.)
+void InputGenerator::bits_batch(int rank, std::size_t first, std::span<std::uint64_t> out) const {
+  const DType dtype = case_.dtype;
+  switch (mode_) {
+    case Mode::Integer:
+    case Mode::OddInteger: {
+      const std::uint64_t mask = mask_of(dtype);
+      const std::uint64_t odd = mode_ == Mode::OddInteger ? 1 : 0;
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = (random(rank, first + i) | odd) & mask;
+      return;
+    }
+    case Mode::Real:
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = encode(dtype, raw_real(random(rank, first + i)));
+      return;
+    case Mode::ExactSum:
+      if (every_rank_contributes() && exact_bits_ <= 32) {
+        std::uint32_t offsets[kBatch];
+        std::fill_n(offsets, out.size(), 0u);
+        add_exact_offsets(rank, first, {offsets, out.size()});
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          out[i] =
+              encode(dtype, static_cast<double>(static_cast<std::int64_t>(offsets[i]) - exact_half_) * scale_factor_);
+        }
+        return;
+      }
+      break;
+    default: break;
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = bits(rank, first + i);
 }
 
 std::uint64_t input(const Case& c, int rank, std::size_t index) { return InputGenerator(c).bits(rank, index); }

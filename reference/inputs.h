@@ -97,6 +97,8 @@ class InputGenerator final : public Inputs {
   // The key of rank's 32-bit stream of exact values for the 2^32 indices around `index`.
   std::uint32_t exact_key(int rank, std::size_t index) const;
   std::uint64_t special_bits(int rank, std::size_t index, std::uint64_t random) const;
+  // bits() of elements [first, first + out.size()), at most a batch (inputs.cc's kBatch) of them.
+  void bits_batch(int rank, std::size_t first, std::span<std::uint64_t> out) const;
   double raw_real(std::uint64_t random) const;  // before rounding to the dtype
   double real_value(std::uint64_t random) const;
 

@@ -72,24 +72,38 @@ bool LinkReceiver::impatient(double now, const LinkSettings& settings) const {
 }
 
 std::uint32_t LinkSender::attempt(std::uint64_t sequence) const {
-  if (sequence < first_ || sequence - first_ >= records_.size()) return 0;
-  return records_[static_cast<std::size_t>(sequence - first_)].attempt;
+  if (sequence < first_ || sequence - first_ >= kept()) return 0;
+  return records_[head_ + static_cast<std::size_t>(sequence - first_)].attempt;
 }
 
 LinkSender::Record& LinkSender::record(std::uint64_t sequence) {
-  if (records_.empty()) first_ = sequence;
-  for (; sequence < first_; --first_) records_.emplace_front();
+  if (kept() == 0) first_ = sequence;
+  for (; sequence < first_; --first_) {  // an earlier message than the first kept: rare
+    if (head_ > 0) {
+      records_[--head_] = Record{};
+    } else {
+      records_.insert(records_.begin(), Record{});
+    }
+  }
   const auto index = static_cast<std::size_t>(sequence - first_);
-  if (index >= records_.size()) records_.resize(index + 1);
-  return records_[index];
+  if (index >= kept()) records_.resize(head_ + index + 1);
+  return records_[head_ + index];
 }
 
 void LinkSender::acknowledged(std::uint64_t sequence) {
-  while (!records_.empty() && first_ < sequence) {
-    records_.pop_front();
-    ++first_;
+  if (first_ < sequence) {
+    const std::size_t forget = static_cast<std::size_t>(std::min<std::uint64_t>(sequence - first_, kept()));
+    head_ += forget;
+    first_ += forget;
   }
-  if (records_.empty()) first_ = std::max(first_, sequence);
+  if (head_ == records_.size()) {  // none kept: the storage is reused from its start
+    records_.clear();
+    head_ = 0;
+    first_ = std::max(first_, sequence);
+  } else if (head_ * 2 > records_.size()) {
+    records_.erase(records_.begin(), records_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
 }
 
 std::string link_stream_text(const std::string& to, const std::string& from, int channel, std::uint64_t call) {

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -165,6 +166,8 @@ struct alignas(64) StreamLink {
   InFlight held;  // the outbox's message held back by a reorder fault until the next one is sent
   Fifo<std::vector<std::byte>> kept_payloads;  // numeric: the payloads of the outbox's kept messages
 };
+// links_ grows by moving its records, not copying them (nothing in one allocates while empty).
+static_assert(std::is_nothrow_move_constructible_v<StreamLink>);
 
 // What a message costs the run's memory where it is held (SimulationOptions::message_memory, and
 // the estimate before the run): on the wire its transmission record and arrival event; kept by a
@@ -207,7 +210,7 @@ class Simulation {
   bool check_messages_match();
   // The step runner (simulator.cc).
   void settle_link(int p, Stream& stream);
-  void prefetch_ahead();
+  void prefetch_ahead(std::size_t handled);
   enum class LinkLines { Sending, Receiving, Route };
   void prefetch_link(std::uint32_t link, LinkLines lines) const;
   void prefetch_send_links(std::size_t q, LinkLines lines) const;

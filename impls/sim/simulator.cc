@@ -32,13 +32,16 @@ SimulatedRun Simulation::run() {
     const Event event = timer ? *due.event : *first;
     const std::size_t slot = timer ? due.slot : 0;
     if (event.time > deadline) break;
+    // The events ahead are asked for before the pop, while the queue still knows where its
+    // earliest one lies (after a pop it must find that out again); `event` is then the first of them.
     if (timer) {
       timers_.cancel(slot);
+      prefetch_ahead(0);
     } else {
+      prefetch_ahead(1);
       events_.pop();
     }
     now_ = event.time;
-    prefetch_ahead();
     record(event);
     if (timer) {
       expire(event.participant, event.step, event.message, slot);
@@ -61,8 +64,10 @@ SimulatedRun Simulation::run() {
 // of the stream links the participant sends on that a send reads (asking for every line of those
 // records was slower: the asks crowd out each other); then the fabric's links on their routes. The send links only
 // where a participant has a few (kFewPeerLinks; a ring's two): an all-to-all's rank has thousands.
-void Simulation::prefetch_ahead() {
-  const std::span<const Event> ahead = events_.ahead();
+// `handled`: the queue's first events that are being handled now (the one about to be popped).
+void Simulation::prefetch_ahead(std::size_t handled) {
+  std::span<const Event> ahead = events_.ahead();
+  ahead = ahead.subspan(std::min(handled, ahead.size()));
   if (ahead.size() > 12) {
     const Event& far = ahead[12];
     __builtin_prefetch(&participants_[static_cast<std::size_t>(far.participant)]);

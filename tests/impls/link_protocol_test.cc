@@ -224,6 +224,42 @@ TEST(LinkProtocol, RetriesAreBounded) {
   EXPECT_TRUE(sender.asked_again(8, settings));  // each message counts its own
 }
 
+// The sender's records of each message's transmissions and requests: kept per message from the
+// first one asked about, an earlier one added in front, forgotten as the receiver takes them (a
+// forgotten message is at attempt 0 again), and kept right through many acknowledgements that each
+// forget a few while many more are kept (the storage's front dropped as it goes).
+TEST(LinkProtocol, TheSenderKeepsEachMessagesAttemptsUntilTaken) {
+  LinkSender sender;
+  EXPECT_EQ(sender.attempt(5), 0u);
+  EXPECT_EQ(sender.retransmit(5), 1u);
+  EXPECT_EQ(sender.retransmit(5), 2u);
+  EXPECT_EQ(sender.retransmit(3), 1u);  // before the first kept: added in front
+  EXPECT_EQ(sender.attempt(3), 1u);
+  EXPECT_EQ(sender.attempt(4), 0u);
+  EXPECT_EQ(sender.attempt(5), 2u);
+  sender.acknowledged(4);
+  EXPECT_EQ(sender.attempt(3), 0u) << "taken: forgotten";
+  EXPECT_EQ(sender.attempt(5), 2u);
+  sender.acknowledged(100);
+  EXPECT_EQ(sender.attempt(5), 0u);
+  EXPECT_EQ(sender.retransmit(99), 1u) << "before what was acknowledged, kept anew";
+  sender.acknowledged(100);
+  // Message s sent again 1 + s % 3 times, so that a record read from the wrong place shows.
+  const auto attempts = [](std::uint64_t sequence) { return static_cast<std::uint32_t>(1 + sequence % 3); };
+  for (std::uint64_t sequence = 100; sequence < 1100; ++sequence) {
+    for (std::uint32_t again = 0; again < attempts(sequence); ++again) sender.retransmit(sequence);
+  }
+  for (std::uint64_t taken = 101; taken < 1100; taken += 7) {
+    sender.acknowledged(taken);
+    ASSERT_EQ(sender.attempt(taken - 1), 0u) << taken;
+    ASSERT_EQ(sender.attempt(taken), attempts(taken)) << taken;
+    ASSERT_EQ(sender.attempt(1099), attempts(1099)) << taken;
+    // A message just forgotten, asked about again, starts afresh (its old record is not reused).
+    ASSERT_EQ(sender.retransmit(taken - 1), 1u) << taken;
+    ASSERT_EQ(sender.attempt(taken), attempts(taken)) << taken;
+  }
+}
+
 // Pieces of one message: taken at their offsets; a repeated piece is a duplicate, a skipped one a
 // gap, one past the message's end refused.
 TEST(LinkProtocol, JudgesPiecesOfAMessage) {

@@ -127,12 +127,14 @@ TEST(Inputs, ExactFloatProductFactorsArePowersOfTwo) {
 }
 
 TEST(Inputs, RealValuesSpanTheirRangeAndAreRoundedToTheDtype) {
-  for (DType dtype : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float8E5M2}) {
+  for (DType dtype : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float8E5M2, DType::Float8E4M3}) {
     const InputGenerator inputs(make_case(dtype, RedOp::Sum, ValueKind::Real, 3));
     double smallest = 1e9, largest = 0;
     for (std::size_t i = 0; i < 4000; ++i) {
       const double v = inputs.value(0, i);
       EXPECT_EQ(v, round_to(dtype, v));
+      // The bits (encoded from the value before rounding) are the rounded value's.
+      EXPECT_EQ(inputs.bits(0, i), encode(dtype, v)) << name(dtype) << " element " << i;
       smallest = std::min(smallest, std::fabs(v));
       largest = std::max(largest, std::fabs(v));
     }
@@ -163,7 +165,7 @@ TEST(Inputs, SpecialValuesMixInNaNInfinitiesNegativeZeroSubnormalsAndExtremes) {
 TEST(Inputs, FillWritesTheSameBitsPacked) {
   const Case c = make_case(DType::BFloat16, RedOp::Sum, ValueKind::Real, 2);
   const InputGenerator inputs(c);
-  std::vector<std::byte> buffer(10 * 2);
+  std::vector<std::byte> buffer(std::size_t{10} * 2);
   inputs.fill(1, 5, buffer);
   for (std::size_t i = 0; i < 10; ++i) {
     const auto low = static_cast<std::uint64_t>(buffer[2 * i]);
@@ -197,6 +199,32 @@ TEST(Inputs, BatchPathsAgreeWithTheElementByElementDefinition) {
           for (int rank = 0; rank < nranks; ++rank) sum += inputs.value(rank, first + i);
           if (summed) {
             ASSERT_EQ(load_bits(dtype, sums, i), encode(dtype, sum)) << "element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// fill() writes what bits() defines for every dtype, kind of values, op and rank count (one
+// contributor window per element where fewer ranks than all are nonzero), within a batch and
+// across one: its batch paths (by mode, then stored at the dtype's width) and the element-by-element
+// one agree.
+TEST(Inputs, FillWritesTheBitsOfEveryDtypeKindAndOp) {
+  constexpr std::size_t kLength = 4100;  // past one batch of 4096
+  for (DType dtype : all_dtypes()) {
+    for (ValueKind values : {ValueKind::Exact, ValueKind::Real, ValueKind::Special}) {
+      for (RedOp op : {RedOp::Sum, RedOp::Prod, RedOp::Max}) {
+        for (int nranks : {1, 3, 13}) {
+          const Case c = make_case(dtype, op, values, nranks);
+          const InputGenerator inputs(c);
+          const std::size_t first = nranks == 3 ? 4093 : 0;
+          SCOPED_TRACE(std::string(name(dtype)) + " " + std::string(name(values)) + " " + std::string(name(op)) +
+                       " ranks " + std::to_string(nranks));
+          std::vector<std::byte> filled(kLength * size_of(dtype));
+          inputs.fill(nranks - 1, first, filled);
+          for (std::size_t i = 0; i < kLength; ++i) {
+            ASSERT_EQ(load_bits(dtype, filled, i), inputs.bits(nranks - 1, first + i)) << "element " << i;
           }
         }
       }
