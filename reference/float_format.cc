@@ -148,7 +148,12 @@ const FloatFormat& float_format(DType dtype) {
   }
 }
 
-std::uint64_t encode(const FloatFormat& format, double value, Saturation saturation) {
+namespace {
+
+// encode()'s body, inlined where it is used: for a narrow dtype's format, a constant
+// (encode_as), the format's fields fold into the code.
+[[gnu::always_inline]] inline std::uint64_t encode_fields(const FloatFormat& format, double value,
+                                                          Saturation saturation) {
   const auto bits = std::bit_cast<std::uint64_t>(value);
   const int m = format.mantissa_bits;
   const std::uint64_t sign = (bits >> 63) << (format.exponent_bits + m);
@@ -194,22 +199,37 @@ std::uint64_t encode(const FloatFormat& format, double value, Saturation saturat
   return sign | (biased << m) | mantissa;
 }
 
+template <FloatFormat kFormat>
+std::uint64_t encode_as(double value, Saturation saturation) {
+  return encode_fields(kFormat, value, saturation);
+}
+
+}  // namespace
+
+std::uint64_t encode(const FloatFormat& format, double value, Saturation saturation) {
+  if (same_format(format, kFloat16)) return encode_as<kFloat16>(value, saturation);
+  if (same_format(format, kBFloat16)) return encode_as<kBFloat16>(value, saturation);
+  if (same_format(format, kFloat8E4M3)) return encode_as<kFloat8E4M3>(value, saturation);
+  if (same_format(format, kFloat8E5M2)) return encode_as<kFloat8E5M2>(value, saturation);
+  return encode_fields(format, value, saturation);
+}
+
 double decode(const FloatFormat& format, std::uint64_t bits) {
   if (const std::vector<double>* table = table_of(format)) return (*table)[bits & (table->size() - 1)];
   return decode_fields(format, bits);
 }
 
 std::uint16_t float16_from_double(double value, Saturation saturation) {
-  return static_cast<std::uint16_t>(encode(kFloat16, value, saturation));
+  return static_cast<std::uint16_t>(encode_as<kFloat16>(value, saturation));
 }
 std::uint16_t bfloat16_from_double(double value, Saturation saturation) {
-  return static_cast<std::uint16_t>(encode(kBFloat16, value, saturation));
+  return static_cast<std::uint16_t>(encode_as<kBFloat16>(value, saturation));
 }
 std::uint8_t float8_e4m3_from_double(double value, Saturation saturation) {
-  return static_cast<std::uint8_t>(encode(kFloat8E4M3, value, saturation));
+  return static_cast<std::uint8_t>(encode_as<kFloat8E4M3>(value, saturation));
 }
 std::uint8_t float8_e5m2_from_double(double value, Saturation saturation) {
-  return static_cast<std::uint8_t>(encode(kFloat8E5M2, value, saturation));
+  return static_cast<std::uint8_t>(encode_as<kFloat8E5M2>(value, saturation));
 }
 double float16_to_double(std::uint16_t bits) { return float16_table()[bits]; }
 double bfloat16_to_double(std::uint16_t bits) { return bfloat16_table()[bits]; }
@@ -226,10 +246,10 @@ std::uint64_t encode(DType dtype, double value, Saturation saturation) {
       }
       return std::bit_cast<std::uint32_t>(narrow);
     }
-    case DType::Float16:
-    case DType::BFloat16:
-    case DType::Float8E4M3:
-    case DType::Float8E5M2: return encode(float_format(dtype), value, saturation);
+    case DType::Float16: return encode_as<kFloat16>(value, saturation);
+    case DType::BFloat16: return encode_as<kBFloat16>(value, saturation);
+    case DType::Float8E4M3: return encode_as<kFloat8E4M3>(value, saturation);
+    case DType::Float8E5M2: return encode_as<kFloat8E5M2>(value, saturation);
     default: return encode_integer(dtype, value);
   }
 }

@@ -24,12 +24,38 @@ void reduce_elements(DType, RedOp, const std::byte* a, const std::byte* b, std::
 // reduce_elements takes for every float format (min and max propagate NaN; avg adds).
 double reduce_values(RedOp, double a, double b);
 
+// combine_decoded for one narrow float type: elements of `Bits`, decoded and encoded by the type's own
+// functions (each Saturation::None).
+template <typename Bits, typename Combine>
+void combine_as(const std::byte* a, const std::byte* b, std::byte* out, std::size_t count, double (*decode_bits)(Bits),
+                Bits (*encode_value)(double, Saturation), Combine combine) {
+  for (std::size_t i = 0; i < count; ++i) {
+    Bits x, y;
+    std::memcpy(&x, a + i * sizeof x, sizeof x);
+    std::memcpy(&y, b + i * sizeof y, sizeof y);
+    const Bits result = encode_value(combine(decode_bits(x), decode_bits(y)), Saturation::None);
+    std::memcpy(out + i * sizeof result, &result, sizeof result);
+  }
+}
+
 // out[i] = combine(a[i], b[i]) for `count` packed float elements, each decoded to double and the
 // result rounded once to the dtype: reduce_elements' float loop with its step given (the
 // mutants' reductions give theirs). `out` may be `a` or `b`.
 template <typename Combine>
 void combine_decoded(DType dtype, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count,
                      Combine combine) {
+  // The narrow floats, the dtype chosen once: their tables decode, their own encoders round.
+  switch (dtype) {
+    case DType::Float16:
+      return combine_as<std::uint16_t>(a, b, out, count, float16_to_double, float16_from_double, combine);
+    case DType::BFloat16:
+      return combine_as<std::uint16_t>(a, b, out, count, bfloat16_to_double, bfloat16_from_double, combine);
+    case DType::Float8E4M3:
+      return combine_as<std::uint8_t>(a, b, out, count, float8_e4m3_to_double, float8_e4m3_from_double, combine);
+    case DType::Float8E5M2:
+      return combine_as<std::uint8_t>(a, b, out, count, float8_e5m2_to_double, float8_e5m2_from_double, combine);
+    default: break;
+  }
   const std::size_t size = size_of(dtype);
   for (std::size_t i = 0; i < count; ++i) {
     std::uint64_t x = 0, y = 0;
