@@ -125,6 +125,14 @@ std::vector<std::size_t> special_edges(const Case& c) {
   return edges;
 }
 
+void Inputs::fill(int rank, std::size_t first, std::span<std::byte> out) const {
+  const std::size_t size = size_of(which().dtype);
+  for (std::size_t i = 0; i < out.size() / size; ++i) {
+    const std::uint64_t element = bits(rank, first + i);
+    std::memcpy(out.data() + i * size, &element, size);  // little-endian: the low bytes
+  }
+}
+
 void Inputs::values(int rank, std::size_t first, std::span<double> out) const {
   const DType dtype = which().dtype;
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = decode(dtype, bits(rank, first + i));

@@ -27,6 +27,9 @@ class Inputs {
   // The elements [first, first + out.size()) of rank's input as doubles (exact for every
   // float dtype, and for integers that fit).
   virtual void values(int rank, std::size_t first, std::span<double> out) const;
+  // Writes elements [first, first + out.size() / size_of(dtype)) of rank's input, packed: each
+  // element's bits() in its low bytes (little-endian).
+  virtual void fill(int rank, std::size_t first, std::span<std::byte> out) const;
   // The sum over every rank of elements [first, first + out.size() / size_of(dtype)), packed as
   // the dtype's elements, where the inputs know it to be exact in every order (exact float
   // sums, computed in batches without the general path); false where they cannot say.
@@ -80,8 +83,7 @@ class InputGenerator final : public Inputs {
   std::int64_t exact_integer(int rank, std::size_t index) const;
   int scale() const { return scale_; }
 
-  // Writes elements [first, first + out.size() / size_of(dtype)) of rank's input.
-  void fill(int rank, std::size_t first, std::span<std::byte> out) const;
+  void fill(int rank, std::size_t first, std::span<std::byte> out) const override;  // a batch at a time
 
  private:
   enum class Mode { Integer, OddInteger, ExactSum, ExactProd, Real, Special };

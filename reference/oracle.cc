@@ -32,16 +32,23 @@ std::size_t input_base(const Case& c, int rank) {
 }
 
 // The v-collectives: blocks packed in rank order, of the sizes the counts say.
+// Elements [first, first + count) of `source`'s input into out's elements from `at` on.
+void copy_input(const Inputs& inputs, int source, std::size_t first, std::size_t count, Expected& out, std::size_t at) {
+  const std::size_t size = size_of(out.dtype);
+  inputs.fill(source, first, std::span(out.data).subspan(at * size, count * size));
+}
+
 void expect_vector_movement(const Case& c, const Inputs& inputs, int rank, Expected& out) {
   std::size_t at = 0;
   for (int source = 0; source < c.nranks; ++source) {
     if (c.collective == Collective::AllGatherV) {  // block s is rank s's input
       const std::size_t count = c.counts[static_cast<std::size_t>(source)];
-      for (std::size_t i = 0; i < count; ++i) store(out, at++, inputs.bits(source, i));
+      copy_input(inputs, source, 0, count, out, at);
+      at += count;
     } else {  // alltoallv: block s is what rank s sent to this rank, packed by destination
-      const std::size_t from = send_start(c, source, rank);
       const std::size_t count = pair_count(c, source, rank);
-      for (std::size_t i = 0; i < count; ++i) store(out, at++, inputs.bits(source, from + i));
+      copy_input(inputs, source, send_start(c, source, rank), count, out, at);
+      at += count;
     }
   }
 }
@@ -55,28 +62,26 @@ void expect_movement(const Case& c, const Inputs& inputs, int rank, Expected& ou
   switch (c.collective) {
     case Collective::AllGather:  // block r is rank r's input
       for (int source = 0; source < c.nranks; ++source) {
-        for (std::size_t i = 0; i < count; ++i) {
-          store(out, static_cast<std::size_t>(source) * count + i, inputs.bits(source, i));
-        }
+        copy_input(inputs, source, 0, count, out, static_cast<std::size_t>(source) * count);
       }
       break;
     case Collective::AllToAll:  // block s is what rank s sent to this rank
       for (int source = 0; source < c.nranks; ++source) {
-        const std::size_t from = static_cast<std::size_t>(rank) * count;
-        for (std::size_t i = 0; i < count; ++i) {
-          store(out, static_cast<std::size_t>(source) * count + i, inputs.bits(source, from + i));
-        }
+        copy_input(inputs, source, static_cast<std::size_t>(rank) * count, count, out,
+                   static_cast<std::size_t>(source) * count);
       }
       break;
     default:  // broadcast: the root's input
-      for (std::size_t i = 0; i < count; ++i) store(out, i, inputs.bits(c.root, i));
+      copy_input(inputs, c.root, 0, count, out, 0);
       break;
   }
 }
 
 // Integers: NCCL's semantics, bit for bit. Sums and products wrap around; avg divides the
 // wrapped sum, read as signed for signed types, by nranks, truncating toward zero.
-std::uint64_t reduce_integers(const Case& c, const Inputs& inputs, std::size_t index) {
+// One output element of an integer reduction from its inputs, `element(rank)` each rank's bits.
+template <typename Element>
+std::uint64_t reduce_integers(const Case& c, Element element) {
   const std::size_t width = size_of(c.dtype) * 8;
   const std::uint64_t mask = width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
   const std::uint64_t sign = std::uint64_t{1} << (width - 1);
@@ -84,9 +89,9 @@ std::uint64_t reduce_integers(const Case& c, const Inputs& inputs, std::size_t i
   // Map to a key whose unsigned order is the type's order (flip the sign bit of signed types).
   auto key = [&](std::uint64_t bits) { return is_signed_type ? bits ^ sign : bits; };
 
-  std::uint64_t accumulator = inputs.bits(0, index);
+  std::uint64_t accumulator = element(0);
   for (int rank = 1; rank < c.nranks; ++rank) {
-    const std::uint64_t x = inputs.bits(rank, index);
+    const std::uint64_t x = element(rank);
     switch (c.op) {
       case RedOp::Sum:
       case RedOp::Avg: accumulator = (accumulator + x) & mask; break;
@@ -349,7 +354,24 @@ void expect_reduction(const Case& c, const Inputs& inputs, int rank, Expected& o
     expect_float_reduction(c, inputs, base, out);
     return;
   }
-  for (std::size_t j = 0; j < out.count; ++j) store(out, j, reduce_integers(c, inputs, base + j));
+  // A block at a time, every rank's inputs for it filled into a row first (a batch each).
+  const auto nranks = static_cast<std::size_t>(c.nranks);
+  const std::size_t size = size_of(c.dtype);
+  const std::size_t block = std::max<std::size_t>(1, std::min(kBlockValues / nranks, out.count));
+  std::vector<std::byte> rows(nranks * block * size);
+  for (std::size_t first = 0; first < out.count; first += block) {
+    const std::size_t length = std::min(block, out.count - first);
+    for (int source = 0; source < c.nranks; ++source) {
+      inputs.fill(source, base + first,
+                  std::span(rows).subspan(static_cast<std::size_t>(source) * block * size, length * size));
+    }
+    for (std::size_t j = 0; j < length; ++j) {
+      const auto element = [&](int source) {
+        return load_bits(c.dtype, rows, static_cast<std::size_t>(source) * block + j);
+      };
+      store(out, first + j, reduce_integers(c, element));
+    }
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "reference/float_format.h"
+#include "reference/inputs.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
 
@@ -112,6 +113,30 @@ TEST(OracleTable, AllToAllTransposesBlocks) {
   const Rows in{{11, 12, 13}, {21, 22, 23}, {31, 32, 33}};  // rank r sends rc to rank c
   EXPECT_EQ(expected_values(c, in, 0), (std::vector<double>{11, 21, 31}));
   EXPECT_EQ(expected_values(c, in, 2), (std::vector<double>{13, 23, 33}));
+}
+
+// Blocks of several elements from generated inputs, every element checked against the input it
+// must be, read one at a time (the oracle copies them a block at a time): all-gather's block s is
+// rank s's input, all-to-all's block s is rank s's block for this rank, broadcast the root's input.
+TEST(OracleTable, MovedBlocksAreTheInputsTheyCopy) {
+  for (const DType dtype : {DType::Int8, DType::BFloat16, DType::Float64}) {
+    for (const Collective collective : {Collective::AllGather, Collective::AllToAll, Collective::Broadcast}) {
+      const Case c = make_case(collective, dtype, RedOp::Sum, 5, 4, /*root=*/2);
+      const InputGenerator inputs(c);
+      for (int rank = 0; rank < c.nranks; ++rank) {
+        const Expected e = expected(inputs, rank);
+        const std::size_t blocks = collective == Collective::Broadcast ? 1 : 4;
+        ASSERT_EQ(e.count, blocks * c.count);
+        for (std::size_t at = 0; at < e.count; ++at) {
+          const std::size_t block = at / c.count, i = at % c.count;
+          const int source = collective == Collective::Broadcast ? c.root : static_cast<int>(block);
+          const std::size_t from = collective == Collective::AllToAll ? static_cast<std::size_t>(rank) * c.count : 0;
+          ASSERT_EQ(e.bits(at), inputs.bits(source, from + i))
+              << name(collective) << " " << name(dtype) << " rank " << rank << " element " << at;
+        }
+      }
+    }
+  }
 }
 
 TEST(OracleTable, BroadcastCopiesTheRootsInputEverywhere) {
