@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -61,5 +63,55 @@ Result<DType> parse_dtype(std::string_view text);
 
 // "i8, u8, …": for error messages that list what is allowed.
 std::string dtype_choices();
+
+// Reads element `index` of a packed buffer of dtype elements as bits (little-endian, as
+// every platform collcheck runs on stores them).
+inline std::uint64_t load_bits(DType dtype, std::span<const std::byte> buffer, std::size_t index) {
+  const std::byte* at = buffer.data() + index * size_of(dtype);
+  switch (size_of(dtype)) {
+    case 1: {
+      std::uint8_t v;
+      std::memcpy(&v, at, 1);
+      return v;
+    }
+    case 2: {
+      std::uint16_t v;
+      std::memcpy(&v, at, 2);
+      return v;
+    }
+    case 4: {
+      std::uint32_t v;
+      std::memcpy(&v, at, 4);
+      return v;
+    }
+    default: {
+      std::uint64_t v;
+      std::memcpy(&v, at, 8);
+      return v;
+    }
+  }
+}
+
+inline void store_bits(DType dtype, std::span<std::byte> buffer, std::size_t index, std::uint64_t bits) {
+  std::byte* at = buffer.data() + index * size_of(dtype);
+  switch (size_of(dtype)) {
+    case 1: {
+      const auto v = static_cast<std::uint8_t>(bits);
+      std::memcpy(at, &v, 1);
+      return;
+    }
+    case 2: {
+      const auto v = static_cast<std::uint16_t>(bits);
+      std::memcpy(at, &v, 2);
+      return;
+    }
+    case 4: {
+      const auto v = static_cast<std::uint32_t>(bits);
+      std::memcpy(at, &v, 4);
+      return;
+    }
+    default: std::memcpy(at, &bits, 8); return;
+  }
+}
 
 }  // namespace collcheck

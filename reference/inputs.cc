@@ -126,11 +126,8 @@ std::vector<std::size_t> special_edges(const Case& c) {
 }
 
 void Inputs::fill(int rank, std::size_t first, std::span<std::byte> out) const {
-  const std::size_t size = size_of(which().dtype);
-  for (std::size_t i = 0; i < out.size() / size; ++i) {
-    const std::uint64_t element = bits(rank, first + i);
-    std::memcpy(out.data() + i * size, &element, size);  // little-endian: the low bytes
-  }
+  const DType dtype = which().dtype;
+  for (std::size_t i = 0; i < out.size() / size_of(dtype); ++i) store_bits(dtype, out, i, bits(rank, first + i));
 }
 
 void Inputs::values(int rank, std::size_t first, std::span<double> out) const {
@@ -269,15 +266,6 @@ void InputGenerator::add_exact_offsets(int rank, std::size_t first, std::span<st
 // Blocks of the batch paths below: small enough for the cache, large enough for tight loops.
 constexpr std::size_t kBatch = 4096;
 
-// Elements' bits stored at a narrower width, each its low bytes (little-endian).
-template <typename Narrow>
-void store_narrowed(std::span<const std::uint64_t> bits, std::byte* to) {
-  for (std::size_t i = 0; i < bits.size(); ++i) {
-    const auto narrow = static_cast<Narrow>(bits[i]);
-    std::memcpy(to + i * sizeof narrow, &narrow, sizeof narrow);
-  }
-}
-
 bool Inputs::exact_sums(std::size_t, std::span<std::byte>) const { return false; }
 
 bool InputGenerator::exact_sums(std::size_t first, std::span<std::byte> out) const {
@@ -376,19 +364,13 @@ void InputGenerator::fill(int rank, std::size_t first, std::span<std::byte> out)
   for (std::size_t done = 0; done < count; done += kBatch) {
     const std::size_t length = std::min(kBatch, count - done);
     bits_batch(rank, first + done, {made, length});
-    std::byte* to = out.data() + done * size;
-    switch (size) {  // the low bytes of each (little-endian), at the dtype's width
-      case 1: store_narrowed<std::uint8_t>({made, length}, to); break;
-      case 2: store_narrowed<std::uint16_t>({made, length}, to); break;
-      case 4: store_narrowed<std::uint32_t>({made, length}, to); break;
-      default: std::memcpy(to, made, length * size); break;
-    }
+    for (std::size_t i = 0; i < length; ++i) store_bits(case_.dtype, out, done + i, made[i]);
   }
 }
 
 // bits() of elements [first, first + out.size()) in one loop per mode: the hot modes without a
-// switch or a call per element (exact sums from their offsets made a batch at a time), the others
-// element by element. (A real value is encoded straight from its unrounded double, here and in
+// switch or a call per element (exact sums from values(), which makes them from a batch of
+// offsets), the others element by element. (A real value is encoded straight from its unrounded double, here and in
 // bits(): encoding rounds it as real_value() does, to the same bits.)
 void InputGenerator::bits_batch(int rank, std::size_t first, std::span<std::uint64_t> out) const {
   const DType dtype = case_.dtype;
@@ -404,14 +386,10 @@ void InputGenerator::bits_batch(int rank, std::size_t first, std::span<std::uint
       for (std::size_t i = 0; i < out.size(); ++i) out[i] = encode(dtype, raw_real(random(rank, first + i)));
       return;
     case Mode::ExactSum:
-      if (every_rank_contributes() && exact_bits_ <= 32) {
-        std::uint32_t offsets[kBatch];
-        std::fill_n(offsets, out.size(), 0u);
-        add_exact_offsets(rank, first, {offsets, out.size()});
-        for (std::size_t i = 0; i < out.size(); ++i) {
-          out[i] =
-              encode(dtype, static_cast<double>(static_cast<std::int64_t>(offsets[i]) - exact_half_) * scale_factor_);
-        }
+      if (every_rank_contributes() && exact_bits_ <= 32) {  // values() makes them from a batch of offsets
+        double exact[kBatch];
+        values(rank, first, {exact, out.size()});
+        for (std::size_t i = 0; i < out.size(); ++i) out[i] = encode(dtype, exact[i]);
         return;
       }
       break;

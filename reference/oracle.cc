@@ -31,13 +31,13 @@ std::size_t input_base(const Case& c, int rank) {
   return c.collective == Collective::ReduceScatter ? static_cast<std::size_t>(rank) * c.count : 0;
 }
 
-// The v-collectives: blocks packed in rank order, of the sizes the counts say.
 // Elements [first, first + count) of `source`'s input into out's elements from `at` on.
 void copy_input(const Inputs& inputs, int source, std::size_t first, std::size_t count, Expected& out, std::size_t at) {
   const std::size_t size = size_of(out.dtype);
   inputs.fill(source, first, std::span(out.data).subspan(at * size, count * size));
 }
 
+// The v-collectives: blocks packed in rank order, of the sizes the counts say.
 void expect_vector_movement(const Case& c, const Inputs& inputs, int rank, Expected& out) {
   std::size_t at = 0;
   for (int source = 0; source < c.nranks; ++source) {
@@ -77,9 +77,9 @@ void expect_movement(const Case& c, const Inputs& inputs, int rank, Expected& ou
   }
 }
 
-// Integers: NCCL's semantics, bit for bit. Sums and products wrap around; avg divides the
-// wrapped sum, read as signed for signed types, by nranks, truncating toward zero.
-// One output element of an integer reduction from its inputs, `element(rank)` each rank's bits.
+// One output element of an integer reduction, `element(rank)` each rank's input bits. NCCL's
+// semantics, bit for bit: sums and products wrap around; avg divides the wrapped sum, read as
+// signed for signed types, by nranks, truncating toward zero.
 template <typename Element>
 std::uint64_t reduce_integers(const Case& c, Element element) {
   const std::size_t width = size_of(c.dtype) * 8;
@@ -308,6 +308,13 @@ bool bitwise_float_reduction(const Case& c) { return c.values == ValueKind::Exac
 // generating them runs in tight loops; about this many doubles per block.
 constexpr std::size_t kBlockValues = 1 << 15;
 
+// Elements per block for `nranks` rows: about kBlockValues values in all, and no more than the
+// output has (a small case's rows stay small: zeroing a whole block's 256 KiB for a few elements
+// was a tenth of a short check's time).
+std::size_t block_length(std::size_t nranks, std::size_t count) {
+  return std::max<std::size_t>(1, std::min(kBlockValues / nranks, count));
+}
+
 // Exact sums the inputs know without the general path (every rank contributing).
 bool expect_exact_sums(const Case& c, const Inputs& inputs, std::size_t base, Expected& out) {
   return c.op == RedOp::Sum && c.values == ValueKind::Exact && inputs.exact_sums(base, out.data);
@@ -322,9 +329,7 @@ void expect_float_reduction(const Case& c, const Inputs& inputs, std::size_t bas
     out.accept.assign(out.count, 0);
   }
   const auto nranks = static_cast<std::size_t>(c.nranks);
-  // No longer than the output: a small case's rows are small (zeroing a whole block's 256 KiB for a
-  // few elements was a tenth of a short check's time).
-  const std::size_t block = std::max<std::size_t>(1, std::min(kBlockValues / nranks, out.count));
+  const std::size_t block = block_length(nranks, out.count);
   std::vector<double> rows(nranks * block);
   for (std::size_t first = 0; first < out.count; first += block) {
     const std::size_t length = std::min(block, out.count - first);
@@ -357,7 +362,7 @@ void expect_reduction(const Case& c, const Inputs& inputs, int rank, Expected& o
   // A block at a time, every rank's inputs for it filled into a row first (a batch each).
   const auto nranks = static_cast<std::size_t>(c.nranks);
   const std::size_t size = size_of(c.dtype);
-  const std::size_t block = std::max<std::size_t>(1, std::min(kBlockValues / nranks, out.count));
+  const std::size_t block = block_length(nranks, out.count);
   std::vector<std::byte> rows(nranks * block * size);
   for (std::size_t first = 0; first < out.count; first += block) {
     const std::size_t length = std::min(block, out.count - first);

@@ -38,7 +38,7 @@ struct Expected {
   std::size_t unchecked = 0;        // elements with AcceptAnything
 
   bool bitwise() const { return bound.empty(); }
-  std::uint64_t bits(std::size_t element) const;  // defined below load_bits
+  std::uint64_t bits(std::size_t element) const;  // defined below (load_bits, dtype.h)
 };
 
 struct Mismatch {
@@ -100,56 +100,6 @@ Expected expected(const Inputs&, int rank);
 // Non-root ranks of a reduce have no output: they pass an empty `got`.
 Verdict compare(const Expected&, int rank, std::span<const std::byte> got, std::size_t max_reported = 8);
 Verdict compare(const Case&, int rank, std::span<const std::byte> got);
-
-// Reads element `index` of a packed buffer of dtype elements as bits (little-endian, as
-// every platform collcheck runs on stores them).
-inline std::uint64_t load_bits(DType dtype, std::span<const std::byte> buffer, std::size_t index) {
-  const std::byte* at = buffer.data() + index * size_of(dtype);
-  switch (size_of(dtype)) {
-    case 1: {
-      std::uint8_t v;
-      std::memcpy(&v, at, 1);
-      return v;
-    }
-    case 2: {
-      std::uint16_t v;
-      std::memcpy(&v, at, 2);
-      return v;
-    }
-    case 4: {
-      std::uint32_t v;
-      std::memcpy(&v, at, 4);
-      return v;
-    }
-    default: {
-      std::uint64_t v;
-      std::memcpy(&v, at, 8);
-      return v;
-    }
-  }
-}
-
-inline void store_bits(DType dtype, std::span<std::byte> buffer, std::size_t index, std::uint64_t bits) {
-  std::byte* at = buffer.data() + index * size_of(dtype);
-  switch (size_of(dtype)) {
-    case 1: {
-      const auto v = static_cast<std::uint8_t>(bits);
-      std::memcpy(at, &v, 1);
-      return;
-    }
-    case 2: {
-      const auto v = static_cast<std::uint16_t>(bits);
-      std::memcpy(at, &v, 2);
-      return;
-    }
-    case 4: {
-      const auto v = static_cast<std::uint32_t>(bits);
-      std::memcpy(at, &v, 4);
-      return;
-    }
-    default: std::memcpy(at, &bits, 8); return;
-  }
-}
 
 inline std::uint64_t Expected::bits(std::size_t element) const { return load_bits(dtype, data, element); }
 

@@ -2,6 +2,7 @@
 // later): what a ⊕ b is for each dtype and op, and how avg finishes.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -24,45 +25,48 @@ void reduce_elements(DType, RedOp, const std::byte* a, const std::byte* b, std::
 // reduce_elements takes for every float format (min and max propagate NaN; avg adds).
 double reduce_values(RedOp, double a, double b);
 
-// combine_decoded for one narrow float type: elements of `Bits`, decoded and encoded by the type's own
-// functions (each Saturation::None).
-template <typename Bits, typename Combine>
-void combine_as(const std::byte* a, const std::byte* b, std::byte* out, std::size_t count, double (*decode_bits)(Bits),
-                Bits (*encode_value)(double, Saturation), Combine combine) {
+// combine_decoded for one float type: elements of `Bits`, each decoded to double and the result
+// encoded back by the type's own functions (the dtype chosen once per call, not per element).
+template <typename Bits, typename Decode, typename Encode, typename Combine>
+void combine_as(const std::byte* a, const std::byte* b, std::byte* out, std::size_t count, Decode decode_bits,
+                Encode encode_value, Combine combine) {
   for (std::size_t i = 0; i < count; ++i) {
     Bits x, y;
     std::memcpy(&x, a + i * sizeof x, sizeof x);
     std::memcpy(&y, b + i * sizeof y, sizeof y);
-    const Bits result = encode_value(combine(decode_bits(x), decode_bits(y)), Saturation::None);
+    const Bits result = encode_value(combine(decode_bits(x), decode_bits(y)));
     std::memcpy(out + i * sizeof result, &result, sizeof result);
   }
 }
 
-// out[i] = combine(a[i], b[i]) for `count` packed float elements, each decoded to double and the
-// result rounded once to the dtype: reduce_elements' float loop with its step given (the
-// mutants' reductions give theirs). `out` may be `a` or `b`.
+// out[i] = combine(a[i], b[i]) for `count` packed float elements (a float dtype), each decoded to
+// double and the result rounded once to the dtype: reduce_elements' float loop with its step given
+// (the mutants' reductions give theirs). `out` may be `a` or `b`.
 template <typename Combine>
 void combine_decoded(DType dtype, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count,
                      Combine combine) {
-  // The narrow floats, the dtype chosen once: their tables decode, their own encoders round.
+  const auto rounded = [](auto to_bits) {
+    return [to_bits](double value) { return to_bits(value, Saturation::None); };
+  };
   switch (dtype) {
     case DType::Float16:
-      return combine_as<std::uint16_t>(a, b, out, count, float16_to_double, float16_from_double, combine);
+      return combine_as<std::uint16_t>(a, b, out, count, float16_to_double, rounded(float16_from_double), combine);
     case DType::BFloat16:
-      return combine_as<std::uint16_t>(a, b, out, count, bfloat16_to_double, bfloat16_from_double, combine);
+      return combine_as<std::uint16_t>(a, b, out, count, bfloat16_to_double, rounded(bfloat16_from_double), combine);
     case DType::Float8E4M3:
-      return combine_as<std::uint8_t>(a, b, out, count, float8_e4m3_to_double, float8_e4m3_from_double, combine);
+      return combine_as<std::uint8_t>(a, b, out, count, float8_e4m3_to_double, rounded(float8_e4m3_from_double),
+                                      combine);
     case DType::Float8E5M2:
-      return combine_as<std::uint8_t>(a, b, out, count, float8_e5m2_to_double, float8_e5m2_from_double, combine);
-    default: break;
-  }
-  const std::size_t size = size_of(dtype);
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint64_t x = 0, y = 0;
-    std::memcpy(&x, a + i * size, size);
-    std::memcpy(&y, b + i * size, size);
-    const std::uint64_t result = encode(dtype, combine(decode(dtype, x), decode(dtype, y)));
-    std::memcpy(out + i * size, &result, size);
+      return combine_as<std::uint8_t>(a, b, out, count, float8_e5m2_to_double, rounded(float8_e5m2_from_double),
+                                      combine);
+    case DType::Float32:
+      return combine_as<std::uint32_t>(
+          a, b, out, count, [](std::uint32_t bits) { return static_cast<double>(std::bit_cast<float>(bits)); },
+          [](double value) { return std::bit_cast<std::uint32_t>(static_cast<float>(value)); }, combine);
+    default:  // float64
+      return combine_as<std::uint64_t>(
+          a, b, out, count, [](std::uint64_t bits) { return std::bit_cast<double>(bits); },
+          [](double value) { return std::bit_cast<std::uint64_t>(value); }, combine);
   }
 }
 
