@@ -2,6 +2,7 @@
 // takes the next case not yet taken, on its own backends, and writes its run into the case's slot.
 #include "harness/case_runs.h"
 
+#include "reference/inputs.h"
 #include "reference/shared_indices.h"
 
 namespace collcheck {
@@ -21,6 +22,8 @@ PropertyContext context_for(double deadline, std::uint64_t schedule_seed, const 
 CaseRun run_case(const CaseSetting& setting, Backend& backend, const DrawnCase& drawn, std::uint64_t schedule_seed) {
   CaseRun run;
   run.ran = true;
+  InputMemo kept_inputs(cli::kept_inputs_capacity(drawn.c));
+  const InputMemo::Use use(kept_inputs);
   PropertyContext context =
       context_for(setting.deadline, schedule_seed, drawn.plan, cli::message_room(backend, drawn.c, setting.memory));
   const RepeatedRun base = backend.run(drawn.c, context.run_options(schedule_seed));

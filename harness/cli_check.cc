@@ -422,6 +422,7 @@ int run_check(std::span<const std::string_view> raw, std::ostream& out, std::ost
         << (faults->random || faults->plan.empty() ? "" : ", faults '" + to_string(faults->plan) + "'") << "\n"
         << (faults->random ? "faults: " + describe(*faults, options->seed) + "\n" : "") << std::flush;
   const bool terminal = isatty(STDERR_FILENO) != 0 && !lockstep.quiet;
+  keep_freed_memory();
   const auto start = std::chrono::steady_clock::now();
   const CheckReport report = collcheck::run_check(*options, backends.value(), terminal ? &err : nullptr);
   return finish_check(*campaign, campaign_report(*campaign, report, *options, start), *args, lockstep, speak, err);

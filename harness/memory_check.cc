@@ -16,6 +16,7 @@
 #include "impls/prove/symmetry.h"
 #include "impls/sim/simulator.h"
 #include "reference/counts.h"
+#include "reference/inputs.h"
 
 namespace collcheck::cli {
 namespace {
@@ -140,7 +141,13 @@ MemoryEstimate checked_case_memory(const Backend& backend, const Case& c) {
                                                    static_cast<std::uint64_t>(c.nranks));
   estimate.add("second run", saturating_sum(case_buffers(c, 0).total(), saturating_product(outputs, 2)),
                "results held while the case runs again (a property's 3 calls, bench's timed calls)");
+  estimate.add("kept inputs", kept_inputs_capacity(c), "generated inputs kept while the case is checked");
   return estimate;
+}
+
+std::uint64_t kept_inputs_capacity(const Case& c) {
+  constexpr std::uint64_t kMost = std::uint64_t{64} << 20;
+  return std::min(saturating_product(input_bytes(c), 3), kMost);
 }
 
 std::uint64_t message_room(const Backend& backend, const Case& c, const MemoryBudget& budget) {
@@ -313,6 +320,15 @@ void give_back_freed_memory() {
   // Trimming walks the heap and advises the kernel page by page: worth it only where much is free.
   constexpr std::size_t kWorthTrimming = std::size_t{16} << 20;
   if (mallinfo2().fordblks >= kWorthTrimming) malloc_trim(0);
+#endif
+}
+
+void keep_freed_memory() {
+#ifdef __GLIBC__
+  constexpr int kKeptAtTheTop = 1 << 30;
+  constexpr int kMappedApart = 32 << 20;  // glibc's most for M_MMAP_THRESHOLD on 64-bit
+  mallopt(M_TRIM_THRESHOLD, kKeptAtTheTop);
+  mallopt(M_MMAP_THRESHOLD, kMappedApart);
 #endif
 }
 

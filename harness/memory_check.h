@@ -58,8 +58,12 @@ Status fits(const MemoryEstimate& estimate, const MemoryBudget& budget, std::str
 std::uint64_t room_for_part(const MemoryEstimate& estimate, const MemoryBudget& budget, std::string_view part);
 
 // What checking one case on a backend holds at once: the backend's run, the oracle's expected
-// outputs, and the first run's results while a property runs the case again.
+// outputs, the first run's results while a property runs the case again, and the inputs kept.
 MemoryEstimate checked_case_memory(const Backend& backend, const Case& c);
+// The capacity of the InputMemo that checking `c` keeps its generated inputs in (reference/inputs.h):
+// three cases' worth, the case's own and the next two calls' of the repeat property, but at most
+// 64 MiB (a large case's inputs cost more memory than making them again costs time).
+std::uint64_t kept_inputs_capacity(const Case& c);
 // What the budget leaves a run of `c` on `backend` for its messages, after the rest of the
 // checked case's estimate (RunOptions::message_memory, which `sim` backends heed); 0: no budget.
 std::uint64_t message_room(const Backend& backend, const Case& c, const MemoryBudget& budget);
@@ -113,6 +117,13 @@ std::optional<Status> in_pieces_fit(std::string_view algorithm, const Case& shap
 // trimmed after each). Only where 16 MiB or more lie free in the heap: trimming costs a few
 // hundred microseconds, a sweep's small proofs less. Called between such runs, not per allocation.
 void give_back_freed_memory();
+// The other way round, for a command that frees and makes blocks of the same sizes again and again
+// (check: every run of every case its buffers, inputs and outputs): glibc's heap keeps what is
+// freed, up to 1 GiB at its top, and only blocks of 32 MiB and more are mapped apart (and handed
+// back when freed). Handed back, a page is cleared by the kernel when it comes back: a sixth of
+// check's time went to those faults. The resident set then stays near its peak, which the estimates
+// bound. Called once, before the command runs anything.
+void keep_freed_memory();
 
 // What the line of a proof in pieces holds while it waits for its proof: its cuts and the case's
 // counts held again (by the schedule in pieces and its case).

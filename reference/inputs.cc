@@ -329,6 +329,19 @@ void InputGenerator::values(int rank, std::size_t first, std::span<double> out) 
 }
 
 void InputGenerator::fill(int rank, std::size_t first, std::span<std::byte> out) const {
+  InputMemo* memo = InputMemo::current();
+  if (memo == nullptr) return generate(rank, first, out);
+  const std::size_t size = size_of(case_.dtype);
+  const std::span<const std::byte> kept = memo->find(case_, rank);
+  if (!kept.empty() && first * size + out.size() <= kept.size()) {
+    std::memcpy(out.data(), kept.data() + first * size, out.size());
+    return;
+  }
+  generate(rank, first, out);
+  if (first == 0 && out.size() == input_elements(case_, rank) * size) memo->keep(case_, rank, out);
+}
+
+void InputGenerator::generate(int rank, std::size_t first, std::span<std::byte> out) const {
   const std::size_t size = size_of(case_.dtype);
   const std::size_t count = out.size() / size;
   if (every_rank_contributes() && case_.dtype == DType::Float32 && mode_ == Mode::ExactSum && exact_bits_ <= 24) {
@@ -399,5 +412,68 @@ void InputGenerator::bits_batch(int rank, std::size_t first, std::span<std::uint
 }
 
 std::uint64_t input(const Case& c, int rank, std::size_t index) { return InputGenerator(c).bits(rank, index); }
+
+namespace {
+thread_local InputMemo* memo_in_use = nullptr;
+}  // namespace
+
+InputMemo::Use::Use(InputMemo& memo) : previous_(memo_in_use) { memo_in_use = &memo; }
+InputMemo::Use::~Use() { memo_in_use = previous_; }
+InputMemo* InputMemo::current() { return memo_in_use; }
+
+std::span<const std::byte> InputMemo::find(const Case& c, int rank) const {
+  if (kept_.empty() || rank < 0) return {};
+  const Case key = kept_inputs_key(c);
+  for (auto kept = kept_.rbegin(); kept != kept_.rend(); ++kept) {  // the newest first
+    if (kept->key != key) continue;
+    const auto r = static_cast<std::size_t>(rank);
+    return r < kept->ranks.size() ? std::span<const std::byte>(kept->ranks[r]) : std::span<const std::byte>();
+  }
+  return {};
+}
+
+void InputMemo::keep(const Case& c, int rank, std::span<const std::byte> input) {
+  if (rank < 0 || rank >= c.nranks || input.empty() || input.size() > capacity_) return;
+  const Case key = kept_inputs_key(c);
+  std::size_t mine = 0;
+  while (mine < kept_.size() && kept_[mine].key != key) ++mine;
+  // Older cases go first; the case being kept is never let go for itself.
+  while (held_ + input.size() > capacity_) {
+    const std::size_t oldest = mine == 0 ? 1 : 0;
+    if (oldest >= kept_.size()) return;
+    held_ -= kept_[oldest].bytes;
+    kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(oldest));
+    if (oldest < mine) --mine;
+  }
+  if (mine == kept_.size()) {
+    kept_.push_back(KeptCase{key, std::vector<std::vector<std::byte>>(static_cast<std::size_t>(c.nranks)), 0});
+  }
+  KeptCase& kept = kept_[mine];
+  std::vector<std::byte>& slot = kept.ranks[static_cast<std::size_t>(rank)];
+  held_ -= slot.size();
+  kept.bytes -= slot.size();
+  slot.assign(input.begin(), input.end());
+  held_ += slot.size();
+  kept.bytes += slot.size();
+}
+
+Case kept_inputs_key(const Case& c) {
+  Case key = c;
+  key.root = 0;
+  key.in_place = false;
+  key.offset = 0;
+  key.empty_as_null = false;
+  return key;
+}
+
+std::uint64_t input_bytes(const Case& c) {
+  std::uint64_t elements = 0;
+  if (per_rank_counts(c.collective)) {
+    for (std::size_t inputs : rank_elements(c).inputs) elements += inputs;
+  } else {
+    elements = input_elements(c) * static_cast<std::uint64_t>(std::max(c.nranks, 0));
+  }
+  return elements * size_of(c.dtype);
+}
 
 }  // namespace collcheck

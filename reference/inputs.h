@@ -83,7 +83,8 @@ class InputGenerator final : public Inputs {
   std::int64_t exact_integer(int rank, std::size_t index) const;
   int scale() const { return scale_; }
 
-  void fill(int rank, std::size_t first, std::span<std::byte> out) const override;  // a batch at a time
+  // A batch at a time; from this thread's InputMemo where it keeps the rank's input.
+  void fill(int rank, std::size_t first, std::span<std::byte> out) const override;
 
  private:
   enum class Mode { Integer, OddInteger, ExactSum, ExactProd, Real, Special };
@@ -99,6 +100,7 @@ class InputGenerator final : public Inputs {
   // The key of rank's 32-bit stream of exact values for the 2^32 indices around `index`.
   std::uint32_t exact_key(int rank, std::size_t index) const;
   std::uint64_t special_bits(int rank, std::size_t index, std::uint64_t random) const;
+  void generate(int rank, std::size_t first, std::span<std::byte> out) const;  // fill, made here
   // bits() of elements [first, first + out.size()), at most a batch (inputs.cc's kBatch) of them.
   void bits_batch(int rank, std::size_t first, std::span<std::uint64_t> out) const;
   double raw_real(std::uint64_t random) const;  // before rounding to the dtype
@@ -118,6 +120,58 @@ class InputGenerator final : public Inputs {
   std::vector<std::size_t> edges_;       // special values: special_edges(case_), sorted
   std::uint64_t edge_key_ = 0;           // special values: which rank holds an edge's special
 };
+
+// Generated inputs kept while one case is checked. Checking a case makes the same inputs again
+// and again: every run of it (the first, a property's second under another interleaving, the
+// in-place one, the repeat's calls, each call's inputs) and the oracle's copies of them. The memo
+// works as follows. While one is in use on a thread (InputMemo::Use), InputGenerator::fill on
+// that thread keeps every whole rank input it makes, up to the memo's capacity in bytes, letting
+// the oldest case's go first, and serves any part of one it keeps by a copy. Inputs are a pure
+// function of the case's collective, dtype, op, count(s), ranks, value kind and seed, not of its
+// root, layout, offset or null buffers (kept_inputs_key): a kept rank input serves every case
+// that agrees on those. A memo is not shared between threads.
+class InputMemo {
+ public:
+  explicit InputMemo(std::uint64_t capacity) : capacity_(capacity) {}
+  InputMemo(const InputMemo&) = delete;
+  InputMemo& operator=(const InputMemo&) = delete;
+
+  // Makes `memo` the one in use on this thread for the Use's life (the one before comes back after).
+  class Use {
+   public:
+    explicit Use(InputMemo& memo);
+    ~Use();
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+
+   private:
+    InputMemo* previous_;
+  };
+  static InputMemo* current();  // this thread's, or null
+
+  // rank's whole input of `c`, packed, where kept; empty otherwise.
+  std::span<const std::byte> find(const Case& c, int rank) const;
+  // Keeps a copy of rank's whole input of `c` where it fits the capacity (older cases' let go).
+  void keep(const Case& c, int rank, std::span<const std::byte> input);
+  std::uint64_t held() const { return held_; }
+  std::uint64_t capacity() const { return capacity_; }
+
+ private:
+  struct KeptCase {
+    Case key;
+    std::vector<std::vector<std::byte>> ranks;  // empty where not kept
+    std::uint64_t bytes = 0;
+  };
+  std::vector<KeptCase> kept_;  // oldest first
+  std::uint64_t capacity_ = 0;
+  std::uint64_t held_ = 0;
+};
+
+// The fields of `c` its inputs depend on, the others at their defaults: cases with equal keys have
+// equal inputs.
+Case kept_inputs_key(const Case& c);
+// Every rank's whole input of `c`, in bytes.
+std::uint64_t input_bytes(const Case& c);
 
 // Where implementations cut a rank's input of `c` (input_elements(c) elements): its first and
 // last elements; the last and first element on either side of every cut into nranks blocks

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/counts.h"
 #include "reference/float_format.h"
 #include "reference/inputs.h"
 #include "reference/oracle.h"
@@ -240,6 +241,179 @@ TEST(Inputs, TablesGiveTheValuesTheyHold) {
   std::vector<double> values(2);
   table.values(1, 0, values);
   EXPECT_EQ(values, (std::vector<double>{100, -128}));
+}
+
+// A case of every collective with `nranks` ranks: v-collectives with counts of every size from
+// 0 up, in turn (a v-collective's n is their sum).
+Case case_of(Collective collective, DType dtype, ValueKind values, int nranks, std::uint64_t seed) {
+  Case c = make_case(dtype, RedOp::Sum, values, nranks, seed);
+  c.collective = collective;
+  c.count = 37;
+  if (per_rank_counts(collective)) {
+    c.counts.resize(counts_needed(collective, nranks));
+    for (std::size_t k = 0; k < c.counts.size(); ++k) c.counts[k] = (k * 7) % 11;
+    c.count = 0;
+    for (std::size_t count : c.counts) c.count += count;
+  }
+  return c;
+}
+
+// Every rank's whole input, packed, as the generator makes it with no memo in use.
+std::vector<std::vector<std::byte>> made(const Case& c) {
+  EXPECT_EQ(InputMemo::current(), nullptr);
+  const InputGenerator inputs(c);
+  std::vector<std::vector<std::byte>> ranks;
+  for (int rank = 0; rank < c.nranks; ++rank) {
+    ranks.emplace_back(input_elements(c, rank) * size_of(c.dtype));
+    inputs.fill(rank, 0, ranks.back());
+  }
+  return ranks;
+}
+
+// The memo's key leaves out a case's root, layout, offset and null buffers: sound only while the
+// generator ignores them, which this checks for every collective, dtype and kind of values.
+TEST(Inputs, DoNotDependOnRootLayoutOffsetOrNullBuffers) {
+  for (Collective collective : all_collectives()) {
+    for (DType dtype : all_dtypes()) {
+      for (ValueKind values : {ValueKind::Exact, ValueKind::Real, ValueKind::Special}) {
+        const Case c = case_of(collective, dtype, values, 4, 11);
+        SCOPED_TRACE(to_string(c));
+        const auto inputs = made(c);
+        Case other = c;
+        other.root = 3;
+        other.in_place = !per_rank_counts(collective);
+        other.offset = 5;
+        other.empty_as_null = true;
+        EXPECT_EQ(kept_inputs_key(other), kept_inputs_key(c));
+        EXPECT_EQ(made(other), inputs);
+      }
+    }
+  }
+}
+
+// Cases that differ from `c` in one field its inputs depend on each (seed, dtype, op, kind of
+// values, ranks, collective, count or counts), and last one that differs only in its root.
+std::vector<Case> neighbours_of(const Case& c) {
+  std::vector<Case> others(8, c);
+  others[0].seed += 1;
+  others[1].dtype = DType::BFloat16;
+  others[2].op = RedOp::Max;
+  others[3].values = c.values == ValueKind::Real ? ValueKind::Exact : ValueKind::Real;
+  others[4] = case_of(c.collective, c.dtype, c.values, 2, c.seed);
+  others[5].collective = c.collective == Collective::AllGather ? Collective::Broadcast : Collective::AllGather;
+  others[5].counts.clear();
+  others[5].count = 37;
+  if (per_rank_counts(c.collective)) {
+    std::swap(others[6].counts.front(), others[6].counts.back());
+  } else {
+    others[6].count += 1;
+  }
+  others[7].root = 2;
+  return others;
+}
+
+// Fills every rank of `c` through `inputs`, whole and in parts, and checks them against `want`.
+void expect_filled(const InputGenerator& inputs, const std::vector<std::vector<std::byte>>& want) {
+  const Case& c = inputs.which();
+  for (int rank = 0; rank < c.nranks; ++rank) {
+    const auto r = static_cast<std::size_t>(rank);
+    std::vector<std::byte> whole(want[r].size());
+    inputs.fill(rank, 0, whole);
+    EXPECT_EQ(whole, want[r]) << "rank " << rank;
+    if (whole.size() < 3 * size_of(c.dtype)) continue;
+    std::vector<std::byte> part(2 * size_of(c.dtype));
+    inputs.fill(rank, 1, part);
+    const auto second = want[r].begin() + static_cast<std::ptrdiff_t>(size_of(c.dtype));
+    EXPECT_TRUE(std::equal(part.begin(), part.end(), second)) << "rank " << rank;
+  }
+}
+
+// With a memo in use, fill gives what the generator makes, whole and in parts, for every
+// collective and kind; a case that differs in any field the inputs depend on is never served
+// another's inputs (one that differs in its root is).
+TEST(InputMemo, ServesWhatTheGeneratorMakesAndOnlyForItsCase) {
+  for (Collective collective : all_collectives()) {
+    for (ValueKind values : {ValueKind::Exact, ValueKind::Real, ValueKind::Special}) {
+      const Case c = case_of(collective, DType::Float16, values, 3, 5);
+      SCOPED_TRACE(to_string(c));
+      const std::vector<Case> others = neighbours_of(c);
+      const auto want = made(c);
+      std::vector<std::vector<std::vector<std::byte>>> others_want;
+      others_want.reserve(others.size());
+      for (const Case& other : others) others_want.push_back(made(other));
+      InputMemo memo(std::uint64_t{1} << 20);
+      const InputMemo::Use use(memo);
+      expect_filled(InputGenerator(c), want);  // made and kept
+      for (int rank = 0; rank < c.nranks; ++rank) {
+        EXPECT_EQ(memo.find(c, rank).size(), want[static_cast<std::size_t>(rank)].size()) << "rank " << rank;
+      }
+      expect_filled(InputGenerator(c), want);  // served
+      for (std::size_t k = 0; k < others.size(); ++k) {
+        SCOPED_TRACE("against " + to_string(others[k]));
+        const bool same = k + 1 == others.size();
+        EXPECT_EQ(kept_inputs_key(others[k]) == kept_inputs_key(c), same);
+        for (int rank = 0; rank < others[k].nranks; ++rank) {
+          const bool kept = !memo.find(others[k], rank).empty();
+          EXPECT_EQ(kept, same && !want[static_cast<std::size_t>(rank)].empty()) << "rank " << rank;
+        }
+        expect_filled(InputGenerator(others[k]), others_want[k]);
+      }
+    }
+  }
+}
+
+// A memo holds no more than its capacity: the oldest case's inputs go first, never the inputs of
+// the case being kept to make room for more of its own, and a rank's input larger than the whole
+// capacity is not kept. Nothing is kept where no memo is in use, and a Use gives back the one before.
+TEST(InputMemo, LetsTheOldestCaseGoAndNeverTheOneItKeeps) {
+  const Case first = case_of(Collective::AllReduce, DType::Float32, ValueKind::Real, 2, 1);
+  Case second = first, third = first;
+  second.seed = 2;
+  third.seed = 3;
+  const std::vector<std::byte> rank_input(1000, std::byte{1});
+  InputMemo memo(4000);  // two cases of two ranks
+  memo.keep(first, 0, rank_input);
+  memo.keep(first, 1, rank_input);
+  memo.keep(second, 0, rank_input);
+  memo.keep(second, 1, rank_input);
+  EXPECT_EQ(memo.held(), 4000u);
+  memo.keep(third, 0, rank_input);  // the first case goes
+  EXPECT_TRUE(memo.find(first, 0).empty());
+  EXPECT_TRUE(memo.find(first, 1).empty());
+  EXPECT_EQ(memo.find(second, 1).size(), 1000u);
+  EXPECT_EQ(memo.find(third, 0).size(), 1000u);
+  EXPECT_EQ(memo.held(), 3000u);
+  Case wide = first;
+  wide.seed = 4;
+  wide.nranks = 8;
+  for (int rank = 0; rank < 8; ++rank) memo.keep(wide, rank, rank_input);  // more than the whole
+  EXPECT_TRUE(memo.find(second, 0).empty());
+  EXPECT_TRUE(memo.find(third, 0).empty());
+  EXPECT_EQ(memo.find(wide, 0).size(), 1000u);
+  EXPECT_EQ(memo.find(wide, 3).size(), 1000u);
+  EXPECT_TRUE(memo.find(wide, 4).empty());  // no room left but its own
+  EXPECT_EQ(memo.held(), 4000u);
+  memo.keep(third, 1, std::vector<std::byte>(4001));
+  EXPECT_TRUE(memo.find(third, 1).empty());
+  EXPECT_EQ(memo.held(), 4000u);
+
+  EXPECT_EQ(InputMemo::current(), nullptr);
+  const InputGenerator inputs(first);
+  std::vector<std::byte> whole(input_elements(first, 0) * size_of(first.dtype));
+  InputMemo outer(1 << 20), inner(1 << 20);
+  {
+    const InputMemo::Use use_outer(outer);
+    {
+      const InputMemo::Use use_inner(inner);
+      EXPECT_EQ(InputMemo::current(), &inner);
+      inputs.fill(0, 0, whole);
+    }
+    EXPECT_EQ(InputMemo::current(), &outer);
+  }
+  EXPECT_EQ(InputMemo::current(), nullptr);
+  inputs.fill(1, 0, whole);
+  EXPECT_EQ(inner.held(), whole.size());
+  EXPECT_EQ(outer.held(), 0u);
 }
 
 }  // namespace
