@@ -331,6 +331,7 @@ void InputGenerator::values(int rank, std::size_t first, std::span<double> out) 
 void InputGenerator::fill(int rank, std::size_t first, std::span<std::byte> out) const {
   InputMemo* memo = InputMemo::current();
   if (memo == nullptr) return generate(rank, first, out);
+  if (out.empty()) return;  // (its data() may be null)
   const std::size_t size = size_of(case_.dtype);
   const std::span<const std::byte> kept = memo->find(case_, rank);
   if (!kept.empty() && first * size + out.size() <= kept.size()) {

@@ -1,13 +1,17 @@
 // The reduction-op contract on packed CPU buffers: a typed loop per integer type, the narrow
-// float formats through double with one rounding per step, and a native float32/float64 path.
+// float formats through double with one rounding per step, and a native float32/float64 path and
+// float8 tables for the fast one.
 #include "impls/link/reduce_op.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <type_traits>
+#include <vector>
 
 #include "reference/float_format.h"
 
@@ -200,6 +204,30 @@ void sum_or_product(DType dtype, RedOp op, const std::byte* a, const std::byte* 
                  : combine_in_groups<double, false>(dtype, op, a, b, out, count);
 }
 
+// Float8 reductions by table: 2^16 results a dtype and op (a byte each, 64 KiB), indexed by the two
+// operands' bits, made once on first use from reduce_elements itself, so every result is its bits
+// by construction (NaN payloads and saturation included). Avg reduces as sum.
+const std::uint8_t* float8_results(DType dtype, RedOp op) {
+  constexpr std::size_t kPairs = std::size_t{1} << 16;
+  constexpr std::size_t kOps = 4;  // sum (and avg), prod, min, max
+  static std::array<std::once_flag, 2 * kOps> made;
+  static std::array<std::array<std::uint8_t, kPairs>, 2 * kOps> results;
+  const RedOp reduced = op == RedOp::Avg ? RedOp::Sum : op;
+  std::size_t which = reduced == RedOp::Prod ? 1 : reduced == RedOp::Min ? 2 : reduced == RedOp::Max ? 3 : 0;
+  if (dtype == DType::Float8E5M2) which += kOps;
+  std::call_once(made[which], [&] {
+    std::vector<std::uint8_t> first(kPairs), second(kPairs);
+    for (std::size_t pair = 0; pair < kPairs; ++pair) {
+      first[pair] = static_cast<std::uint8_t>(pair >> 8);
+      second[pair] = static_cast<std::uint8_t>(pair);
+    }
+    reduce_elements(dtype, reduced, reinterpret_cast<const std::byte*>(first.data()),
+                    reinterpret_cast<const std::byte*>(second.data()),
+                    reinterpret_cast<std::byte*>(results[which].data()), kPairs);
+  });
+  return results[which].data();
+}
+
 }  // namespace
 
 void reduce_elements(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
@@ -219,6 +247,15 @@ void reduce_elements_fast(DType dtype, RedOp op, const std::byte* a, const std::
   if (native_sum_or_product(dtype, op)) return sum_or_product(dtype, op, a, b, out, count);  // avg sums
   if (dtype == DType::Float32) return reduce_in_blocks<float>(dtype, op, a, b, out, 0, count);
   if (dtype == DType::Float64) return reduce_in_blocks<double>(dtype, op, a, b, out, 0, count);
+  if (dtype == DType::Float8E4M3 || dtype == DType::Float8E5M2) {
+    const std::uint8_t* results = float8_results(dtype, op);
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto pair =
+          static_cast<std::size_t>(std::to_integer<unsigned>(a[i]) << 8 | std::to_integer<unsigned>(b[i]));
+      out[i] = static_cast<std::byte>(results[pair]);
+    }
+    return;
+  }
   reduce_elements(dtype, op, a, b, out, count);
 }
 

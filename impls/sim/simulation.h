@@ -328,6 +328,9 @@ class Simulation {
   std::uint64_t kept_cost_ = 0;
   std::uint64_t waiting_cost_ = 0;
   std::uint64_t empty_sum_ = checksum({});  // what every message of a timing-only run carries
+  // Whether anything may change a payload on its way: only a hook can. Without one every message
+  // arrives as sent, so none is checksummed (it carries empty_sum_) and none is checked.
+  bool payloads_may_change_ = false;
   std::vector<GoBack> go_back_;
   std::vector<std::uint32_t> free_go_back_;
 };

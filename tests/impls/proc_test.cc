@@ -455,5 +455,30 @@ TEST(ProcTransport, NativeReductionIsBitForBitTheContract) {
   }
 }
 
+// The float8s' fast path reads every pair's result from a table: for both formats, every op and
+// every pair of operands (both orders), it gives reduce_elements' bits, into a buffer of its own
+// and in place.
+TEST(ProcTransport, Float8ReductionsByTableAreTheContractForEveryPair) {
+  constexpr std::size_t kPairs = std::size_t{1} << 16;
+  std::vector<std::byte> a(kPairs), b(kPairs), want(kPairs), got(kPairs);
+  for (std::size_t pair = 0; pair < kPairs; ++pair) {
+    a[pair] = static_cast<std::byte>(pair >> 8);
+    b[pair] = static_cast<std::byte>(pair);
+  }
+  for (DType dtype : {DType::Float8E4M3, DType::Float8E5M2}) {
+    for (RedOp op : all_ops()) {
+      reduce_elements(dtype, op, a.data(), b.data(), want.data(), kPairs);
+      reduce_elements_fast(dtype, op, a.data(), b.data(), got.data(), kPairs);
+      EXPECT_EQ(want, got) << name(dtype) << " " << name(op);
+      std::vector<std::byte> into_b = b;
+      reduce_elements_fast(dtype, op, a.data(), into_b.data(), into_b.data(), kPairs);
+      EXPECT_EQ(want, into_b) << name(dtype) << " " << name(op) << " into its second input";
+      reduce_elements(dtype, op, b.data(), a.data(), want.data(), kPairs);
+      reduce_elements_fast(dtype, op, b.data(), a.data(), got.data(), kPairs);
+      EXPECT_EQ(want, got) << name(dtype) << " " << name(op) << " the operands swapped";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace collcheck
