@@ -7,6 +7,7 @@
 
 #include "properties/outcome_properties.h"
 
+#include "reference/dtype.h"
 #include "reference/oracle.h"
 #include "reference/random.h"
 
@@ -35,7 +36,7 @@ std::string first_difference(const Case& c, const std::vector<RankResult>& a, co
   for (std::size_t rank = 0; rank < a.size() && rank < b.size(); ++rank) {
     const auto& x = a[rank].output;
     const auto& y = b[rank].output;
-    if (x == y) continue;
+    if (same_bytes(x, y)) continue;
     if (x.size() != y.size()) {
       return "rank " + std::to_string(rank) + ": " + std::to_string(x.size()) + " vs " + std::to_string(y.size()) +
              " bytes";
@@ -56,7 +57,7 @@ PropertyResult rank_agreement(const Case& c, Backend& backend, const RepeatedRun
   if (!completed(base)) return skip("the run did not complete (see liveness)");
   const auto& ranks = base.calls[0];
   for (std::size_t rank = 1; rank < ranks.size(); ++rank) {
-    if (ranks[rank].output == ranks[0].output) continue;
+    if (same_bytes(ranks[rank].output, ranks[0].output)) continue;
     const std::vector<RankResult> zero(ranks.size(), ranks[0]);
     return fail("ranks disagree: " + first_difference(c, zero, ranks, "rank 0 has", "this rank has"));
   }
@@ -168,7 +169,8 @@ PropertyResult buffer_safety(const Case& c, Backend&, const RepeatedRun& base, c
     if (c.in_place) continue;
     std::vector<std::byte> want(result.input.size());
     inputs.fill(rank, 0, want);
-    if (want != result.input) return fail("rank " + std::to_string(rank) + " changed its out-of-place input");
+    if (!same_bytes(want, result.input))
+      return fail("rank " + std::to_string(rank) + " changed its out-of-place input");
   }
   return pass();
 }

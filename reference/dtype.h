@@ -64,6 +64,12 @@ Result<DType> parse_dtype(std::string_view text);
 // "i8, u8, …": for error messages that list what is allowed.
 std::string dtype_choices();
 
+// Whether two buffers hold the same bytes, at memcmp's speed: libstdc++ 12 compares two
+// std::vector<std::byte> with == a byte at a time (it takes memcmp only for character types).
+inline bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
+
 // Reads element `index` of a packed buffer of dtype elements as bits (little-endian, as
 // every platform collcheck runs on stores them).
 inline std::uint64_t load_bits(DType dtype, std::span<const std::byte> buffer, std::size_t index) {

@@ -191,6 +191,21 @@ TEST(DType, ChoicesListEveryCanonicalName) {
   }
 }
 
+// same_bytes: equal only with the same length and every byte the same (a difference in the last
+// byte of a long buffer, or only in the length, is seen); empty buffers are equal.
+TEST(DType, SameBytesSeesEveryByteAndTheLength) {
+  std::vector<std::byte> first(1000), second(1000);
+  for (std::size_t i = 0; i < first.size(); ++i) first[i] = second[i] = static_cast<std::byte>(i * 37);
+  EXPECT_TRUE(same_bytes(first, second));
+  second.back() ^= std::byte{1};
+  EXPECT_FALSE(same_bytes(first, second));
+  second.back() = first.back();
+  second.push_back(std::byte{0});
+  EXPECT_FALSE(same_bytes(first, second));
+  EXPECT_FALSE(same_bytes({}, second));
+  EXPECT_TRUE(same_bytes({}, {}));
+}
+
 TEST(DType, BadNamesAreErrorsNamingTheField) {
   for (std::string_view bad : {"f17", "", "float128", "int16", "f32x", "e4m3fnuz", "i9", "nccl", "bf", "fp8"}) {
     const Result<DType> parsed = parse_dtype(bad);
