@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "reference/counts.h"
+#include "reference/dtype.h"
 #include "reference/float_format.h"
 
 namespace collcheck {
@@ -322,10 +323,26 @@ void InputGenerator::values(int rank, std::size_t first, std::span<double> out) 
         for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(raw_real(random(rank, first + i)));
         return;
       }
+      if (values_kept(rank, first, out)) return;  // a narrow float's rounding costs more than decoding
       for (std::size_t i = 0; i < out.size(); ++i) out[i] = real_value(random(rank, first + i));
       return;
-    default: Inputs::values(rank, first, out); return;
+    default:
+      if (values_kept(rank, first, out)) return;
+      Inputs::values(rank, first, out);
+      return;
   }
+}
+
+// values() decoded from the rank's input that this thread's InputMemo keeps, where it keeps it:
+// decode(bits()) of each element, which is what a real value rounded to the dtype and every other
+// mode's value are.
+bool InputGenerator::values_kept(int rank, std::size_t first, std::span<double> out) const {
+  const InputMemo* memo = InputMemo::current();
+  if (memo == nullptr || out.empty()) return false;
+  const std::span<const std::byte> kept = memo->find(case_, rank);
+  if ((first + out.size()) * size_of(case_.dtype) > kept.size()) return false;
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = decode(case_.dtype, load_bits(case_.dtype, kept, first + i));
+  return true;
 }
 
 void InputGenerator::fill(int rank, std::size_t first, std::span<std::byte> out) const {

@@ -101,6 +101,7 @@ class InputGenerator final : public Inputs {
   std::uint32_t exact_key(int rank, std::size_t index) const;
   std::uint64_t special_bits(int rank, std::size_t index, std::uint64_t random) const;
   void generate(int rank, std::size_t first, std::span<std::byte> out) const;  // fill, made here
+  bool values_kept(int rank, std::size_t first, std::span<double> out) const;
   // bits() of elements [first, first + out.size()), at most a batch (inputs.cc's kBatch) of them.
   void bits_batch(int rank, std::size_t first, std::span<std::uint64_t> out) const;
   double raw_real(std::uint64_t random) const;  // before rounding to the dtype

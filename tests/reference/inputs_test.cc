@@ -2,6 +2,7 @@
 // rank and by index, and whose exact, real and special kinds hold what inputs.h promises.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <set>
 #include <string>
@@ -357,6 +358,40 @@ TEST(InputMemo, ServesWhatTheGeneratorMakesAndOnlyForItsCase) {
           EXPECT_EQ(kept, same && !want[static_cast<std::size_t>(rank)].empty()) << "rank " << rank;
         }
         expect_filled(InputGenerator(others[k]), others_want[k]);
+      }
+    }
+  }
+}
+
+// values() of a rank whose input the memo keeps are decoded from it: the same doubles, bit for
+// bit, as the generator's own for every dtype, kind of values and op, whole and from an offset.
+TEST(InputMemo, ValuesFromKeptInputsAreTheGenerators) {
+  for (DType dtype : all_dtypes()) {
+    for (ValueKind values : {ValueKind::Exact, ValueKind::Real, ValueKind::Special}) {
+      for (RedOp op : {RedOp::Sum, RedOp::Prod, RedOp::Max}) {
+        Case c = make_case(dtype, op, values, 5);
+        c.count = 600;
+        SCOPED_TRACE(to_string(c));
+        const InputGenerator inputs(c);
+        std::vector<std::vector<double>> want;
+        for (int rank = 0; rank < c.nranks; ++rank) {
+          want.emplace_back(c.count);
+          inputs.values(rank, 0, want.back());
+        }
+        InputMemo memo(std::uint64_t{1} << 20);
+        const InputMemo::Use use(memo);
+        for (int rank = 0; rank < c.nranks; ++rank) {
+          std::vector<std::byte> whole(c.count * size_of(dtype));
+          inputs.fill(rank, 0, whole);
+          ASSERT_FALSE(memo.find(c, rank).empty());
+          std::vector<double> got(c.count - 7);
+          inputs.values(rank, 7, got);
+          for (std::size_t i = 0; i < got.size(); ++i) {
+            ASSERT_EQ(std::bit_cast<std::uint64_t>(got[i]),
+                      std::bit_cast<std::uint64_t>(want[static_cast<std::size_t>(rank)][i + 7]))
+                << "rank " << rank << " element " << i + 7;
+          }
+        }
       }
     }
   }
