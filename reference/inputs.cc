@@ -440,10 +440,9 @@ InputMemo::Use::~Use() { memo_in_use = previous_; }
 InputMemo* InputMemo::current() { return memo_in_use; }
 
 std::span<const std::byte> InputMemo::find(const Case& c, int rank) const {
-  if (kept_.empty() || rank < 0) return {};
-  const Case key = kept_inputs_key(c);
+  if (rank < 0) return {};
   for (auto kept = kept_.rbegin(); kept != kept_.rend(); ++kept) {  // the newest first
-    if (kept->key != key) continue;
+    if (!same_inputs(kept->key, c)) continue;
     const auto r = static_cast<std::size_t>(rank);
     return r < kept->ranks.size() ? std::span<const std::byte>(kept->ranks[r]) : std::span<const std::byte>();
   }
@@ -452,9 +451,8 @@ std::span<const std::byte> InputMemo::find(const Case& c, int rank) const {
 
 void InputMemo::keep(const Case& c, int rank, std::span<const std::byte> input) {
   if (rank < 0 || rank >= c.nranks || input.empty() || input.size() > capacity_) return;
-  const Case key = kept_inputs_key(c);
   std::size_t mine = 0;
-  while (mine < kept_.size() && kept_[mine].key != key) ++mine;
+  while (mine < kept_.size() && !same_inputs(kept_[mine].key, c)) ++mine;
   // Older cases go first; the case being kept is never let go for itself.
   while (held_ + input.size() > capacity_) {
     const std::size_t oldest = mine == 0 ? 1 : 0;
@@ -464,7 +462,7 @@ void InputMemo::keep(const Case& c, int rank, std::span<const std::byte> input) 
     if (oldest < mine) --mine;
   }
   if (mine == kept_.size()) {
-    kept_.push_back(KeptCase{key, std::vector<std::vector<std::byte>>(static_cast<std::size_t>(c.nranks)), 0});
+    kept_.push_back(KeptCase{c, std::vector<std::vector<std::byte>>(static_cast<std::size_t>(c.nranks)), 0});
   }
   KeptCase& kept = kept_[mine];
   std::vector<std::byte>& slot = kept.ranks[static_cast<std::size_t>(rank)];
@@ -475,13 +473,9 @@ void InputMemo::keep(const Case& c, int rank, std::span<const std::byte> input) 
   kept.bytes += slot.size();
 }
 
-Case kept_inputs_key(const Case& c) {
-  Case key = c;
-  key.root = 0;
-  key.in_place = false;
-  key.offset = 0;
-  key.empty_as_null = false;
-  return key;
+bool same_inputs(const Case& a, const Case& b) {
+  return a.collective == b.collective && a.dtype == b.dtype && a.op == b.op && a.count == b.count &&
+         a.nranks == b.nranks && a.values == b.values && a.seed == b.seed && a.counts == b.counts;
 }
 
 std::uint64_t input_bytes(const Case& c) {

@@ -129,8 +129,8 @@ class InputGenerator final : public Inputs {
 // that thread keeps every whole rank input it makes, up to the memo's capacity in bytes, letting
 // the oldest case's go first, and serves any part of one it keeps by a copy. Inputs are a pure
 // function of the case's collective, dtype, op, count(s), ranks, value kind and seed, not of its
-// root, layout, offset or null buffers (kept_inputs_key): a kept rank input serves every case
-// that agrees on those. A memo is not shared between threads.
+// root, layout, offset or null buffers (same_inputs): a kept rank input serves every case that
+// agrees on those. A memo is not shared between threads.
 class InputMemo {
  public:
   explicit InputMemo(std::uint64_t capacity) : capacity_(capacity) {}
@@ -159,7 +159,7 @@ class InputMemo {
 
  private:
   struct KeptCase {
-    Case key;
+    Case key;                                   // the first case kept: the others have the same_inputs
     std::vector<std::vector<std::byte>> ranks;  // empty where not kept
     std::uint64_t bytes = 0;
   };
@@ -168,9 +168,10 @@ class InputMemo {
   std::uint64_t held_ = 0;
 };
 
-// The fields of `c` its inputs depend on, the others at their defaults: cases with equal keys have
-// equal inputs.
-Case kept_inputs_key(const Case& c);
+// Whether two cases have the same inputs: they agree on every field but the root, the layout, the
+// offset and null buffers, which the inputs do not depend on (compared in place: a v-collective's
+// counts are not copied to be compared).
+bool same_inputs(const Case& a, const Case& b);
 // Every rank's whole input of `c`, in bytes.
 std::uint64_t input_bytes(const Case& c);
 

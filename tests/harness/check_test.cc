@@ -261,7 +261,7 @@ class WatchesKeptInputs final : public testing::Forwarding {
       ++without_memo;
     } else {
       if (memo->held() == 0) ++empty_memo;
-      if (last_key_ && *last_key_ == kept_inputs_key(c)) {
+      if (last_case_ && same_inputs(*last_case_, c)) {
         ++same_as_before;
         bool every_rank = true;
         for (int rank = 0; rank < c.nranks; ++rank) every_rank = every_rank && !memo->find(c, rank).empty();
@@ -269,13 +269,13 @@ class WatchesKeptInputs final : public testing::Forwarding {
       }
     }
     // Given inputs are not the generator's: the next run has nothing of this one's to find.
-    last_key_ = options.inputs == nullptr ? std::optional<Case>(kept_inputs_key(c)) : std::nullopt;
+    last_case_ = options.inputs == nullptr ? std::optional<Case>(c) : std::nullopt;
     return Forwarding::run(c, options);
   }
   int without_memo = 0, empty_memo = 0, same_as_before = 0, found_kept = 0;
 
  private:
-  std::optional<Case> last_key_;
+  std::optional<Case> last_case_;
 };
 
 // Checking a case makes its inputs once: each case starts with an empty memo of its own, and every
