@@ -333,30 +333,33 @@ void InputGenerator::values(int rank, std::size_t first, std::span<double> out) 
   }
 }
 
-// values() decoded from the rank's input that this thread's InputMemo keeps, where it keeps it:
-// decode(bits()) of each element, which is what a real value rounded to the dtype and every other
-// mode's value are.
-bool InputGenerator::values_kept(int rank, std::size_t first, std::span<double> out) const {
+std::span<const std::byte> InputGenerator::kept_part(int rank, std::size_t first, std::size_t count) const {
   const InputMemo* memo = InputMemo::current();
-  if (memo == nullptr || out.empty()) return false;
+  if (memo == nullptr || count == 0) return {};
+  const std::size_t size = size_of(case_.dtype);
   const std::span<const std::byte> kept = memo->find(case_, rank);
-  if ((first + out.size()) * size_of(case_.dtype) > kept.size()) return false;
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = decode(case_.dtype, load_bits(case_.dtype, kept, first + i));
+  if ((first + count) * size > kept.size()) return {};
+  return kept.subspan(first * size, count * size);
+}
+
+// values() decoded from the kept input: decode(bits()) of each element, which is what a real value
+// rounded to the dtype and every other mode's value are.
+bool InputGenerator::values_kept(int rank, std::size_t first, std::span<double> out) const {
+  const std::span<const std::byte> part = kept_part(rank, first, out.size());
+  if (part.empty()) return false;
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = decode(case_.dtype, load_bits(case_.dtype, part, i));
   return true;
 }
 
 void InputGenerator::fill(int rank, std::size_t first, std::span<std::byte> out) const {
-  InputMemo* memo = InputMemo::current();
-  if (memo == nullptr) return generate(rank, first, out);
-  if (out.empty()) return;  // (its data() may be null)
   const std::size_t size = size_of(case_.dtype);
-  const std::span<const std::byte> kept = memo->find(case_, rank);
-  if (!kept.empty() && first * size + out.size() <= kept.size()) {
-    std::memcpy(out.data(), kept.data() + first * size, out.size());
+  if (const std::span<const std::byte> part = kept_part(rank, first, out.size() / size); !part.empty()) {
+    std::memcpy(out.data(), part.data(), part.size());
     return;
   }
   generate(rank, first, out);
-  if (first == 0 && out.size() == input_elements(case_, rank) * size) memo->keep(case_, rank, out);
+  InputMemo* memo = InputMemo::current();
+  if (memo != nullptr && first == 0 && out.size() == input_elements(case_, rank) * size) memo->keep(case_, rank, out);
 }
 
 void InputGenerator::generate(int rank, std::size_t first, std::span<std::byte> out) const {
@@ -449,15 +452,20 @@ std::span<const std::byte> InputMemo::find(const Case& c, int rank) const {
   return {};
 }
 
+std::uint64_t InputMemo::held() const {
+  std::uint64_t bytes = 0;
+  for (const KeptCase& kept : kept_) bytes += kept.bytes;
+  return bytes;
+}
+
 void InputMemo::keep(const Case& c, int rank, std::span<const std::byte> input) {
   if (rank < 0 || rank >= c.nranks || input.empty() || input.size() > capacity_) return;
   std::size_t mine = 0;
   while (mine < kept_.size() && !same_inputs(kept_[mine].key, c)) ++mine;
   // Older cases go first; the case being kept is never let go for itself.
-  while (held_ + input.size() > capacity_) {
+  while (held() + input.size() > capacity_) {
     const std::size_t oldest = mine == 0 ? 1 : 0;
     if (oldest >= kept_.size()) return;
-    held_ -= kept_[oldest].bytes;
     kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(oldest));
     if (oldest < mine) --mine;
   }
@@ -466,10 +474,8 @@ void InputMemo::keep(const Case& c, int rank, std::span<const std::byte> input) 
   }
   KeptCase& kept = kept_[mine];
   std::vector<std::byte>& slot = kept.ranks[static_cast<std::size_t>(rank)];
-  held_ -= slot.size();
   kept.bytes -= slot.size();
   slot.assign(input.begin(), input.end());
-  held_ += slot.size();
   kept.bytes += slot.size();
 }
 

@@ -101,7 +101,10 @@ class InputGenerator final : public Inputs {
   std::uint32_t exact_key(int rank, std::size_t index) const;
   std::uint64_t special_bits(int rank, std::size_t index, std::uint64_t random) const;
   void generate(int rank, std::size_t first, std::span<std::byte> out) const;  // fill, made here
-  bool values_kept(int rank, std::size_t first, std::span<double> out) const;
+  // The bytes of elements [first, first + count) of rank's input where this thread's InputMemo
+  // keeps it; empty otherwise.
+  std::span<const std::byte> kept_part(int rank, std::size_t first, std::size_t count) const;
+  bool values_kept(int rank, std::size_t first, std::span<double> out) const;  // values() from kept_part
   // bits() of elements [first, first + out.size()), at most a batch (inputs.cc's kBatch) of them.
   void bits_batch(int rank, std::size_t first, std::span<std::uint64_t> out) const;
   double raw_real(std::uint64_t random) const;  // before rounding to the dtype
@@ -154,8 +157,7 @@ class InputMemo {
   std::span<const std::byte> find(const Case& c, int rank) const;
   // Keeps a copy of rank's whole input of `c` where it fits the capacity (older cases' let go).
   void keep(const Case& c, int rank, std::span<const std::byte> input);
-  std::uint64_t held() const { return held_; }
-  std::uint64_t capacity() const { return capacity_; }
+  std::uint64_t held() const;  // bytes kept, every case's
 
  private:
   struct KeptCase {
@@ -165,7 +167,6 @@ class InputMemo {
   };
   std::vector<KeptCase> kept_;  // oldest first
   std::uint64_t capacity_ = 0;
-  std::uint64_t held_ = 0;
 };
 
 // Whether two cases have the same inputs: they agree on every field but the root, the layout, the

@@ -91,8 +91,8 @@ void Simulation::arrive(std::size_t index) {
   const std::size_t bytes = message.payload.size();
   const PieceLabel piece{message.sequence, 0, bytes, message.sum, static_cast<std::uint32_t>(message.attempt)};
   LinkSettings settings = protocol_;
-  // As many as the sender's; none where nothing may have changed the payload (payloads_may_change_).
-  settings.checksums = payloads_may_change_ && protocol_.checks(message.sequence, inbox.per_call);
+  // As many as the sender's; none where nothing may have changed the payload (payloads_may_change).
+  settings.checksums = payloads_may_change() && protocol_.checks(message.sequence, inbox.per_call);
   const Verdict verdict = receiver.judge(piece, message.payload, bytes, settings);
   if (verdict == Verdict::Take) {
     receiver.take(bytes, bytes, now_);
@@ -227,7 +227,7 @@ void Simulation::send(int p, const Stream& stream) {
     payload.assign(from, from + step.from.count * element_);
   }
   const std::size_t bytes = step.from.count * element_;
-  const std::uint64_t sum = payload.empty() || !payloads_may_change_ ? empty_sum_ : checksum(payload);
+  const std::uint64_t sum = payload.empty() || !payloads_may_change() ? empty_sum_ : checksum(payload);
   if (protocol_.reliable) {
     hold(held_.kept, kept_cost_ + payload.size());
     outbox.kept.push(KeptMessage{sum, bytes});

@@ -245,6 +245,9 @@ class Simulation {
   // The link protocol on virtual time (sim_link.cc).
   void set_up_protocol();
   std::uint32_t link_of(const StreamKey& key);
+  // Whether anything may change a payload on its way: only a hook can. Without one every message
+  // arrives as sent, so none is checksummed (it carries empty_sum_) and none is checked.
+  bool payloads_may_change() const { return options_.hook != nullptr; }
   std::uint32_t link_of(int p, const Step& step) const;
   std::string stream_name(const StreamLink& link, std::uint64_t sequence) const;
   void arrive(std::size_t index);
@@ -328,9 +331,6 @@ class Simulation {
   std::uint64_t kept_cost_ = 0;
   std::uint64_t waiting_cost_ = 0;
   std::uint64_t empty_sum_ = checksum({});  // what every message of a timing-only run carries
-  // Whether anything may change a payload on its way: only a hook can. Without one every message
-  // arrives as sent, so none is checksummed (it carries empty_sum_) and none is checked.
-  bool payloads_may_change_ = false;
   std::vector<GoBack> go_back_;
   std::vector<std::uint32_t> free_go_back_;
 };

@@ -17,8 +17,7 @@ namespace collcheck {
 namespace sim {
 Simulation::Simulation(const Schedule& schedule, const Topology& topology, const SimulationOptions& options)
     : schedule_(schedule), topology_(topology), options_(options), hook_(options.hook ? *options.hook : default_hook_),
-      element_(size_of(schedule.shape.dtype)), timer_jitter_(options.seed),
-      payloads_may_change_(options.hook != nullptr) {}
+      element_(size_of(schedule.shape.dtype)), timer_jitter_(options.seed) {}
 
 SimulatedRun Simulation::run() {
   if (!place_participants() || !set_up_participants() || !check_messages_match()) return std::move(result_);
