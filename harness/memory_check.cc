@@ -315,8 +315,15 @@ std::optional<Status> in_pieces_fit(std::string_view algorithm, const Case& shap
   return fits(*estimate, budget, what + " in pieces", "lower --ranks or --counts");
 }
 
+// glibc's heap is the one to tend only where glibc's malloc is the allocator: under AddressSanitizer
+// its own allocator serves every malloc, and glibc's heap is never set up; two threads asking
+// mallinfo2 about it at once then race its setup (one reads the top chunk before the other has made it).
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+#define COLLCHECK_TENDS_GLIBC_HEAP 1
+#endif
+
 void give_back_freed_memory() {
-#ifdef __GLIBC__
+#ifdef COLLCHECK_TENDS_GLIBC_HEAP
   // Trimming walks the heap and advises the kernel page by page: worth it only where much is free.
   constexpr std::size_t kWorthTrimming = std::size_t{16} << 20;
   if (mallinfo2().fordblks >= kWorthTrimming) malloc_trim(0);
@@ -324,7 +331,7 @@ void give_back_freed_memory() {
 }
 
 void keep_freed_memory() {
-#ifdef __GLIBC__
+#ifdef COLLCHECK_TENDS_GLIBC_HEAP
   constexpr int kKeptAtTheTop = 1 << 30;
   constexpr int kMappedApart = 32 << 20;  // glibc's most for M_MMAP_THRESHOLD on 64-bit
   mallopt(M_TRIM_THRESHOLD, kKeptAtTheTop);
