@@ -150,6 +150,24 @@ const FloatFormat& float_format(DType dtype) {
 
 namespace {
 
+// A value in one of the format's normal binades, the common case, rounds in one step: its
+// exponent and fraction as one integer, rounded to nearest, ties to even, at the format's mantissa
+// width (a carry out of the fraction moves the exponent up, as it should), then moved to the
+// format's bias: the magnitude's bits, or kNotNormal where the result is past `largest` or the
+// value is anything else (zero, subnormal, NaN, infinity), which encode_fields handles.
+constexpr std::uint64_t kNotNormal = ~std::uint64_t{0};
+[[gnu::always_inline]] inline std::uint64_t encode_normal(const FloatFormat& format, std::uint64_t bits,
+                                                          std::uint64_t largest) {
+  const int m = format.mantissa_bits;
+  const auto field = static_cast<int>((bits >> 52) & 0x7ff);
+  if (m >= 52 || field < 1023 + format.min_exponent() || field == 0x7ff) return kNotNormal;
+  const int drop = 52 - m;
+  const std::uint64_t magnitude = bits & all_ones(63);
+  const std::uint64_t rounded = (magnitude + (std::uint64_t{1} << (drop - 1)) - 1 + ((magnitude >> drop) & 1)) >> drop;
+  const std::uint64_t result = rounded - (static_cast<std::uint64_t>(1023 - format.bias) << m);
+  return result <= largest ? result : kNotNormal;
+}
+
 // encode()'s body, inlined where it is used: for a narrow dtype's format, a constant
 // (encode_as), the format's fields fold into the code.
 [[gnu::always_inline]] inline std::uint64_t encode_fields(const FloatFormat& format, double value,
@@ -163,6 +181,7 @@ namespace {
   const std::uint64_t overflow = saturation == Saturation::Finite ? largest
                                  : format.has_infinity            ? all_ones(format.exponent_bits) << m
                                                                   : format.nan_bits();
+  if (const std::uint64_t normal = encode_normal(format, bits, largest); normal != kNotNormal) return sign | normal;
   if (field == 0x7ff) return fraction != 0 ? format.nan_bits() : sign | overflow;  // NaN, infinity
   if (field == 0 && fraction == 0) return sign;
 

@@ -33,25 +33,36 @@ class SimBackend final : public Backend {
     sim.protocol = protocol();
     MemoryEstimate estimate = simulation_memory(c, *size, sim);
     estimate.add(schedule_memory(*size));
+    // Kept for the case's other runs, and the cases run in between (schedule_of), as large as it.
+    const MemoryEstimate kept = schedule_memory(*size);
+    estimate.add("schedules kept for other runs", saturating_product(kept.total(), kKeptSchedules - 1),
+                 std::to_string(kKeptSchedules - 1) + " x " + format_bytes(kept.total()));
     return estimate;
   }
 
   // All calls run in one simulation, back to back with no barrier (SimulationOptions::calls).
   RepeatedRun run(const Case& c, const RunOptions& options) override {
     RepeatedRun result;
-    Result<Schedule> schedule = variant_.schedule(c, knobs_);
-    if (!schedule) {
+    const MadeSchedule& made = schedule_of(c);
+    if (!made.schedule) {
       result.outcome = Outcome::Crash;
-      result.error = schedule.error().text();
+      result.error = made.schedule.error().text();
       return result;
     }
+    const Schedule& schedule = *made.schedule;
     if (options.timed)
-      return options.checked ? run_timed_checked(c, *schedule, options) : run_timed(c, *schedule, options);
+      return options.checked ? run_timed_checked(c, schedule, options) : run_timed(c, schedule, options);
+    if (!made.valid) {
+      SimulatedRun invalid;
+      invalid.error = made.valid.error().message;
+      return failed(invalid);
+    }
     SimulationOptions sim = simulation(options, options.schedule_seed, true);
+    sim.validated = true;
     sim.inputs = options.inputs;
     sim.calls = std::max(options.calls, 1);
     sim.call_seed_step = variant_.stale_inputs ? 0 : 1;
-    SimulatedRun run = simulate(*schedule, sim_fabric(c.nranks), sim);
+    SimulatedRun run = simulate(schedule, sim_fabric(c.nranks), sim);
     if (!run.completed) return failed(run);
     result.trace = run.trace;
     result.calls = calls_of(run.earlier_outputs, run.outputs, run.inputs, run.guards_intact);
@@ -59,6 +70,28 @@ class SimBackend final : public Backend {
   }
 
  private:
+  // A case's schedule, made and validated (with the numeric runs' guard) once for all of its runs:
+  // check runs a case many times, and its properties run others in between (in place, the
+  // composition's two collectives), so the last kKeptSchedules cases' are kept, the oldest let go
+  // before another is made (estimate_memory counts them). A variant's schedule is a function of
+  // the case and the knobs.
+  static constexpr std::size_t kKeptSchedules = 4;
+  struct MadeSchedule {
+    Case shape;
+    Result<Schedule> schedule;
+    Status valid;
+  };
+  const MadeSchedule& schedule_of(const Case& c) {
+    for (const MadeSchedule& kept : made_) {
+      if (kept.shape == c) return kept;
+    }
+    if (made_.size() == kKeptSchedules) made_.erase(made_.begin());
+    Result<Schedule> schedule = variant_.schedule(c, knobs_);
+    Status valid = !schedule || schedule->on_demand() ? Status(Ok{}) : validate(*schedule, kGuardElements);
+    made_.push_back(MadeSchedule{c, std::move(schedule), std::move(valid)});
+    return made_.back();
+  }
+
   LinkProtocol protocol() const { return variant_protocol(variant_, knobs_); }
 
   // What every simulation of a run takes from the run's options: its interleaving's seed, the
@@ -137,6 +170,7 @@ class SimBackend final : public Backend {
   SimVariant variant_;
   Knobs knobs_;
   std::string spec_;
+  std::vector<MadeSchedule> made_;  // the newest last
 };
 
 Topology build_sim_fabric(int nranks) {

@@ -30,6 +30,9 @@ struct SimulationOptions {
   // impls/link/guarded_buffer.h says, the case's offset included), filled with a pattern and
   // checked afterwards; schedules may address them (validate's slack) and are reported.
   std::size_t guard = 0;
+  // The caller has validated the schedule with this guard (validate) and it passed: simulate does
+  // not validate it again (a backend running one case's schedule many times validates it once).
+  bool validated = false;
   ReductionOverride reduction;  // null members: the standard contract
   // Given inputs, rank by rank (each exactly the rank's input buffer, packed), instead of the
   // case's generated ones: to feed one collective's outputs into another.

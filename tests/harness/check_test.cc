@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -247,55 +246,6 @@ TEST(Check, ABackendThatCannotRunHereIsReportedNotJudged) {
   std::ostringstream text;
   print_report(report, text);
   EXPECT_NE(text.str().find("NOT RUN ring@sim: mpirun: no such option"), std::string::npos) << text.str();
-}
-
-// Watches the inputs kept while a case is checked (InputMemo): whether a memo is in use, whether
-// it starts empty, and whether a run of the same case as the run before finds every rank's input
-// already made.
-class WatchesKeptInputs final : public testing::Forwarding {
- public:
-  using Forwarding::Forwarding;
-  RepeatedRun run(const Case& c, const RunOptions& options) override {
-    const InputMemo* memo = InputMemo::current();
-    if (memo == nullptr) {
-      ++without_memo;
-    } else {
-      if (memo->held() == 0) ++empty_memo;
-      if (last_case_ && same_inputs(*last_case_, c)) {
-        ++same_as_before;
-        bool every_rank = true;
-        for (int rank = 0; rank < c.nranks; ++rank) every_rank = every_rank && !memo->find(c, rank).empty();
-        if (every_rank) ++found_kept;
-      }
-    }
-    // Given inputs are not the generator's: the next run has nothing of this one's to find.
-    last_case_ = options.inputs == nullptr ? std::optional<Case>(c) : std::nullopt;
-    return Forwarding::run(c, options);
-  }
-  int without_memo = 0, empty_memo = 0, same_as_before = 0, found_kept = 0;
-
- private:
-  std::optional<Case> last_case_;
-};
-
-// Checking a case makes its inputs once: each case starts with an empty memo of its own, and every
-// later run of the same inputs (another interleaving, in place, the repeated calls) finds them kept.
-TEST(Check, ACaseInputsAreMadeOnceWhileItIsChecked) {
-  std::vector<std::unique_ptr<Backend>> list = backends("ring@sim");
-  ASSERT_EQ(list.size(), 1u);
-  auto watching = std::make_unique<WatchesKeptInputs>(std::move(list.front()));
-  const WatchesKeptInputs& watched = *watching;
-  list.front() = std::move(watching);
-  CheckOptions o = options(3, 60, 30);
-  o.limits.min_count = 1;
-  o.limits.collectives = {Collective::AllReduce, Collective::AllGather};
-  const CheckReport report = run_check(o, list, nullptr);
-  EXPECT_TRUE(report.failures.empty());
-  ASSERT_GE(report.total().cases, 20u);
-  EXPECT_EQ(watched.without_memo, 0);
-  EXPECT_EQ(static_cast<std::size_t>(watched.empty_memo), report.total().cases);
-  EXPECT_GE(static_cast<std::size_t>(watched.same_as_before), 2 * report.total().cases);
-  EXPECT_EQ(watched.found_kept, watched.same_as_before);
 }
 
 // A backend that refuses, when they run, the cases whose count is odd (as NCCL refuses with

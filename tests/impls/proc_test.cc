@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <string>
 #include <thread>
 
 #include "impls/backend/rank_backend.h"
@@ -424,58 +425,6 @@ TEST(ProcTransport, ADamagedPieceIsNeverForwarded) {
     for (const bool reduces : {true, false}) {
       forward_a_damaged_piece(n, reduces, true);
       forward_a_damaged_piece(n, reduces, false);
-    }
-  }
-}
-
-// The native float path gives reduce_elements' bits for every op, on random bit patterns that
-// include NaNs, infinities, subnormals and signed zeros, into a buffer of its own or in place.
-TEST(ProcTransport, NativeReductionIsBitForBitTheContract) {
-  for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::BFloat16}) {
-    const std::size_t size = size_of(dtype), count = 4000;
-    std::vector<std::byte> a(count * size), b(count * size), want(count * size), got(count * size);
-    for (std::size_t i = 0; i < count * size; ++i) {
-      a[i] = static_cast<std::byte>(mix64(i) >> 11);
-      b[i] = static_cast<std::byte>(mix64(i + 0x9e3779b9) >> 17);
-    }
-    // Every few elements small or special, so that sums and products meet every case.
-    for (std::size_t i = 0; i + 1 < count; i += 7) std::memcpy(&b[i * size], &a[(i + 1) * size], size);
-    for (RedOp op : all_ops()) {
-      reduce_elements(dtype, op, a.data(), b.data(), want.data(), count);
-      reduce_elements_fast(dtype, op, a.data(), b.data(), got.data(), count);
-      EXPECT_EQ(want, got) << name(dtype) << " " << name(op);
-      // In place, into either input (a group with a NaN result is computed again from inputs
-      // its stores must not have reached).
-      std::vector<std::byte> into_a = a, into_b = b;
-      reduce_elements_fast(dtype, op, into_a.data(), b.data(), into_a.data(), count);
-      reduce_elements_fast(dtype, op, a.data(), into_b.data(), into_b.data(), count);
-      EXPECT_EQ(want, into_a) << name(dtype) << " " << name(op) << " into its first input";
-      EXPECT_EQ(want, into_b) << name(dtype) << " " << name(op) << " into its second input";
-    }
-  }
-}
-
-// The float8s' fast path reads every pair's result from a table: for both formats, every op and
-// every pair of operands (both orders), it gives reduce_elements' bits, into a buffer of its own
-// and in place.
-TEST(ProcTransport, Float8ReductionsByTableAreTheContractForEveryPair) {
-  constexpr std::size_t kPairs = std::size_t{1} << 16;
-  std::vector<std::byte> a(kPairs), b(kPairs), want(kPairs), got(kPairs);
-  for (std::size_t pair = 0; pair < kPairs; ++pair) {
-    a[pair] = static_cast<std::byte>(pair >> 8);
-    b[pair] = static_cast<std::byte>(pair);
-  }
-  for (DType dtype : {DType::Float8E4M3, DType::Float8E5M2}) {
-    for (RedOp op : all_ops()) {
-      reduce_elements(dtype, op, a.data(), b.data(), want.data(), kPairs);
-      reduce_elements_fast(dtype, op, a.data(), b.data(), got.data(), kPairs);
-      EXPECT_EQ(want, got) << name(dtype) << " " << name(op);
-      std::vector<std::byte> into_b = b;
-      reduce_elements_fast(dtype, op, a.data(), into_b.data(), into_b.data(), kPairs);
-      EXPECT_EQ(want, into_b) << name(dtype) << " " << name(op) << " into its second input";
-      reduce_elements(dtype, op, b.data(), a.data(), want.data(), kPairs);
-      reduce_elements_fast(dtype, op, b.data(), a.data(), got.data(), kPairs);
-      EXPECT_EQ(want, got) << name(dtype) << " " << name(op) << " the operands swapped";
     }
   }
 }
