@@ -17,16 +17,6 @@
 namespace collcheck {
 namespace {
 
-CheckOptions options(std::uint64_t seed, double budget, std::size_t cases) {
-  CheckOptions o;
-  o.seed = seed;
-  o.time_budget = budget;
-  o.cases = cases;
-  o.limits.max_ranks = 16;
-  o.limits.max_count = 4096;
-  return o;
-}
-
 // Watches the inputs kept while a case is checked (InputMemo): whether a memo is in use, whether
 // it starts empty, and whether a run of the same case as the run before finds every rank's input
 // already made.
@@ -65,7 +55,7 @@ TEST(Check, ACaseInputsAreMadeOnceWhileItIsChecked) {
   auto watching = std::make_unique<WatchesKeptInputs>(std::move(list.front()));
   const WatchesKeptInputs& watched = *watching;
   list.front() = std::move(watching);
-  CheckOptions o = options(3, 60, 30);
+  CheckOptions o = testing::bounded_options(3, 30, 16, 4096);
   o.limits.min_count = 1;
   o.limits.collectives = {Collective::AllReduce, Collective::AllGather};
   const CheckReport report = run_check(o, list, nullptr);
@@ -105,7 +95,7 @@ TEST(Check, ACaseScheduleIsMadeOnceForItsRuns) {
   const RecordsRuns& recorded = *recording;
   std::vector<std::unique_ptr<Backend>> list;
   list.push_back(std::move(recording));
-  CheckOptions o = options(5, 60, 30);
+  CheckOptions o = testing::bounded_options(5, 30, 16, 4096);
   o.limits.min_count = 1;
   o.limits.collectives = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter};
   const CheckReport report = run_check(o, list, nullptr);
