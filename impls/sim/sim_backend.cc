@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 
 #include "impls/link/guarded_buffer.h"
+#include "reference/inputs.h"
 #include "reference/key_values.h"
 #include "reference/numbers.h"
 #include "reference/random.h"
@@ -43,18 +45,18 @@ class SimBackend final : public Backend {
   // All calls run in one simulation, back to back with no barrier (SimulationOptions::calls).
   RepeatedRun run(const Case& c, const RunOptions& options) override {
     RepeatedRun result;
-    const MadeSchedule& made = schedule_of(c);
-    if (!made.schedule) {
+    const std::shared_ptr<const MadeSchedule> made = schedule_of(c);
+    if (!made->schedule) {
       result.outcome = Outcome::Crash;
-      result.error = made.schedule.error().text();
+      result.error = made->schedule.error().text();
       return result;
     }
-    const Schedule& schedule = *made.schedule;
+    const Schedule& schedule = *made->schedule;
     if (options.timed)
       return options.checked ? run_timed_checked(c, schedule, options) : run_timed(c, schedule, options);
-    if (!made.valid) {
+    if (!made->valid) {
       SimulatedRun invalid;
-      invalid.error = made.valid.error().message;
+      invalid.error = made->valid.error().message;
       return failed(invalid);
     }
     SimulationOptions sim = simulation(options, options.schedule_seed, true);
@@ -72,24 +74,33 @@ class SimBackend final : public Backend {
  private:
   // A case's schedule, made and validated (with the numeric runs' guard) once for all of its runs:
   // check runs a case many times, and its properties run others in between (in place, the
-  // composition's two collectives), so the last kKeptSchedules cases' are kept, the oldest let go
-  // before another is made (estimate_memory counts them). A variant's schedule is a function of
-  // the case and the knobs.
+  // composition's two collectives). While a case is checked (an InputMemo in use on this thread)
+  // the last kKeptSchedules cases' are kept in the memo, the oldest let go before another is made,
+  // and all go with the memo at the case's end (estimate_memory counts them); outside a check each
+  // run makes its own. A variant's schedule is a function of the case and the knobs.
   static constexpr std::size_t kKeptSchedules = 4;
   struct MadeSchedule {
     Case shape;
     Result<Schedule> schedule;
     Status valid;
   };
-  const MadeSchedule& schedule_of(const Case& c) {
-    for (const MadeSchedule& kept : made_) {
-      if (kept.shape == c) return kept;
+  using KeptSchedules = std::vector<std::shared_ptr<const MadeSchedule>>;  // the newest last
+  std::shared_ptr<const MadeSchedule> schedule_of(const Case& c) const {
+    InputMemo* memo = InputMemo::current();
+    std::shared_ptr<void>* slot = memo != nullptr ? &memo->kept_for_case(this) : nullptr;
+    if (slot != nullptr && *slot == nullptr) *slot = std::make_shared<KeptSchedules>();
+    auto* kept = slot != nullptr ? static_cast<KeptSchedules*>(slot->get()) : nullptr;
+    if (kept != nullptr) {
+      for (const auto& made : *kept) {
+        if (made->shape == c) return made;
+      }
+      if (kept->size() == kKeptSchedules) kept->erase(kept->begin());
     }
-    if (made_.size() == kKeptSchedules) made_.erase(made_.begin());
     Result<Schedule> schedule = variant_.schedule(c, knobs_);
     Status valid = !schedule || schedule->on_demand() ? Status(Ok{}) : validate(*schedule, kGuardElements);
-    made_.push_back(MadeSchedule{c, std::move(schedule), std::move(valid)});
-    return made_.back();
+    auto made = std::make_shared<const MadeSchedule>(MadeSchedule{c, std::move(schedule), std::move(valid)});
+    if (kept != nullptr) kept->push_back(made);
+    return made;
   }
 
   LinkProtocol protocol() const { return variant_protocol(variant_, knobs_); }
@@ -170,7 +181,6 @@ class SimBackend final : public Backend {
   SimVariant variant_;
   Knobs knobs_;
   std::string spec_;
-  std::vector<MadeSchedule> made_;  // the newest last
 };
 
 Topology build_sim_fabric(int nranks) {

@@ -114,5 +114,35 @@ TEST(Check, ACaseScheduleIsMadeOnceForItsRuns) {
       << made->size() << " schedules made for " << recorded.runs.size() << " runs";
 }
 
+// Nothing is kept past the case: the schedules live in the case's memo, so a run outside a check
+// (no memo in use) makes its own, every time, and a case checked again makes them again.
+TEST(Check, ACaseScheduleIsKeptOnlyWhileTheCaseIsChecked) {
+  Result<SimVariant> ring = algorithm_variant("ring");
+  ASSERT_TRUE(ring);
+  auto made = std::make_shared<int>(0);
+  SimVariant counted = *ring;
+  counted.schedule = [made, make = ring->schedule](const Case& c, const Knobs& knobs) {
+    ++*made;
+    return make(c, knobs);
+  };
+  const std::unique_ptr<Backend> backend = make_sim_backend(counted, Knobs{}, "ring@sim");
+  Case c;
+  c.collective = Collective::AllReduce;
+  c.nranks = 4;
+  c.count = 64;
+  RunOptions options;
+  for (int run = 1; run <= 3; ++run) {
+    ASSERT_EQ(backend->run(c, options).outcome, Outcome::Ok);
+    EXPECT_EQ(*made, run);
+  }
+  for (int checked = 1; checked <= 2; ++checked) {
+    InputMemo memo(std::uint64_t{1} << 20);
+    const InputMemo::Use use(memo);
+    ASSERT_EQ(backend->run(c, options).outcome, Outcome::Ok);
+    ASSERT_EQ(backend->run(c, options).outcome, Outcome::Ok);
+    EXPECT_EQ(*made, 3 + checked);
+  }
+}
+
 }  // namespace
 }  // namespace collcheck
