@@ -6,8 +6,8 @@
 namespace collcheck::sim {
 
 // A buffer of `count` elements between two guard zones (impls/link/guarded_buffer.h).
-void Simulation::allocate(GuardedBuffer& buffer, std::size_t count) {
-  buffer = GuardedBuffer(count, element_, schedule_.shape.offset, options_.guard);
+void Simulation::allocate(GuardedBuffer& buffer, std::size_t count, GuardedBuffer::Start start) {
+  buffer = GuardedBuffer(count, element_, schedule_.shape.offset, options_.guard, start);
 }
 
 // The memory behind element `offset` of a buffer of p, after in-place aliasing.

@@ -58,14 +58,20 @@ bool Simulation::set_up_participants() {
     allocate(output_[q], schedule_.buffer_size(p, BufferKind::Output));
     const bool input_stored =
         !schedule_.shape.in_place || in_place_alias(schedule_.shape, p).inside == BufferKind::Output;
-    if (input_stored) allocate(input_[q], schedule_.buffer_size(p, BufferKind::Input));
+    // An input buffer of its own is written whole at once (no pass to clear it first); in place,
+    // the input lies inside the output, which starts zeroed.
+    if (input_stored) {
+      allocate(input_[q], schedule_.buffer_size(p, BufferKind::Input), GuardedBuffer::Start::Overwritten);
+    }
     const std::size_t count = schedule_.buffer_size(p, BufferKind::Input);
     std::byte* input = at(p, BufferKind::Input, 0);
     if (options_.inputs == nullptr) {
       inputs.fill(p, 0, {input, count * element_});
     } else {
       const std::vector<std::byte>& given = options_.inputs->at(q);
-      std::copy_n(given.begin(), std::min(given.size(), count * element_), input);
+      const std::size_t copied = std::min(given.size(), count * element_);
+      std::copy_n(given.begin(), copied, input);
+      std::fill_n(input + copied, count * element_ - copied, std::byte{0});  // what was not given
     }
   }
   for (std::size_t q = 0; q < n; ++q) {

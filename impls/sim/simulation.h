@@ -230,7 +230,7 @@ class Simulation {
   void finish(double deadline);
 
   // Guarded memory (sim_memory.cc).
-  void allocate(GuardedBuffer& buffer, std::size_t count);
+  void allocate(GuardedBuffer& buffer, std::size_t count, GuardedBuffer::Start start = GuardedBuffer::Start::Zeroed);
   std::byte* at(int p, BufferKind buffer, std::size_t offset);
   void reduce(const std::byte* a, const std::byte* b, std::byte* out, std::size_t count);
 

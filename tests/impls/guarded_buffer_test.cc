@@ -67,5 +67,30 @@ TEST(GuardedBuffer, AMovedBufferKeepsItsMemory) {
   EXPECT_EQ(name(GuardZone::Front), "front (before the buffer)");
 }
 
+// A buffer starts zeroed even in memory the allocator hands out again (a freed buffer's, full of
+// other bytes); one its maker overwrites at once is not cleared, and its guards are laid out all
+// the same. A moved-from buffer holds nothing.
+TEST(GuardedBuffer, StartsZeroedInReusedMemoryUnlessOverwritten) {
+  for (int round = 0; round < 4; ++round) {
+    {
+      GuardedBuffer dirty(4096, 4, 1);
+      for (std::size_t i = 0; i < dirty.bytes(); ++i) dirty.data()[i] = std::byte{0x77};
+    }
+    GuardedBuffer zeroed(4096, 4, 1);
+    for (std::size_t i = 0; i < zeroed.bytes(); ++i) ASSERT_EQ(zeroed.data()[i], std::byte{0}) << i;
+    GuardedBuffer overwritten(4096, 4, 1, kGuardElements, GuardedBuffer::Start::Overwritten);
+    EXPECT_TRUE(overwritten.intact());
+    EXPECT_EQ(misalignment(overwritten.data()), 4u);
+    overwritten.data()[overwritten.bytes()] = std::byte{0};
+    EXPECT_EQ(overwritten.damaged(), GuardZone::Back);
+  }
+  GuardedBuffer buffer(3, 8, 1);
+  const std::size_t whole = buffer.allocation().size();
+  GuardedBuffer moved = std::move(buffer);
+  EXPECT_EQ(moved.allocation().size(), whole);
+  EXPECT_TRUE(buffer.allocation().empty());  // NOLINT(bugprone-use-after-move): what a move leaves
+  EXPECT_EQ(buffer.data(), nullptr);         // NOLINT(bugprone-use-after-move)
+}
+
 }  // namespace
 }  // namespace collcheck
