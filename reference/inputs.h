@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "reference/case.h"
@@ -138,8 +139,8 @@ class InputGenerator final : public Inputs {
 // agrees on those. A memo is not shared between threads.
 //
 // What else a backend makes once for all of a case's runs (a `@sim` backend's schedules) it may
-// keep in the memo too, under its own key (`kept_for_case`): it lives as long as the memo, the
-// checked case, and goes with it.
+// keep in the memo too, under a key of its own (`kept_for_case`): it lives as long as the memo,
+// the checked case, and goes with it.
 class InputMemo {
  public:
   explicit InputMemo(std::uint64_t capacity) : capacity_(capacity) {}
@@ -164,8 +165,8 @@ class InputMemo {
   // Keeps a copy of rank's whole input of `c` where it fits the capacity (older cases' let go).
   void keep(const Case& c, int rank, std::span<const std::byte> input);
   std::uint64_t held() const;  // bytes kept, every case's
-  // The slot `owner` keeps something of its own in for the case (empty at first), whatever it is.
-  std::shared_ptr<void>& kept_for_case(const void* owner) { return owned_[owner]; }
+  // The slot kept under `key` for the case (empty at first), whatever its maker keeps in it.
+  std::shared_ptr<void>& kept_for_case(const std::string& key) { return owned_[key]; }
 
  private:
   struct KeptCase {
@@ -175,7 +176,7 @@ class InputMemo {
   };
   std::vector<KeptCase> kept_;  // oldest first
   std::uint64_t capacity_ = 0;
-  std::map<const void*, std::shared_ptr<void>> owned_;
+  std::map<std::string, std::shared_ptr<void>> owned_;
 };
 
 // Whether two cases have the same inputs: they agree on every field but the root, the layout, the

@@ -87,7 +87,9 @@ class SimBackend final : public Backend {
   using KeptSchedules = std::vector<std::shared_ptr<const MadeSchedule>>;  // the newest last
   std::shared_ptr<const MadeSchedule> schedule_of(const Case& c) const {
     InputMemo* memo = InputMemo::current();
-    std::shared_ptr<void>* slot = memo != nullptr ? &memo->kept_for_case(this) : nullptr;
+    // Under the backend's name, which names its variant and knobs: every backend of that name
+    // makes the same schedules.
+    std::shared_ptr<void>* slot = memo != nullptr ? &memo->kept_for_case("schedules of " + spec_) : nullptr;
     if (slot != nullptr && *slot == nullptr) *slot = std::make_shared<KeptSchedules>();
     auto* kept = slot != nullptr ? static_cast<KeptSchedules*>(slot->get()) : nullptr;
     if (kept != nullptr) {
