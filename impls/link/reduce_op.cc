@@ -1,6 +1,6 @@
 // The reduction-op contract on packed CPU buffers: a typed loop per integer type, the narrow
 // float formats through double with one rounding per step, and for the fast one a native
-// float32/float64 path, float16 and bfloat16 through float, and float8 tables.
+// float32/float64 path and float8 tables.
 #include "impls/link/reduce_op.h"
 
 #include <algorithm>
@@ -18,16 +18,33 @@
 
 namespace collcheck {
 
+namespace {
+
+// a ⊕ b in double for one op (avg adds): reduce_values' body, the op fixed so that a loop over
+// elements chooses it once.
+template <RedOp kOp>
+double reduce_value(double x, double y) {
+  if constexpr (kOp == RedOp::Prod) {
+    return x * y;
+  } else if constexpr (kOp == RedOp::Min) {
+    if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
+    return y < x ? y : x;
+  } else if constexpr (kOp == RedOp::Max) {
+    if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
+    return y > x ? y : x;
+  } else {
+    return x + y;
+  }
+}
+
+}  // namespace
+
 double reduce_values(RedOp op, double x, double y) {
   switch (op) {
-    case RedOp::Prod: return x * y;
-    case RedOp::Min:
-      if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
-      return y < x ? y : x;
-    case RedOp::Max:
-      if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
-      return y > x ? y : x;
-    default: return x + y;
+    case RedOp::Prod: return reduce_value<RedOp::Prod>(x, y);
+    case RedOp::Min: return reduce_value<RedOp::Min>(x, y);
+    case RedOp::Max: return reduce_value<RedOp::Max>(x, y);
+    default: return reduce_value<RedOp::Sum>(x, y);
   }
 }
 
@@ -71,8 +88,14 @@ void reduce_integers(RedOp op, const std::byte* a, const std::byte* b, std::byte
   }
 }
 
+// The op chosen once per call, not per element.
 void reduce_floats(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
-  combine_decoded(dtype, a, b, out, count, [op](double x, double y) { return reduce_values(op, x, y); });
+  switch (op) {
+    case RedOp::Prod: return combine_decoded(dtype, a, b, out, count, reduce_value<RedOp::Prod>);
+    case RedOp::Min: return combine_decoded(dtype, a, b, out, count, reduce_value<RedOp::Min>);
+    case RedOp::Max: return combine_decoded(dtype, a, b, out, count, reduce_value<RedOp::Max>);
+    default: return combine_decoded(dtype, a, b, out, count, reduce_value<RedOp::Sum>);
+  }
 }
 
 template <typename T>
@@ -233,88 +256,6 @@ const std::uint8_t* float8_results(DType dtype, RedOp op) {
   return results[which].data();
 }
 
-// Float16 and bfloat16 through float. Each operand converts to float exactly; a sum or product
-// computed in float and rounded once more, to the format, gives the contract's bits (one rounding
-// from the exact value): a float carries 24 bits, at least twice a float16's 11 or a bfloat16's 8
-// plus two, where rounding twice is innocuous for sums and products (Figueroa, "When is double
-// rounding innocuous?", 1995); a float16 product is exact in float, and so is a bfloat16 sum where
-// float's grid is fixed (its subnormals, whose quantum is finer than bfloat16's). Min and max
-// compare exactly. A NaN result is computed again by the contract, for its payload. A test holds
-// this path to reduce_elements on every float16 and bfloat16 operand against a spread of others.
-const float* float16_floats() {  // every float16 pattern's value as a float (256 KiB, made once)
-  static const std::vector<float> table = [] {
-    std::vector<float> made(std::size_t{1} << 16);
-    for (std::size_t pattern = 0; pattern < made.size(); ++pattern) {
-      made[pattern] = static_cast<float>(float16_to_double(static_cast<std::uint16_t>(pattern)));
-    }
-    return made;
-  }();
-  return table.data();
-}
-
-// A float that is not NaN rounded to float16, to nearest, ties to even, overflowing to infinity.
-std::uint16_t float_to_float16(float value) {
-  const auto bits = std::bit_cast<std::uint32_t>(value);
-  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
-  const std::uint32_t magnitude = bits & 0x7fffffffu;
-  constexpr std::uint32_t kOverflows = 0x477ff000u;       // 65520: halfway from the largest finite (65504) to 2^16
-  constexpr std::uint32_t kSmallestNormal = 0x38800000u;  // 2^-14
-  if (magnitude >= kOverflows) return sign | 0x7c00u;
-  if (magnitude >= kSmallestNormal) {  // exponent and fraction rounded at 10 bits, then rebased (127 -> 15)
-    const std::uint32_t rounded = (magnitude + 0xfffu + ((magnitude >> 13) & 1u)) >> 13;
-    return static_cast<std::uint16_t>(sign | (rounded - (std::uint32_t{127 - 15} << 10)));
-  }
-  // Subnormal: adding 0.5, whose binade's quantum is float16's 2^-24, rounds to a multiple of it
-  // (to nearest, ties to even); the count of quanta is the pattern (2^-14 itself comes out as the
-  // smallest normal's).
-  const float counted = std::bit_cast<float>(magnitude) + 0.5f;
-  return static_cast<std::uint16_t>(sign |
-                                    (std::bit_cast<std::uint32_t>(counted) - std::bit_cast<std::uint32_t>(0.5f)));
-}
-
-// A float that is not NaN rounded to bfloat16, to nearest, ties to even: its top 16 bits, rounded
-// on the rest (a carry moves the exponent up, into infinity past the largest finite).
-std::uint16_t float_to_bfloat16(float value) {
-  const auto bits = std::bit_cast<std::uint32_t>(value);
-  return static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-
-template <bool kFloat16, typename Combine>
-void combine_through_float(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
-                           std::size_t count, Combine combine) {
-  const float* float16s = kFloat16 ? float16_floats() : nullptr;
-  for (std::size_t i = 0; i < count; ++i) {
-    const auto x = load<std::uint16_t>(a + 2 * i);
-    const auto y = load<std::uint16_t>(b + 2 * i);
-    const float result =
-        kFloat16 ? combine(float16s[x], float16s[y])
-                 : combine(std::bit_cast<float>(std::uint32_t{x} << 16), std::bit_cast<float>(std::uint32_t{y} << 16));
-    if (result != result) {
-      reduce_elements(dtype, op, a + 2 * i, b + 2 * i, out + 2 * i, 1);
-      continue;
-    }
-    store<std::uint16_t>(out + 2 * i, kFloat16 ? float_to_float16(result) : float_to_bfloat16(result));
-  }
-}
-
-template <bool kFloat16>
-void reduce_through_float(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
-                          std::size_t count) {
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  switch (op) {
-    case RedOp::Prod:
-      return combine_through_float<kFloat16>(dtype, op, a, b, out, count, [](float p, float q) { return p * q; });
-    case RedOp::Min:
-      return combine_through_float<kFloat16>(
-          dtype, op, a, b, out, count, [nan](float p, float q) { return p != p || q != q ? nan : (q < p ? q : p); });
-    case RedOp::Max:
-      return combine_through_float<kFloat16>(
-          dtype, op, a, b, out, count, [nan](float p, float q) { return p != p || q != q ? nan : (q > p ? q : p); });
-    default:
-      return combine_through_float<kFloat16>(dtype, op, a, b, out, count, [](float p, float q) { return p + q; });
-  }
-}
-
 }  // namespace
 
 void reduce_elements(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
@@ -334,8 +275,6 @@ void reduce_elements_fast(DType dtype, RedOp op, const std::byte* a, const std::
   if (native_sum_or_product(dtype, op)) return sum_or_product(dtype, op, a, b, out, count);  // avg sums
   if (dtype == DType::Float32) return reduce_in_blocks<float>(dtype, op, a, b, out, 0, count);
   if (dtype == DType::Float64) return reduce_in_blocks<double>(dtype, op, a, b, out, 0, count);
-  if (dtype == DType::Float16) return reduce_through_float<true>(dtype, op, a, b, out, count);
-  if (dtype == DType::BFloat16) return reduce_through_float<false>(dtype, op, a, b, out, count);
   if (dtype == DType::Float8E4M3 || dtype == DType::Float8E5M2) {
     const std::uint8_t* results = float8_results(dtype, op);
     for (std::size_t i = 0; i < count; ++i) {

@@ -71,9 +71,9 @@ void combine_decoded(DType dtype, const std::byte* a, const std::byte* b, std::b
 }
 
 // The same contract, faster: out = a ⊕ b with identical bits to reduce_elements for every dtype,
-// op and input (NaN payloads included), computed natively for float32 and float64, in float for
-// float16 and bfloat16, read from a table of every pair's result for the float8s (made once, from
-// reduce_elements), and through reduce_elements for the integers. `out` may be `a` or `b`.
+// op and input (NaN payloads included), computed natively for float32 and float64, read from a
+// table of every pair's result for the float8s (made once, from reduce_elements), and through
+// reduce_elements for the rest. `out` may be `a` or `b`.
 void reduce_elements_fast(DType, RedOp, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count);
 // Whether reduce_elements_fast computes `dtype` and `op` natively, in the hardware's float type
 // (float32 and float64 sums, averages and products), and checks only NaN results by the contract.
