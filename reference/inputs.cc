@@ -480,8 +480,13 @@ void InputMemo::keep(const Case& c, int rank, std::span<const std::byte> input) 
 }
 
 bool same_inputs(const Case& a, const Case& b) {
-  return a.collective == b.collective && a.dtype == b.dtype && a.op == b.op && a.count == b.count &&
-         a.nranks == b.nranks && a.values == b.values && a.seed == b.seed && a.counts == b.counts;
+  // Every field of Case is named here, so that one added later stops this from compiling until it
+  // is sorted into those the inputs depend on (compared) or those they do not (ignored): a field
+  // left out of the comparison would let one case's kept inputs serve another's.
+  const auto& [collective, dtype, op, count, counts, nranks, root, in_place, offset, empty_as_null, values, seed] = a;
+  static_cast<void>(root), static_cast<void>(in_place), static_cast<void>(offset), static_cast<void>(empty_as_null);
+  return collective == b.collective && dtype == b.dtype && op == b.op && count == b.count && nranks == b.nranks &&
+         values == b.values && seed == b.seed && counts == b.counts;
 }
 
 std::uint64_t input_bytes(const Case& c) {

@@ -181,7 +181,8 @@ class InputMemo {
 
 // Whether two cases have the same inputs: they agree on every field but the root, the layout, the
 // offset and null buffers, which the inputs do not depend on (compared in place: a v-collective's
-// counts are not copied to be compared).
+// counts are not copied to be compared). It names every field of Case: one added to Case does not
+// compile until it is sorted into one kind or the other.
 bool same_inputs(const Case& a, const Case& b);
 // Every rank's whole input of `c`, in bytes.
 std::uint64_t input_bytes(const Case& c);
