@@ -120,4 +120,26 @@ inline void store_bits(DType dtype, std::span<std::byte> buffer, std::size_t ind
   }
 }
 
+// Calls `each` with a zero of the unsigned integer type as wide as the dtype's element, for loops
+// over elements that choose their width once.
+template <typename Each>
+void by_element_width(DType dtype, Each each) {
+  switch (size_of(dtype)) {
+    case 1: each(std::uint8_t{}); return;
+    case 2: each(std::uint16_t{}); return;
+    case 4: each(std::uint32_t{}); return;
+    default: each(std::uint64_t{}); return;
+  }
+}
+
+// store_bits of every one of `bits` in turn, from element 0 of `buffer`.
+inline void store_all_bits(DType dtype, std::span<const std::uint64_t> bits, std::span<std::byte> buffer) {
+  by_element_width(dtype, [&](auto width) {
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      const auto narrow = static_cast<decltype(width)>(bits[i]);
+      std::memcpy(buffer.data() + i * sizeof narrow, &narrow, sizeof narrow);
+    }
+  });
+}
+
 }  // namespace collcheck

@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -282,6 +283,69 @@ double decode(DType dtype, std::uint64_t bits) {
     case DType::Float8E4M3: return e4m3_table()[bits & 0xffu];
     case DType::Float8E5M2: return e5m2_table()[bits & 0xffu];
     default: return decode_integer(dtype, bits);
+  }
+}
+
+namespace {
+
+// Element by element through `encode_one` and `decode_one`, on elements of type Stored: a loop the
+// compiler sees whole.
+template <typename Stored, typename EncodeOne>
+void encode_each(std::span<const double> values, std::span<std::byte> packed, EncodeOne encode_one) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto stored = static_cast<Stored>(encode_one(values[i]));
+    std::memcpy(packed.data() + i * sizeof(Stored), &stored, sizeof(Stored));
+  }
+}
+
+template <typename Stored, typename DecodeOne>
+void decode_each(std::span<const std::byte> packed, std::span<double> values, DecodeOne decode_one) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    Stored stored;
+    std::memcpy(&stored, packed.data() + i * sizeof(Stored), sizeof(Stored));
+    values[i] = decode_one(stored);
+  }
+}
+
+template <FloatFormat kFormat, typename Stored>
+void encode_narrow(std::span<const double> values, std::span<std::byte> packed) {
+  encode_each<Stored>(values, packed, [](double value) { return encode_as<kFormat>(value, Saturation::None); });
+}
+
+template <typename Stored>
+void decode_by_table(std::span<const std::byte> packed, std::span<double> values, const std::vector<double>& table) {
+  decode_each<Stored>(packed, values, [&table](Stored stored) { return table[stored]; });
+}
+
+}  // namespace
+
+void encode_all(DType dtype, std::span<const double> values, std::span<std::byte> packed) {
+  switch (dtype) {
+    case DType::Float64: std::memcpy(packed.data(), values.data(), values.size_bytes()); return;
+    case DType::Float32: return encode_each<float>(values, packed, [](double value) { return value; });
+    case DType::Float16: return encode_narrow<kFloat16, std::uint16_t>(values, packed);
+    case DType::BFloat16: return encode_narrow<kBFloat16, std::uint16_t>(values, packed);
+    case DType::Float8E4M3: return encode_narrow<kFloat8E4M3, std::uint8_t>(values, packed);
+    case DType::Float8E5M2: return encode_narrow<kFloat8E5M2, std::uint8_t>(values, packed);
+    default:
+      return by_element_width(dtype, [&](auto stored) {
+        encode_each<decltype(stored)>(values, packed, [dtype](double value) { return encode_integer(dtype, value); });
+      });
+  }
+}
+
+void decode_all(DType dtype, std::span<const std::byte> packed, std::span<double> values) {
+  switch (dtype) {
+    case DType::Float64: std::memcpy(values.data(), packed.data(), values.size_bytes()); return;
+    case DType::Float32: return decode_each<float>(packed, values, [](float stored) { return stored; });
+    case DType::Float16: return decode_by_table<std::uint16_t>(packed, values, float16_table());
+    case DType::BFloat16: return decode_by_table<std::uint16_t>(packed, values, bfloat16_table());
+    case DType::Float8E4M3: return decode_by_table<std::uint8_t>(packed, values, e4m3_table());
+    case DType::Float8E5M2: return decode_by_table<std::uint8_t>(packed, values, e5m2_table());
+    default:
+      return by_element_width(dtype, [&](auto stored) {
+        decode_each<decltype(stored)>(packed, values, [dtype](auto bits) { return decode_integer(dtype, bits); });
+      });
   }
 }
 

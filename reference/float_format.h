@@ -2,7 +2,9 @@
 // the numbers the oracle's error bounds need (unit roundoff, largest finite value, ulp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "reference/dtype.h"
 
@@ -50,6 +52,10 @@ double float8_e5m2_to_double(std::uint8_t);
 // beyond 2^53 round); bits are the element's little-endian bytes, zero-extended.
 std::uint64_t encode(DType, double value, Saturation = Saturation::None);
 double decode(DType, std::uint64_t bits);
+// The same a batch at a time, the dtype's format chosen once: `values` encoded into `packed`, its
+// elements packed little-endian (values.size() of them), or `packed` decoded into `values`.
+void encode_all(DType, std::span<const double> values, std::span<std::byte> packed);
+void decode_all(DType, std::span<const std::byte> packed, std::span<double> values);
 // The distance from |value| to the next larger representable value of the dtype
 // (1 for integers); the unit of "difference in ulps" in reports.
 double ulp(DType, double value);

@@ -187,7 +187,7 @@ bool InputGenerator::exact_contributor(int rank, std::size_t index) const {
   if (contributors_ >= case_.nranks) return true;
   // A window of `contributors_` consecutive ranks (cyclically), placed per element.
   const auto start = static_cast<int>(below(mix64(window_key_ + index), static_cast<std::uint64_t>(case_.nranks)));
-  const int distance = (rank - start + case_.nranks) % case_.nranks;
+  const int distance = rank >= start ? rank - start : rank - start + case_.nranks;
   return distance < contributors_;
 }
 
@@ -218,22 +218,29 @@ std::uint64_t InputGenerator::bits(int rank, std::size_t index) const {
     case Mode::Integer: return r & mask_of(case_.dtype);
     case Mode::OddInteger: return (r | 1) & mask_of(case_.dtype);
     case Mode::ExactSum: return encode(case_.dtype, static_cast<double>(exact_integer(rank, index)) * scale_factor_);
-    case Mode::ExactProd: {
-      const int exponent = exact_contributor(rank, index) ? static_cast<int>(below(r, 3)) - 1 : 0;
-      const double sign = (r >> 63) != 0 ? -1.0 : 1.0;
-      return encode(case_.dtype, sign * std::ldexp(1.0, exponent));
-    }
+    case Mode::ExactProd: return encode(case_.dtype, exact_factor(rank, index, r));
     case Mode::Real: return encode(case_.dtype, raw_real(r));  // rounded once: real_value's bits
     case Mode::Special: return special_bits(rank, index, r);
   }
   return 0;
 }
 
+// An exact product's factor: +-1, or on a contributing rank +-1/2, +-1 or +-2.
+double InputGenerator::exact_factor(int rank, std::size_t index, std::uint64_t r) const {
+  static constexpr double kPowers[3] = {0.5, 1.0, 2.0};
+  const double magnitude = exact_contributor(rank, index) ? kPowers[below(r, 3)] : 1.0;
+  return (r >> 63) != 0 ? -magnitude : magnitude;
+}
+
 // One element in eight is special, the others real (or full-range integers); at an edge, one
 // rank's element is special (NaN half the time) and every other rank's is not.
 std::uint64_t InputGenerator::special_bits(int rank, std::size_t index, std::uint64_t r) const {
+  return special_bits(rank, index, r, std::binary_search(edges_.begin(), edges_.end(), index));
+}
+
+std::uint64_t InputGenerator::special_bits(int rank, std::size_t index, std::uint64_t r, bool at_edge) const {
   bool special = (r >> 61) == 0;
-  if (std::binary_search(edges_.begin(), edges_.end(), index)) {
+  if (at_edge) {
     const std::uint64_t edge = mix64(edge_key_ + index);
     special = below(edge, static_cast<std::uint64_t>(case_.nranks)) == static_cast<std::uint64_t>(rank);
     if (special && is_float(case_.dtype) && (mix64(edge) & 1) != 0) return specials_.front();  // NaN
@@ -302,22 +309,7 @@ bool InputGenerator::exact_sums(std::size_t first, std::span<std::byte> out) con
 void InputGenerator::values(int rank, std::size_t first, std::span<double> out) const {
   switch (mode_) {
     case Mode::ExactSum:
-      if (every_rank_contributes() && exact_bits_ <= 32) {  // the common, hot case
-        std::uint32_t offsets[kBatch];
-        for (std::size_t done = 0; done < out.size(); done += kBatch) {
-          const std::size_t length = std::min(kBatch, out.size() - done);
-          std::fill_n(offsets, length, 0u);
-          add_exact_offsets(rank, first + done, {offsets, length});
-          for (std::size_t i = 0; i < length; ++i) {
-            out[done + i] = static_cast<double>(static_cast<std::int64_t>(offsets[i]) - exact_half_) * scale_factor_;
-          }
-        }
-        return;
-      }
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        out[i] = static_cast<double>(exact_integer(rank, first + i)) * scale_factor_;
-      }
-      return;
+    case Mode::ExactProd: unrounded_values(rank, first, out); return;  // exact in the dtype: not rounded
     case Mode::Real:
       if (case_.dtype == DType::Float32) {  // the hot case, with its rounding inlined
         for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(raw_real(random(rank, first + i)));
@@ -330,6 +322,44 @@ void InputGenerator::values(int rank, std::size_t first, std::span<double> out) 
       if (values_kept(rank, first, out)) return;
       Inputs::values(rank, first, out);
       return;
+  }
+}
+
+// The float modes' values of elements [first, first + out.size()) as doubles that encode to their
+// bits(): exact sums and products themselves, real values before they are rounded to the dtype.
+void InputGenerator::unrounded_values(int rank, std::size_t first, std::span<double> out) const {
+  switch (mode_) {
+    case Mode::ExactSum: exact_values(rank, first, out); return;
+    case Mode::ExactProd:
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = exact_factor(rank, first + i, random(rank, first + i));
+      return;
+    case Mode::Real:
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = raw_real(random(rank, first + i));
+      return;
+    default: return;  // not a float mode
+  }
+}
+
+// Exact sums' values a batch at a time: the offsets of a batch made together (add_exact_offsets),
+// those of ranks outside an element's window of contributors zero.
+void InputGenerator::exact_values(int rank, std::size_t first, std::span<double> out) const {
+  if (exact_bits_ > 32) {  // float64: 64-bit offsets, one at a time
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = static_cast<double>(exact_integer(rank, first + i)) * scale_factor_;
+    }
+    return;
+  }
+  std::uint32_t offsets[kBatch];
+  const bool everyone = every_rank_contributes();
+  for (std::size_t done = 0; done < out.size(); done += kBatch) {
+    const std::size_t length = std::min(kBatch, out.size() - done);
+    std::fill_n(offsets, length, 0u);
+    add_exact_offsets(rank, first + done, {offsets, length});
+    for (std::size_t i = 0; i < length; ++i) {
+      const bool contributes = everyone || exact_contributor(rank, first + done + i);
+      const std::int64_t offset = static_cast<std::int64_t>(offsets[i]) - exact_half_;
+      out[done + i] = contributes ? static_cast<double>(offset) * scale_factor_ : 0.0;
+    }
   }
 }
 
@@ -347,7 +377,7 @@ std::span<const std::byte> InputGenerator::kept_part(int rank, std::size_t first
 bool InputGenerator::values_kept(int rank, std::size_t first, std::span<double> out) const {
   const std::span<const std::byte> part = kept_part(rank, first, out.size());
   if (part.empty()) return false;
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = decode(case_.dtype, load_bits(case_.dtype, part, i));
+  decode_all(case_.dtype, part, out);
   return true;
 }
 
@@ -383,14 +413,12 @@ void InputGenerator::generate(int rank, std::size_t first, std::span<std::byte> 
     }
     return;
   }
-  if (every_rank_contributes() && case_.dtype == DType::Float32) {  // the other hot cases, in batches
+  if (is_float(case_.dtype) && mode_ != Mode::Special) {  // the float modes: values, encoded a batch at a time
     double values[kBatch];
-    float narrowed[kBatch];
     for (std::size_t done = 0; done < count; done += kBatch) {
       const std::size_t length = std::min(kBatch, count - done);
-      this->values(rank, first + done, {values, length});
-      std::copy_n(values, length, narrowed);
-      std::memcpy(out.data() + done * size, narrowed, length * size);
+      unrounded_values(rank, first + done, {values, length});
+      encode_all(case_.dtype, {values, length}, out.subspan(done * size, length * size));
     }
     return;
   }
@@ -398,96 +426,29 @@ void InputGenerator::generate(int rank, std::size_t first, std::span<std::byte> 
   for (std::size_t done = 0; done < count; done += kBatch) {
     const std::size_t length = std::min(kBatch, count - done);
     bits_batch(rank, first + done, {made, length});
-    for (std::size_t i = 0; i < length; ++i) store_bits(case_.dtype, out, done + i, made[i]);
+    store_all_bits(case_.dtype, {made, length}, out.subspan(done * size, length * size));
   }
 }
 
-// bits() of elements [first, first + out.size()) in one loop per mode: the hot modes without a
-// switch or a call per element (exact sums from values(), which makes them from a batch of
-// offsets), the others element by element. (A real value is encoded straight from its unrounded double, here and in
-// bits(): encoding rounds it as real_value() does, to the same bits.)
+// bits() of elements [first, first + out.size()) for the modes made as bits (integers, specials),
+// in one loop per mode: the edges of specials found by walking them along, not searched per element.
 void InputGenerator::bits_batch(int rank, std::size_t first, std::span<std::uint64_t> out) const {
-  const DType dtype = case_.dtype;
-  switch (mode_) {
-    case Mode::Integer:
-    case Mode::OddInteger: {
-      const std::uint64_t mask = mask_of(dtype);
-      const std::uint64_t odd = mode_ == Mode::OddInteger ? 1 : 0;
-      for (std::size_t i = 0; i < out.size(); ++i) out[i] = (random(rank, first + i) | odd) & mask;
-      return;
+  if (mode_ == Mode::Special) {
+    auto edge = std::lower_bound(edges_.begin(), edges_.end(), first);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const std::size_t index = first + i;
+      const bool at_edge = edge != edges_.end() && *edge == index;
+      if (at_edge) ++edge;
+      out[i] = special_bits(rank, index, random(rank, index), at_edge);
     }
-    case Mode::Real:
-      for (std::size_t i = 0; i < out.size(); ++i) out[i] = encode(dtype, raw_real(random(rank, first + i)));
-      return;
-    case Mode::ExactSum:
-      if (every_rank_contributes() && exact_bits_ <= 32) {  // values() makes them from a batch of offsets
-        double exact[kBatch];
-        values(rank, first, {exact, out.size()});
-        for (std::size_t i = 0; i < out.size(); ++i) out[i] = encode(dtype, exact[i]);
-        return;
-      }
-      break;
-    default: break;
+    return;
   }
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = bits(rank, first + i);
+  const std::uint64_t mask = mask_of(case_.dtype);
+  const std::uint64_t odd = mode_ == Mode::OddInteger ? 1 : 0;
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = (random(rank, first + i) | odd) & mask;
 }
 
 std::uint64_t input(const Case& c, int rank, std::size_t index) { return InputGenerator(c).bits(rank, index); }
-
-namespace {
-thread_local InputMemo* memo_in_use = nullptr;
-}  // namespace
-
-InputMemo::Use::Use(InputMemo& memo) : previous_(memo_in_use) { memo_in_use = &memo; }
-InputMemo::Use::~Use() { memo_in_use = previous_; }
-InputMemo* InputMemo::current() { return memo_in_use; }
-
-std::span<const std::byte> InputMemo::find(const Case& c, int rank) const {
-  if (rank < 0) return {};
-  for (auto kept = kept_.rbegin(); kept != kept_.rend(); ++kept) {  // the newest first
-    if (!same_inputs(kept->key, c)) continue;
-    const auto r = static_cast<std::size_t>(rank);
-    return r < kept->ranks.size() ? std::span<const std::byte>(kept->ranks[r]) : std::span<const std::byte>();
-  }
-  return {};
-}
-
-std::uint64_t InputMemo::held() const {
-  std::uint64_t bytes = 0;
-  for (const KeptCase& kept : kept_) bytes += kept.bytes;
-  return bytes;
-}
-
-void InputMemo::keep(const Case& c, int rank, std::span<const std::byte> input) {
-  if (rank < 0 || rank >= c.nranks || input.empty() || input.size() > capacity_) return;
-  std::size_t mine = 0;
-  while (mine < kept_.size() && !same_inputs(kept_[mine].key, c)) ++mine;
-  // Older cases go first; the case being kept is never let go for itself.
-  while (held() + input.size() > capacity_) {
-    const std::size_t oldest = mine == 0 ? 1 : 0;
-    if (oldest >= kept_.size()) return;
-    kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(oldest));
-    if (oldest < mine) --mine;
-  }
-  if (mine == kept_.size()) {
-    kept_.push_back(KeptCase{c, std::vector<std::vector<std::byte>>(static_cast<std::size_t>(c.nranks)), 0});
-  }
-  KeptCase& kept = kept_[mine];
-  std::vector<std::byte>& slot = kept.ranks[static_cast<std::size_t>(rank)];
-  kept.bytes -= slot.size();
-  slot.assign(input.begin(), input.end());
-  kept.bytes += slot.size();
-}
-
-bool same_inputs(const Case& a, const Case& b) {
-  // Every field of Case is named here, so that one added later stops this from compiling until it
-  // is sorted into those the inputs depend on (compared) or those they do not (ignored): a field
-  // left out of the comparison would let one case's kept inputs serve another's.
-  const auto& [collective, dtype, op, count, counts, nranks, root, in_place, offset, empty_as_null, values, seed] = a;
-  static_cast<void>(root), static_cast<void>(in_place), static_cast<void>(offset), static_cast<void>(empty_as_null);
-  return collective == b.collective && dtype == b.dtype && op == b.op && count == b.count && nranks == b.nranks &&
-         values == b.values && seed == b.seed && counts == b.counts;
-}
 
 std::uint64_t input_bytes(const Case& c) {
   std::uint64_t elements = 0;

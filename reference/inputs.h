@@ -103,12 +103,17 @@ class InputGenerator final : public Inputs {
   // The key of rank's 32-bit stream of exact values for the 2^32 indices around `index`.
   std::uint32_t exact_key(int rank, std::size_t index) const;
   std::uint64_t special_bits(int rank, std::size_t index, std::uint64_t random) const;
-  void generate(int rank, std::size_t first, std::span<std::byte> out) const;  // fill, made here
+  std::uint64_t special_bits(int rank, std::size_t index, std::uint64_t random, bool at_edge) const;
+  double exact_factor(int rank, std::size_t index, std::uint64_t random) const;     // ExactProd's value
+  void unrounded_values(int rank, std::size_t first, std::span<double> out) const;  // the float modes'
+  void exact_values(int rank, std::size_t first, std::span<double> out) const;      // ExactSum's
+  void generate(int rank, std::size_t first, std::span<std::byte> out) const;       // fill, made here
   // The bytes of elements [first, first + count) of rank's input where this thread's InputMemo
   // keeps it; empty otherwise.
   std::span<const std::byte> kept_part(int rank, std::size_t first, std::size_t count) const;
   bool values_kept(int rank, std::size_t first, std::span<double> out) const;  // values() from kept_part
-  // bits() of elements [first, first + out.size()), at most a batch (inputs.cc's kBatch) of them.
+  // bits() of elements [first, first + out.size()), at most a batch (inputs.cc's kBatch) of them,
+  // for the modes made as bits (integers, specials).
   void bits_batch(int rank, std::size_t first, std::span<std::uint64_t> out) const;
   double raw_real(std::uint64_t random) const;  // before rounding to the dtype
   double real_value(std::uint64_t random) const;

@@ -371,5 +371,34 @@ TEST_P(FloatFormatTest, UlpIsTheGapAboveEveryValue) {
   EXPECT_EQ(mismatches.count(), 0u) << mismatches.report();
 }
 
+// encode_all and decode_all, which choose the dtype's format once for a batch, give encode's and
+// decode's bits and values for every dtype: random doubles of every magnitude, the specials, and
+// every dtype's own values (each element at its own place: a wrong width or format fails).
+TEST(FloatFormat, BatchesEncodeAndDecodeAsOneAtATime) {
+  std::vector<double> values = {0.0,     -0.0,  1.0,     -1.5,   0.5,   3.0,         65504.0,
+                                65520.0, 1e300, -1e-300, 448.0,  464.0, kInfinity,   -kInfinity,
+                                kNaN,    127.0, 128.0,   -129.0, 255.5, 4294967296.0};
+  for (std::uint64_t k = 0; k < 4000; ++k) {
+    const std::uint64_t random = mix64(k);
+    const int exponent = static_cast<int>(random % 80) - 40;
+    values.push_back(std::ldexp(static_cast<double>(random >> 11) / 9007199254740992.0, exponent) * ((k & 1) ? -1 : 1));
+  }
+  for (DType dtype : all_dtypes()) {
+    SCOPED_TRACE(std::string(name(dtype)));
+    const std::size_t size = size_of(dtype);
+    std::vector<std::byte> packed(values.size() * size);
+    encode_all(dtype, values, packed);
+    std::vector<double> decoded(values.size());
+    decode_all(dtype, packed, decoded);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const std::uint64_t bits = encode(dtype, values[i]);
+      ASSERT_EQ(load_bits(dtype, packed, i), bits) << "value " << values[i];
+      const double value = decode(dtype, bits);
+      ASSERT_TRUE(std::bit_cast<std::uint64_t>(decoded[i]) == std::bit_cast<std::uint64_t>(value) ||
+                  (std::isnan(value) && std::isnan(decoded[i])))
+          << "value " << values[i];
+    }
+  }
+}
 }  // namespace
 }  // namespace collcheck
