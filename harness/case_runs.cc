@@ -2,6 +2,8 @@
 // takes the next case not yet taken, on its own backends, and writes its run into the case's slot.
 #include "harness/case_runs.h"
 
+#include <atomic>
+
 #include "reference/inputs.h"
 #include "reference/shared_indices.h"
 
@@ -65,10 +67,13 @@ CaseWorkers::CaseWorkers(const Backend& backend, const BackendMaker& make, unsig
 std::vector<CaseRun> CaseWorkers::run(const CaseSetting& setting, const std::vector<DrawnCase>& cases,
                                       const std::vector<std::uint64_t>& seeds, Clock::time_point deadline) {
   std::vector<CaseRun> runs(cases.size());
+  // Cases are taken in order, so every case before a failed one has been taken and runs to its end.
+  std::atomic<bool> one_failed{false};
   share_indices(cases.size(), workers_.size(), [&](std::size_t k, std::size_t worker) {
-    if (Clock::now() >= deadline) return false;
+    if (Clock::now() >= deadline || one_failed.load()) return false;
     const DrawnCase& drawn = cases[k];
     runs[k] = run_case(setting, workers_[worker].runners->at(drawn.knobs), drawn, seeds[k]);
+    if (setting.stop_at_failure && runs[k].failed()) one_failed.store(true);
     return true;
   });
   return runs;

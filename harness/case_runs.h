@@ -33,6 +33,13 @@ struct CaseRun {
   std::optional<Outcome> classified;    // under faults: the base run's outcome class
   std::vector<PropertyResult> results;  // per property, in order
   double finished = 0;                  // seconds from `start` until it was done
+
+  bool failed() const {  // a property judged the case and it did not hold
+    for (const PropertyResult& result : results) {
+      if (!result.skipped && !result.ok) return true;
+    }
+    return false;
+  }
 };
 
 // What the loop runs every case under.
@@ -47,6 +54,9 @@ struct CaseSetting {
   // What every run may hold (--memory-limit, or what the machine has available): each case's
   // messages get what its estimate leaves them (message_room); no bytes: no bound.
   cli::MemoryBudget memory = {};
+  // The loop stops at the first failed case (CheckOptions::stop_at_first_failure): once one has
+  // failed, the workers take no later case, which would not be counted.
+  bool stop_at_failure = false;
 };
 
 CaseRun run_case(const CaseSetting& setting, Backend& backend, const DrawnCase& drawn, std::uint64_t schedule_seed);
@@ -62,7 +72,8 @@ class CaseWorkers {
   std::size_t size() const { return workers_.size(); }
 
   // Runs every case (its schedule seed `seeds[k]`) on the workers, each case once, until all
-  // ran or `deadline` passed; the runs come back in the order of `cases`. The cases are values,
+  // ran, `deadline` passed or (setting.stop_at_failure) one failed; the runs come back in the
+  // order of `cases`, those not run with `ran` false. The cases are values,
   // not RapidCheck's shrinkables: those are evaluated on the calling thread only (RapidCheck's
   // generation state is not thread-safe).
   std::vector<CaseRun> run(const CaseSetting& setting, const std::vector<DrawnCase>& cases,

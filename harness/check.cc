@@ -246,6 +246,11 @@ CaseVerdict count_case(const Loop& loop, BackendLoop& user, const Drawn& drawn, 
 
 // The next cases of one backend (as drawn, and their values, evaluated once here) and their
 // runs: one at a time on the user's backend, or a batch on every core.
+//
+// A batch ends when its last case does, so a worker waits there while another finishes a large
+// case: with case sizes drawn over orders of magnitude, batches of 4 cases a worker kept two
+// workers busy 1.3 cores of 2. Batches of kCasesPerWorker a worker wait so once in many cases.
+constexpr std::size_t kCasesPerWorker = 64;
 struct NextCases {
   std::vector<Drawn> drawn;
   std::vector<DrawnCase> values;
@@ -257,11 +262,12 @@ NextCases next_runs(const Loop& loop, BackendLoop& user, Draws& draws, CaseWorke
   const CheckOptions& options = loop.options;
   CaseSetting setting{loop.properties, loop.faults.any(), options.deadline, user.start};
   setting.memory = options.memory;
+  setting.stop_at_failure = options.stop_at_first_failure;
   // Threads of their own never agree in lockstep: each reads the clock.
   if (workers.any()) setting.spent = [deadline] { return Clock::now() >= deadline; };
   else setting.spent = [&options, deadline] { return past(options, deadline); };
   const std::size_t step = options.share.count;  // the next case of this share is `step` on
-  std::size_t batch = workers.any() ? 4 * workers.size() : 1;
+  std::size_t batch = workers.any() ? kCasesPerWorker * workers.size() : 1;
   if (options.cases > 0) batch = std::min(batch, (options.cases - first + step - 1) / step);
   NextCases next;
   std::vector<std::uint64_t> seeds;

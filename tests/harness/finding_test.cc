@@ -3,6 +3,8 @@
 // them, a bug at every count shrinks to 2 ranks, and two bugs behind one property are both reported.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <functional>
 #include <set>
 
@@ -255,6 +257,28 @@ TEST(Check, ThreadsGiveTheSameReportAsOne) {
     EXPECT_EQ(one.failures[k].count, three.failures[k].count);
     EXPECT_EQ(one.failures[k].cases_until, three.failures[k].cases_until);
   }
+}
+
+// Stopping at the first failure, threads take no case after one has failed (they run the cases of
+// a batch, many a thread, and the cases after a failure would not be counted): with a backend
+// that fails every case, each thread runs one case, not the batch.
+TEST(Check, ThreadsStopTakingCasesAtTheFirstFailure) {
+  std::atomic<int> worker_runs{0};
+  std::vector<std::unique_ptr<Backend>> list;
+  list.push_back(std::make_unique<BrokenWhere>(backend_of("ring@sim"), [](const Case&) { return true; }));
+  CheckOptions options = broken_options(1, 8, 5);
+  options.jobs = 2;
+  options.make_backend = [&worker_runs](const std::string& spec) -> Result<std::unique_ptr<Backend>> {
+    return std::unique_ptr<Backend>(std::make_unique<BrokenWhere>(backend_of(spec), [&worker_runs](const Case&) {
+      ++worker_runs;
+      return true;
+    }));
+  };
+  const CheckReport report = run_check(options, list, nullptr);
+  ASSERT_EQ(report.failures.size(), 1u);
+  EXPECT_EQ(report.total().cases, 1u);
+  EXPECT_GE(worker_runs.load(), 1);
+  EXPECT_LE(worker_runs.load(), 2 * static_cast<int>(options.jobs)) << "cases run after the first failure";
 }
 
 // Wrong only when empty buffers come as null pointers: caught, and shrunk to a case that says so.
