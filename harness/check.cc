@@ -244,13 +244,13 @@ CaseVerdict count_case(const Loop& loop, BackendLoop& user, const Drawn& drawn, 
   return verdict;
 }
 
+// Cases a worker in each batch. A batch ends when its last case does, so a worker waits there
+// while another finishes a large case: with case sizes drawn over orders of magnitude, batches of
+// 4 cases a worker kept two workers busy 1.3 cores of 2; batches of 64 wait so once in many cases.
+constexpr std::size_t kCasesPerWorker = 64;
+
 // The next cases of one backend (as drawn, and their values, evaluated once here) and their
 // runs: one at a time on the user's backend, or a batch on every core.
-//
-// A batch ends when its last case does, so a worker waits there while another finishes a large
-// case: with case sizes drawn over orders of magnitude, batches of 4 cases a worker kept two
-// workers busy 1.3 cores of 2. Batches of kCasesPerWorker a worker wait so once in many cases.
-constexpr std::size_t kCasesPerWorker = 64;
 struct NextCases {
   std::vector<Drawn> drawn;
   std::vector<DrawnCase> values;

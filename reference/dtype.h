@@ -70,66 +70,33 @@ inline bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> 
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
 }
 
+// Calls `each` with a zero of the unsigned integer type as wide as the dtype's element: the one
+// place an element's width is chosen, for single elements and for loops that choose it once.
+template <typename Each>
+decltype(auto) by_element_width(DType dtype, Each each) {
+  switch (size_of(dtype)) {
+    case 1: return each(std::uint8_t{});
+    case 2: return each(std::uint16_t{});
+    case 4: return each(std::uint32_t{});
+    default: return each(std::uint64_t{});
+  }
+}
+
 // Reads element `index` of a packed buffer of dtype elements as bits (little-endian, as
 // every platform collcheck runs on stores them).
 inline std::uint64_t load_bits(DType dtype, std::span<const std::byte> buffer, std::size_t index) {
-  const std::byte* at = buffer.data() + index * size_of(dtype);
-  switch (size_of(dtype)) {
-    case 1: {
-      std::uint8_t v;
-      std::memcpy(&v, at, 1);
-      return v;
-    }
-    case 2: {
-      std::uint16_t v;
-      std::memcpy(&v, at, 2);
-      return v;
-    }
-    case 4: {
-      std::uint32_t v;
-      std::memcpy(&v, at, 4);
-      return v;
-    }
-    default: {
-      std::uint64_t v;
-      std::memcpy(&v, at, 8);
-      return v;
-    }
-  }
+  return by_element_width(dtype, [&](auto width) -> std::uint64_t {
+    decltype(width) narrow;
+    std::memcpy(&narrow, buffer.data() + index * sizeof narrow, sizeof narrow);
+    return narrow;
+  });
 }
 
 inline void store_bits(DType dtype, std::span<std::byte> buffer, std::size_t index, std::uint64_t bits) {
-  std::byte* at = buffer.data() + index * size_of(dtype);
-  switch (size_of(dtype)) {
-    case 1: {
-      const auto v = static_cast<std::uint8_t>(bits);
-      std::memcpy(at, &v, 1);
-      return;
-    }
-    case 2: {
-      const auto v = static_cast<std::uint16_t>(bits);
-      std::memcpy(at, &v, 2);
-      return;
-    }
-    case 4: {
-      const auto v = static_cast<std::uint32_t>(bits);
-      std::memcpy(at, &v, 4);
-      return;
-    }
-    default: std::memcpy(at, &bits, 8); return;
-  }
-}
-
-// Calls `each` with a zero of the unsigned integer type as wide as the dtype's element, for loops
-// over elements that choose their width once.
-template <typename Each>
-void by_element_width(DType dtype, Each each) {
-  switch (size_of(dtype)) {
-    case 1: each(std::uint8_t{}); return;
-    case 2: each(std::uint16_t{}); return;
-    case 4: each(std::uint32_t{}); return;
-    default: each(std::uint64_t{}); return;
-  }
+  by_element_width(dtype, [&](auto width) {
+    const auto narrow = static_cast<decltype(width)>(bits);
+    std::memcpy(buffer.data() + index * sizeof narrow, &narrow, sizeof narrow);
+  });
 }
 
 // store_bits of every one of `bits` in turn, from element 0 of `buffer`.

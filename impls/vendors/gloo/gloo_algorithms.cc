@@ -25,6 +25,7 @@
 #include <gloo/reduce_scatter.h>
 
 #include "reference/counts.h"
+#include "reference/dtype.h"
 
 namespace collcheck {
 namespace {
@@ -67,12 +68,7 @@ auto with_arithmetic_type(DType dtype, F&& f) -> decltype(f(Type<float>{})) {
 // Algorithms that only move data see an element as its bytes.
 template <class F>
 auto with_carrier_type(DType dtype, F&& f) -> decltype(f(Type<std::uint8_t>{})) {
-  switch (size_of(dtype)) {
-    case 1: return f(Type<std::uint8_t>{});
-    case 2: return f(Type<std::uint16_t>{});
-    case 4: return f(Type<std::uint32_t>{});
-    default: return f(Type<std::uint64_t>{});
-  }
+  return by_element_width(dtype, [&f](auto width) { return f(Type<decltype(width)>{}); });
 }
 
 enum class Elements { Arithmetic, Bytes };
