@@ -220,7 +220,7 @@ std::uint64_t InputGenerator::bits(int rank, std::size_t index) const {
     case Mode::ExactSum: return encode(case_.dtype, static_cast<double>(exact_integer(rank, index)) * scale_factor_);
     case Mode::ExactProd: return encode(case_.dtype, exact_factor(rank, index, r));
     case Mode::Real: return encode(case_.dtype, raw_real(r));  // rounded once: real_value's bits
-    case Mode::Special: return special_bits(rank, index, r);
+    case Mode::Special: return special_bits(rank, index, r, std::binary_search(edges_.begin(), edges_.end(), index));
   }
   return 0;
 }
@@ -234,10 +234,6 @@ double InputGenerator::exact_factor(int rank, std::size_t index, std::uint64_t r
 
 // One element in eight is special, the others real (or full-range integers); at an edge, one
 // rank's element is special (NaN half the time) and every other rank's is not.
-std::uint64_t InputGenerator::special_bits(int rank, std::size_t index, std::uint64_t r) const {
-  return special_bits(rank, index, r, std::binary_search(edges_.begin(), edges_.end(), index));
-}
-
 std::uint64_t InputGenerator::special_bits(int rank, std::size_t index, std::uint64_t r, bool at_edge) const {
   bool special = (r >> 61) == 0;
   if (at_edge) {

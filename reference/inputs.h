@@ -102,7 +102,7 @@ class InputGenerator final : public Inputs {
   void add_exact_offsets(int rank, std::size_t first, std::span<std::uint32_t> sums) const;
   // The key of rank's 32-bit stream of exact values for the 2^32 indices around `index`.
   std::uint32_t exact_key(int rank, std::size_t index) const;
-  std::uint64_t special_bits(int rank, std::size_t index, std::uint64_t random) const;
+  // A special input's bits; `at_edge`: the index is one of special_edges().
   std::uint64_t special_bits(int rank, std::size_t index, std::uint64_t random, bool at_edge) const;
   double exact_factor(int rank, std::size_t index, std::uint64_t random) const;     // ExactProd's value
   void unrounded_values(int rank, std::size_t first, std::span<double> out) const;  // the float modes'
