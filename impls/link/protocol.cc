@@ -27,8 +27,8 @@ LinkSettings resolve(const LinkProtocol& protocol, const LinkClock& clock, doubl
   return settings;
 }
 
-double RetransmitJitter::draw(double interval) {
-  const double unit = unit_interval(mix64(seed_ ^ mix64(++draws_)));
+double RetransmitJitter::drawn(std::uint64_t number, double interval) const {
+  const double unit = unit_interval(mix64(seed_ ^ mix64(number)));
   return interval * (1 - kRetransmitJitter + 2 * kRetransmitJitter * unit);
 }
 

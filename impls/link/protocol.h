@@ -77,7 +77,15 @@ LinkSettings resolve(const LinkProtocol& protocol, const LinkClock& clock, doubl
 class RetransmitJitter {
  public:
   explicit RetransmitJitter(std::uint64_t seed = 0) : seed_(seed) {}
-  double draw(double interval);  // within [1 - kRetransmitJitter, 1 + kRetransmitJitter] of it
+  double draw(double interval) {
+    return drawn(++draws_, interval);
+  }  // within [1 - kRetransmitJitter, 1 + kRetransmitJitter] of it
+  // The same draw taken apart: the number of the next one now, its interval later (an executor
+  // that arms a timer now and may never need its interval).
+  std::uint64_t take_number() { return ++draws_; }
+  double drawn(std::uint64_t number, double interval) const;
+  // The least any draw can give for `interval`.
+  static double least(double interval) { return interval * (1 - kRetransmitJitter); }
 
  private:
   std::uint64_t seed_;

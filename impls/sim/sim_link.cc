@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "impls/sim/simulation.h"
 #include "reference/memory.h"
+#include "reference/random.h"
 
 namespace collcheck::sim {
 namespace {
@@ -27,6 +29,8 @@ double just_after(double time) { return std::bit_cast<double>(std::bit_cast<std:
 
 void Simulation::set_up_protocol() {
   protocol_ = resolve(options_.protocol, kVirtualClock, hook_.deadline());
+  arming_.resize(std::bit_ceil(kArmedPerStream * streams_.size() + 1));
+  least_wait_ = protocol_.reliable ? RetransmitJitter::least(protocol_.retransmit) : protocol_.timeout;
   kept_cost_ = kKeptCost + (options_.numeric ? kPayloadCost : 0);
   waiting_cost_ = (schedule_.on_demand() ? kWaitingCost : 0) + (options_.numeric ? kPayloadCost : 0);
   // Source by source, so that the topology works out each source's routes together (its cache
@@ -199,9 +203,43 @@ void Simulation::arm_timers(int p) {
     if (stream.busy || stream.steps.finished()) continue;
     if (!stream.steps.step().receives() || stream.timer_armed != kNoTimer || !waits_for_message(p, stream)) continue;
     stream.timer_armed = now_;
-    timers_.arm(
-        slot, timer_event(now_ + wait_interval(stream), p, stream.steps.index(), static_cast<std::size_t>(state.call)));
+    const std::uint64_t draw = protocol_.reliable ? timer_jitter_.take_number() : 0;
+    const std::size_t mask = arming_.size() - 1;
+    if (arming_count_ == arming_.size()) {
+      join_heap(arming_[arming_first_]);
+      arming_first_ = (arming_first_ + 1) & mask;
+      --arming_count_;
+    }
+    arming_[(arming_first_ + arming_count_++) & mask] =
+        ArmedTimer{now_, next_sequence_++,     draw,      static_cast<std::uint32_t>(slot), stream.timer_generation,
+                   p,    stream.steps.index(), state.call};
   }
+}
+
+// Timers armed join the heap, oldest first, once they could come before the `first` event (none
+// comes sooner than least_wait_ after it was armed; all of them when no event is left), or once
+// the ring of those held is full (arm_timers). Most are over by then, their receive started (a
+// message mostly comes long before its timer could run out), so the heap sees few.
+void Simulation::heap_armed_timers(const Event* first) {
+  const double time = first != nullptr ? first->time : std::numeric_limits<double>::infinity();
+  const std::size_t mask = arming_.size() - 1;
+  while (arming_count_ > 0 && arming_[arming_first_].armed + least_wait_ <= time) {
+    join_heap(arming_[arming_first_]);
+    arming_first_ = (arming_first_ + 1) & mask;
+    --arming_count_;
+  }
+}
+
+// An armed timer joins the heap with the time, tie and jitter it would have had joining when
+// armed, unless its receive has started since: nothing changes but where it waited.
+void Simulation::join_heap(const ArmedTimer& armed) {
+  const Stream& stream = streams_[armed.slot];
+  if (stream.timer_generation != armed.generation) return;
+  const double travel = message_travel(stream);
+  const double interval = protocol_.reliable ? timer_jitter_.drawn(armed.draw, protocol_.retransmit) + travel
+                                             : protocol_.timeout_for(travel);
+  timers_.arm(armed.slot, Event{armed.armed + interval, mix64(options_.seed ^ mix64(armed.sequence)), armed.participant,
+                                armed.step, static_cast<std::uint32_t>(armed.call), EventKind::Timeout});
 }
 
 // The run ends: the participant that saw the fault tells every other one, which stop.

@@ -27,9 +27,10 @@ namespace collcheck::sim {
 // The engine works as follows. Everything that happens is an `Event` at a virtual time in one
 // queue (event_queue.h: a FIFO of those pushed in order, buckets by time for the others), wait
 // timers in a second one (timer_queue.h) where a timer is cancelled as soon as its receive
-// starts; events at the same time are ordered by a tie drawn from the seed, so that a seed fixes
-// one interleaving and the trace (a hash of every event in order) names it. The records of the events due next are
-// asked for early (prefetch_ahead).
+// starts (a timer armed waits in arming order, `arming_`, and joins that heap only if still armed
+// when it could come first: most are over before, their message come); events at the same time are ordered by a tie
+// drawn from the seed, so that a seed fixes one interleaving and the trace (a hash of every event in order) names it.
+// The records of the events due next are asked for early (prefetch_ahead).
 //
 // Each participant's steps fall into its streams (Step::stream); a stream runs its steps in
 // order, one at a time, each when its `after` steps are done and, for a receive, when its
@@ -60,6 +61,9 @@ static constexpr std::uint32_t kNoLink = ~std::uint32_t{0};
 static constexpr std::size_t kFewPeerLinks = 4;  // prefetch_ahead asks for these links' records
 
 static constexpr double kNoTimer = -1;  // (virtual times are never negative)
+// Armed timers held back per stream at most (heap_armed_timers): enough that a lockstep wave's
+// receives have all started before their timers' turn comes.
+static constexpr std::size_t kArmedPerStream = 4;
 
 struct Stream {
   explicit Stream(StepCursor cursor) : steps(std::move(cursor)) {}
@@ -71,6 +75,20 @@ struct Stream {
   // stream (two cache lines less a message at thousands of ranks).
   double timer_armed = kNoTimer;
   TimerSlot timer;
+  std::uint32_t timer_generation = 0;  // how often a receive of it has started: an armed timer older is over
+};
+
+// A wait timer as arm_timers arms it, before it joins the timer heap: its event's number and its
+// jitter's draw number taken in turn, its time worked out only if it is still armed when it joins.
+struct ArmedTimer {
+  double armed = 0;
+  std::uint64_t sequence = 0;  // the event's number, its tie's source (push)
+  std::uint64_t draw = 0;      // reliable: the jitter's draw number (RetransmitJitter::take_number)
+  std::uint32_t slot = 0;
+  std::uint32_t generation = 0;  // the stream's timer_generation when armed
+  int participant = 0;
+  int step = 0;
+  int call = 0;
 };
 
 // The timer heap's slots: each stream's own (a stream's place is its timer slot).
@@ -210,6 +228,7 @@ class Simulation {
   bool check_messages_match();
   // The step runner (simulator.cc).
   void settle_link(int p, Stream& stream);
+  bool runs_on_to(double time);
   void prefetch_ahead(std::size_t handled);
   enum class LinkLines { Sending, Receiving, Route };
   void prefetch_link(std::uint32_t link, LinkLines lines) const;
@@ -257,6 +276,8 @@ class Simulation {
   double message_travel(const Stream& stream) const;
   bool waits_for_message(int p, const Stream& stream) const;
   void arm_timers(int p);
+  void heap_armed_timers(const Event* first);
+  void join_heap(const ArmedTimer& armed);
   void detect(const StreamKey& key, std::string what);
   void send(int p, const Stream& stream);
   void transmit_message(std::uint32_t link, std::uint64_t sequence, int attempt, std::size_t bytes, std::uint64_t sum,
@@ -282,6 +303,12 @@ class Simulation {
   std::uint64_t next_sequence_ = 0;
   EventQueue events_;
   TimerHeap<StreamTimerSlots> timers_;  // a slot per stream of every participant: its receive's wait timer
+  // Timers armed, in the order armed, not yet in timers_: a ring of kArmedPerStream per stream
+  // (rounded up to a power of two), the oldest from arming_first_.
+  std::vector<ArmedTimer> arming_;
+  std::size_t arming_first_ = 0;
+  std::size_t arming_count_ = 0;
+  double least_wait_ = 0;  // the shortest wait any timer is armed for
   std::vector<int> vertex_;
   // Per topology link, together so that booking a hop touches one cache line: when it is free
   // next, its load so far (seconds busy, bytes carried) and its bandwidth.

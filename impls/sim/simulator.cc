@@ -26,12 +26,13 @@ SimulatedRun Simulation::run() {
   const double deadline = hook_.deadline();
   while (!result_.detected && result_.error.empty()) {
     const Event* first = events_.empty() ? nullptr : &events_.top();
+    heap_armed_timers(first);
     const auto due = timers_.first();
     if (first == nullptr && due.event == nullptr) break;
     const bool timer = due.event != nullptr && (first == nullptr || due.event->before(*first));
     const Event event = timer ? *due.event : *first;
     const std::size_t slot = timer ? due.slot : 0;
-    if (event.time > deadline) break;
+    if (event.time > deadline || !runs_on_to(event.time)) break;
     // The events ahead are asked for before the pop, while the queue still knows where its
     // earliest one lies (after a pop it must find that out again); `event` is then the first of them.
     if (timer) {
@@ -53,6 +54,16 @@ SimulatedRun Simulation::run() {
   finish(deadline);
   collect_link_loads();
   return std::move(result_);
+}
+
+// Virtual time never runs back: a timer that joined its heap too late (heap_armed_timers) would
+// come after events later than it, and the run would be another run. It ends, saying so.
+bool Simulation::runs_on_to(double time) {
+  if (time >= now_) [[likely]]
+    return true;
+  result_.error = "the simulator's engine went back in time, from " + std::to_string(now_) + " s to " +
+                  std::to_string(time) + " s (a bug of the engine's, not of the schedule)";
+  return false;
 }
 
 // Events come in an order drawn from the seed (or, once faults have spread a ring's ranks apart
@@ -235,6 +246,7 @@ void Simulation::advance(int p) {
         // A receive that starts has its message: its wait timer is over.
         timers_.cancel(slot);
         stream.timer_armed = kNoTimer;
+        ++stream.timer_generation;
         const double took = start(p, stream);
         if (took > 0) {
           push(now_ + took, EventKind::StepDone, p, stream.steps.index(), 0);
