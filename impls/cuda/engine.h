@@ -92,8 +92,8 @@ class Engine {
   void ask(ParticipantState& state, SlotRing& ring, Clock::time_point now);
   void next_call(ParticipantState& state);
   bool finished(const ParticipantState& state) const;
-  Verdict judge(Device& device, const SlotRing& ring, const PieceLabel& label, const std::byte* data,
-                std::size_t message_bytes, std::byte* copy_to) const;
+  PieceVerdict judge(Device& device, const SlotRing& ring, const PieceLabel& label, const std::byte* data,
+                     std::size_t message_bytes, std::byte* copy_to) const;
   std::vector<std::byte> final_output(ParticipantState& state);
   std::byte* at(ParticipantState& state, BufferKind buffer, std::size_t offset);
   void reduce(Device& device, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) const;

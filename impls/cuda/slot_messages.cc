@@ -249,8 +249,8 @@ Progress Engine::receive(ParticipantState& state, StreamState& stream, int index
     // A receive that copies lands the piece as it takes the checksum, in one pass (judge).
     std::byte* copy_to =
         step.kind == StepKind::Recv ? at(state, step.to.buffer, step.to.offset + label.offset / element_) : nullptr;
-    Verdict verdict = judge(*state.device, ring, label, data, bytes, copy_to);
-    if (verdict != Verdict::Take && verdict != Verdict::Duplicate) {
+    PieceVerdict verdict = judge(*state.device, ring, label, data, bytes, copy_to);
+    if (verdict != PieceVerdict::Take && verdict != PieceVerdict::Duplicate) {
       if (!settings_.reliable) {
         stop(true, false, stream_text(ring, wanted) + ": " + link_fault_text(verdict, label, receiver, bytes));
         return Progress::Failed;
@@ -259,9 +259,9 @@ Progress Engine::receive(ParticipantState& state, StreamState& stream, int index
       ask(state, ring, now);
       continue;
     }
-    if (verdict == Verdict::Take && copy_to == nullptr) land(state, step, label, data);
+    if (verdict == PieceVerdict::Take && copy_to == nullptr) land(state, step, label, data);
     stream.quiet_since = now;
-    const bool complete = verdict == Verdict::Take &&
+    const bool complete = verdict == PieceVerdict::Take &&
                           receiver.take(label.bytes, bytes, settings_.reliable ? seconds_between(start_, now) : 0);
     ring.control->taken.store(piece + 1, std::memory_order_release);
     if (complete) {
@@ -307,19 +307,19 @@ Progress Engine::keep_waiting(ParticipantState& state, const StreamState& stream
 // and on a GPU one wait instead of two. A damaged piece copied so is harmless: without
 // retransmission the run ends, and with it the piece is due again and its next copy lands on the
 // same bytes before the receive is done.
-Verdict Engine::judge(Device& device, const SlotRing& ring, const PieceLabel& label, const std::byte* data,
-                      std::size_t message_bytes, std::byte* copy_to) const {
+PieceVerdict Engine::judge(Device& device, const SlotRing& ring, const PieceLabel& label, const std::byte* data,
+                           std::size_t message_bytes, std::byte* copy_to) const {
   LinkSettings place = settings_;
   place.checksums = false;
-  const Verdict verdict = ring.receiver.judge(label, {}, message_bytes, place);
-  if (verdict != Verdict::Take) return verdict;
+  const PieceVerdict verdict = ring.receiver.judge(label, {}, message_bytes, place);
+  if (verdict != PieceVerdict::Take) return verdict;
   const bool checked = settings_.checks(label.sequence, ring.per_call);
   const std::size_t bytes = std::min(label.bytes, ring.shape.slot_bytes);
   if (copy_to != nullptr && !checked) device.copy(copy_to, data, label.bytes);
   if (!checked) return verdict;
   const std::uint64_t sum =
       copy_to != nullptr ? device.copy_with_checksum(copy_to, data, bytes) : device.checksum(data, bytes);
-  return sum == label.sum ? Verdict::Take : Verdict::Damaged;
+  return sum == label.sum ? PieceVerdict::Take : PieceVerdict::Damaged;
 }
 
 }  // namespace collcheck::cuda

@@ -32,15 +32,15 @@ double RetransmitJitter::drawn(std::uint64_t number, double interval) const {
   return interval * (1 - kRetransmitJitter + 2 * kRetransmitJitter * unit);
 }
 
-Verdict LinkReceiver::judge(const PieceLabel& piece, std::span<const std::byte> data, std::size_t message_bytes,
-                            const LinkSettings& settings) const {
+PieceVerdict LinkReceiver::judge(const PieceLabel& piece, std::span<const std::byte> data, std::size_t message_bytes,
+                                 const LinkSettings& settings) const {
   if (piece.sequence < due_message_ || (piece.sequence == due_message_ && piece.offset < due_byte_)) {
-    return Verdict::Duplicate;
+    return PieceVerdict::Duplicate;
   }
-  if (piece.sequence != due_message_ || piece.offset != due_byte_) return Verdict::OutOfOrder;
-  if (due_byte_ + piece.bytes > message_bytes) return Verdict::Overlong;
-  if (settings.checksums && checksum(data) != piece.sum) return Verdict::Damaged;
-  return Verdict::Take;
+  if (piece.sequence != due_message_ || piece.offset != due_byte_) return PieceVerdict::OutOfOrder;
+  if (due_byte_ + piece.bytes > message_bytes) return PieceVerdict::Overlong;
+  if (settings.checksums && checksum(data) != piece.sum) return PieceVerdict::Damaged;
+  return PieceVerdict::Take;
 }
 
 bool LinkReceiver::take(std::size_t bytes, std::size_t message_bytes, double now) {
@@ -110,19 +110,19 @@ std::string link_stream_text(const std::string& to, const std::string& from, int
   return to + ": from " + from + " on channel " + std::to_string(channel) + " (call " + std::to_string(call) + ")";
 }
 
-std::string link_fault_text(Verdict verdict, const PieceLabel& piece, const LinkReceiver& receiver,
+std::string link_fault_text(PieceVerdict verdict, const PieceLabel& piece, const LinkReceiver& receiver,
                             std::size_t message_bytes) {
   const std::string due = std::to_string(receiver.due_message());
   const std::string at = std::to_string(receiver.due_byte());
   const std::string sequence = std::to_string(piece.sequence);
-  if (verdict == Verdict::OutOfOrder) {
+  if (verdict == PieceVerdict::OutOfOrder) {
     const bool whole = piece.offset == 0 && receiver.due_byte() == 0;
     const std::string arrived = whole ? "message " + sequence + " arrived where message " + due
                                       : "byte " + std::to_string(piece.offset) + " of message " + sequence +
                                             " arrived where byte " + at + " of message " + due;
     return arrived + " was due (a message lost or out of order)";
   }
-  if (verdict == Verdict::Overlong) {
+  if (verdict == PieceVerdict::Overlong) {
     return "a piece of " + std::to_string(piece.bytes) + " bytes at byte " + at + " of message " + due +
            ", which has " + std::to_string(message_bytes);
   }

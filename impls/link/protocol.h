@@ -101,7 +101,8 @@ struct PieceLabel {
   std::uint32_t attempt = 0;
 };
 
-enum class Verdict {
+// What the receiver does with a piece (named apart from the oracle's Verdict on an output).
+enum class PieceVerdict {
   Take,        // at the due position, intact
   Duplicate,   // before the due position: already taken
   OutOfOrder,  // past the due position: something before it is missing
@@ -116,8 +117,8 @@ class LinkReceiver {
   std::size_t due_byte() const { return due_byte_; }
 
   // What to do with `piece` (its bytes: `data`) of a message of `message_bytes` bytes.
-  Verdict judge(const PieceLabel& piece, std::span<const std::byte> data, std::size_t message_bytes,
-                const LinkSettings& settings) const;
+  PieceVerdict judge(const PieceLabel& piece, std::span<const std::byte> data, std::size_t message_bytes,
+                     const LinkSettings& settings) const;
   // Takes a piece judged Take at time `now`; true when its message is complete (the next is due).
   bool take(std::size_t bytes, std::size_t message_bytes, double now);
 
@@ -185,7 +186,7 @@ class LinkSender {
 std::string link_stream_text(const std::string& to, const std::string& from, int channel, std::uint64_t call);
 // A piece the receiver neither took nor dropped (`verdict`), against the position due in a
 // message of `message_bytes`.
-std::string link_fault_text(Verdict verdict, const PieceLabel& piece, const LinkReceiver& receiver,
+std::string link_fault_text(PieceVerdict verdict, const PieceLabel& piece, const LinkReceiver& receiver,
                             std::size_t message_bytes);
 // Reliable: the sender gave up on message `sequence`.
 std::string link_gave_up_text(std::uint64_t sequence, const LinkSettings& settings);

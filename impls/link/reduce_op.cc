@@ -1,6 +1,6 @@
 // The reduction-op contract on packed CPU buffers: a typed loop per integer type, the narrow
 // float formats through double with one rounding per step, and for the fast one a native
-// float32/float64 path and float8 tables.
+// float32/float64 path, float16 and bfloat16 through float32, and float8 tables.
 #include "impls/link/reduce_op.h"
 
 #include <algorithm>
@@ -232,6 +232,98 @@ void sum_or_product(DType dtype, RedOp op, const std::byte* a, const std::byte* 
                  : combine_in_groups<double, false>(dtype, op, a, b, out, count);
 }
 
+// Float16 and bfloat16 through float32: each operand widened exactly, combined by the float
+// operation, the result narrowed once to nearest even. The same bits as the contract's one rounding
+// from double: a sum or product of two such values rounded to float32 and then to 16 bits is in
+// effect rounded once (double rounding is innocuous where 24 >= 2p+2: p = 11 and 8, subnormals
+// too, since float32 keeps float16's range and loses bits with bfloat16's), and min and max compare
+// exactly. A block with a NaN result is computed again by the contract (its payload). Float16's
+// conversions are the processor's (F16C) in the x86-64-v3 and v4 clones; without a _Float16 type
+// (clang before 15 on x86) float16 keeps the contract's loop.
+#if defined(__FLT16_MAX__)
+constexpr bool kHalfConversions = true;
+#else
+constexpr bool kHalfConversions = false;
+#endif
+
+template <DType kDtype>
+[[gnu::always_inline]] inline float widen(std::uint16_t bits) {
+  if constexpr (kDtype == DType::BFloat16) {
+    return std::bit_cast<float>(std::uint32_t{bits} << 16);
+  } else {
+#if defined(__FLT16_MAX__)
+    return static_cast<float>(std::bit_cast<_Float16>(bits));
+#else
+    return static_cast<float>(bits);           // not reached: kHalfConversions
+#endif
+  }
+}
+
+template <DType kDtype>
+[[gnu::always_inline]] inline std::uint16_t narrow(float value) {
+  if constexpr (kDtype == DType::BFloat16) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+    return static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);  // NaNs are redone
+  } else {
+#if defined(__FLT16_MAX__)
+    return std::bit_cast<std::uint16_t>(static_cast<_Float16>(value));
+#else
+    return static_cast<std::uint16_t>(value);  // not reached: kHalfConversions
+#endif
+  }
+}
+
+// One block of 16-bit results into `block` by `combine` in float32; whether any is NaN.
+template <DType kDtype, typename Combine>
+[[gnu::always_inline]] inline bool combine_halves(const std::byte* x, const std::byte* y, std::size_t n,
+                                                  std::uint16_t* block, Combine combine) {
+  bool any_nan = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float result =
+        combine(widen<kDtype>(load<std::uint16_t>(x + 2 * i)), widen<kDtype>(load<std::uint16_t>(y + 2 * i)));
+    any_nan |= result != result;
+    block[i] = narrow<kDtype>(result);
+  }
+  return any_nan;
+}
+
+template <DType kDtype>
+[[gnu::always_inline]] inline void reduce_halves_of(RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
+                                                    std::size_t count) {
+  constexpr std::size_t kBlock = 2048;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::uint16_t block[kBlock];
+  for (std::size_t first = 0; first < count; first += kBlock) {
+    const std::size_t n = std::min(kBlock, count - first);
+    const std::byte* x = a + first * 2;
+    const std::byte* y = b + first * 2;
+    bool any_nan = false;
+    switch (op) {
+      case RedOp::Prod: any_nan = combine_halves<kDtype>(x, y, n, block, [](float p, float q) { return p * q; }); break;
+      case RedOp::Min:
+        any_nan = combine_halves<kDtype>(x, y, n, block,
+                                         [nan](float p, float q) { return p != p || q != q ? nan : (q < p ? q : p); });
+        break;
+      case RedOp::Max:
+        any_nan = combine_halves<kDtype>(x, y, n, block,
+                                         [nan](float p, float q) { return p != p || q != q ? nan : (q > p ? q : p); });
+        break;
+      default: any_nan = combine_halves<kDtype>(x, y, n, block, [](float p, float q) { return p + q; }); break;
+    }
+    if (any_nan) reduce_elements(kDtype, op, x, y, reinterpret_cast<std::byte*>(block), n);
+    std::memcpy(out + first * 2, block, n * 2);
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+void reduce_halves(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) {
+  if (dtype == DType::BFloat16) return reduce_halves_of<DType::BFloat16>(op, a, b, out, count);
+  if constexpr (kHalfConversions) return reduce_halves_of<DType::Float16>(op, a, b, out, count);
+}
+
 // Float8 reductions by table: 2^16 results a dtype and op (a byte each, 64 KiB), indexed by the two
 // operands' bits, made once on first use from reduce_elements itself, so every result is its bits
 // by construction (NaN payloads and saturation included). Avg reduces as sum.
@@ -275,6 +367,9 @@ void reduce_elements_fast(DType dtype, RedOp op, const std::byte* a, const std::
   if (native_sum_or_product(dtype, op)) return sum_or_product(dtype, op, a, b, out, count);  // avg sums
   if (dtype == DType::Float32) return reduce_in_blocks<float>(dtype, op, a, b, out, 0, count);
   if (dtype == DType::Float64) return reduce_in_blocks<double>(dtype, op, a, b, out, 0, count);
+  if (dtype == DType::BFloat16 || (dtype == DType::Float16 && kHalfConversions)) {
+    return reduce_halves(dtype, op, a, b, out, count);
+  }
   if (dtype == DType::Float8E4M3 || dtype == DType::Float8E5M2) {
     const std::uint8_t* results = float8_results(dtype, op);
     for (std::size_t i = 0; i < count; ++i) {

@@ -398,12 +398,12 @@ struct ProcTransport::State {
   const proc::StepLink* forward_of(const proc::Hosted& local, proc::Stream& stream, const Step& step);
   proc::Taken receive(proc::Hosted& local, const Step& step, const proc::StepLink& link,
                       const proc::StepLink* forward = nullptr);
-  Verdict take_piece(const LinkReceiver& receiver, const proc::Landing& landing, const PieceLabel& label,
-                     const std::byte* data);
+  PieceVerdict take_piece(const LinkReceiver& receiver, const proc::Landing& landing, const PieceLabel& label,
+                          const std::byte* data);
   bool forward_piece(const proc::StepLink* forward, std::byte* to, const std::byte* from, const std::byte* data,
                      std::size_t at, std::size_t bytes, bool copied);
   void land(std::byte* to, const std::byte* from, const std::byte* data, std::size_t at, std::size_t bytes) const;
-  bool discard(const proc::Hosted& local, proc::Inbound& in, Verdict verdict, const PieceLabel& piece,
+  bool discard(const proc::Hosted& local, proc::Inbound& in, PieceVerdict verdict, const PieceLabel& piece,
                std::size_t bytes);
   void keep_waiting(proc::Inbound& in);
   bool advance(proc::Hosted& local, proc::Stream& stream);

@@ -148,9 +148,9 @@ bool ProcTransport::State::forward_piece(const StepLink* forward, std::byte* to,
 // A piece the stream's receiver did not take: a duplicate (or a retransmission of what was taken)
 // is dropped; a fault ends the run (unreliable: false) or is dropped and the sender asked to go
 // back (reliable).
-bool ProcTransport::State::discard(const Hosted& local, Inbound& in, Verdict verdict, const PieceLabel& piece,
+bool ProcTransport::State::discard(const Hosted& local, Inbound& in, PieceVerdict verdict, const PieceLabel& piece,
                                    std::size_t bytes) {
-  const bool fault = verdict != Verdict::Duplicate;
+  const bool fault = verdict != PieceVerdict::Duplicate;
   if (fault && !settings.reliable) {
     fail(link_stream_text(participant_name(local.participant), participant_name(in.key.from), in.key.channel, call) +
          ": " + link_fault_text(verdict, piece, in.receiver, bytes));
@@ -199,8 +199,8 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
     const bool timed = timing && SlotStores::timed(piece.bytes);
     const auto started = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const PieceLabel label{piece.sequence, piece.offset, piece.bytes, piece.checksum, piece.attempt};
-    const Verdict verdict = take_piece(receiver, landing, label, data);
-    if (verdict != Verdict::Take) {
+    const PieceVerdict verdict = take_piece(receiver, landing, label, data);
+    if (verdict != PieceVerdict::Take) {
       if (!discard(local, in, verdict, label, landing.bytes)) return taken;
       continue;
     }
@@ -220,23 +220,23 @@ Taken ProcTransport::State::receive(Hosted& local, const Step& step, const StepL
 // pushed on at once where it is forwarded, else landed in place. A copy checked as it lands has
 // its place judged first and is landed with its checksum taken in the same pass; found damaged so,
 // it stays due and its bytes are overwritten by its retransmission (or the run ends).
-Verdict ProcTransport::State::take_piece(const LinkReceiver& receiver, const Landing& landing, const PieceLabel& label,
-                                         const std::byte* data) {
+PieceVerdict ProcTransport::State::take_piece(const LinkReceiver& receiver, const Landing& landing,
+                                              const PieceLabel& label, const std::byte* data) {
   LinkSettings judged = landing.judged;
   if (landing.copy_checked) judged.checksums = false;  // taken below, as the piece lands
-  const Verdict verdict = receiver.judge(label, {data, label.bytes}, landing.bytes, judged);
-  if (verdict != Verdict::Take) return verdict;
+  const PieceVerdict verdict = receiver.judge(label, {data, label.bytes}, landing.bytes, judged);
+  if (verdict != PieceVerdict::Take) return verdict;
   const std::size_t at = receiver.due_byte();
   // Only the bytes this piece writes: by then the sends they hold are often out already.
   protect(landing.to + at, label.bytes);
   if (landing.copy_checked &&
       copy_with_checksum(landing.to + at, {data, label.bytes}, streaming_landings) != label.sum) {
-    return Verdict::Damaged;
+    return PieceVerdict::Damaged;
   }
   const bool pushed_on =
       forward_piece(landing.forward, landing.to, landing.from, data, at, label.bytes, landing.copy_checked);
   if (!pushed_on && !landing.copy_checked) land(landing.to, landing.from, data, at, label.bytes);
-  return Verdict::Take;
+  return PieceVerdict::Take;
 }
 
 // Pieces of messages already taken (duplicates, retransmissions) still in a stream that no step

@@ -97,8 +97,8 @@ void Simulation::arrive(std::size_t index) {
   LinkSettings settings = protocol_;
   // As many as the sender's; none where nothing may have changed the payload (payloads_may_change).
   settings.checksums = payloads_may_change() && protocol_.checks(message.sequence, inbox.per_call);
-  const Verdict verdict = receiver.judge(piece, message.payload, bytes, settings);
-  if (verdict == Verdict::Take) {
+  const PieceVerdict verdict = receiver.judge(piece, message.payload, bytes, settings);
+  if (verdict == PieceVerdict::Take) {
     receiver.take(bytes, bytes, now_);
     ++inbox.waiting_count;
     held_.waiting += waiting_cost_ + message.payload.size();  // less than it held on the wire
@@ -108,7 +108,7 @@ void Simulation::arrive(std::size_t index) {
     return;
   }
   ++result_.discarded;
-  if (verdict == Verdict::Duplicate) return;
+  if (verdict == PieceVerdict::Duplicate) return;
   if (!protocol_.reliable) {
     return detect(link.key,
                   stream_name(link, receiver.due_message()) + ": " + link_fault_text(verdict, piece, receiver, bytes));

@@ -27,24 +27,24 @@ struct Wire {
 };
 
 // A judge: the receiver's own, or a broken one.
-using Judge = std::function<Verdict(const LinkReceiver&, const PieceLabel&, std::span<const std::byte>, std::size_t,
-                                    const LinkSettings&)>;
+using Judge = std::function<PieceVerdict(const LinkReceiver&, const PieceLabel&, std::span<const std::byte>,
+                                         std::size_t, const LinkSettings&)>;
 
-Verdict honest(const LinkReceiver& receiver, const PieceLabel& piece, std::span<const std::byte> data,
-               std::size_t bytes, const LinkSettings& settings) {
+PieceVerdict honest(const LinkReceiver& receiver, const PieceLabel& piece, std::span<const std::byte> data,
+                    std::size_t bytes, const LinkSettings& settings) {
   return receiver.judge(piece, data, bytes, settings);
 }
 
 // Broken receivers: one that takes a duplicate again, one that takes whatever comes next.
-Verdict takes_duplicates(const LinkReceiver& receiver, const PieceLabel& piece, std::span<const std::byte> data,
-                         std::size_t bytes, const LinkSettings& settings) {
-  const Verdict verdict = receiver.judge(piece, data, bytes, settings);
-  return verdict == Verdict::Duplicate ? Verdict::Take : verdict;
+PieceVerdict takes_duplicates(const LinkReceiver& receiver, const PieceLabel& piece, std::span<const std::byte> data,
+                              std::size_t bytes, const LinkSettings& settings) {
+  const PieceVerdict verdict = receiver.judge(piece, data, bytes, settings);
+  return verdict == PieceVerdict::Duplicate ? PieceVerdict::Take : verdict;
 }
-Verdict ignores_gaps(const LinkReceiver& receiver, const PieceLabel& piece, std::span<const std::byte> data,
-                     std::size_t bytes, const LinkSettings& settings) {
-  const Verdict verdict = receiver.judge(piece, data, bytes, settings);
-  return verdict == Verdict::OutOfOrder ? Verdict::Take : verdict;
+PieceVerdict ignores_gaps(const LinkReceiver& receiver, const PieceLabel& piece, std::span<const std::byte> data,
+                          std::size_t bytes, const LinkSettings& settings) {
+  const PieceVerdict verdict = receiver.judge(piece, data, bytes, settings);
+  return verdict == PieceVerdict::OutOfOrder ? PieceVerdict::Take : verdict;
 }
 
 struct Outcome {
@@ -104,9 +104,9 @@ struct ToyLink {
   bool receive(const Arrivals& arrivals, const Judge& judge, const LinkSettings& settings, double now) {
     bool asked = false;
     for (const auto& [label, payload] : arrivals) {
-      const Verdict verdict = judge(receiver, label, payload, payload.size(), settings);
-      if (verdict == Verdict::Duplicate) continue;
-      if (verdict == Verdict::Take) {
+      const PieceVerdict verdict = judge(receiver, label, payload, payload.size(), settings);
+      if (verdict == PieceVerdict::Duplicate) continue;
+      if (verdict == PieceVerdict::Take) {
         receiver.take(label.bytes, payload.size(), now);
         outcome.taken.push_back(static_cast<std::uint64_t>(payload[0]));
         continue;
@@ -267,13 +267,13 @@ TEST(LinkProtocol, JudgesPiecesOfAMessage) {
   const std::vector<std::byte> data(4, std::byte{7});
   const std::uint64_t sum = checksum(data);
   LinkReceiver receiver;
-  EXPECT_EQ(receiver.judge({0, 0, 4, sum, 0}, data, 12, settings), Verdict::Take);
+  EXPECT_EQ(receiver.judge({0, 0, 4, sum, 0}, data, 12, settings), PieceVerdict::Take);
   EXPECT_FALSE(receiver.take(4, 12, 0));
-  EXPECT_EQ(receiver.judge({0, 0, 4, sum, 1}, data, 12, settings), Verdict::Duplicate);
-  EXPECT_EQ(receiver.judge({0, 8, 4, sum, 0}, data, 12, settings), Verdict::OutOfOrder);
-  EXPECT_EQ(receiver.judge({0, 4, 4, sum + 1, 0}, data, 12, settings), Verdict::Damaged);
-  EXPECT_EQ(receiver.judge({0, 4, 4, sum, 0}, data, 6, settings), Verdict::Overlong);
-  EXPECT_EQ(receiver.judge({0, 4, 4, sum, 0}, data, 12, settings), Verdict::Take);
+  EXPECT_EQ(receiver.judge({0, 0, 4, sum, 1}, data, 12, settings), PieceVerdict::Duplicate);
+  EXPECT_EQ(receiver.judge({0, 8, 4, sum, 0}, data, 12, settings), PieceVerdict::OutOfOrder);
+  EXPECT_EQ(receiver.judge({0, 4, 4, sum + 1, 0}, data, 12, settings), PieceVerdict::Damaged);
+  EXPECT_EQ(receiver.judge({0, 4, 4, sum, 0}, data, 6, settings), PieceVerdict::Overlong);
+  EXPECT_EQ(receiver.judge({0, 4, 4, sum, 0}, data, 12, settings), PieceVerdict::Take);
   EXPECT_FALSE(receiver.take(4, 12, 0));
   EXPECT_TRUE(receiver.take(4, 12, 0));
   EXPECT_EQ(receiver.due_message(), 1u);
@@ -340,16 +340,16 @@ TEST(LinkProtocol, SettingsAndTimers) {
 TEST(LinkProtocol, FaultsReadTheSameOnEveryExecutor) {
   LinkReceiver receiver;
   EXPECT_EQ(link_stream_text("rank 1", "switch 0", 2, 3), "rank 1: from switch 0 on channel 2 (call 3)");
-  EXPECT_EQ(link_fault_text(Verdict::OutOfOrder, PieceLabel{1, 0, 16, 0, 0}, receiver, 16),
+  EXPECT_EQ(link_fault_text(PieceVerdict::OutOfOrder, PieceLabel{1, 0, 16, 0, 0}, receiver, 16),
             "message 1 arrived where message 0 was due (a message lost or out of order)");
-  EXPECT_EQ(link_fault_text(Verdict::Damaged, PieceLabel{0, 0, 16, 0, 2}, receiver, 16),
+  EXPECT_EQ(link_fault_text(PieceVerdict::Damaged, PieceLabel{0, 0, 16, 0, 2}, receiver, 16),
             "message 0 (attempt 2) failed its checksum");
   receiver.take(8, 16, 0);  // the first half of message 0 taken
-  EXPECT_EQ(link_fault_text(Verdict::OutOfOrder, PieceLabel{1, 0, 8, 0, 0}, receiver, 16),
+  EXPECT_EQ(link_fault_text(PieceVerdict::OutOfOrder, PieceLabel{1, 0, 8, 0, 0}, receiver, 16),
             "byte 0 of message 1 arrived where byte 8 of message 0 was due (a message lost or out of order)");
-  EXPECT_EQ(link_fault_text(Verdict::Damaged, PieceLabel{0, 8, 8, 0, 1}, receiver, 16),
+  EXPECT_EQ(link_fault_text(PieceVerdict::Damaged, PieceLabel{0, 8, 8, 0, 1}, receiver, 16),
             "message 0 (attempt 1) failed its checksum in the piece at byte 8 (8 bytes)");
-  EXPECT_EQ(link_fault_text(Verdict::Overlong, PieceLabel{0, 8, 12, 0, 0}, receiver, 16),
+  EXPECT_EQ(link_fault_text(PieceVerdict::Overlong, PieceLabel{0, 8, 12, 0, 0}, receiver, 16),
             "a piece of 12 bytes at byte 8 of message 0, which has 16");
   EXPECT_EQ(link_gave_up_text(3, settings_of(true)), "message 3 not taken after 3 retransmissions");
 }
