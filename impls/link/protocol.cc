@@ -90,7 +90,7 @@ LinkSender::Record& LinkSender::record(std::uint64_t sequence) {
   return records_[head_ + index];
 }
 
-void LinkSender::acknowledged(std::uint64_t sequence) {
+void LinkSender::forget_records(std::uint64_t sequence) {
   if (first_ < sequence) {
     const std::size_t forget = static_cast<std::size_t>(std::min<std::uint64_t>(sequence - first_, kept()));
     head_ += forget;

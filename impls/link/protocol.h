@@ -161,8 +161,15 @@ class LinkSender {
   bool asked_again(std::uint64_t sequence, const LinkSettings& settings) {
     return static_cast<int>(++record(sequence).asked) <= settings.retries;
   }
-  // The receiver has taken every message before `sequence`: their records are forgotten.
-  void acknowledged(std::uint64_t sequence);
+  // The receiver has taken every message before `sequence`: their records are forgotten (none
+  // kept, the common case, costs a comparison).
+  void acknowledged(std::uint64_t sequence) {
+    if (records_.empty()) {
+      if (first_ < sequence) first_ = sequence;
+      return;
+    }
+    forget_records(sequence);
+  }
 
  private:
   struct Record {
@@ -170,6 +177,7 @@ class LinkSender {
     std::uint32_t asked = 0;    // times the receiver asked to go back to it
   };
   Record& record(std::uint64_t sequence);
+  void forget_records(std::uint64_t sequence);
   std::size_t kept() const { return records_.size() - head_; }
 
   // The records kept, from records_[head_] (message first_) on: a vector read from an offset, its

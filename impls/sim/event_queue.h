@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -96,6 +97,15 @@ struct NearFifo {
     return front;
   }
   void drop(std::size_t how_many) {
+    // Nothing spilled, items that own nothing: the ring's front only moves on.
+    if constexpr (std::is_trivially_copyable_v<Item>) {
+      if (far.empty()) {
+        const auto dropped = static_cast<std::uint8_t>(how_many < near_count ? how_many : near_count);
+        first = static_cast<std::uint8_t>((first + dropped) % kNear);
+        near_count = static_cast<std::uint8_t>(near_count - dropped);
+        return;
+      }
+    }
     for (; how_many > 0 && near_count > 0; --how_many) pop();
   }
 };
