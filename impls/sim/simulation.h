@@ -28,9 +28,10 @@ namespace collcheck::sim {
 // queue (event_queue.h: a FIFO of those pushed in order, buckets by time for the others), wait
 // timers in a second one (timer_queue.h) where a timer is cancelled as soon as its receive
 // starts (a timer armed waits in arming order, `arming_`, and joins that heap only if still armed
-// when it could come first: most are over before, their message come); events at the same time are ordered by a tie
-// drawn from the seed, so that a seed fixes one interleaving and the trace (a hash of every event in order) names it.
-// The records of the events due next are asked for early (prefetch_ahead).
+// when it could come first: most are over before, their messages having come); events at the same
+// time are ordered by a tie drawn from the seed, so that a seed fixes one interleaving and the trace
+// (a hash of every event in order) names it. The records of the events due next are asked for
+// early (prefetch_ahead).
 //
 // Each participant's steps fall into its streams (Step::stream); a stream runs its steps in
 // order, one at a time, each when its `after` steps are done and, for a receive, when its
@@ -75,7 +76,7 @@ struct Stream {
   // stream (two cache lines less a message at thousands of ranks).
   double timer_armed = kNoTimer;
   TimerSlot timer;
-  std::uint32_t timer_generation = 0;  // how often a receive of it has started: an armed timer older is over
+  std::uint32_t timer_generation = 0;  // receives of it started so far: a timer armed before one is over
 };
 
 // A wait timer as arm_timers arms it, before it joins the timer heap: its event's number and its
