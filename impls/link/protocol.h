@@ -77,9 +77,8 @@ LinkSettings resolve(const LinkProtocol& protocol, const LinkClock& clock, doubl
 class RetransmitJitter {
  public:
   explicit RetransmitJitter(std::uint64_t seed = 0) : seed_(seed) {}
-  double draw(double interval) {
-    return drawn(++draws_, interval);
-  }  // within [1 - kRetransmitJitter, 1 + kRetransmitJitter] of it
+  // Within [1 - kRetransmitJitter, 1 + kRetransmitJitter] of `interval`.
+  double draw(double interval) { return drawn(++draws_, interval); }
   // The same draw taken apart: the number of the next one now, its interval later (an executor
   // that arms a timer now and may never need its interval).
   std::uint64_t take_number() { return ++draws_; }

@@ -127,18 +127,23 @@ bool combine_block(const std::byte* x, const std::byte* y, std::size_t n, T* blo
   return any_nan;
 }
 
+// Calls `each` with the native operation of `op` on T (avg adds; min and max give NaN for a NaN
+// operand, as the contract does), chosen once for a loop.
+template <typename T, typename Each>
+[[gnu::always_inline]] inline bool with_native_op(RedOp op, Each each) {
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  switch (op) {
+    case RedOp::Prod: return each([](T p, T q) { return p * q; });
+    case RedOp::Min: return each([nan](T p, T q) { return p != p || q != q ? nan : (q < p ? q : p); });
+    case RedOp::Max: return each([nan](T p, T q) { return p != p || q != q ? nan : (q > p ? q : p); });
+    default: return each([](T p, T q) { return p + q; });
+  }
+}
+
 // One block by the native operation of `op`; whether any result is NaN.
 template <typename T>
 bool reduce_block_native(RedOp op, const std::byte* x, const std::byte* y, std::size_t n, T* block) {
-  const T nan = std::numeric_limits<T>::quiet_NaN();
-  switch (op) {
-    case RedOp::Prod: return combine_block(x, y, n, block, [](T p, T q) { return p * q; });
-    case RedOp::Min:
-      return combine_block(x, y, n, block, [nan](T p, T q) { return p != p || q != q ? nan : (q < p ? q : p); });
-    case RedOp::Max:
-      return combine_block(x, y, n, block, [nan](T p, T q) { return p != p || q != q ? nan : (q > p ? q : p); });
-    default: return combine_block(x, y, n, block, [](T p, T q) { return p + q; });
-  }
+  return with_native_op<T>(op, [&](auto combine) { return combine_block(x, y, n, block, combine); });
 }
 
 // The block's NaN results computed again by the contract, for their payloads.
@@ -151,12 +156,14 @@ void redo_nans(DType dtype, RedOp op, const std::byte* x, const std::byte* y, st
   }
 }
 
+// Elements in a block of results computed before any is stored (about L1's size in float32).
+constexpr std::size_t kBlock = 2048;
+
 // Elements [first, end) through a block of L1 size: results computed whole before any is stored,
 // those that are NaN computed again by the contract from the inputs, still intact.
 template <typename T>
 void reduce_in_blocks(DType dtype, RedOp op, const std::byte* a, const std::byte* b, std::byte* out, std::size_t first,
                       std::size_t end) {
-  constexpr std::size_t kBlock = 2048;
   T block[kBlock];
   for (; first < end; first += kBlock) {
     const std::size_t n = std::min(kBlock, end - first);
@@ -290,26 +297,13 @@ template <DType kDtype, typename Combine>
 template <DType kDtype>
 [[gnu::always_inline]] inline void reduce_halves_of(RedOp op, const std::byte* a, const std::byte* b, std::byte* out,
                                                     std::size_t count) {
-  constexpr std::size_t kBlock = 2048;
-  const float nan = std::numeric_limits<float>::quiet_NaN();
   std::uint16_t block[kBlock];
   for (std::size_t first = 0; first < count; first += kBlock) {
     const std::size_t n = std::min(kBlock, count - first);
     const std::byte* x = a + first * 2;
     const std::byte* y = b + first * 2;
-    bool any_nan = false;
-    switch (op) {
-      case RedOp::Prod: any_nan = combine_halves<kDtype>(x, y, n, block, [](float p, float q) { return p * q; }); break;
-      case RedOp::Min:
-        any_nan = combine_halves<kDtype>(x, y, n, block,
-                                         [nan](float p, float q) { return p != p || q != q ? nan : (q < p ? q : p); });
-        break;
-      case RedOp::Max:
-        any_nan = combine_halves<kDtype>(x, y, n, block,
-                                         [nan](float p, float q) { return p != p || q != q ? nan : (q > p ? q : p); });
-        break;
-      default: any_nan = combine_halves<kDtype>(x, y, n, block, [](float p, float q) { return p + q; }); break;
-    }
+    const bool any_nan =
+        with_native_op<float>(op, [&](auto combine) { return combine_halves<kDtype>(x, y, n, block, combine); });
     if (any_nan) reduce_elements(kDtype, op, x, y, reinterpret_cast<std::byte*>(block), n);
     std::memcpy(out + first * 2, block, n * 2);
   }

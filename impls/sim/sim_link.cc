@@ -10,7 +10,6 @@
 
 #include "impls/sim/simulation.h"
 #include "reference/memory.h"
-#include "reference/random.h"
 
 namespace collcheck::sim {
 namespace {
@@ -153,11 +152,11 @@ void Simulation::expire(int p, int k, std::size_t call, std::size_t slot) {
   }
   const Step& step = stream.steps.step();
   const StreamKey key{step.peer, p, step.channel};
-  const double interval = wait_interval(stream);
+  const double interval = wait_interval(stream, next_draw());
   Inbox& inbox = links_[stream.link].inbox;
   const double quiet_since = std::max(armed_at, inbox.receiver.quiet_since());
   if (now_ < quiet_since + interval * (1 - 1e-9)) {
-    timers_.arm(slot, timer_event(quiet_since + interval, p, k, call));
+    timers_.arm(slot, timer_event(quiet_since + interval, p, k, static_cast<int>(call), next_sequence_++));
     return;
   }
   if (!protocol_.reliable) {
@@ -169,17 +168,21 @@ void Simulation::expire(int p, int k, std::size_t call, std::size_t slot) {
   armed_at = now_;
   inbox.receiver.ask_anyway(now_, protocol_, nullptr);  // a timer asks whenever it runs out
   ask_again(stream.link);
-  timers_.arm(slot, timer_event(now_ + interval, p, k, call));
+  timers_.arm(slot, timer_event(now_ + interval, p, k, static_cast<int>(call), next_sequence_++));
 }
 
-// How long receive step k of p stays quiet before it acts: the timeout, or when reliable the
-// retransmission interval, jittered (drawn from the seed); either plus what its message needs on
-// its route (LinkSettings::timeout_for), so that a large message on a slow link is waited for.
-double Simulation::wait_interval(const Stream& stream) {
+// How long the stream's receive stays quiet before it acts: the timeout, or when reliable the
+// retransmission interval, jittered (the jitter's draw number `draw`, from next_draw); either
+// plus what its message needs on its route (LinkSettings::timeout_for), so that a large message
+// on a slow link is waited for.
+double Simulation::wait_interval(const Stream& stream, std::uint64_t draw) const {
   const double travel = message_travel(stream);
   if (!protocol_.reliable) return protocol_.timeout_for(travel);
-  return timer_jitter_.draw(protocol_.retransmit) + travel;
+  return timer_jitter_.drawn(draw, protocol_.retransmit) + travel;
 }
+
+// The jitter's next draw number, taken in turn with every timer armed (none when unreliable).
+std::uint64_t Simulation::next_draw() { return protocol_.reliable ? timer_jitter_.take_number() : 0; }
 
 // What the message of receive step k of p needs on its route, the route idle.
 double Simulation::message_travel(const Stream& stream) const {
@@ -203,15 +206,9 @@ void Simulation::arm_timers(int p) {
     if (stream.busy || stream.steps.finished()) continue;
     if (!stream.steps.step().receives() || stream.timer_armed != kNoTimer || !waits_for_message(p, stream)) continue;
     stream.timer_armed = now_;
-    const std::uint64_t draw = protocol_.reliable ? timer_jitter_.take_number() : 0;
-    const std::size_t mask = arming_.size() - 1;
-    if (arming_count_ == arming_.size()) {
-      join_heap(arming_[arming_first_]);
-      arming_first_ = (arming_first_ + 1) & mask;
-      --arming_count_;
-    }
-    arming_[(arming_first_ + arming_count_++) & mask] =
-        ArmedTimer{now_, next_sequence_++,     draw,      static_cast<std::uint32_t>(slot), stream.timer_generation,
+    if (arming_count_ == arming_.size()) join_oldest();
+    arming_[(arming_first_ + arming_count_++) & (arming_.size() - 1)] =
+        ArmedTimer{now_, next_sequence_++,     next_draw(), static_cast<std::uint32_t>(slot), stream.timer_generation,
                    p,    stream.steps.index(), state.call};
   }
 }
@@ -222,24 +219,19 @@ void Simulation::arm_timers(int p) {
 // message mostly comes long before its timer could run out), so the heap sees few.
 void Simulation::heap_armed_timers(const Event* first) {
   const double time = first != nullptr ? first->time : std::numeric_limits<double>::infinity();
-  const std::size_t mask = arming_.size() - 1;
-  while (arming_count_ > 0 && arming_[arming_first_].armed + least_wait_ <= time) {
-    join_heap(arming_[arming_first_]);
-    arming_first_ = (arming_first_ + 1) & mask;
-    --arming_count_;
-  }
+  while (arming_count_ > 0 && arming_[arming_first_].armed + least_wait_ <= time) join_oldest();
 }
 
-// An armed timer joins the heap with the time, tie and jitter it would have had joining when
-// armed, unless its receive has started since: nothing changes but where it waited.
-void Simulation::join_heap(const ArmedTimer& armed) {
+// The oldest timer held back joins the heap with the time, tie and jitter it would have had
+// joining when armed, unless its receive has started since: nothing changes but where it waited.
+void Simulation::join_oldest() {
+  const ArmedTimer armed = arming_[arming_first_];
+  arming_first_ = (arming_first_ + 1) & (arming_.size() - 1);
+  --arming_count_;
   const Stream& stream = streams_[armed.slot];
   if (stream.timer_generation != armed.generation) return;
-  const double travel = message_travel(stream);
-  const double interval = protocol_.reliable ? timer_jitter_.drawn(armed.draw, protocol_.retransmit) + travel
-                                             : protocol_.timeout_for(travel);
-  timers_.arm(armed.slot, Event{armed.armed + interval, mix64(options_.seed ^ mix64(armed.sequence)), armed.participant,
-                                armed.step, static_cast<std::uint32_t>(armed.call), EventKind::Timeout});
+  timers_.arm(armed.slot, timer_event(armed.armed + wait_interval(stream, armed.draw), armed.participant, armed.step,
+                                      armed.call, armed.sequence));
 }
 
 // The run ends: the participant that saw the fault tells every other one, which stop.

@@ -235,7 +235,8 @@ class Simulation {
   void prefetch_link(std::uint32_t link, LinkLines lines) const;
   void prefetch_send_links(std::size_t q, LinkLines lines) const;
   void push(double time, EventKind kind, int p, int step, std::size_t message);
-  Event timer_event(double time, int p, int step, std::size_t call);
+  std::uint64_t tie_of(std::uint64_t sequence) const;
+  Event timer_event(double time, int p, int step, int call, std::uint64_t sequence) const;
   void record(const Event& event);
   void handle(const Event& event);
   bool call_finished(std::size_t q) const { return participants_[q].finished_steps == participants_[q].step_count; }
@@ -273,12 +274,13 @@ class Simulation {
   void arrive(std::size_t index);
   void ask_again(std::uint32_t link);
   void expire(int p, int k, std::size_t call, std::size_t slot);
-  double wait_interval(const Stream& stream);
+  double wait_interval(const Stream& stream, std::uint64_t draw) const;
+  std::uint64_t next_draw();
   double message_travel(const Stream& stream) const;
   bool waits_for_message(int p, const Stream& stream) const;
   void arm_timers(int p);
   void heap_armed_timers(const Event* first);
-  void join_heap(const ArmedTimer& armed);
+  void join_oldest();
   void detect(const StreamKey& key, std::string what);
   void send(int p, const Stream& stream);
   void transmit_message(std::uint32_t link, std::uint64_t sequence, int attempt, std::size_t bytes, std::uint64_t sum,

@@ -134,16 +134,16 @@ void Simulation::settle_link(int p, Stream& stream) {
   if (step.sends() || step.receives()) stream.link = link_of(p, step);
 }
 
+// An event's tie, from its number (events are numbered in turn, timers as they are armed).
+std::uint64_t Simulation::tie_of(std::uint64_t sequence) const { return mix64(options_.seed ^ mix64(sequence)); }
+
 void Simulation::push(double time, EventKind kind, int p, int step, std::size_t message) {
-  const std::uint64_t sequence = next_sequence_++;
-  events_.push(Event{time, mix64(options_.seed ^ mix64(sequence)), p, step, static_cast<std::uint32_t>(message), kind});
+  events_.push(Event{time, tie_of(next_sequence_++), p, step, static_cast<std::uint32_t>(message), kind});
 }
 
-// A wait timer's event, numbered in turn with every other event.
-Event Simulation::timer_event(double time, int p, int step, std::size_t call) {
-  const std::uint64_t sequence = next_sequence_++;
-  return Event{time, mix64(options_.seed ^ mix64(sequence)), p,
-               step, static_cast<std::uint32_t>(call),       EventKind::Timeout};
+// A wait timer's event, its number `sequence` taken when it was armed.
+Event Simulation::timer_event(double time, int p, int step, int call, std::uint64_t sequence) const {
+  return Event{time, tie_of(sequence), p, step, static_cast<std::uint32_t>(call), EventKind::Timeout};
 }
 
 void Simulation::record(const Event& event) {
