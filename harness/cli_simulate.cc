@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "faults/injector.h"
 #include "faults/plan.h"
 #include "harness/arguments.h"
@@ -19,6 +21,7 @@
 #include "impls/sim/simulator.h"
 #include "reference/bandwidth.h"
 #include "reference/counts.h"
+#include "reference/numbers.h"
 #include "reference/oracle.h"
 
 namespace collcheck::cli {
@@ -45,6 +48,8 @@ constexpr Option kOptions[] = {
     {"inplace", "", "", "run in place (the output buffer holds the input)"},
     {"reliable", "", "", "the link protocol retransmits lost and damaged messages (as reliable=on)"},
     {"timing-only", "", "", "move no data: predicted time, link loads and trace only (no oracle check)"},
+    {"progress", "T|never|auto", "auto",
+     "a line on stderr every T of wall time while a count runs (30s, 1m); auto: 10s where stderr is a terminal"},
     kMemoryLimitOption,
 };
 constexpr int kUsageError = 2;
@@ -59,6 +64,7 @@ struct Plan {
   FaultPlan faults;  // empty: none
   bool timing_only = false;
   bool reliable = false;
+  double progress_every = 0;  // seconds of wall time between progress lines; 0: none
 };
 
 Result<std::uint64_t> number(const Arguments& args, std::string_view flag, std::uint64_t low, std::uint64_t high) {
@@ -91,6 +97,15 @@ Status parse_case_fields(const Arguments& args, Plan& plan) {
   return Ok{};
 }
 
+// --progress: a duration, `never` (0), or `auto` (10 s where stderr is a terminal, else never).
+Result<double> parse_progress(const std::string& text) {
+  if (text == "never") return 0.0;
+  if (text == "auto") return isatty(STDERR_FILENO) != 0 ? 10.0 : 0.0;
+  Result<double> every = parse_duration("--progress", text, DurationRange{0, true, 86400});
+  if (!every) return Error{"--progress", every.error().message + "; or never, or auto"};
+  return every;
+}
+
 Result<Plan> parse_plan(const Arguments& args) {
   Plan plan;
   plan.algorithm = args.get("algorithm");
@@ -115,6 +130,9 @@ Result<Plan> parse_plan(const Arguments& args) {
   plan.faults = std::move(faults).value();
   plan.timing_only = args.has("timing-only");
   plan.reliable = args.has("reliable");
+  Result<double> progress = parse_progress(args.get("progress"));
+  if (!progress) return progress.error();
+  plan.progress_every = *progress;
   return plan;
 }
 
@@ -192,6 +210,31 @@ Status switches_placeable(const Plan& plan) {
                                  "), or give a topology file with a switch marked 'aggregates'"};
 }
 
+// A count of messages: as it is below ten million, else millions with one decimal (`245.1 M`).
+std::string amount(std::uint64_t value) {
+  return value < 10'000'000 ? std::to_string(value) : format("%.1f", static_cast<double>(value) / 1e6) + " M";
+}
+
+// How far the run of one count has come, while it runs: the schedule's messages sent of all,
+// those sent again, virtual time, the rate so far and the wall time left at that rate.
+std::string progress_line(std::uint64_t count, const SimulationProgress& progress) {
+  const double sent = static_cast<double>(progress.sent);
+  const double share = progress.planned > 0 ? 100 * sent / static_cast<double>(progress.planned) : 0;
+  const double rate = progress.wall_seconds > 0
+                          ? static_cast<double>(progress.sent + progress.retransmissions) / progress.wall_seconds
+                          : 0;
+  std::string line = "collcheck simulate: count " + std::to_string(count) + ": " + amount(progress.sent) + " of " +
+                     amount(progress.planned) + " messages sent (" + format("%.1f", share) + " %)";
+  if (progress.retransmissions > 0) line += ", " + std::to_string(progress.retransmissions) + " sent again";
+  line += ", virtual time " + format("%.3f", progress.virtual_time * 1e3) + " ms, " + format("%.2f", rate / 1e6) +
+          " M messages/s";
+  if (progress.sent > 0 && progress.planned > progress.sent) {
+    const double left = progress.wall_seconds * static_cast<double>(progress.planned - progress.sent) / sent;
+    line += left < 1 ? ", under a second left" : ", about " + format("%.0f", left) + " s left";
+  }
+  return line;
+}
+
 // What the engine did for one count, and how fast: events and messages per second of wall time.
 std::string engine_line(std::uint64_t count, const SimulatedRun& run, double seconds) {
   const double per_second = seconds > 0 ? 1 / seconds : 0;
@@ -247,6 +290,12 @@ Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t cou
   SimulationOptions options(plan.schedule_seed, &injector, !plan.timing_only);
   options.protocol.reliable = plan.reliable;
   options.message_memory = message_room;
+  if (plan.progress_every > 0) {
+    options.progress_every = plan.progress_every;
+    options.progress = [count, &err](const SimulationProgress& progress) {
+      err << progress_line(count, progress) << std::endl;
+    };
+  }
   const auto began = std::chrono::steady_clock::now();
   const SimulatedRun run = simulate(*schedule, plan.topology, options);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;

@@ -4,6 +4,7 @@
 // virtual time). Private to impls/sim/.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -249,6 +250,13 @@ class Simulation {
   double start(int p, const Stream& stream);
   void fail(int p, int k, const std::string& what);
   void finish(double deadline);
+  void begin_events();
+  // Every 16,384 events (the clock read no more often): progress, where asked.
+  void every_so_often() {
+    if ((result_.events & 0x3FFF) == 0) [[unlikely]]
+      report_progress();
+  }
+  void report_progress();
 
   // Guarded memory (sim_memory.cc).
   void allocate(GuardedBuffer& buffer, std::size_t count, GuardedBuffer::Start start = GuardedBuffer::Start::Zeroed);
@@ -303,6 +311,10 @@ class Simulation {
   SimulatedRun result_;
   double now_ = 0;
   double last_step_ = 0;
+  // Progress (SimulationOptions::progress): the schedule's messages of every call, when the
+  // events began, and when it was last reported.
+  std::uint64_t planned_messages_ = 0;
+  std::chrono::steady_clock::time_point events_began_, last_report_;
   std::uint64_t next_sequence_ = 0;
   EventQueue events_;
   TimerHeap<StreamTimerSlots> timers_;  // a slot per stream of every participant: its receive's wait timer

@@ -22,7 +22,7 @@ Simulation::Simulation(const Schedule& schedule, const Topology& topology, const
 SimulatedRun Simulation::run() {
   if (!place_participants() || !set_up_participants() || !check_messages_match()) return std::move(result_);
   set_up_protocol();
-  for (int p = 0; p < schedule_.nparticipants(); ++p) push(0, EventKind::Wake, p, -1, 0);
+  begin_events();
   const double deadline = hook_.deadline();
   while (!result_.detected && result_.error.empty()) {
     const Event* first = events_.empty() ? nullptr : &events_.top();
@@ -44,6 +44,7 @@ SimulatedRun Simulation::run() {
     }
     now_ = event.time;
     record(event);
+    every_so_often();
     if (timer) {
       expire(event.participant, event.step, event.message, slot);
       advance(event.participant);
@@ -54,6 +55,27 @@ SimulatedRun Simulation::run() {
   finish(deadline);
   collect_link_loads();
   return std::move(result_);
+}
+
+// Every participant wakes at time 0; the schedule's messages of every call are counted (the set-up
+// pass counted each stream link's per call) and the clock of the progress reports starts.
+void Simulation::begin_events() {
+  for (const StreamLink& link : links_) planned_messages_ += link.outbox.per_call;
+  planned_messages_ *= static_cast<std::uint64_t>(std::max(options_.calls, 1));
+  events_began_ = last_report_ = std::chrono::steady_clock::now();
+  for (int p = 0; p < schedule_.nparticipants(); ++p) push(0, EventKind::Wake, p, -1, 0);
+}
+
+// Every 16,384 events: tells the caller how far the run has come, where asked and progress_every
+// has passed since it last did.
+void Simulation::report_progress() {
+  if (!options_.progress) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (std::chrono::duration<double>(now - last_report_).count() < options_.progress_every) return;
+  last_report_ = now;
+  options_.progress(SimulationProgress{result_.events, result_.messages - result_.retransmissions, planned_messages_,
+                                       result_.retransmissions, now_,
+                                       std::chrono::duration<double>(now - events_began_).count()});
 }
 
 // Virtual time never runs back: a timer that joined its heap too late (heap_armed_timers) would

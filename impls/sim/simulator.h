@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,17 @@ namespace collcheck {
 struct ReductionOverride {
   void (*reduce)(DType, RedOp, const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) = nullptr;
   void (*finish_average)(DType, std::byte* data, std::size_t count, int nranks) = nullptr;
+};
+
+// How far a run has come, for a caller that reports it while the run goes on
+// (SimulationOptions::progress): nothing the run's outcome depends on.
+struct SimulationProgress {
+  std::uint64_t events = 0;
+  std::uint64_t sent = 0;     // the schedule's messages sent so far, each once (retransmissions apart)
+  std::uint64_t planned = 0;  // the schedule's messages of every call
+  std::uint64_t retransmissions = 0;
+  double virtual_time = 0;  // seconds
+  double wall_seconds = 0;  // since the events began (the set-up before them not counted)
 };
 
 struct SimulationOptions {
@@ -53,6 +65,10 @@ struct SimulationOptions {
   // receiver waiting for a lost message can outgrow; past this the run stops (out_of_memory)
   // instead of being killed for memory.
   std::uint64_t message_memory = 0;
+  // Called while the run goes on, every `progress_every` seconds of wall time (the clock is read
+  // every 16,384 events); empty: never. A long run at thousands of ranks says how far it is.
+  std::function<void(const SimulationProgress&)> progress;
+  double progress_every = 10;
 };
 
 struct SimulatedRun {

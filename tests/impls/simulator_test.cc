@@ -166,6 +166,42 @@ TEST(Simulator, WaitTimersHeldBackRunOutInTimeWhileOtherStreamsMoveOn) {
   }
 }
 
+// A long run says how far it has come while it goes on: the schedule's messages sent, of all of
+// them over every call (retransmissions apart), rising report by report, and the run is the same
+// run as without reports.
+TEST(Simulator, ProgressCountsTheMessagesSentOfAllThatAreSentAndChangesNothing) {
+  const Case c = make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 16384, 96);
+  Result<Schedule> schedule = make_schedule("ring", c, Knobs{});
+  ASSERT_TRUE(schedule.ok()) << schedule.error().text();
+  DropAndDelay hook;
+  SimulationOptions options(3, &hook, false);
+  options.protocol.reliable = true;
+  options.calls = 2;
+  const SimulatedRun quiet = simulate(*schedule, fabric_for(96), options);
+  std::vector<SimulationProgress> reports;
+  options.progress = [&reports](const SimulationProgress& progress) { reports.push_back(progress); };
+  options.progress_every = 1e-9;
+  const SimulatedRun run = simulate(*schedule, fabric_for(96), options);
+  ASSERT_TRUE(run.completed) << run.error;
+  EXPECT_EQ(run.trace, quiet.trace);
+  EXPECT_EQ(run.time, quiet.time);
+  ASSERT_GE(reports.size(), 2u);
+  const std::uint64_t planned = run.messages - run.retransmissions;
+  EXPECT_EQ(planned, 2u * 2 * 95 * 96) << "two calls of 2 (p - 1) messages a rank";
+  for (std::size_t k = 0; k < reports.size(); ++k) {
+    const SimulationProgress& report = reports[k];
+    EXPECT_EQ(report.planned, planned) << "report " << k;
+    EXPECT_LT(report.sent, planned) << "report " << k;
+    EXPECT_EQ(report.events % 16384, 0u) << "report " << k;
+    if (k == 0) continue;
+    EXPECT_GT(report.sent, reports[k - 1].sent) << "report " << k;
+    EXPECT_GE(report.retransmissions, reports[k - 1].retransmissions) << "report " << k;
+    EXPECT_GE(report.virtual_time, reports[k - 1].virtual_time) << "report " << k;
+    EXPECT_GE(report.wall_seconds, reports[k - 1].wall_seconds) << "report " << k;
+  }
+  EXPECT_GT(reports.back().retransmissions, 0u);
+}
+
 // A hook that delays rank 2's first message by `seconds`.
 class DelayFirst final : public LinkHook {
  public:
