@@ -215,9 +215,15 @@ std::string amount(std::uint64_t value) {
   return value < 10'000'000 ? std::to_string(value) : format("%.1f", static_cast<double>(value) / 1e6) + " M";
 }
 
-// How far the run of one count has come, while it runs: the schedule's messages sent of all,
-// those sent again, virtual time, the rate so far and the wall time left at that rate.
+// How far the run of one count has come, while it runs: setting up, the participants whose steps
+// were read; then the schedule's messages sent of all, those sent again, virtual time, the rate
+// so far and the wall time left at that rate.
 std::string progress_line(std::uint64_t count, const SimulationProgress& progress) {
+  if (progress.setting_up) {
+    return "collcheck simulate: count " + std::to_string(count) + ": setting up, the steps of " +
+           std::to_string(progress.ready) + " of " + std::to_string(progress.participants) +
+           " participants read and checked";
+  }
   const double sent = static_cast<double>(progress.sent);
   const double share = progress.planned > 0 ? 100 * sent / static_cast<double>(progress.planned) : 0;
   const double rate = progress.wall_seconds > 0

@@ -225,6 +225,7 @@ class Simulation {
   // Set up before the run (sim_setup.cc).
   bool place_participants();
   bool set_up_participants();
+  void report_setting_up(std::size_t ready);
   bool set_up_streams(int p);
   void add_streams(int p, const std::map<int, std::size_t>& per_stream, std::map<int, std::vector<int>>& listed);
   bool check_messages_match();
@@ -257,6 +258,7 @@ class Simulation {
       report_progress();
   }
   void report_progress();
+  bool time_to_report();
 
   // Guarded memory (sim_memory.cc).
   void allocate(GuardedBuffer& buffer, std::size_t count, GuardedBuffer::Start start = GuardedBuffer::Start::Zeroed);

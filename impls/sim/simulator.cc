@@ -20,6 +20,7 @@ Simulation::Simulation(const Schedule& schedule, const Topology& topology, const
       element_(size_of(schedule.shape.dtype)), timer_jitter_(options.seed) {}
 
 SimulatedRun Simulation::run() {
+  last_report_ = std::chrono::steady_clock::now();
   if (!place_participants() || !set_up_participants() || !check_messages_match()) return std::move(result_);
   set_up_protocol();
   begin_events();
@@ -62,20 +63,33 @@ SimulatedRun Simulation::run() {
 void Simulation::begin_events() {
   for (const StreamLink& link : links_) planned_messages_ += link.outbox.per_call;
   planned_messages_ *= static_cast<std::uint64_t>(std::max(options_.calls, 1));
-  events_began_ = last_report_ = std::chrono::steady_clock::now();
+  events_began_ = std::chrono::steady_clock::now();
   for (int p = 0; p < schedule_.nparticipants(); ++p) push(0, EventKind::Wake, p, -1, 0);
 }
 
 // Every 16,384 events: tells the caller how far the run has come, where asked and progress_every
 // has passed since it last did.
 void Simulation::report_progress() {
-  if (!options_.progress) return;
+  if (!time_to_report()) return;
+  SimulationProgress progress;
+  progress.ready = progress.participants = participants_.size();
+  progress.events = result_.events;
+  progress.sent = result_.messages - result_.retransmissions;
+  progress.planned = planned_messages_;
+  progress.retransmissions = result_.retransmissions;
+  progress.virtual_time = now_;
+  progress.wall_seconds = std::chrono::duration<double>(last_report_ - events_began_).count();
+  options_.progress(progress);
+}
+
+// Whether progress is asked for and progress_every has passed since the last report (or the run's
+// start): then the report is made now.
+bool Simulation::time_to_report() {
+  if (!options_.progress) return false;
   const auto now = std::chrono::steady_clock::now();
-  if (std::chrono::duration<double>(now - last_report_).count() < options_.progress_every) return;
+  if (std::chrono::duration<double>(now - last_report_).count() < options_.progress_every) return false;
   last_report_ = now;
-  options_.progress(SimulationProgress{result_.events, result_.messages - result_.retransmissions, planned_messages_,
-                                       result_.retransmissions, now_,
-                                       std::chrono::duration<double>(now - events_began_).count()});
+  return true;
 }
 
 // Virtual time never runs back: a timer that joined its heap too late (heap_armed_timers) would

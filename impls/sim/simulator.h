@@ -23,12 +23,17 @@ struct ReductionOverride {
 // How far a run has come, for a caller that reports it while the run goes on
 // (SimulationOptions::progress): nothing the run's outcome depends on.
 struct SimulationProgress {
+  // Before the events: the set-up pass reads and checks every participant's steps (at 16,384
+  // ranks a billion, some seconds); `ready` of the `participants` are done.
+  bool setting_up = false;
+  std::uint64_t ready = 0;
+  std::uint64_t participants = 0;
   std::uint64_t events = 0;
   std::uint64_t sent = 0;     // the schedule's messages sent so far, each once (retransmissions apart)
   std::uint64_t planned = 0;  // the schedule's messages of every call
   std::uint64_t retransmissions = 0;
   double virtual_time = 0;  // seconds
-  double wall_seconds = 0;  // since the events began (the set-up before them not counted)
+  double wall_seconds = 0;  // since the events began (the set-up before them not counted); 0 while setting up
 };
 
 struct SimulationOptions {

@@ -202,6 +202,36 @@ TEST(Simulator, ProgressCountsTheMessagesSentOfAllThatAreSentAndChangesNothing) 
   EXPECT_GT(reports.back().retransmissions, 0u);
 }
 
+// Before the events the set-up pass reads every participant's steps (a billion at 16,384 ranks):
+// it says how many participants it has done, 256 at a time, before any event is reported.
+TEST(Simulator, ProgressSaysHowFarTheSetUpIsBeforeTheEvents) {
+  const Case c = make_case(Collective::AllReduce, DType::Float32, RedOp::Sum, 1024, 768);
+  Result<Schedule> schedule = make_schedule("ring", c, Knobs{}, Form::OnDemand);
+  ASSERT_TRUE(schedule.ok()) << schedule.error().text();
+  SimulationOptions options(0, nullptr, false);
+  std::vector<SimulationProgress> reports;
+  options.progress = [&reports](const SimulationProgress& progress) { reports.push_back(progress); };
+  options.progress_every = 1e-9;
+  Result<Topology> ring = make_topology("ring:768");
+  ASSERT_TRUE(ring.ok());
+  const SimulatedRun run = simulate(*schedule, *ring, options);
+  ASSERT_TRUE(run.completed) << run.error;
+  std::vector<std::uint64_t> ready;
+  bool events_seen = false;
+  for (const SimulationProgress& report : reports) {
+    EXPECT_EQ(report.participants, 768u);
+    if (!report.setting_up) {
+      events_seen = true;
+      continue;
+    }
+    EXPECT_FALSE(events_seen) << "the set-up is reported before the events";
+    EXPECT_EQ(report.events, 0u);
+    ready.push_back(report.ready);
+  }
+  EXPECT_EQ(ready, (std::vector<std::uint64_t>{256, 512, 768}));
+  EXPECT_TRUE(events_seen);
+}
+
 // A hook that delays rank 2's first message by `seconds`.
 class DelayFirst final : public LinkHook {
  public:
