@@ -215,25 +215,27 @@ std::string amount(std::uint64_t value) {
   return value < 10'000'000 ? std::to_string(value) : format("%.1f", static_cast<double>(value) / 1e6) + " M";
 }
 
+// Millions a second, two decimals: `3.02 M` (0 where no time has passed).
+std::string millions_per_second(std::uint64_t count, double seconds) {
+  return format("%.2f", seconds > 0 ? static_cast<double>(count) / seconds / 1e6 : 0) + " M";
+}
+
 // How far the run of one count has come, while it runs: setting up, the participants whose steps
 // were read; then the schedule's messages sent of all, those sent again, virtual time, the rate
 // so far and the wall time left at that rate.
 std::string progress_line(std::uint64_t count, const SimulationProgress& progress) {
+  std::string line = "collcheck simulate: count " + std::to_string(count) + ": ";
   if (progress.setting_up) {
-    return "collcheck simulate: count " + std::to_string(count) + ": setting up, the steps of " +
-           std::to_string(progress.ready) + " of " + std::to_string(progress.participants) +
-           " participants read and checked";
+    return line + "setting up, the steps of " + std::to_string(progress.ready) + " of " +
+           std::to_string(progress.participants) + " participants read and checked";
   }
   const double sent = static_cast<double>(progress.sent);
   const double share = progress.planned > 0 ? 100 * sent / static_cast<double>(progress.planned) : 0;
-  const double rate = progress.wall_seconds > 0
-                          ? static_cast<double>(progress.sent + progress.retransmissions) / progress.wall_seconds
-                          : 0;
-  std::string line = "collcheck simulate: count " + std::to_string(count) + ": " + amount(progress.sent) + " of " +
-                     amount(progress.planned) + " messages sent (" + format("%.1f", share) + " %)";
+  line +=
+      amount(progress.sent) + " of " + amount(progress.planned) + " messages sent (" + format("%.1f", share) + " %)";
   if (progress.retransmissions > 0) line += ", " + std::to_string(progress.retransmissions) + " sent again";
-  line += ", virtual time " + format("%.3f", progress.virtual_time * 1e3) + " ms, " + format("%.2f", rate / 1e6) +
-          " M messages/s";
+  line += ", virtual time " + format("%.3f", progress.virtual_time * 1e3) + " ms, " +
+          millions_per_second(progress.sent + progress.retransmissions, progress.wall_seconds) + " messages/s";
   if (progress.sent > 0 && progress.planned > progress.sent) {
     const double left = progress.wall_seconds * static_cast<double>(progress.planned - progress.sent) / sent;
     line += left < 1 ? ", under a second left" : ", about " + format("%.0f", left) + " s left";
@@ -243,12 +245,10 @@ std::string progress_line(std::uint64_t count, const SimulationProgress& progres
 
 // What the engine did for one count, and how fast: events and messages per second of wall time.
 std::string engine_line(std::uint64_t count, const SimulatedRun& run, double seconds) {
-  const double per_second = seconds > 0 ? 1 / seconds : 0;
   return std::to_string(count) + ": " + std::to_string(run.events) + " events, " + std::to_string(run.messages) +
-         " messages in " + format("%.3f", seconds) +
-         " s: " + format("%.2f", static_cast<double>(run.events) * per_second / 1e6) + " M events/s, " +
-         format("%.2f", static_cast<double>(run.messages) * per_second / 1e6) +
-         " M messages/s; messages held at most " + format_bytes(run.peak_message_memory);
+         " messages in " + format("%.3f", seconds) + " s: " + millions_per_second(run.events, seconds) + " events/s, " +
+         millions_per_second(run.messages, seconds) + " messages/s; messages held at most " +
+         format_bytes(run.peak_message_memory);
 }
 
 // The link that was busy longest, what it carried, and its share of the predicted time.

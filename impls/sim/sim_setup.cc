@@ -34,16 +34,6 @@ bool Simulation::place_participants() {
   return true;
 }
 
-// Progress while setting up (SimulationOptions::progress): `ready` participants' steps read.
-void Simulation::report_setting_up(std::size_t ready) {
-  if (!time_to_report()) return;
-  SimulationProgress progress;
-  progress.setting_up = true;
-  progress.ready = ready;
-  progress.participants = participants_.size();
-  options_.progress(progress);
-}
-
 bool Simulation::set_up_participants() {
   const auto n = static_cast<std::size_t>(schedule_.nparticipants());
   input_.resize(n);
@@ -59,7 +49,7 @@ bool Simulation::set_up_participants() {
     const auto q = static_cast<std::size_t>(p);
     participants_[q].first_slot = static_cast<std::uint32_t>(streams_.size());
     if (!set_up_streams(p)) return false;
-    if (q % 256 == 255) report_setting_up(q + 1);
+    if (q % 256 == 255) report_progress(q + 1);
     participants_[q].end_slot = static_cast<std::uint32_t>(streams_.size());
     participants_[q].waits = !schedule_.participants[q].waits.empty();
     if (participants_[q].waits) done_[q].assign(participants_[q].step_count, false);

@@ -225,7 +225,6 @@ class Simulation {
   // Set up before the run (sim_setup.cc).
   bool place_participants();
   bool set_up_participants();
-  void report_setting_up(std::size_t ready);
   bool set_up_streams(int p);
   void add_streams(int p, const std::map<int, std::size_t>& per_stream, std::map<int, std::vector<int>>& listed);
   bool check_messages_match();
@@ -255,10 +254,10 @@ class Simulation {
   // Every 16,384 events (the clock read no more often): progress, where asked.
   void every_so_often() {
     if ((result_.events & 0x3FFF) == 0) [[unlikely]]
-      report_progress();
+      report_progress(kAllReady);
   }
-  void report_progress();
-  bool time_to_report();
+  static constexpr std::size_t kAllReady = ~std::size_t{0};
+  void report_progress(std::size_t ready);
 
   // Guarded memory (sim_memory.cc).
   void allocate(GuardedBuffer& buffer, std::size_t count, GuardedBuffer::Start start = GuardedBuffer::Start::Zeroed);

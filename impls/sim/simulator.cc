@@ -67,29 +67,27 @@ void Simulation::begin_events() {
   for (int p = 0; p < schedule_.nparticipants(); ++p) push(0, EventKind::Wake, p, -1, 0);
 }
 
-// Every 16,384 events: tells the caller how far the run has come, where asked and progress_every
-// has passed since it last did.
-void Simulation::report_progress() {
-  if (!time_to_report()) return;
-  SimulationProgress progress;
-  progress.ready = progress.participants = participants_.size();
-  progress.events = result_.events;
-  progress.sent = result_.messages - result_.retransmissions;
-  progress.planned = planned_messages_;
-  progress.retransmissions = result_.retransmissions;
-  progress.virtual_time = now_;
-  progress.wall_seconds = std::chrono::duration<double>(last_report_ - events_began_).count();
-  options_.progress(progress);
-}
-
-// Whether progress is asked for and progress_every has passed since the last report (or the run's
-// start): then the report is made now.
-bool Simulation::time_to_report() {
-  if (!options_.progress) return false;
+// Tells the caller how far the run has come, where asked and progress_every has passed since it
+// last did (or since the run began): every 256 participants set up (`ready` of them), then every
+// 16,384 events (`ready` kAllReady).
+void Simulation::report_progress(std::size_t ready) {
+  if (!options_.progress) return;
   const auto now = std::chrono::steady_clock::now();
-  if (std::chrono::duration<double>(now - last_report_).count() < options_.progress_every) return false;
+  if (std::chrono::duration<double>(now - last_report_).count() < options_.progress_every) return;
   last_report_ = now;
-  return true;
+  SimulationProgress progress;
+  progress.participants = participants_.size();
+  progress.setting_up = ready != kAllReady;
+  progress.ready = progress.setting_up ? ready : progress.participants;
+  if (!progress.setting_up) {
+    progress.events = result_.events;
+    progress.sent = result_.messages - result_.retransmissions;
+    progress.planned = planned_messages_;
+    progress.retransmissions = result_.retransmissions;
+    progress.virtual_time = now_;
+    progress.wall_seconds = std::chrono::duration<double>(now - events_began_).count();
+  }
+  options_.progress(progress);
 }
 
 // Virtual time never runs back: a timer that joined its heap too late (heap_armed_timers) would
