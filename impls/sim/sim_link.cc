@@ -228,6 +228,10 @@ void Simulation::join_oldest() {
   const ArmedTimer armed = arming_[arming_first_];
   arming_first_ = (arming_first_ + 1) & (arming_.size() - 1);
   --arming_count_;
+  if (arming_count_ > kJoinAhead) {
+    const ArmedTimer& later = arming_[(arming_first_ + kJoinAhead) & (arming_.size() - 1)];
+    __builtin_prefetch(&streams_[later.slot].timer_generation);
+  }
   const Stream& stream = streams_[armed.slot];
   if (stream.timer_generation != armed.generation) return;
   timers_.arm(armed.slot, timer_event(armed.armed + wait_interval(stream, armed.draw), armed.participant, armed.step,

@@ -66,6 +66,8 @@ static constexpr double kNoTimer = -1;  // (virtual times are never negative)
 // Armed timers held back per stream at most (heap_armed_timers): enough that a lockstep wave's
 // receives have all started before their timers' turn comes.
 static constexpr std::size_t kArmedPerStream = 4;
+// How many timers ahead of the one joining the heap its stream's record is asked for (join_oldest).
+static constexpr std::size_t kJoinAhead = 8;
 
 struct Stream {
   explicit Stream(StepCursor cursor) : steps(std::move(cursor)) {}
@@ -234,6 +236,7 @@ class Simulation {
   void prefetch_ahead(std::size_t handled);
   enum class LinkLines { Sending, Receiving, Route };
   void prefetch_link(std::uint32_t link, LinkLines lines) const;
+  static void prefetch_whole(const void* record, std::size_t bytes);
   void prefetch_send_links(std::size_t q, LinkLines lines) const;
   void push(double time, EventKind kind, int p, int step, std::size_t message);
   std::uint64_t tie_of(std::uint64_t sequence) const;

@@ -104,11 +104,13 @@ bool Simulation::runs_on_to(double time) {
 // in time, in an order of their own), so at thousands of ranks each one's records are far from
 // the last one's and miss the cache. The queue knows the events next in line: their records are
 // asked for a few events ahead, each from what an earlier ask brought: the participant's streams
-// and peer links twelve events ahead; then the streams' records, the peer links and the lines of
-// an arrival's stream link that its receiver reads; then each stream's current step and the lines
-// of the stream links the participant sends on that a send reads (asking for every line of those
-// records was slower: the asks crowd out each other); then the fabric's links on their routes. The send links only
-// where a participant has a few (kFewPeerLinks; a ring's two): an all-to-all's rank has thousands.
+// and peer links twelve events ahead; then its first stream's record whole (a visit reads all of
+// it), the peer links and the lines of an arrival's stream link that its receiver reads; then each
+// stream's current step and the one after it, whole (a receive leads straight to the send after it),
+// and the lines of the stream links the participant sends on that a send reads (asking for every
+// line of those records was slower: the asks crowd out each other); then the fabric's links on
+// their routes. The send links only where a participant has a few (kFewPeerLinks; a ring's two): an
+// all-to-all's rank has thousands.
 // `handled`: the queue's first events that are being handled now (the one about to be popped).
 void Simulation::prefetch_ahead(std::size_t handled) {
   std::span<const Event> ahead = events_.ahead();
@@ -121,18 +123,27 @@ void Simulation::prefetch_ahead(std::size_t handled) {
   if (ahead.size() > 8) {
     const Event& near = ahead[8];
     const auto q = static_cast<std::size_t>(near.participant);
-    __builtin_prefetch(streams_.data() + participants_[q].first_slot);
+    prefetch_whole(streams_.data() + participants_[q].first_slot, sizeof(Stream));
     __builtin_prefetch(peer_links_.data() + participants_[q].first_peer_link);
     if (near.kind == EventKind::Arrival) prefetch_link(in_flight_[near.message].link, LinkLines::Receiving);
   }
   if (ahead.size() > 4) {
     const auto q = static_cast<std::size_t>(ahead[4].participant);
+    // The step after the current one: made on demand, the next in its batch; stored, the next of
+    // the participant's.
     for (const Stream& stream : streams_of(q)) {
-      if (!stream.steps.finished()) __builtin_prefetch(&stream.steps.step());
+      if (!stream.steps.finished()) prefetch_whole(&stream.steps.step(), 2 * sizeof(Step));
     }
     prefetch_send_links(q, LinkLines::Sending);
   }
   if (ahead.size() > 2) prefetch_send_links(static_cast<std::size_t>(ahead[2].participant), LinkLines::Route);
+}
+
+// Every cache line of the `bytes` from `record` on.
+void Simulation::prefetch_whole(const void* record, std::size_t bytes) {
+  const char* first = static_cast<const char*>(record);
+  for (const char* line = first; line < first + bytes; line += 64) __builtin_prefetch(line);
+  __builtin_prefetch(first + bytes - 1);
 }
 
 // The lines of the stream link's record that a send reads (up to the messages it keeps, but for
@@ -149,7 +160,7 @@ void Simulation::prefetch_link(std::uint32_t link, LinkLines lines) const {
       sending ? reinterpret_cast<const char*>(&record.key) : reinterpret_cast<const char*>(&record.outbox.kept_from);
   const char* end = sending ? reinterpret_cast<const char*>(&record.outbox.kept.far)
                             : reinterpret_cast<const char*>(&record.inbox.waiting_bytes.far);
-  for (const char* line = first; line < end; line += 64) __builtin_prefetch(line);
+  prefetch_whole(first, static_cast<std::size_t>(end - first));
 }
 
 void Simulation::prefetch_send_links(std::size_t q, LinkLines lines) const {

@@ -120,6 +120,32 @@ TEST(OnDemand, BatchesOfStepsAreReadOneStepAtATime) {
   EXPECT_FALSE(broken.next());
 }
 
+// A reader that takes the rest of a batch at once (next_batch, as the checks and the prover do)
+// after reading its first step on its own gets the steps after it, the cursor on the last of them;
+// empty batches are passed over and the end gives an empty batch. Fails where the rest begins at
+// the step already read or the cursor is left inside the batch (the next batch repeats its end).
+TEST(OnDemand, TheRestOfABatchComesAtOnceAfterItsFirstStep) {
+  StepSequence steps = batches_and_single_steps(false);
+  const auto peers_of = [](std::span<const Step> batch) {
+    std::vector<int> peers;
+    for (const Step& step : batch) peers.push_back(step.peer);
+    return peers;
+  };
+  ASSERT_TRUE(steps.next());
+  EXPECT_EQ(steps.step().peer, 0);
+  ASSERT_TRUE(steps.next());
+  EXPECT_EQ(steps.step().peer, 1);
+  EXPECT_EQ(peers_of(steps.next_batch()), (std::vector<int>{2, 3}));
+  EXPECT_EQ(steps.step().peer, 3);
+  EXPECT_EQ(peers_of(steps.next_batch()), (std::vector<int>{4}));
+  EXPECT_EQ(peers_of(steps.next_batch()), (std::vector<int>{5}));
+  ASSERT_TRUE(steps.next());
+  EXPECT_EQ(steps.step().peer, 6);
+  EXPECT_EQ(peers_of(steps.next_batch()), (std::vector<int>{7, 8, 9}));
+  EXPECT_TRUE(steps.next_batch().empty());
+  EXPECT_FALSE(steps.next());
+}
+
 // A per-rank form that makes one wrong step (rank 2's fourth step goes to the wrong peer) is
 // named by the comparison, and one that stops early is too.
 TEST(OnDemand, AWrongStepMadeOnDemandIsNamed) {
