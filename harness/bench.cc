@@ -4,17 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "reference/bandwidth.h"
+#include "reference/numbers.h"
 
 namespace collcheck::bench {
-
-std::string printf_text(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
 
 std::string root_text(const Case& c) { return rooted(c.collective) ? std::to_string(c.root) : "-1"; }
 std::string op_text(const Case& c) { return reduces(c.collective) ? std::string(name(c.op)) : "none"; }

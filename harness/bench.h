@@ -124,9 +124,8 @@ void write_html(std::ostream&, const Report&);
 // nccl-tests' name of a dtype in its `type` column (`float`, `half`, `bfloat16`, `int32`).
 std::string_view nccl_tests_name(DType);
 
-// Cells the table, the CSV (bench.cc) and the plot (bench_plot.cc) share: `value` printed by
-// snprintf's `pattern`, and nccl-tests' redop and root cells ("none" and -1 where there is none).
-std::string printf_text(const char* pattern, double value);
+// Cells the table, the CSV (bench.cc) and the plot (bench_plot.cc) share: nccl-tests' redop and
+// root cells ("none" and -1 where there is none); numbers go through printf_text (reference/numbers.h).
 std::string op_text(const Case&);
 std::string root_text(const Case&);
 

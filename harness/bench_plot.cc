@@ -12,6 +12,7 @@
 
 #include "harness/html_page.h"
 #include "reference/bandwidth.h"
+#include "reference/numbers.h"
 
 namespace collcheck::bench {
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -385,11 +384,7 @@ std::vector<ShapeProof> prove_shapes(const Algorithm& algorithm, const std::vect
   return results;
 }
 
-std::string seconds_text(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f s", seconds);
-  return text;
-}
+std::string seconds_text(double seconds) { return printf_text("%.2f s", seconds); }
 
 void print_bands(const Algorithm& algorithm, const std::vector<Band>& bands, std::ostream& out) {
   out << algorithm.name << " " << name(algorithm.collective) << ":\n";

@@ -5,12 +5,12 @@
 // the empty count) proves every count it admits. A failure names the step as the file does (an
 // MSCCL gpu, thread block and step; a line of the text form).
 #include <chrono>
-#include <cstdio>
 
 #include "harness/cli_prove.h"
 #include "harness/text_table.h"
 #include "impls/prove/proof.h"
 #include "impls/schedule/schedule_file.h"
+#include "reference/numbers.h"
 
 namespace collcheck::cli {
 namespace {
@@ -40,10 +40,8 @@ int run_prove_schedule(const Arguments& args, std::ostream& out, std::ostream& e
     Result<Schedule> schedule = schedule_file->make(shape);
     const Proof proof = schedule ? prove(*schedule) : Proof{false, schedule.error().text(), 0, 0};
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    char time[32];
-    std::snprintf(time, sizeof time, "%.3f s", seconds);
     table.add_row({std::to_string(count), std::to_string(proof.steps), std::to_string(proof.messages),
-                   proof.ok ? "proven" : "FAILED", time});
+                   proof.ok ? "proven" : "FAILED", printf_text("%.3f s", seconds)});
     if (!proof.ok) {
       table.print(out);
       err << "collcheck prove: " << file << " does not implement " << name(schedule_file->collective) << " (count "

@@ -136,12 +136,6 @@ Result<Plan> parse_plan(const Arguments& args) {
   return plan;
 }
 
-std::string format(const char* pattern, double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
-
 std::string hex(std::uint64_t value) {
   char text[24];
   std::snprintf(text, sizeof text, "%016" PRIx64, value);
@@ -212,12 +206,12 @@ Status switches_placeable(const Plan& plan) {
 
 // A count of messages: as it is below ten million, else millions with one decimal (`245.1 M`).
 std::string amount(std::uint64_t value) {
-  return value < 10'000'000 ? std::to_string(value) : format("%.1f", static_cast<double>(value) / 1e6) + " M";
+  return value < 10'000'000 ? std::to_string(value) : printf_text("%.1f", static_cast<double>(value) / 1e6) + " M";
 }
 
 // Millions a second, two decimals: `3.02 M` (0 where no time has passed).
 std::string millions_per_second(std::uint64_t count, double seconds) {
-  return format("%.2f", seconds > 0 ? static_cast<double>(count) / seconds / 1e6 : 0) + " M";
+  return printf_text("%.2f", seconds > 0 ? static_cast<double>(count) / seconds / 1e6 : 0) + " M";
 }
 
 // How far the run of one count has come, while it runs: setting up, the participants whose steps
@@ -231,14 +225,14 @@ std::string progress_line(std::uint64_t count, const SimulationProgress& progres
   }
   const double sent = static_cast<double>(progress.sent);
   const double share = progress.planned > 0 ? 100 * sent / static_cast<double>(progress.planned) : 0;
-  line +=
-      amount(progress.sent) + " of " + amount(progress.planned) + " messages sent (" + format("%.1f", share) + " %)";
+  line += amount(progress.sent) + " of " + amount(progress.planned) + " messages sent (" + printf_text("%.1f", share) +
+          " %)";
   if (progress.retransmissions > 0) line += ", " + std::to_string(progress.retransmissions) + " sent again";
-  line += ", virtual time " + format("%.3f", progress.virtual_time * 1e3) + " ms, " +
+  line += ", virtual time " + printf_text("%.3f", progress.virtual_time * 1e3) + " ms, " +
           millions_per_second(progress.sent + progress.retransmissions, progress.wall_seconds) + " messages/s";
   if (progress.sent > 0 && progress.planned > progress.sent) {
     const double left = progress.wall_seconds * static_cast<double>(progress.planned - progress.sent) / sent;
-    line += left < 1 ? ", under a second left" : ", about " + format("%.0f", left) + " s left";
+    line += left < 1 ? ", under a second left" : ", about " + printf_text("%.0f", left) + " s left";
   }
   return line;
 }
@@ -246,8 +240,8 @@ std::string progress_line(std::uint64_t count, const SimulationProgress& progres
 // What the engine did for one count, and how fast: events and messages per second of wall time.
 std::string engine_line(std::uint64_t count, const SimulatedRun& run, double seconds) {
   return std::to_string(count) + ": " + std::to_string(run.events) + " events, " + std::to_string(run.messages) +
-         " messages in " + format("%.3f", seconds) + " s: " + millions_per_second(run.events, seconds) + " events/s, " +
-         millions_per_second(run.messages, seconds) + " messages/s; messages held at most " +
+         " messages in " + printf_text("%.3f", seconds) + " s: " + millions_per_second(run.events, seconds) +
+         " events/s, " + millions_per_second(run.messages, seconds) + " messages/s; messages held at most " +
          format_bytes(run.peak_message_memory);
 }
 
@@ -265,7 +259,7 @@ std::string busiest_link_line(std::uint64_t count, const SimulatedRun& run, cons
   return std::to_string(count) + ": links carried " + std::to_string(total) + " B; busiest " +
          topology.vertices[static_cast<std::size_t>(link.from)].label + "->" +
          topology.vertices[static_cast<std::size_t>(link.to)].label + " (" + std::string(name(link.kind)) + ") " +
-         std::to_string(run.link_bytes[busiest]) + " B, busy " + format("%.1f", share) + " % of the time";
+         std::to_string(run.link_bytes[busiest]) + " B, busy " + printf_text("%.1f", share) + " % of the time";
 }
 
 // What the counts' runs print, gathered as they go.
@@ -324,8 +318,8 @@ Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t cou
   const double algbw = run.time > 0 ? bytes / run.time / 1e9 : 0;
   report.table.add_row({std::to_string(algorithm_bytes(c)), std::to_string(count), std::string(name(c.dtype)),
                         std::string(name(c.op)), rooted(c.collective) ? std::to_string(c.root) : "-",
-                        format("%.2f", run.time * 1e6), format("%.2f", algbw),
-                        format("%.2f", algbw * bus_factor(c.collective, c.nranks)),
+                        printf_text("%.2f", run.time * 1e6), printf_text("%.2f", algbw),
+                        printf_text("%.2f", algbw * bus_factor(c.collective, c.nranks)),
                         plan.timing_only ? "-" : std::to_string(wrong), hex(run.trace)});
   return Ok{};
 }

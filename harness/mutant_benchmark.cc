@@ -140,16 +140,12 @@ double median(std::vector<double> values) {
 // seconds show as "> BUDGET s", its cases as "-".
 std::string milliseconds(double seconds, double budget) {
   if (std::isinf(seconds)) return "> " + number_text(budget) + " s";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", seconds * 1000);
-  return text;
+  return printf_text("%.1f", seconds * 1000);
 }
 
 std::string cases_text(double cases) {
   if (std::isinf(cases)) return "-";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.0f", cases);
-  return text;
+  return printf_text("%.0f", cases);
 }
 
 // One mutant over every seed: what each run found.

@@ -2,7 +2,6 @@
 // matrix backend × fault kind of outcomes, and each failure's shrunk plan.
 #include "harness/report.h"
 
-#include <cstdio>
 #include <fstream>
 #include <set>
 #include <string>
@@ -11,6 +10,7 @@
 
 #include "harness/html_page.h"
 #include "harness/text_table.h"
+#include "reference/numbers.h"
 
 namespace collcheck {
 namespace {
@@ -18,11 +18,7 @@ namespace {
 using html::xml_text;
 using Json = nlohmann::ordered_json;  // keys in the order docs/cli.md shows them
 
-std::string seconds_text(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", seconds);
-  return text;
-}
+std::string seconds_text(double seconds) { return printf_text("%.1f", seconds); }
 
 std::string indent(const std::string& text, const std::string& prefix) {
   std::string out = prefix;

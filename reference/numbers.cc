@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <system_error>
 
 namespace collcheck {
@@ -110,6 +111,12 @@ std::string ranks_text(std::span<const std::uint64_t> increasing) {
 
 std::string range_text(std::uint64_t low, std::uint64_t high, std::string_view unit) {
   return std::to_string(low) + ".." + std::to_string(high) + (unit.empty() ? "" : " (" + std::string(unit) + ")");
+}
+
+std::string printf_text(const char* pattern, double value) {
+  std::array<char, 64> text{};
+  std::snprintf(text.data(), text.size(), pattern, value);
+  return text.data();
 }
 
 std::string number_text(double value) {

@@ -63,6 +63,9 @@ std::string list_text(std::span<const std::uint64_t> increasing);
 std::string ranks_text(std::span<const std::uint64_t> increasing);
 // A double, shortest, as the grammar reads it back (no '+' in the exponent): 0.5, 1e10, 86400.
 std::string number_text(double value);
+// A double as a table or a report line prints it: through printf's `pattern`, one conversion of a
+// double and whatever text around it (`%.2f`, `%5.2f`, `%g s`), at most 63 characters.
+std::string printf_text(const char* pattern, double value);
 
 // `seconds` as a clock duration, saturated: NaN and negatives are zero, anything beyond what
 // the clock can hold (+infinity included) is its largest duration.

@@ -4,21 +4,17 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 
 #include "impls/sim/simulation.h"
 #include "reference/memory.h"
+#include "reference/numbers.h"
 
 namespace collcheck::sim {
 namespace {
 
-std::string seconds(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
-}
+std::string seconds(double value) { return printf_text("%.6g", value); }
 
 // The first virtual time after `time` (times are never negative): what a message arrives at to
 // come after one arriving at `time`, however far ahead of the others that one is.

@@ -116,6 +116,15 @@ TEST(Numbers, NumberTextReadsBackThroughTheGrammar) {
   EXPECT_EQ(number_text(1e10), "1e10");
 }
 
+// A table's number through its printf pattern, the text around the conversion kept, and the
+// widest a table prints (a 60-character cell) whole: fails where the buffer was 32 characters.
+TEST(Numbers, PrintfTextKeepsThePatternsTextAndWideCells) {
+  EXPECT_EQ(printf_text("%.2f", 1.0 / 3), "0.33");
+  EXPECT_EQ(printf_text("%5.2f", 2.5), " 2.50");
+  EXPECT_EQ(printf_text("%g s", 0.25), "0.25 s");
+  EXPECT_EQ(printf_text("%60.1f", 7), std::string(57, ' ') + "7.0");
+}
+
 TEST(Numbers, ListTextJoinsRunsAsTheCommandLineReadsThem) {
   EXPECT_EQ(list_text(std::vector<std::uint64_t>{}), "");
   EXPECT_EQ(list_text(std::vector<std::uint64_t>{4}), "4");
