@@ -226,7 +226,7 @@ void Simulation::join_oldest() {
   --arming_count_;
   if (arming_count_ > kJoinAhead) {
     const ArmedTimer& later = arming_[(arming_first_ + kJoinAhead) & (arming_.size() - 1)];
-    __builtin_prefetch(&streams_[later.slot].timer_generation);
+    ask_for(&streams_[later.slot].timer_generation);
   }
   const Stream& stream = streams_[armed.slot];
   if (stream.timer_generation != armed.generation) return;

@@ -117,14 +117,14 @@ void Simulation::prefetch_ahead(std::size_t handled) {
   ahead = ahead.subspan(std::min(handled, ahead.size()));
   if (ahead.size() > 12) {
     const Event& far = ahead[12];
-    __builtin_prefetch(&participants_[static_cast<std::size_t>(far.participant)]);
-    if (far.kind == EventKind::Arrival) __builtin_prefetch(&in_flight_[far.message]);
+    ask_for(&participants_[static_cast<std::size_t>(far.participant)]);
+    if (far.kind == EventKind::Arrival) ask_for(&in_flight_[far.message]);
   }
   if (ahead.size() > 8) {
     const Event& near = ahead[8];
     const auto q = static_cast<std::size_t>(near.participant);
     prefetch_whole(streams_.data() + participants_[q].first_slot, sizeof(Stream));
-    __builtin_prefetch(peer_links_.data() + participants_[q].first_peer_link);
+    ask_for(peer_links_.data() + participants_[q].first_peer_link);
     if (near.kind == EventKind::Arrival) prefetch_link(in_flight_[near.message].link, LinkLines::Receiving);
   }
   if (ahead.size() > 4) {
@@ -142,8 +142,8 @@ void Simulation::prefetch_ahead(std::size_t handled) {
 // Every cache line of the `bytes` from `record` on.
 void Simulation::prefetch_whole(const void* record, std::size_t bytes) {
   const char* first = static_cast<const char*>(record);
-  for (const char* line = first; line < first + bytes; line += 64) __builtin_prefetch(line);
-  __builtin_prefetch(first + bytes - 1);
+  for (const char* line = first; line < first + bytes; line += 64) ask_for(line);
+  ask_for(first + bytes - 1);
 }
 
 // The lines of the stream link's record that a send reads (up to the messages it keeps, but for
@@ -152,7 +152,7 @@ void Simulation::prefetch_whole(const void* record, std::size_t bytes) {
 void Simulation::prefetch_link(std::uint32_t link, LinkLines lines) const {
   const StreamLink& record = links_[link];
   if (lines == LinkLines::Route) {
-    for (int hop : record.hops()) __builtin_prefetch(&link_state_[static_cast<std::size_t>(hop)]);
+    for (int hop : record.hops()) ask_for(&link_state_[static_cast<std::size_t>(hop)]);
     return;
   }
   const bool sending = lines == LinkLines::Sending;
