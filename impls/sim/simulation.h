@@ -60,13 +60,13 @@ namespace collcheck::sim {
 // A run of several calls starts a participant's next call as soon as its last step is done.
 
 static constexpr std::uint32_t kNoLink = ~std::uint32_t{0};
+static constexpr std::size_t kFewPeerLinks = 4;  // prefetch_ahead asks for these links' records
 
 // Asks the cache for the line at `address` ahead of its use (prefetch_ahead), with low temporal
 // locality: on x86 a prefetcht2, into the second level and not the first, whose 48 KiB the asks of
 // twelve events' records crowd (measured side by side at 16,384 ranks: 3-13 % more messages a
 // second in lockstep than prefetcht0, the full run with faults 152.3 s against 159.4).
 inline void ask_for(const void* address) { __builtin_prefetch(address, 0, 1); }
-static constexpr std::size_t kFewPeerLinks = 4;  // prefetch_ahead asks for these links' records
 
 static constexpr double kNoTimer = -1;  // (virtual times are never negative)
 // Armed timers held back per stream at most (heap_armed_timers): enough that a lockstep wave's
