@@ -139,17 +139,6 @@ void Simulation::prefetch_ahead(std::size_t handled) {
   if (ahead.size() > 2) prefetch_send_links(static_cast<std::size_t>(ahead[2].participant), LinkLines::Route);
 }
 
-// Every cache line of the `bytes` from `record` on (worked out as addresses, not pointers: the
-// step after a stored participant's last lies past its vector, and an ask never faults).
-void Simulation::prefetch_whole(const void* record, std::size_t bytes) {
-  const auto ask_at = [](std::uintptr_t address) {
-    ask_for(reinterpret_cast<const void*>(address));  // NOLINT(performance-no-int-to-ptr): only asked for
-  };
-  const auto first = reinterpret_cast<std::uintptr_t>(record);
-  for (std::uintptr_t line = first; line < first + bytes; line += 64) ask_at(line);
-  ask_at(first + bytes - 1);
-}
-
 // The lines of the stream link's record that a send reads (up to the messages it keeps, but for
 // those beyond the first few), or those an arrival reads (from what the sender keeps to the sizes
 // the inbox keeps, likewise), or (`route`) the fabric's links on its route.
