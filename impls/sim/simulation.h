@@ -66,7 +66,14 @@ static constexpr std::size_t kFewPeerLinks = 4;  // prefetch_ahead asks for thes
 // locality: on x86 a prefetcht2, into the second level and not the first, whose 48 KiB the asks of
 // twelve events' records crowd (measured side by side at 16,384 ranks: 3-13 % more messages a
 // second in lockstep than prefetcht0, the full run with faults 152.3 s against 159.4).
-inline void ask_for(const void* address) { __builtin_prefetch(address, 0, 1); }
+// The empty volatile asm is an effect the compiler must keep: GCC counts a prefetch as none, so a
+// function whose only work is asks (prefetch_link, prefetch_send_links) became `const` to it and
+// every call of one was deleted, unnoticed until the instructions were read: no stream link's line
+// and no route's link had been asked for (tests/impls/sim_asks_test.cc reads the instructions).
+inline void ask_for(const void* address) {
+  __builtin_prefetch(address, 0, 1);
+  asm volatile("");
+}
 // Every cache line of the `bytes` from `record` on (worked out as addresses, not pointers: the
 // step after a stored participant's last lies past its vector, and an ask never faults).
 inline void prefetch_whole(const void* record, std::size_t bytes) {

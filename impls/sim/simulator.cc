@@ -118,7 +118,7 @@ void Simulation::prefetch_ahead(std::size_t handled) {
   if (ahead.size() > 12) {
     const Event& far = ahead[12];
     ask_for(&participants_[static_cast<std::size_t>(far.participant)]);
-    if (far.kind == EventKind::Arrival) ask_for(&in_flight_[far.message]);
+    if (far.kind == EventKind::Arrival) prefetch_whole(&in_flight_[far.message], sizeof(InFlight));
   }
   if (ahead.size() > 8) {
     const Event& near = ahead[8];

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "faults/injector.h"
@@ -187,6 +189,44 @@ TEST(FaultInjector, OneThreadDrawsAsShared) {
   EXPECT_EQ(one_thread.trace, shared.trace);
   EXPECT_EQ(one_thread.outputs, shared.outputs);
   EXPECT_GT(one_thread.retransmissions, 0u);
+}
+
+// A message's draws are its own: the same whatever was sent before it, by its link or another
+// (links here differ in one of from, to, channel), as a fresh injector that sees it alone draws
+// them. (A draw that kept the last link's part of its mixes, tried, and failed to tell two channels
+// apart fails here.)
+TEST(FaultInjector, AMessagesDrawsDoNotDependOnWhatWasSentBefore) {
+  const std::string plan = "delay:jitter=3:p=0.5;drop:p=0.3";
+  std::vector<Message> link_after_link;
+  for (const auto& [from, to, channel] : {std::tuple{0, 1, 0}, {0, 1, 1}, {0, 2, 0}, {3, 1, 0}}) {
+    for (std::uint64_t sequence = 0; sequence < 8; ++sequence) {
+      for (int attempt = 0; attempt < 2; ++attempt) {
+        link_after_link.push_back(Message{from, to, channel, sequence, 64, 0, attempt});
+      }
+    }
+  }
+  std::vector<Message> interleaved;
+  for (std::size_t k = 0; k < 16; ++k) {
+    for (std::size_t link = 0; link < 4; ++link) interleaved.push_back(link_after_link[link * 16 + k]);
+  }
+  std::vector<std::byte> payload(64);
+  const auto decision_alone = [&](const Message& message) {
+    FaultInjector fresh(plan_of(plan), 42, deadline);
+    const SendDecision decision = fresh.on_send(message, payload);
+    return std::pair{decision.drop, decision.delay};
+  };
+  std::size_t drops = 0;
+  for (const std::vector<Message>* in_order : {&link_after_link, &interleaved}) {
+    FaultInjector injector(plan_of(plan), 42, deadline);
+    for (const Message& message : *in_order) {
+      const SendDecision decision = injector.on_send(message, payload);
+      EXPECT_EQ(std::pair(decision.drop, decision.delay), decision_alone(message))
+          << message.from << "->" << message.to << " channel " << message.channel << " message " << message.sequence
+          << " attempt " << message.attempt;
+      drops += decision.drop ? 1 : 0;
+    }
+  }
+  EXPECT_GT(drops, 0u);
 }
 
 // A duplicate is dropped by sequence number; a reordered message is a gap unless reliable.
