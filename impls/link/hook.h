@@ -22,6 +22,11 @@ struct Message {
   int attempt = 0;             // 0: first transmission; k: k-th retransmission (reliable mode)
   std::uint64_t per_call = 0;  // messages on this stream per call (sequence % per_call: which);
                                // 0: not known (a socket's send calls)
+  // The sender's own number for this link (from, to, channel), dense from 0, for a hook that keeps
+  // something per link (the fault injector: the link's part of its draws): the `sim` engine's
+  // stream link; kNoLinkNumber where the sender has none. A hint: a hook checks the link it kept.
+  static constexpr std::uint32_t kNoLinkNumber = ~std::uint32_t{0};
+  std::uint32_t link_number = kNoLinkNumber;
 };
 
 // What happens to one transmission of a message on the wire. The executor computed the

@@ -273,7 +273,7 @@ void Simulation::transmit_message(std::uint32_t link, std::uint64_t sequence, in
   StreamLink& stream = links_[link];
   const auto [from, to, channel] = stream.key;
   Outbox& outbox = stream.outbox;
-  const Message message{from, to, channel, sequence, bytes, now_, attempt, outbox.per_call};
+  const Message message{from, to, channel, sequence, bytes, now_, attempt, outbox.per_call, link};
   const SendDecision decision = hook_.on_send(message, payload);
   ++result_.messages;
   InFlight flight{link, attempt, sequence, sum, bytes, std::move(payload)};
