@@ -29,6 +29,12 @@ class StepCursor {
   bool finished() const { return position_ == count_; }
   int index() const { return index_; }
   const Step& step() const { return *step_; }
+  // Made on demand, when the next step needs the sequence to resume: what the resume writes (the
+  // sequence's last batch, its frame's start); empty otherwise.
+  std::span<const Step> batch_to_come() const {
+    return stored_ == nullptr && made_.resumes_next() ? made_.last_batch() : std::span<const Step>{};
+  }
+  const void* frame() const { return made_.frame(); }
   void next();
   void restart();  // back to the first step (the next call of a run of several)
 

@@ -60,12 +60,13 @@ class Sequence {
   Sequence() = default;
   Sequence(Sequence&& other) noexcept
       : handle_(std::exchange(other.handle_, {})), at_(std::exchange(other.at_, nullptr)),
-        end_(std::exchange(other.end_, nullptr)) {}
+        begin_(std::exchange(other.begin_, nullptr)), end_(std::exchange(other.end_, nullptr)) {}
   Sequence& operator=(Sequence&& other) noexcept {
     if (this != &other) {
       if (handle_) handle_.destroy();
       handle_ = std::exchange(other.handle_, {});
       at_ = std::exchange(other.at_, nullptr);
+      begin_ = std::exchange(other.begin_, nullptr);
       end_ = std::exchange(other.end_, nullptr);
     }
     return *this;
@@ -87,9 +88,16 @@ class Sequence {
     } while (!handle_.done() && promise.yielded == 0);
     if (handle_.done()) return false;
     at_ = promise.current;
+    begin_ = at_;
     end_ = promise.current + promise.yielded;
     return true;
   }
+  // What the coroutine writes when it resumes next, for a reader that asks the cache for it ahead:
+  // the batch yielded last (a generator yields each batch from the same storage, kept in its frame)
+  // and the frame's start; nothing while steps of the batch are left to walk.
+  bool resumes_next() const { return handle_ && (at_ == end_ || at_ + 1 == end_); }
+  std::span<const Value> last_batch() const { return {begin_, end_}; }
+  const void* frame() const { return handle_.address(); }
   const Value& step() const { return *at_; }
   // The steps from the next one to the end of the batch they were yielded in (empty at the end),
   // the cursor left on the last of them: for a reader that walks a batch in a loop of its own.
@@ -108,6 +116,7 @@ class Sequence {
   // from here, the promise's line of the frame is read only when the coroutine resumes (at
   // thousands of ranks each frame is a cache miss of its own, and a step's would be two).
   const Value* at_ = nullptr;  // the value step() is
+  const Value* begin_ = nullptr;
   const Value* end_ = nullptr;
 };
 

@@ -132,7 +132,13 @@ void Simulation::prefetch_ahead(std::size_t handled) {
     // The step after the current one: made on demand, the next in its batch; stored, the next of
     // the participant's.
     for (const Stream& stream : streams_of(q)) {
-      if (!stream.steps.finished()) prefetch_whole(&stream.steps.step(), 2 * sizeof(Step));
+      if (stream.steps.finished()) continue;
+      prefetch_whole(&stream.steps.step(), 2 * sizeof(Step));
+      const std::span<const Step> batch = stream.steps.batch_to_come();
+      if (!batch.empty()) {
+        prefetch_whole(batch.data(), batch.size_bytes());
+        prefetch_whole(stream.steps.frame(), 256);
+      }
     }
     prefetch_send_links(q, LinkLines::Sending);
   }

@@ -146,6 +146,36 @@ TEST(OnDemand, TheRestOfABatchComesAtOnceAfterItsFirstStep) {
   EXPECT_FALSE(steps.next());
 }
 
+// What a sequence says its next resume writes (the `sim` engine asks the cache for it ahead): the
+// batch it stands at the last step of, and nothing inside a batch; the same after the sequence is
+// moved (the engine's streams move as their list grows). A move that lost the batch's start gave
+// a batch from address zero to its end, and the engine's asks ran for ever.
+TEST(OnDemand, TheBatchANextResumeWritesIsKnownAndMovesWithTheSequence) {
+  StepSequence steps = batches_and_single_steps(false);
+  EXPECT_FALSE(steps.resumes_next() && !steps.last_batch().empty());
+  ASSERT_TRUE(steps.next());  // peer 0, yielded alone
+  EXPECT_TRUE(steps.resumes_next());
+  ASSERT_TRUE(steps.next());  // peer 1, the first of a batch of three
+  EXPECT_FALSE(steps.resumes_next());
+  ASSERT_TRUE(steps.next());
+  ASSERT_TRUE(steps.next());  // peer 3, the batch's last
+  EXPECT_TRUE(steps.resumes_next());
+  const std::span<const Step> batch = steps.last_batch();
+  ASSERT_EQ(batch.size(), 3u);
+  EXPECT_EQ(batch.front().peer, 1);
+  EXPECT_EQ(&batch.back(), &steps.step());
+  StepSequence moved = std::move(steps);
+  EXPECT_TRUE(moved.resumes_next());
+  EXPECT_EQ(moved.last_batch().data(), batch.data());
+  EXPECT_EQ(moved.last_batch().size(), 3u);
+  StepSequence assigned;
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.last_batch().data(), batch.data());
+  EXPECT_EQ(assigned.last_batch().size(), 3u);
+  ASSERT_TRUE(assigned.next());
+  EXPECT_EQ(assigned.step().peer, 4);
+}
+
 // A per-rank form that makes one wrong step (rank 2's fourth step goes to the wrong peer) is
 // named by the comparison, and one that stops early is too.
 TEST(OnDemand, AWrongStepMadeOnDemandIsNamed) {
