@@ -69,7 +69,7 @@ static constexpr std::size_t kFewPeerLinks = 4;  // prefetch_ahead asks for thes
 // The empty volatile asm is an effect the compiler must keep: GCC counts a prefetch as none, so a
 // function whose only work is asks (prefetch_link, prefetch_send_links) became `const` to it and
 // every call of one was deleted, unnoticed until the instructions were read: no stream link's line
-// and no route's link had been asked for (tests/impls/sim_asks_test.cc reads the instructions).
+// and no route's link had been asked for (Asks.AFunctionMadeOnlyOfAsksKeepsItsCalls reads them).
 inline void ask_for(const void* address) {
   __builtin_prefetch(address, 0, 1);
   asm volatile("");
