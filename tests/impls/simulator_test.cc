@@ -1,32 +1,20 @@
 // The `sim` transport: determinism from the seed, predicted times against the alpha-beta model,
-// how the link protocol reports a lost message, and calls back to back without a barrier; the
-// engine's asks for records ahead kept by the compiler. What every backend must do (the oracle on
-// fixed cases, ...) is in tests/conformance/.
+// how the link protocol reports a lost message, and calls back to back without a barrier. What
+// every backend must do (the oracle on fixed cases, ...) is in tests/conformance/.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <map>
-#include <memory>
 #include <set>
-#include <string>
 #include <thread>
 #include <vector>
 
 #include "impls/algorithms/algorithms.h"
 #include "impls/sim/sim_backend.h"
-#include "impls/sim/simulation.h"
 #include "impls/sim/simulator.h"
 #include "reference/memory.h"
 #include "reference/oracle.h"
 #include "tests/support/cases.h"
-
-// Two functions of asks_probe.cc, built as the engine is (-O2): one made only of asks, one calling it.
-extern "C" {
-void collcheck_test_only_asks(const void* record);
-void collcheck_test_calls_only_asks(const char* records);
-}
 
 namespace collcheck {
 namespace {
@@ -411,34 +399,6 @@ TEST(Simulator, LinkLoadsCountEveryByteOnEveryLink) {
   }
   EXPECT_EQ(carried, 4u * 2 * 3 * (1024 / 4) * 4) << "4 ranks x 2(p-1) messages of n/p floats";
   EXPECT_LE(run.link_busy.front(), run.time);
-}
-
-// Asks survive compilation: GCC counts a prefetch as no effect, and without one it must keep
-// (ask_for's) a function made only of asks is `const` to it and every call of one is deleted, as
-// the engine's prefetch_link and prefetch_send_links were, unnoticed for months. The probe's caller
-// still calls it (or holds its prefetches, inlined): read from this test binary's own instructions.
-TEST(Asks, AFunctionMadeOnlyOfAsksKeepsItsCalls) {
-#if !defined(__x86_64__)
-  GTEST_SKIP() << "reads x86-64 instructions (prefetcht*); this is another architecture";
-#else
-  const std::vector<char> records(512);
-  collcheck_test_calls_only_asks(records.data());
-  char self[4096] = {};
-  if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) GTEST_SKIP() << "cannot find this test's binary";
-  const std::string command = "objdump -d --no-show-raw-insn --disassemble=collcheck_test_calls_only_asks '" +
-                              std::string(self) + "' 2>/dev/null";
-  const std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  if (!pipe) GTEST_SKIP() << "cannot run objdump (binutils) to read the instructions";
-  std::string text;
-  char buffer[4096];
-  for (std::size_t got; (got = fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) text.append(buffer, got);
-  if (text.find("collcheck_test_calls_only_asks") == std::string::npos) {
-    GTEST_SKIP() << "objdump did not disassemble the test's own function";
-  }
-  EXPECT_TRUE(text.find("collcheck_test_only_asks") != std::string::npos || text.find("prefetch") != std::string::npos)
-      << "the calls of a function made only of asks were deleted:\n"
-      << text;
-#endif
 }
 
 }  // namespace
