@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "impls/schedule/step_cursor.h"
+#include "reference/cache_asks.h"
 
 namespace collcheck {
 namespace {
@@ -49,9 +50,7 @@ void StepCursor::settle() {
     index_ = at(position_);
     step_ = &(*stored_)[static_cast<std::size_t>(index_)];
     if (position_ + kPrefetchSteps < count_) {
-      const char* ahead = reinterpret_cast<const char*>(stored_->data() + at(position_ + kPrefetchSteps));
-      __builtin_prefetch(ahead);
-      __builtin_prefetch(ahead + sizeof(Step) - 1);
+      prefetch_whole(stored_->data() + at(position_ + kPrefetchSteps), sizeof(Step));
     }
     return;
   }

@@ -1,9 +1,10 @@
-// The `sim` engine's asks for cache lines survive compilation. GCC counts a prefetch as no effect:
-// without one it must keep (ask_for's empty volatile asm) a function made only of asks is `const`
-// to it and every call of one is deleted, as the engine's prefetch_link and prefetch_send_links
-// were, unnoticed for months. This file is built as the engine is (-O2; tests build with -Og, which
-// deletes nothing): a probe made only of asks and a caller of it, then a test that reads the
-// caller's instructions from its own binary and fails where the calls are gone.
+// The engines' asks for cache lines (reference/cache_asks.h) survive compilation. GCC counts a
+// prefetch as no effect: without one it must keep (ask_for's empty volatile asm) a function made
+// only of asks is `const` to it and every call of one is deleted, as the simulator's prefetch_link
+// and prefetch_send_links were, unnoticed for months. This file is built as the engine is (-O2;
+// tests build with -Og, which deletes nothing): a probe made only of asks and a caller of it, then
+// a test that reads the caller's instructions from its own binary and fails where the calls are
+// gone.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "impls/sim/simulation.h"
+#include "reference/cache_asks.h"
 
 // Unmangled, so that objdump finds them by name.
 extern "C" {
-[[gnu::noinline]] void collcheck_test_only_asks(const void* record) { collcheck::sim::prefetch_whole(record, 256); }
+[[gnu::noinline]] void collcheck_test_only_asks(const void* record) { collcheck::prefetch_whole(record, 256); }
 [[gnu::noinline]] void collcheck_test_calls_only_asks(const char* records) {
   collcheck_test_only_asks(records);
   collcheck_test_only_asks(records + 256);
