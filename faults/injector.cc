@@ -84,8 +84,7 @@ std::vector<std::uint64_t> fault_keys(const FaultPlan& plan) {
 bool injectable(FaultKind) { return true; }
 
 FaultInjector::FaultInjector(FaultPlan plan, std::uint64_t seed, double deadline, double link_bandwidth)
-    : plan_(std::move(plan)), deadline_(deadline), link_bandwidth_(link_bandwidth), states_(plan_.faults.size()),
-      link_starts_(plan_.faults.size()) {
+    : plan_(std::move(plan)), deadline_(deadline), link_bandwidth_(link_bandwidth), states_(plan_.faults.size()) {
   for (std::uint64_t key : fault_keys(plan_)) bases_.push_back(mix64(seed ^ key));
 }
 
@@ -173,20 +172,20 @@ std::uint64_t FaultInjector::draw(std::size_t index, const Message& m, std::uint
   return mix64(x ^ purpose);
 }
 
-// The first three of draw's mixes, which depend on the link alone: kept per link number where the
-// sender gives one (at 16,384 ranks a simulator draws for half a billion messages on 16,384 links).
+// The first three of draw's mixes, which depend on the link alone: for the plan's first fault, kept
+// in the sender's memo for the link where it gives one (at 16,384 ranks a simulator draws for half
+// a billion messages on 16,384 links). A start that is 0 is worked out again each time (one link
+// in 2^64: the same draws).
 std::uint64_t FaultInjector::link_start(std::size_t index, const Message& m) {
   const auto work_out = [&] {
     std::uint64_t x = mix64(bases_[index] ^ static_cast<std::uint64_t>(m.from));
     x = mix64(x ^ static_cast<std::uint64_t>(m.to));
     return mix64(x ^ static_cast<std::uint64_t>(m.channel));
   };
-  if (m.link_number >= kMostLinkNumbers) return work_out();
-  std::vector<LinkStart>& starts = link_starts_[index];
-  if (m.link_number >= starts.size()) starts.resize(std::max<std::size_t>(m.link_number + 1, 2 * starts.size()));
-  LinkStart& kept = starts[m.link_number];
-  if (kept.from != m.from || kept.to != m.to || kept.channel != m.channel) kept = {m.from, m.to, m.channel, work_out()};
-  return kept.start;
+  if (m.link_memo == nullptr || index != 0) return work_out();
+  std::uint64_t& kept = m.link_memo->word;
+  if (kept == 0) kept = work_out();
+  return kept;
 }
 
 std::vector<std::uint64_t> FaultInjector::affected_per_fault() const {

@@ -50,16 +50,6 @@ class FaultInjector : public LinkHook {
     std::uint64_t affected = 0;
   };
 
-  // The link's part of a fault's draws (its base, from, to and channel mixed: three of a draw's six
-  // mixes), kept per link number (Message::link_number) with the link it was worked out for.
-  struct LinkStart {
-    int from = -1;  // none yet (no rank is negative)
-    int to = -1;
-    int channel = -1;
-    std::uint64_t start = 0;
-  };
-  static constexpr std::uint32_t kMostLinkNumbers = 1u << 24;  // beyond: worked out every time
-
   bool fires(std::size_t index, const Message&);
   void apply(std::size_t index, const Message&, std::span<std::byte> payload, SendDecision&);
   void corrupt(std::size_t index, const Message&, std::span<std::byte> payload);
@@ -73,7 +63,6 @@ class FaultInjector : public LinkHook {
   bool one_thread_ = false;   // serve_one_thread
   std::vector<State> states_;
   std::vector<std::uint64_t> bases_;  // per fault: where its draws start, mix64(seed ^ its fault_keys key)
-  std::vector<std::vector<LinkStart>> link_starts_;  // per fault, per link number
 };
 
 }  // namespace collcheck

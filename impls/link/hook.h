@@ -12,6 +12,15 @@
 
 namespace collcheck {
 
+// Room a sender keeps with each of its links for its hook's own use (Message::link_memo): zeroed
+// when the link is made, and handed with that link's messages only, to one hook. The fault
+// injector keeps there the link's part of its first fault's draws: in the record a simulator reads
+// for the send anyway, where a table of the injector's own cost a cache line more per message at
+// 16,384 ranks.
+struct LinkMemo {
+  std::uint64_t word = 0;  // 0: nothing kept yet
+};
+
 struct Message {
   int from = 0;
   int to = 0;
@@ -22,11 +31,8 @@ struct Message {
   int attempt = 0;             // 0: first transmission; k: k-th retransmission (reliable mode)
   std::uint64_t per_call = 0;  // messages on this stream per call (sequence % per_call: which);
                                // 0: not known (a socket's send calls)
-  // The sender's own number for this link (from, to, channel), dense from 0, for a hook that keeps
-  // something per link (the fault injector: the link's part of its draws): the `sim` engine's
-  // stream link; kNoLinkNumber where the sender has none. A hint: a hook checks the link it kept.
-  static constexpr std::uint32_t kNoLinkNumber = ~std::uint32_t{0};
-  std::uint32_t link_number = kNoLinkNumber;
+  // The sender's memo for this link (LinkMemo); none where it keeps none (a socket's sends).
+  LinkMemo* link_memo = nullptr;
 };
 
 // What happens to one transmission of a message on the wire. The executor computed the

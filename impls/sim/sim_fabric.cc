@@ -17,7 +17,7 @@ void Simulation::set_up_route(StreamLink& link) {
   const std::vector<int>& route = topology_.route(source, target);
   if (route.empty()) return;
   link.route = route;
-  link.hop_count = static_cast<std::uint32_t>(route.size());
+  link.hop_count = static_cast<std::uint16_t>(std::min<std::size_t>(route.size(), 0xFFFF));  // more: long
   if (route.size() <= StreamLink::kNearHops) std::copy(route.begin(), route.end(), link.near_hops);
   link.latency = 0;
   link.narrowest = std::numeric_limits<double>::infinity();

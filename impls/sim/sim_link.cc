@@ -273,14 +273,14 @@ void Simulation::transmit_message(std::uint32_t link, std::uint64_t sequence, in
   StreamLink& stream = links_[link];
   const auto [from, to, channel] = stream.key;
   Outbox& outbox = stream.outbox;
-  const Message message{from, to, channel, sequence, bytes, now_, attempt, outbox.per_call, link};
+  const Message message{from, to, channel, sequence, bytes, now_, attempt, outbox.per_call, &stream.hook_memo};
   const SendDecision decision = hook_.on_send(message, payload);
   ++result_.messages;
   InFlight flight{link, attempt, sequence, sum, bytes, std::move(payload)};
   const double wire = transmit(stream, bytes);
   double arrival = wire + decision.delay;
-  if (!decision.drop && decision.reorder && LinkSender::may_hold(sequence, outbox.per_call) && !outbox.holding) {
-    outbox.holding = true;
+  if (!decision.drop && decision.reorder && LinkSender::may_hold(sequence, outbox.per_call) && !stream.holding) {
+    stream.holding = true;
     stream.held = std::move(flight);
     const std::size_t held = add_go_back(GoBack{link, sequence});
     push(now_ + protocol_.reorder_window, EventKind::Release, from, -1, held);
@@ -295,8 +295,8 @@ void Simulation::transmit_message(std::uint32_t link, std::uint64_t sequence, in
     }
     deliver_at(outbox.last_arrival, std::move(flight));
   }
-  if (outbox.holding && !(stream.held.sequence == sequence && stream.held.attempt == attempt)) {
-    outbox.holding = false;
+  if (stream.holding && !(stream.held.sequence == sequence && stream.held.attempt == attempt)) {
+    stream.holding = false;
     const double later = just_after(std::max(arrival, outbox.last_arrival));
     deliver_at(later, std::move(stream.held));
   }
@@ -306,8 +306,8 @@ void Simulation::transmit_message(std::uint32_t link, std::uint64_t sequence, in
 void Simulation::release(const GoBack& held) {
   StreamLink& link = links_[held.link];
   Outbox& outbox = link.outbox;
-  if (!outbox.holding || link.held.sequence != held.from) return;
-  outbox.holding = false;
+  if (!link.holding || link.held.sequence != held.from) return;
+  link.holding = false;
   const double arrival = std::max(now_, just_after(outbox.last_arrival));
   outbox.last_arrival = arrival;
   deliver_at(arrival, std::move(link.held));

@@ -154,15 +154,14 @@ struct KeptMessage {
 
 // A sender's end: the protocol's sender, and what it sent and the receiver has not yet taken (kept
 // while reliable, to send again; message `kept_from` first: a link mostly keeps one or two, in its
-// own record); `holding`: the stream link's `held` message waits for the next one (a reorder fault).
+// own record).
 struct Outbox {
   std::uint64_t sent = 0;
   std::uint64_t per_call = 0;
   double last_arrival = 0;  // the link is FIFO: later messages do not overtake
   std::uint64_t kept_from = 0;
-  int asks_pending = 0;  // requests to go back on their way: nothing they may ask for is forgotten
-  bool holding = false;
   NearFifo<KeptMessage, 2> kept;
+  int asks_pending = 0;  // requests to go back on their way: nothing they may ask for is forgotten
   LinkSender sender;
 };
 
@@ -175,10 +174,12 @@ struct Outbox {
 struct alignas(64) StreamLink {
   static constexpr std::size_t kNearHops = 4;
   StreamKey key;
-  std::uint32_t hop_count = 0;    // the route's links: none where both ends are on one vertex
+  std::uint16_t hop_count = 0;    // the route's links: none where both ends are on one vertex (65,535: as many or more)
+  bool holding = false;           // the outbox's `held` message waits for the next one (a reorder fault)
   int near_hops[kNearHops] = {};  // the route's links where they fit (the route cache's copy is a miss)
   double latency = 0;             // the route's latencies, summed in route order
   double narrowest = 0;           // its narrowest bandwidth
+  LinkMemo hook_memo;             // the hook's, handed with every message (first line, with the route)
   Outbox outbox;
   Inbox inbox;
   std::span<const int> route;  // the topology's links in order (kept in its route cache)

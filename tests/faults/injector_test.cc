@@ -193,8 +193,9 @@ TEST(FaultInjector, OneThreadDrawsAsShared) {
 
 // A message's draws are its own: the same whatever was sent before it, by its link or another
 // (links here differ in one of from, to, channel), as a fresh injector that sees it alone draws
-// them, also where the sender numbers its links and numbers them again differently (the injector
-// keeps each link's part of the draws by number; one that trusted the number fails here).
+// them, also where the sender keeps a memo per link (the injector keeps there the link's part of
+// its first fault's draws; one that kept it for the second fault too, or read an empty memo as a
+// start, fails here).
 TEST(FaultInjector, AMessagesDrawsDoNotDependOnWhatWasSentBefore) {
   const std::string plan = "delay:jitter=3:p=0.5;drop:p=0.3";
   std::vector<Message> link_after_link;
@@ -209,26 +210,19 @@ TEST(FaultInjector, AMessagesDrawsDoNotDependOnWhatWasSentBefore) {
   for (std::size_t k = 0; k < 16; ++k) {
     for (std::size_t link = 0; link < 4; ++link) interleaved.push_back(link_after_link[link * 16 + k]);
   }
-  // A sender's link numbers (Message::link_number): its own, then the same numbers on other links
-  // (a second simulation numbering its links afresh), then a number far past any link.
-  std::vector<Message> numbered;
-  for (const std::uint32_t shift : {0u, 1u, 3u}) {
-    for (std::size_t k = 0; k < link_after_link.size(); ++k) {
-      Message message = link_after_link[k];
-      message.link_number = static_cast<std::uint32_t>((k / 16 + shift) % 4);
-      numbered.push_back(message);
-    }
-  }
-  numbered.push_back(link_after_link[5]);
-  numbered.back().link_number = std::uint32_t{1} << 30;
+  // A sender's memos (Message::link_memo), one per link, handed with the link's messages in turn.
+  std::vector<LinkMemo> memos(4);
+  std::vector<Message> with_memos = interleaved;
+  for (std::size_t k = 0; k < with_memos.size(); ++k) with_memos[k].link_memo = &memos[k % 4];
   std::vector<std::byte> payload(64);
-  const auto decision_alone = [&](const Message& message) {
+  const auto decision_alone = [&](Message message) {
+    message.link_memo = nullptr;
     FaultInjector fresh(plan_of(plan), 42, deadline);
     const SendDecision decision = fresh.on_send(message, payload);
     return std::pair{decision.drop, decision.delay};
   };
   std::size_t drops = 0;
-  for (const std::vector<Message>* in_order : {&link_after_link, &interleaved, &numbered}) {
+  for (const std::vector<Message>* in_order : {&link_after_link, &interleaved, &with_memos}) {
     FaultInjector injector(plan_of(plan), 42, deadline);
     for (const Message& message : *in_order) {
       const SendDecision decision = injector.on_send(message, payload);
@@ -239,6 +233,7 @@ TEST(FaultInjector, AMessagesDrawsDoNotDependOnWhatWasSentBefore) {
     }
   }
   EXPECT_GT(drops, 0u);
+  for (const LinkMemo& memo : memos) EXPECT_NE(memo.word, 0u);  // the memos were used
 }
 
 // A duplicate is dropped by sequence number; a reordered message is a gap unless reliable.
