@@ -129,11 +129,12 @@ void Simulation::prefetch_ahead(std::size_t handled) {
   }
   if (ahead.size() > 4) {
     const auto q = static_cast<std::size_t>(ahead[4].participant);
-    // The step after the current one: made on demand, the next in its batch; stored, the next of
-    // the participant's.
+    // The two steps after the current one (a ring's arrival ends a receive, sends, and waits on
+    // the next receive): made on demand, the next in its batch; stored, the next of the
+    // participant's.
     for (const Stream& stream : streams_of(q)) {
       if (stream.steps.finished()) continue;
-      prefetch_whole(&stream.steps.step(), 2 * sizeof(Step));
+      prefetch_whole(&stream.steps.step(), 3 * sizeof(Step));
       const std::span<const Step> batch = stream.steps.batch_to_come();
       if (!batch.empty()) {
         prefetch_whole(batch.data(), batch.size_bytes());
