@@ -204,7 +204,7 @@ void Simulation::arm_timers(int p) {
     stream.timer_armed = now_;
     if (arming_count_ == arming_.size()) join_oldest();
     arming_[(arming_first_ + arming_count_++) & (arming_.size() - 1)] =
-        ArmedTimer{now_, next_sequence_++,     next_draw(), static_cast<std::uint32_t>(slot), stream.timer_generation,
+        ArmedTimer{now_, next_sequence_++,     next_draw(), static_cast<std::uint32_t>(slot), timer_generations_[slot],
                    p,    stream.steps.index(), state.call};
   }
 }
@@ -224,12 +224,8 @@ void Simulation::join_oldest() {
   const ArmedTimer armed = arming_[arming_first_];
   arming_first_ = (arming_first_ + 1) & (arming_.size() - 1);
   --arming_count_;
-  if (arming_count_ > kJoinAhead) {
-    const ArmedTimer& later = arming_[(arming_first_ + kJoinAhead) & (arming_.size() - 1)];
-    ask_for(&streams_[later.slot].timer_generation);
-  }
+  if (timer_generations_[armed.slot] != armed.generation) return;
   const Stream& stream = streams_[armed.slot];
-  if (stream.timer_generation != armed.generation) return;
   timers_.arm(armed.slot, timer_event(armed.armed + wait_interval(stream, armed.draw), armed.participant, armed.step,
                                       armed.call, armed.sequence));
 }

@@ -89,6 +89,7 @@ bool Simulation::set_up_participants() {
   }
   link_index_ = {};
   timers_ = TimerHeap<StreamTimerSlots>(StreamTimerSlots{&streams_});
+  timer_generations_.assign(streams_.size(), 0);
   return true;
 }
 

@@ -67,8 +67,6 @@ static constexpr double kNoTimer = -1;  // (virtual times are never negative)
 // Armed timers held back per stream at most (heap_armed_timers): enough that a lockstep wave's
 // receives have all started before their timers' turn comes.
 static constexpr std::size_t kArmedPerStream = 4;
-// How many timers ahead of the one joining the heap its stream's record is asked for (join_oldest).
-static constexpr std::size_t kJoinAhead = 8;
 
 // Aligned to a cache line, here and in the records below: a record asked for whole (prefetch_ahead)
 // takes its whole lines and no piece of a neighbour's (this one three lines, not four).
@@ -82,7 +80,6 @@ struct alignas(64) Stream {
   // stream (two cache lines less a message at thousands of ranks).
   double timer_armed = kNoTimer;
   TimerSlot timer;
-  std::uint32_t timer_generation = 0;  // receives of it started so far: a timer armed before one is over
 };
 
 // A wait timer as arm_timers arms it, before it joins the timer heap: its event's number and its
@@ -92,7 +89,7 @@ struct ArmedTimer {
   std::uint64_t sequence = 0;  // the event's number, its tie's source (push)
   std::uint64_t draw = 0;      // reliable: the jitter's draw number (RetransmitJitter::take_number)
   std::uint32_t slot = 0;
-  std::uint32_t generation = 0;  // the stream's timer_generation when armed
+  std::uint32_t generation = 0;  // the stream's timer generation (timer_generations_) when armed
   int participant = 0;
   int step = 0;
   int call = 0;
@@ -328,6 +325,10 @@ class Simulation {
   // Timers armed, in the order armed, not yet in timers_: a ring of kArmedPerStream per stream
   // (rounded up to a power of two), the oldest from arming_first_.
   std::vector<ArmedTimer> arming_;
+  // Per stream (its slot): receives started so far; a timer armed before one is over. Here, not in
+  // the stream's record: joining a timer (join_oldest) reads it, long after the stream was read,
+  // and 4 bytes a stream stay in the caches where a stream's line does not.
+  std::vector<std::uint32_t> timer_generations_;
   std::size_t arming_first_ = 0;
   std::size_t arming_count_ = 0;
   double least_wait_ = 0;  // the shortest wait any timer is armed for

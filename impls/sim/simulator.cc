@@ -291,7 +291,7 @@ void Simulation::advance(int p) {
         // A receive that starts has its message: its wait timer is over.
         timers_.cancel(slot);
         stream.timer_armed = kNoTimer;
-        ++stream.timer_generation;
+        ++timer_generations_[slot];
         const double took = start(p, stream);
         if (took > 0) {
           push(now_ + took, EventKind::StepDone, p, stream.steps.index(), 0);
