@@ -80,6 +80,10 @@ struct alignas(64) Stream {
   // stream (two cache lines less a message at thousands of ranks).
   double timer_armed = kNoTimer;
   TimerSlot timer;
+  // The first fabric link of the route its last send took (-1: none yet, or no route): the link its
+  // next send most likely books, asked for with its steps (prefetch_ahead) instead of only once the
+  // stream link's record, which names the route, has come.
+  int send_hop = -1;
 };
 
 // A wait timer as arm_timers arms it, before it joins the timer heap: its event's number and its
@@ -250,7 +254,7 @@ class Simulation {
   void advance(int p);
   bool ready(int p, const Stream& stream);
   bool waits_done(int p, const Stream& stream) const;
-  double start(int p, const Stream& stream);
+  double start(int p, Stream& stream);
   void fail(int p, int k, const std::string& what);
   void finish(double deadline);
   void begin_events();
@@ -294,7 +298,7 @@ class Simulation {
   void heap_armed_timers(const Event* first);
   void join_oldest();
   void detect(const StreamKey& key, std::string what);
-  void send(int p, const Stream& stream);
+  void send(int p, Stream& stream);
   void transmit_message(std::uint32_t link, std::uint64_t sequence, int attempt, std::size_t bytes, std::uint64_t sum,
                         std::vector<std::byte> payload);
   void release(const GoBack& held);
