@@ -95,10 +95,13 @@ bool Simulation::set_up_participants() {
 
 namespace {
 
-// A participant's steps counted as they are read: per stream, the count of the stream counted last
-// kept at hand (most participants have one); its messages per (peer, channel, direction) in a short
-// list, the two counted last tried first (a ring's steps alternate between two), each entry's stream
-// link found when the entry is made, so that links keep the order their first messages were read in.
+// A participant's steps counted as they are read, a batch at a time: per stream, the count of the
+// stream counted last kept at hand (most participants have one); its messages per (peer, channel,
+// direction) in a short list, the two counted last tried first (a ring's steps alternate between
+// two), each entry's stream link found when the entry is made, so that links keep the order their
+// first messages were read in. Within a batch the counts go to locals and are added to the lists
+// once (a store per step into the list made every next step wait for it: 44 % of a 16,384-rank
+// ring's set-up).
 class StepTally {
  public:
   struct Messages {
@@ -110,22 +113,38 @@ class StepTally {
   };
 
   template <typename FindLink>
-  void count(const Step& step, FindLink&& find_link) {
-    if (counted_ == nullptr || step.stream != counted_stream_) {
-      counted_stream_ = step.stream;
-      counted_ = &per_stream_[step.stream];  // a map's elements stay where they are
-    }
-    ++*counted_;
-    if (!step.sends() && !step.receives()) return;
-    if (!same(messages_[recent_[0]], step)) {
-      if (same(messages_[recent_[1]], step)) {
-        std::swap(recent_[0], recent_[1]);
-      } else {
-        recent_[1] = recent_[0];
-        recent_[0] = entry(step, find_link);
+  void count(std::span<const Step> batch, FindLink&& find_link) {
+    std::size_t recent[2] = {recent_[0], recent_[1]};
+    std::uint64_t pending[2] = {0, 0};  // counted for recent[0] and recent[1], not yet added
+    std::uint64_t in_stream = 0;        // likewise for the stream counted last
+    for (const Step& step : batch) {
+      if (counted_ == nullptr || step.stream != counted_stream_) {
+        if (counted_ != nullptr) *counted_ += in_stream;
+        in_stream = 0;
+        counted_stream_ = step.stream;
+        counted_ = &per_stream_[step.stream];  // a map's elements stay where they are
       }
+      ++in_stream;
+      if (!step.sends() && !step.receives()) continue;
+      if (!same(messages_[recent[0]], step)) {
+        if (same(messages_[recent[1]], step)) {
+          std::swap(recent[0], recent[1]);
+          std::swap(pending[0], pending[1]);
+        } else {
+          messages_[recent[1]].count += pending[1];
+          recent[1] = recent[0];
+          pending[1] = pending[0];
+          recent[0] = entry(step, find_link);
+          pending[0] = 0;
+        }
+      }
+      ++pending[0];
     }
-    ++messages_[recent_[0]].count;
+    if (counted_ != nullptr) *counted_ += in_stream;
+    messages_[recent[0]].count += pending[0];
+    messages_[recent[1]].count += pending[1];
+    recent_[0] = recent[0];
+    recent_[1] = recent[1];
   }
 
   const std::map<int, std::size_t>& per_stream() const { return per_stream_; }
@@ -177,11 +196,12 @@ bool Simulation::set_up_streams(int p) {
         return false;
       }
     }
-    for (const Step& step : batch) {
-      if (!on_demand) listed[step.stream].push_back(index);
-      ++index;
-      tally.count(step, find_link);
+    if (!on_demand) {
+      for (const Step& step : batch) listed[step.stream].push_back(index++);
+    } else {
+      index += static_cast<int>(batch.size());
     }
+    tally.count(batch, find_link);
   }
   for (const StepTally::Messages& messages : tally.messages()) {
     StreamLink& link = links_[messages.link];
