@@ -46,8 +46,8 @@ std::uint32_t Simulation::link_of(const StreamKey& key) {
     links_.emplace_back();
     links_.back().key = key;
     const auto [from, to, channel] = key;
-    peer_links_found_[static_cast<std::size_t>(from)].push_back(PeerLink{to, channel, true, found->second});
-    peer_links_found_[static_cast<std::size_t>(to)].push_back(PeerLink{from, channel, false, found->second});
+    peer_links_found_[static_cast<std::size_t>(from)].push_back(PeerLink::make(to, channel, true, found->second));
+    peer_links_found_[static_cast<std::size_t>(to)].push_back(PeerLink::make(from, channel, false, found->second));
   }
   return found->second;
 }
@@ -55,18 +55,18 @@ std::uint32_t Simulation::link_of(const StreamKey& key) {
 // The link of p's send or receive `step`, from p's few links (sorted: searched by halves when many).
 std::uint32_t Simulation::link_of(int p, const Step& step) const {
   const std::span<const PeerLink> links = peer_links_of(static_cast<std::size_t>(p));
-  const PeerLink wanted{step.peer, step.channel, step.sends(), 0};
+  const PeerLink wanted = PeerLink::make(step.peer, step.channel, step.sends(), 0);
   auto same = [&wanted](const PeerLink& link) {
-    return link.peer == wanted.peer && link.channel == wanted.channel && link.sends == wanted.sends;
+    return link.peer == wanted.peer && link.channel == wanted.channel && link.sends() == wanted.sends();
   };
   if (links.size() <= 8) {
     for (const PeerLink& link : links) {
-      if (same(link)) return link.link;
+      if (same(link)) return link.link();
     }
     return kNoLink;
   }
   const auto found = std::lower_bound(links.begin(), links.end(), wanted);
-  return found != links.end() && same(*found) ? found->link : kNoLink;
+  return found != links.end() && same(*found) ? found->link() : kNoLink;
 }
 
 // A stream as a link fault names it, at message `sequence` (of call sequence / per_call).

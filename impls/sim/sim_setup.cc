@@ -78,9 +78,15 @@ bool Simulation::set_up_participants() {
   for (std::size_t q = 0; q < n; ++q) {
     std::vector<PeerLink>& found = peer_links_found_[q];
     std::sort(found.begin(), found.end());
-    participants_[q].first_peer_link = static_cast<std::uint32_t>(peer_links_.size());
-    peer_links_.insert(peer_links_.end(), found.begin(), found.end());
-    participants_[q].end_peer_link = static_cast<std::uint32_t>(peer_links_.size());
+    ParticipantState& state = participants_[q];
+    state.first_peer_link = static_cast<std::uint32_t>(peer_links_.size());
+    if (found.size() <= std::size(state.near_peers)) {
+      std::copy(found.begin(), found.end(), state.near_peers);
+      state.near_peer_count = static_cast<std::uint8_t>(found.size());
+    } else {
+      peer_links_.insert(peer_links_.end(), found.begin(), found.end());
+    }
+    state.end_peer_link = static_cast<std::uint32_t>(peer_links_.size());
     found = {};
   }
   peer_links_found_ = {};

@@ -106,14 +106,23 @@ struct StreamTimerSlots {
 };
 
 // A participant's end of one stream link, found from a step's (peer, channel): a participant
-// has few (a ring two), so they are a short sorted list instead of a number per step.
+// has few (a ring two), so they are a short sorted list instead of a number per step. Twelve
+// bytes, the direction in the link number's top bit (a run has far fewer than 2^31 links), so that
+// a ring participant's two fit in its own record (ParticipantState::near_peers); sorted by peer,
+// channel, direction, then link.
 struct PeerLink {
+  static constexpr std::uint32_t kSends = std::uint32_t{1} << 31;
   int peer = 0;
   int channel = 0;
-  bool sends = false;
-  std::uint32_t link = kNoLink;
+  std::uint32_t sends_and_link = 0;
+  static PeerLink make(int peer, int channel, bool sends, std::uint32_t link) {
+    return PeerLink{peer, channel, (sends ? kSends : 0) | link};
+  }
+  bool sends() const { return (sends_and_link & kSends) != 0; }
+  std::uint32_t link() const { return sends_and_link & ~kSends; }
   friend auto operator<=>(const PeerLink&, const PeerLink&) = default;
 };
+static_assert(sizeof(PeerLink) == 12);
 
 using StreamKey = std::tuple<int, int, int>;  // from, to, channel
 
@@ -354,19 +363,26 @@ class Simulation {
   struct alignas(64) ParticipantState {  // one line, not two (see Stream)
     std::uint32_t first_slot = 0;        // its streams: streams_[first_slot, end_slot), their timer slots too
     std::uint32_t end_slot = 0;
-    std::uint32_t first_peer_link = 0;  // its peer links: peer_links_[first_peer_link, end_peer_link)
+    std::uint32_t first_peer_link = 0;  // its peer links: peer_links_[first_peer_link, end_peer_link) or near_peers
     std::uint32_t end_peer_link = 0;
     std::size_t step_count = 0;
     std::size_t finished_steps = 0;
     int call = 0;
     bool waits = false;
+    // A participant with at most two peer links (a ring's) keeps them here, in the line its turn
+    // reads anyway, and none in peer_links_.
+    std::uint8_t near_peer_count = 0;
+    PeerLink near_peers[2];
   };
+  static_assert(sizeof(ParticipantState) == 64);
   std::vector<ParticipantState> participants_;
   std::span<Stream> streams_of(std::size_t q) {
     return {streams_.data() + participants_[q].first_slot, streams_.data() + participants_[q].end_slot};
   }
   std::span<const PeerLink> peer_links_of(std::size_t q) const {
-    return {peer_links_.data() + participants_[q].first_peer_link, peer_links_.data() + participants_[q].end_peer_link};
+    const ParticipantState& state = participants_[q];
+    if (state.near_peer_count > 0) return {state.near_peers, state.near_peer_count};
+    return {peer_links_.data() + state.first_peer_link, peer_links_.data() + state.end_peer_link};
   }
   std::vector<Stream> streams_;  // every participant's in turn; a stream's place is its timer slot
   // Per participant whose steps wait for others (Participant::waits), per step: done this call;

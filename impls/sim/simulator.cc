@@ -124,7 +124,7 @@ void Simulation::prefetch_ahead(std::size_t handled) {
     const Event& near = ahead[8];
     const auto q = static_cast<std::size_t>(near.participant);
     prefetch_whole(streams_.data() + participants_[q].first_slot, sizeof(Stream));
-    ask_for(peer_links_.data() + participants_[q].first_peer_link);
+    if (participants_[q].near_peer_count == 0) ask_for(peer_links_.data() + participants_[q].first_peer_link);
     if (near.kind == EventKind::Arrival) prefetch_link(in_flight_[near.message].link, LinkLines::Receiving);
   }
   if (ahead.size() > 4) {
@@ -168,7 +168,7 @@ void Simulation::prefetch_send_links(std::size_t q, LinkLines lines) const {
   const std::span<const PeerLink> peers = peer_links_of(q);
   if (peers.size() > kFewPeerLinks) return;
   for (const PeerLink& peer : peers) {
-    if (peer.sends) prefetch_link(peer.link, lines);
+    if (peer.sends()) prefetch_link(peer.link(), lines);
   }
 }
 
