@@ -63,16 +63,13 @@ struct Fifo {
 // vector's storage is a cache miss of its own). It works as follows. The `near` ring holds the
 // oldest items; only once it is full do new ones go to the `far` Fifo, and taking a near item
 // moves the oldest far one into the ring. So the far Fifo is read only while the ring is full, and
-// its record may lie on a colder line than the ring. Its storage is let go as it empties, unless it
-// is small (kFarKept): a queue spills far rarely (a reliable sender far ahead of a receiver waiting
-// for a lost message keeps thousands), and thousands of them each keeping its largest spill added
-// up to hundreds of MB.
+// its record may lie on a colder line than the ring. Its storage is let go as it empties: a queue
+// spills rarely (a reliable sender far ahead of a receiver waiting for a lost message keeps
+// thousands), and thousands of them each keeping its largest spill added up to hundreds of MB.
+// (Keeping a small spill's storage for the next one saved a ring's allocations, but made the
+// 16,384-rank ring with faults 3-4 % slower side by side: docs/performance.md.)
 template <typename Item, std::size_t kNear>
 struct NearFifo {
-  // A far Fifo's storage of at most this many items stays when it empties: a ring's links spill a
-  // few items for one message in five, and allocating and freeing them each time cost 3 % of a
-  // 16,384-rank ring's lockstep phase (at most 16 items a queue: 8 MB at 32,768 queues).
-  static constexpr std::size_t kFarKept = 16;
   Item near[kNear] = {};
   std::uint8_t first = 0;       // the oldest item's place in the ring
   std::uint8_t near_count = 0;  // how many of the ring's places hold items
@@ -97,7 +94,7 @@ struct NearFifo {
     if (near_count + 1 == kNear && !far.empty()) {
       near[(first + near_count) % kNear] = far.pop();
       ++near_count;
-      if (far.empty() && far.items.capacity() > kFarKept) far = Fifo<Item>{};  // its storage goes (see above)
+      if (far.empty()) far = Fifo<Item>{};  // its storage goes (see above)
     }
     return front;
   }

@@ -85,8 +85,8 @@ MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, co
   // stored schedule's messages may all be on the wire at once (sends are buffered); one made on
   // demand is assumed to have at most kOnDemandAhead per stream link at once, as many as the ring
   // at 1024 to 16,384 ranks with drops had (docs/performance.md), since a schedule that big holds
-  // its messages back behind its receives. Each participant: its wake, a step done per stream, its
-  // stream (cursor and wait timer's slot, and its timers' generation) and the timer heap's entry,
+  // its messages back behind its receives. Each participant: its own record, its wake, a step done
+  // per stream, its stream (cursor and wait timer's slot, and its timers' generation) and the timer heap's entry,
   // the wait timers held back before they join it (kArmedPerStream, the ring rounded up to twice
   // that), its share of the event queue's buckets, and its sequence's state.
   const std::uint64_t all_messages = size.steps / 2 + 1;
@@ -95,9 +95,10 @@ MemoryEstimate simulation_memory(const Case& shape, const ScheduleSize& size, co
   const std::uint64_t per_message = sim::kOnWireCost + (options.protocol.reliable ? sim::kKeptCost : 0) +
                                     (on_demand ? sim::kWaitingCost : 0) + (options.numeric ? 2 * sim::kPayloadCost : 0);
   const std::uint64_t per_step = on_demand ? 0 : sizeof(int);
-  const std::uint64_t per_participant = 2 * sizeof(sim::Event) + sizeof(sim::Stream) + sizeof(std::uint32_t) +
-                                        sizeof(sim::Event) + 2 * sim::kArmedPerStream * sizeof(sim::ArmedTimer) +
-                                        sizeof(std::size_t) + kQueueBytes + (on_demand ? kSequenceBytes : 0);
+  const std::uint64_t per_participant = sim::kParticipantBytes + 2 * sizeof(sim::Event) + sizeof(sim::Stream) +
+                                        sizeof(std::uint32_t) + sizeof(sim::Event) +
+                                        2 * sim::kArmedPerStream * sizeof(sim::ArmedTimer) + sizeof(std::size_t) +
+                                        kQueueBytes + (on_demand ? kSequenceBytes : 0);
   estimate.add(
       "events",
       saturating_sum(saturating_product(size.steps, per_step), saturating_product(size.participants, per_participant)),

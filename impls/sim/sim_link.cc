@@ -241,11 +241,10 @@ void Simulation::detect(const StreamKey& key, std::string what) {
   result_.error = std::move(what) + "; every participant stopped by " + seconds(told) + " s";
 }
 
-void Simulation::send(int p, Stream& stream) {
+void Simulation::send(int p, const Stream& stream) {
   const Step& step = stream.steps.step();
   const std::uint32_t link = stream.link;
   StreamLink& record = links_[link];
-  stream.send_hop = record.hop_count > 0 ? record.hops().front() : -1;
   Outbox& outbox = record.outbox;
   const std::uint64_t sequence = outbox.sent++;
   std::vector<std::byte> payload;

@@ -209,6 +209,13 @@ bool Simulation::set_up_streams(int p) {
     }
     tally.count(batch, find_link);
   }
+  // A peer link keeps its direction in the link number's top bit (PeerLink): link numbers stay
+  // below 2^31 (the memory estimate refuses runs far smaller; this holds if it ever does not).
+  if (links_.size() > PeerLink::kSends) {
+    result_.error = "the schedule has " + std::to_string(links_.size()) +
+                    " stream links; the simulator numbers at most 2^31 (" + std::to_string(PeerLink::kSends) + ")";
+    return false;
+  }
   for (const StepTally::Messages& messages : tally.messages()) {
     StreamLink& link = links_[messages.link];
     (messages.sends ? link.outbox.per_call : link.inbox.per_call) += messages.count;

@@ -68,9 +68,10 @@ static constexpr double kNoTimer = -1;  // (virtual times are never negative)
 // receives have all started before their timers' turn comes.
 static constexpr std::size_t kArmedPerStream = 4;
 
-// Aligned to a cache line, here and in the records below: a record asked for whole (prefetch_ahead)
-// takes its whole lines and no piece of a neighbour's (this one three lines, not four).
-struct alignas(64) Stream {
+// Not aligned to cache lines, nor the transmission's and the participant's records below: aligned,
+// each record asked for whole takes fewer lines, but the full run with faults was 2-3 % slower
+// side by side (docs/performance.md, 2026-12-07, a fourth session).
+struct Stream {
   explicit Stream(StepCursor cursor) : steps(std::move(cursor)) {}
   StepCursor steps;
   bool busy = false;
@@ -80,10 +81,6 @@ struct alignas(64) Stream {
   // stream (two cache lines less a message at thousands of ranks).
   double timer_armed = kNoTimer;
   TimerSlot timer;
-  // The first fabric link of the route its last send took (-1: none yet, or no route): the link its
-  // next send most likely books, asked for with its steps (prefetch_ahead) instead of only once the
-  // stream link's record, which names the route, has come.
-  int send_hop = -1;
 };
 
 // A wait timer as arm_timers arms it, before it joins the timer heap: its event's number and its
@@ -137,8 +134,8 @@ struct StreamKeyHash {
 };
 
 // One transmission of a message on the wire; its record is reused once it has arrived.
-struct alignas(64) InFlight {  // one line, not two (see Stream)
-  std::uint32_t link = 0;      // into links_
+struct InFlight {
+  std::uint32_t link = 0;  // into links_
   int attempt = 0;
   std::uint64_t sequence = 0;
   std::uint64_t sum = 0;           // the checksum of what the sender meant to send
@@ -216,6 +213,8 @@ constexpr std::uint64_t kWaitingCost = 2 * sizeof(std::size_t);
 constexpr std::uint64_t kPayloadCost = sizeof(std::vector<std::byte>);
 // A message taken holds less than it did on the wire: only sending and keeping can reach a new peak.
 static_assert(kOnWireCost > kWaitingCost + kPayloadCost);
+// A participant's own record (Simulation::ParticipantState), in bytes.
+constexpr std::uint64_t kParticipantBytes = 64;
 
 // The bytes the run's messages hold now, where they are.
 struct HeldMessages {
@@ -263,7 +262,7 @@ class Simulation {
   void advance(int p);
   bool ready(int p, const Stream& stream);
   bool waits_done(int p, const Stream& stream) const;
-  double start(int p, Stream& stream);
+  double start(int p, const Stream& stream);
   void fail(int p, int k, const std::string& what);
   void finish(double deadline);
   void begin_events();
@@ -307,7 +306,7 @@ class Simulation {
   void heap_armed_timers(const Event* first);
   void join_oldest();
   void detect(const StreamKey& key, std::string what);
-  void send(int p, Stream& stream);
+  void send(int p, const Stream& stream);
   void transmit_message(std::uint32_t link, std::uint64_t sequence, int attempt, std::size_t bytes, std::uint64_t sum,
                         std::vector<std::byte> payload);
   void release(const GoBack& held);
@@ -360,8 +359,8 @@ class Simulation {
   // array was a cache miss of its own): where its streams and its peer links lie in the flat lists
   // below, its steps in one call and those done in this one, the call it is running (0-based), and
   // whether any of its steps waits for others (done_).
-  struct alignas(64) ParticipantState {  // one line, not two (see Stream)
-    std::uint32_t first_slot = 0;        // its streams: streams_[first_slot, end_slot), their timer slots too
+  struct ParticipantState {
+    std::uint32_t first_slot = 0;  // its streams: streams_[first_slot, end_slot), their timer slots too
     std::uint32_t end_slot = 0;
     std::uint32_t first_peer_link = 0;  // its peer links: peer_links_[first_peer_link, end_peer_link) or near_peers
     std::uint32_t end_peer_link = 0;
@@ -374,7 +373,7 @@ class Simulation {
     std::uint8_t near_peer_count = 0;
     PeerLink near_peers[2];
   };
-  static_assert(sizeof(ParticipantState) == 64);
+  static_assert(sizeof(ParticipantState) == kParticipantBytes);
   std::vector<ParticipantState> participants_;
   std::span<Stream> streams_of(std::size_t q) {
     return {streams_.data() + participants_[q].first_slot, streams_.data() + participants_[q].end_slot};

@@ -135,7 +135,6 @@ void Simulation::prefetch_ahead(std::size_t handled) {
     for (const Stream& stream : streams_of(q)) {
       if (stream.steps.finished()) continue;
       prefetch_whole(&stream.steps.step(), 3 * sizeof(Step));
-      if (stream.send_hop >= 0) ask_for(&link_state_[static_cast<std::size_t>(stream.send_hop)]);
       const std::span<const Step> batch = stream.steps.batch_to_come();
       if (!batch.empty()) {
         prefetch_whole(batch.data(), batch.size_bytes());
@@ -327,7 +326,7 @@ bool Simulation::waits_done(int p, const Stream& stream) const {
 }
 
 // Starts the stream's current step now; returns how long it takes.
-double Simulation::start(int p, Stream& stream) {
+double Simulation::start(int p, const Stream& stream) {
   const Step& step = stream.steps.step();
   switch (step.kind) {
     case StepKind::Send: send(p, stream); return 0;  // buffered: the fabric carries it on

@@ -3,7 +3,7 @@
 // was sorted; the events a queue says are ahead are the ones popped next; a cancelled timer never
 // fires, a re-armed one fires at its last time, and the timer heap never outgrows its slots; a
 // NearFifo keeps first-in first-out order across its ring and its spilled items, and lets go of
-// what spilled once it is taken, but for a small spill's storage, which the next spill uses.
+// what spilled once it is taken.
 #include "impls/sim/event_queue.h"
 #include "impls/sim/timer_queue.h"
 
@@ -220,22 +220,6 @@ TEST(NearFifo, LetsGoOfTheStorageOfASpillOnceItIsTaken) {
   queue.drop(500);
   EXPECT_TRUE(queue.empty());
   EXPECT_EQ(queue.far.items.capacity(), 0u);
-}
-
-// A small spill's storage stays (a ring's links spill a few items for one message in five; each
-// spill allocated and freed its storage), and is used again by the next spill.
-TEST(NearFifo, KeepsTheStorageOfASmallSpillForTheNext) {
-  using Queue = NearFifo<std::uint64_t, 2>;
-  Queue queue;
-  for (std::uint64_t item = 0; item < 2 + Queue::kFarKept; ++item) queue.push(item);
-  const std::uint64_t* storage = queue.far.items.data();
-  const std::size_t capacity = queue.far.items.capacity();
-  ASSERT_LE(capacity, Queue::kFarKept);
-  for (std::uint64_t item = 0; item < 2 + Queue::kFarKept; ++item) EXPECT_EQ(queue.pop(), item);
-  EXPECT_TRUE(queue.empty());
-  EXPECT_EQ(queue.far.items.capacity(), capacity);
-  for (std::uint64_t item = 0; item < 5; ++item) queue.push(item);
-  EXPECT_EQ(queue.far.items.data(), storage);
 }
 
 }  // namespace
