@@ -52,7 +52,8 @@ constexpr Command kCommands[] = {
 #if COLLCHECK_HAVE_RAPIDCHECK
     {&check_help, nullptr, &run_check},       {&replay_help, nullptr, &run_replay},
 #endif
-    {&bench_help, nullptr, &run_bench},       {&worker_help, nullptr, &run_worker}, {&help_help, nullptr, &run_help},
+    {&bench_help, nullptr, &run_bench},       {&worker_help, nullptr, &run_worker}, {&guard_help, nullptr, &run_guard},
+    {&help_help, nullptr, &run_help},
 };
 
 std::string command_names() {

@@ -1,6 +1,7 @@
 // `collcheck worker`: one rank of a launched world. The serving is the worker's core
 // (impls/worlds/worker.h); this command gives it the backend named on its command line and
 // applies each run's fault plan: planned stops and kills, the fault injector, socket faults.
+// `collcheck guard`: the world's guard (impls/worlds/leftovers.h) with the pids it watches.
 #include "harness/cli_worker.h"
 
 #include <algorithm>
@@ -8,9 +9,12 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <thread>
+
+#include <sys/types.h>
 
 #include "faults/injector.h"
 #include "faults/plan.h"
@@ -19,6 +23,7 @@
 #include "impls/backend/rank_backend.h"
 #include "impls/registry.h"
 #include "impls/worlds/launched_backend.h"
+#include "impls/worlds/leftovers.h"
 #include "impls/worlds/mpi_world.h"
 #include "impls/worlds/worker.h"
 #include "reference/numbers.h"
@@ -152,6 +157,14 @@ constexpr Option kOptions[] = {
     {"threads", "N", "", "serve as every rank of a world of N ranks, each a thread of this process", Use::Once},
 };
 
+constexpr Option kGuardOptions[] = {
+    {"launcher", "PID", "", "the check or bench that launched the world", Use::Required},
+    {"launcher-pidfd", "FD", "", "a pidfd of the launcher (without one the guard asks kill() every 0.1 s)"},
+    {"world", "PID", "", "the world's mpirun, which leads the world's session", Use::Required},
+    {"directory", "DIR", "", "the world's directory, whose job the world's processes carry", Use::Required},
+    {"grace", "S", "3", "seconds mpirun has to stop its ranks once the launcher is gone"},
+};
+
 }  // namespace
 
 const CommandHelp& worker_help() {
@@ -201,6 +214,48 @@ int run_worker(std::span<const std::string_view> args, std::ostream&, std::ostre
     return 2;
   }
   return serve_launcher(*control, **world, make, faults_where(false));
+}
+
+const CommandHelp& guard_help() {
+  static constexpr CommandHelp help{
+      "guard",
+      "takes a launched world down once the check or bench that launched it is gone (not run by hand)",
+      kGuardOptions,
+      "",
+      "Every launched world starts one as mpirun's child; it dies with mpirun while the launcher lives "
+      "(docs/processes.md).",
+      "collcheck guard --launcher 4242 --world 4250 --directory /dev/shm/collcheck-world-4242-1"};
+  return help;
+}
+
+int run_guard(std::span<const std::string_view> args, std::ostream&, std::ostream& err) {
+  Result<Arguments> arguments = Arguments::parse(args, kGuardOptions);
+  if (!arguments) {
+    err << "collcheck guard: " << arguments.error().text() << '\n';
+    return 2;
+  }
+  if (arguments->get("directory").empty()) {
+    err << "collcheck guard: --directory DIR is required (guards are started by launched worlds)\n";
+    return 2;
+  }
+  const auto pid = [&](std::string_view name) {
+    return parse_count("--" + std::string(name), arguments->get(name), 1, std::numeric_limits<pid_t>::max());
+  };
+  const Result<std::uint64_t> launcher = pid("launcher");
+  const Result<std::uint64_t> world = pid("world");
+  const Result<std::uint64_t> grace = parse_count("--grace", arguments->get("grace"), 0, 3600);
+  const bool has_pidfd = arguments->has("launcher-pidfd");
+  const Result<std::uint64_t> pidfd =
+      has_pidfd ? parse_count("--launcher-pidfd", arguments->get("launcher-pidfd"), 0, 1 << 20) : std::uint64_t{0};
+  for (const Result<std::uint64_t>* parsed : {&launcher, &world, &grace, &pidfd}) {
+    if (!*parsed) {
+      err << "collcheck guard: " << parsed->error().text() << '\n';
+      return 2;
+    }
+  }
+  guard_world(static_cast<long>(*launcher), has_pidfd ? static_cast<int>(*pidfd) : -1, static_cast<long>(*world),
+              arguments->get("directory"), static_cast<long>(*grace));
+  return 0;
 }
 
 }  // namespace collcheck::cli

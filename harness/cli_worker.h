@@ -1,5 +1,7 @@
-// `collcheck worker`: one rank of a world that `collcheck check` or `bench` launched through
-// mpirun; it takes cases from the launching process and sends back its rank's results.
+// The processes a launched world is made of besides mpirun: `collcheck worker`, one rank of a
+// world that `collcheck check` or `bench` launched through mpirun, which takes cases from the
+// launching process and sends back its rank's results; and `collcheck guard`, which takes the
+// world down once the launching process is gone (impls/worlds/leftovers.h).
 #pragma once
 
 #include <ostream>
@@ -14,5 +16,10 @@ namespace collcheck::cli {
 const CommandHelp& worker_help();
 
 int run_worker(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
+
+// The options, defaults and example `collcheck guard --help` prints.
+const CommandHelp& guard_help();
+
+int run_guard(std::span<const std::string_view> args, std::ostream& out, std::ostream& err);
 
 }  // namespace collcheck::cli

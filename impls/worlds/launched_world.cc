@@ -38,6 +38,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr double kLaunchSeconds = 60;
+// How long mpirun has to stop its ranks after its launcher's death before the guard kills them.
+constexpr long kGuardGraceSeconds = 3;
 
 std::string self_executable() {
   char path[4096];
@@ -215,6 +217,7 @@ Status LaunchedWorld::start(const std::vector<std::string>& argv, const Teardown
 #if defined(__SANITIZE_ADDRESS__)
     ::setenv("ASAN_OPTIONS", asan_options.c_str(), 1);
 #endif
+    start_world_guard(self_executable(), launcher, directory_, kGuardGraceSeconds);
     if (::geteuid() == 0) {
       ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
       ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);

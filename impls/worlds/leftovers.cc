@@ -1,5 +1,6 @@
 // Leftovers of worlds: the names of world directories and segments and the owner pid each one
-// carries, the sweep of those whose owner is dead, and the killing of a world's processes.
+// carries, the sweep of those whose owner is dead, the killing of a world's processes, and the
+// guard that kills them once their launcher is gone.
 #include "impls/worlds/leftovers.h"
 
 #include <algorithm>
@@ -13,6 +14,10 @@
 #include <thread>
 #include <utility>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -228,6 +233,99 @@ std::vector<long> end_world_session(long mpirun, const std::string& directory, d
     killed.insert(killed.end(), left.begin(), left.end());
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+namespace {
+
+// The guard's file descriptors before its exec: /dev/null for 0-2 (the launcher's terminal or
+// ctest's pipes must see their end when the launcher's do) and `keep`, moved to 3 and open across
+// the exec; every other one closed. Returns the descriptor `keep` now has, or -1.
+int keep_only(int keep) {
+  const int null = ::open("/dev/null", O_RDWR);
+  for (int standard = 0; standard < 3 && null >= 0; ++standard) ::dup2(null, standard);
+  if (keep >= 0) {
+    if (keep != 3) ::dup2(keep, 3);  // the copy is not closed on exec
+    keep = 3;
+    ::fcntl(keep, F_SETFD, 0);
+  }
+  const unsigned first_closed = keep >= 0 ? 4 : 3;
+  if (::close_range(first_closed, ~0U, 0) != 0) {
+    std::vector<int> open;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", error)) {
+      const std::string name = entry.path().filename().string();
+      if (all_digits(name) && number(name) >= first_closed) open.push_back(static_cast<int>(number(name)));
+    }
+    for (int descriptor : open) ::close(descriptor);
+  }
+  return keep;
+}
+
+// Waits until `launcher` is gone (true), or the guard's parent is no longer `world` (false).
+bool wait_for_death(long launcher, int launcher_pidfd, long world) {
+  for (;;) {
+    if (::getppid() != static_cast<pid_t>(world)) return false;
+    if (launcher_pidfd >= 0) {
+      pollfd watched{launcher_pidfd, POLLIN, 0};
+      const int ready = ::poll(&watched, 1, 1000);
+      if (ready > 0) return true;
+      if (ready < 0 && errno != EINTR) launcher_pidfd = -1;  // polling fails: ask kill() instead
+      continue;
+    }
+    if (dead(launcher)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace
+
+void start_world_guard(const std::string& executable, long launcher, const std::string& directory, long grace_seconds) {
+  const long world = ::getpid();
+  const int launcher_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(launcher), 0));
+  std::vector<std::string> arguments = {
+      executable,    "guard",   "--launcher", std::to_string(launcher),     "--world", std::to_string(world),
+      "--directory", directory, "--grace",    std::to_string(grace_seconds)};
+  if (launcher_pidfd >= 0) arguments.insert(arguments.end(), {"--launcher-pidfd", "3"});
+  std::vector<char*> argv;
+  argv.reserve(arguments.size() + 1);
+  for (std::string& argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  const pid_t guard = ::fork();
+  if (guard != 0) {
+    if (launcher_pidfd >= 0) ::close(launcher_pidfd);
+    return;
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // kept across the exec
+  if (::getppid() != static_cast<pid_t>(world)) ::_exit(0);
+  // Ignored signals stay ignored across the exec (and collcheck keeps them so): mpirun's process
+  // group, the guard's too, may get SIGTERM from mpirun itself as it stops.
+  for (int deaf : {SIGINT, SIGTERM, SIGHUP}) std::signal(deaf, SIG_IGN);
+  keep_only(launcher_pidfd);
+  ::execv(argv[0], argv.data());
+  ::_exit(127);
+}
+
+void guard_world(long launcher, int launcher_pidfd, long world, const std::string& directory, long grace_seconds) {
+  if (!wait_for_death(launcher, launcher_pidfd, world)) return;
+  // From here the guard outlives mpirun if it must: mpirun's end shows as a new parent.
+  ::prctl(PR_SET_PDEATHSIG, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_seconds);
+  while (::getppid() == static_cast<pid_t>(world) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // What is left: below mpirun, in its session, or carrying the world's job; the guard and mpirun
+  // aside (mpirun's process group holds the guard), then mpirun.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    std::vector<long> left = world_processes_of(world);
+    for (long pid : processes_of_job(directory)) {
+      if (std::find(left.begin(), left.end(), pid) == left.end()) left.push_back(pid);
+    }
+    std::erase_if(left, [world](long pid) { return pid == world || pid == ::getpid(); });
+    if (left.empty() || std::chrono::steady_clock::now() >= end) break;
+    kill_with_groups(left);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (::getppid() == static_cast<pid_t>(world)) ::kill(static_cast<pid_t>(world), SIGKILL);
 }
 
 }  // namespace collcheck

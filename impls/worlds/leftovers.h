@@ -48,4 +48,24 @@ bool finish_off_launcher(long mpirun, double seconds);
 // does: COLLCHECK_JOB, from `directory`'s name) go the same way.
 std::vector<long> end_world_session(long mpirun, const std::string& directory, double seconds);
 
+// A world's guard makes sure that the world does not outlive its launcher by long, whatever
+// killed the launcher (SIGKILL included, which leaves it no chance to clean up): mpirun has the
+// SIGTERM of its parent's death (PR_SET_PDEATHSIG), and a loaded mpirun has been seen to take more
+// than 10 s over it. The guard is `executable guard ...` (the launcher's own program; its `guard`
+// command calls guard_world()), a fresh process that holds nothing of the launcher's: no file
+// descriptor (a rank's control connection reads the launcher's death from its closing) and no
+// copy of its memory.
+//
+// start_world_guard() is called in the child that is about to become mpirun, once it leads a
+// session of its own; it starts the guard as that child's child, deaf to SIGINT, SIGTERM and
+// SIGHUP, and killed with mpirun while the launcher lives.
+void start_world_guard(const std::string& executable, long launcher, const std::string& directory, long grace_seconds);
+
+// The guard's work: waits until `launcher` is gone (its pidfd readable, `launcher_pidfd`, or
+// without one kill() saying so), then gives mpirun (`world`, the session leader)
+// `grace_seconds` to stop its ranks, then kills what is left of the world as end_world_session()
+// does, mpirun last. Returns when mpirun ended first while the launcher lived: the guard is then
+// no longer needed (it is normally killed with mpirun before that).
+void guard_world(long launcher, int launcher_pidfd, long world, const std::string& directory, long grace_seconds);
+
 }  // namespace collcheck

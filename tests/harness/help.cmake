@@ -18,6 +18,7 @@ set(help_bench_options "-b, --minbytes" "-e, --maxbytes" "-f, --stepfactor" "-i,
   "-w, --warmup_iters, --warmup-iters, --warmup" "-c, --check" "-d, --datatype, --dtype" "-o, --op" "-r, --root"
   --backend --vs --collective --ranks --csv --svg --html --deadline --memory-limit)
 set(help_worker_options --backend --connect)
+set(help_guard_options --launcher --launcher-pidfd --world --directory --grace)
 # A default each help must show, where the command has defaults.
 set(help_prove_default "--ranks LIST +rank counts, up to 16384 \\(default 1\\.\\.64\\)")
 set(help_simulate_default "--counts LIST +element counts, one table row each \\(default 1K,64K,1M\\)")
@@ -25,7 +26,7 @@ set(help_check_default "--time-budget T +[^\n]* \\(default 60s\\)")
 set(help_replay_default "--backend B +[^\n]* \\(default ring@sim\\)")
 set(help_bench_default "-b, --minbytes BYTES +smallest message size \\(default 8\\)")
 
-set(help_commands version list prove simulate bench worker help)
+set(help_commands version list prove simulate bench worker guard help)
 if(COLLCHECK_HAVE_RAPIDCHECK)
   list(APPEND help_commands check replay)
 endif()
@@ -54,7 +55,7 @@ collcheck_add_cli_test(help_overview help STATUS 0
   STDOUT "^usage: collcheck <command>" "\n  collcheck prove \\[--algorithm A\\|all\\] \\[--schedule FILE\\] " "\n  collcheck bench \\[-b BYTES\\] "
   "collcheck help COMMAND \\(or collcheck COMMAND --help\\)" EMPTY stderr)
 collcheck_add_cli_test(help_unknown_command help nosuchcommand STATUS 2
-  STDERR "^collcheck help: unknown command 'nosuchcommand': allowed: version, list, prove, simulate, export, (check, replay, )?bench, worker, help\n$"
+  STDERR "^collcheck help: unknown command 'nosuchcommand': allowed: version, list, prove, simulate, export, (check, replay, )?bench, worker, guard, help\n$"
   EMPTY stdout)
 collcheck_add_cli_test(help_two_commands help prove bench STATUS 2
   STDERR "^collcheck help: unexpected argument 'bench': help takes one command\n$" EMPTY stdout)

@@ -1,9 +1,10 @@
 # Nothing left behind (labels cli, proc, and mpi or gloo): collcheck interrupted by SIGINT or
 # SIGTERM while a world starts, while cases run and while hung worlds are torn down and
 # relaunched leaves no process and no file within 2 s and exits 130 or 143; after a SIGKILL the
-# processes go by themselves and the next run sweeps the files, sparing live owners' files; a
-# rank killed while its world connects leaves no segment; runs that sweep do not disturb a run
-# going on; when mpirun fails every launch, collcheck ends and leaves nothing. Included by
+# processes go by themselves (an mpirun deaf to its SIGTERM too: the world's guard ends it) and
+# the next run sweeps the files, sparing live owners' files; a rank killed while its world
+# connects leaves no segment; runs that sweep do not disturb a run going on; when mpirun fails
+# every launch, collcheck ends and leaves nothing. Included by
 # tests/harness/CMakeLists.txt when MPI and RapidCheck are there; each test runs
 # leftovers_run.cmake, which says how it counts.
 
@@ -23,6 +24,7 @@ collcheck_add_leftovers_test(proc_sigint_hangs signal INT running 2 check --back
   --count 0..64 --seed 3 --deadline 1s --time-budget 40s)
 collcheck_add_leftovers_test(proc_sigkill_start kill KILL start 3 ${proc_run})
 collcheck_add_leftovers_test(proc_sigkill_running kill KILL running 3 ${proc_run})
+collcheck_add_leftovers_test(proc_sigkill_deaf_mpirun kill-deaf-mpirun KILL running 3 ${proc_run})
 collcheck_add_leftovers_test(proc_dead_rank dead-rank - - 3)
 collcheck_add_leftovers_test(proc_concurrent concurrent - - 2)
 collcheck_add_leftovers_test(proc_launch_fails launch-fails - - 3 check --backend ring@proc --ranks 3..3

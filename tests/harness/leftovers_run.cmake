@@ -7,6 +7,9 @@
 #         -DARGS=<a+b+...> -P leftovers_run.cmake     within 2 s: nothing; exit 128 + signal
 #   ... -DMODE=kill -DPHASE=... -DARGS=...             SIGKILL: processes gone, then the next run
 #                                                      sweeps the files (and spares live owners')
+#   ... -DMODE=kill-deaf-mpirun -DPHASE=running ...    the same with an mpirun deaf to the SIGTERM
+#                                                      of its parent's death, which lingers after
+#                                                      its ranks: the world's guard must end it
 #   ... -DMODE=dead-rank                               a rank killed while connecting: no segment
 #   ... -DMODE=concurrent                              runs that sweep spare a run going on
 #   ... -DMODE=launch-fails -DARGS=...                 mpirun fails every launch: collcheck ends,
@@ -200,7 +203,17 @@ if(MODE STREQUAL "signal")
   endif()
   message(STATUS "SIG${SIGNAL} at ${PHASE}: nothing left after ${elapsed_ms} ms, exit status ${status}")
 
-elseif(MODE STREQUAL "kill")
+elseif(MODE STREQUAL "kill" OR MODE STREQUAL "kill-deaf-mpirun")
+  set(path "$ENV{PATH}")
+  if(MODE STREQUAL "kill-deaf-mpirun")
+    # First on PATH: an mpirun that ignores SIGTERM, runs the real one and then sleeps a minute,
+    # as a loaded mpirun slow to act on its SIGTERM would stay (it is the session leader that the
+    # launcher's death signals). Only the world's guard ends it within the 10 s below.
+    find_program(real_mpirun mpirun REQUIRED)
+    file(WRITE "${WORK}/bin/mpirun" "#!/bin/sh\ntrap '' TERM\n'${real_mpirun}' \"$@\"\nsleep 60\n")
+    file(CHMOD "${WORK}/bin/mpirun" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+    set(ENV{PATH} "${WORK}/bin:${path}")
+  endif()
   start_collcheck("${COLLCHECK}" ${args})
   collcheck_pid(pid)
   wait_for_phase(${PHASE} ${RANKS})
@@ -216,6 +229,7 @@ elseif(MODE STREQUAL "kill")
   if(processes)
     fail("SIGKILL at ${PHASE}: processes still alive after 10 s: ${processes}")
   endif()
+  set(ENV{PATH} "${path}")
   # (Its world directory is left for a sweep: this one's, or that of any run meanwhile.)
   # The next run sweeps what the dead owner left, and only that: a directory and a segment of a
   # live owner (a process of ours that sleeps) stay; a dead owner's fake ones go.
@@ -299,5 +313,5 @@ elseif(MODE STREQUAL "launch-fails")
   endif()
   message(STATUS "failed launches: nothing left ${elapsed_ms} ms after the exit (status ${status})")
 else()
-  message(FATAL_ERROR "leftovers_run.cmake: MODE must be signal, kill, dead-rank, concurrent or launch-fails")
+  message(FATAL_ERROR "leftovers_run.cmake: MODE must be signal, kill, kill-deaf-mpirun, dead-rank, concurrent or launch-fails")
 endif()
