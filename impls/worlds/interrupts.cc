@@ -39,10 +39,20 @@ TeardownList& teardown_list() {
   return *list;
 }
 
+// SIGINT, SIGTERM and SIGHUP, less those this process started with ignored (nohup's SIGHUP, a
+// shell's background job's SIGINT, a world's guard's three): those stay ignored. A blocked signal
+// is queued even when ignored, and sigwait would take it, so they are left out of both.
 sigset_t stopping_signals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, s);
+  static const sigset_t signals = [] {
+    sigset_t taken;
+    sigemptyset(&taken);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction current {};
+      if (::sigaction(s, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+      sigaddset(&taken, s);
+    }
+    return taken;
+  }();
   return signals;
 }
 

@@ -163,9 +163,10 @@ function(wait_until_clean pid before seconds left)
 endfunction()
 
 # A running world's guard (`collcheck guard`) holds no descriptor of the launcher's: its 0-2 are
-# /dev/null and its only other one, 3, the launcher's pidfd; a control connection it held open
-# would keep a worker from seeing the launcher's death.
-function(guard_holds_nothing_of_the_launcher)
+# /dev/null and its only other one, 3, the launcher's pidfd (a control connection it held open
+# would keep a worker from seeing the launcher's death); and SIGINT, SIGTERM and SIGHUP, which
+# its world's process group may get, do not end it.
+function(guard_is_deaf_and_holds_nothing_of_the_launcher)
   marked_processes(processes)
   set(guards 0)
   foreach(line IN LISTS processes)
@@ -178,6 +179,14 @@ function(guard_holds_nothing_of_the_launcher)
       OUTPUT_VARIABLE held OUTPUT_STRIP_TRAILING_WHITESPACE)
     if(NOT held MATCHES "^0 /dev/null\n1 /dev/null\n2 /dev/null(\n3 anon_inode:\\[pidfd\\])?$")
       fail("the guard ${guard} holds more than /dev/null and the launcher's pidfd:\n${held}")
+    endif()
+    execute_process(COMMAND kill -s TERM ${guard})
+    execute_process(COMMAND kill -s INT ${guard})
+    execute_process(COMMAND kill -s HUP ${guard})
+    pause(0.3)
+    execute_process(COMMAND cat /proc/${guard}/stat OUTPUT_VARIABLE stat ERROR_QUIET)
+    if(NOT stat MATCHES "^[0-9]+ \\([^)]*\\) [RSD] ")
+      fail("the guard ${guard} did not outlive SIGTERM, SIGINT and SIGHUP: ${stat}")
     endif()
   endforeach()
   if(NOT guards EQUAL 1)
@@ -241,7 +250,7 @@ elseif(MODE STREQUAL "kill" OR MODE STREQUAL "kill-deaf-mpirun")
   collcheck_pid(pid)
   wait_for_phase(${PHASE} ${RANKS})
   if(PHASE STREQUAL "running")
-    guard_holds_nothing_of_the_launcher()
+    guard_is_deaf_and_holds_nothing_of_the_launcher()
   endif()
   execute_process(COMMAND kill -s KILL ${pid})
   # Nothing can clean up after SIGKILL at once; the ranks, and then mpirun, see the launcher gone.
