@@ -241,12 +241,17 @@ namespace {
 // ctest's pipes must see their end when the launcher's do) and `keep`, moved to 3 and open across
 // the exec; every other one closed. Returns the descriptor `keep` now has, or -1.
 int keep_only(int keep) {
+  // Out of the way first: with the launcher's stdin closed, `keep` may be 0, which /dev/null takes.
+  if (keep >= 0 && keep < 10) {
+    const int moved = ::fcntl(keep, F_DUPFD, 10);
+    ::close(keep);
+    keep = moved;
+  }
   const int null = ::open("/dev/null", O_RDWR);
   for (int standard = 0; standard < 3 && null >= 0; ++standard) ::dup2(null, standard);
   if (keep >= 0) {
-    if (keep != 3) ::dup2(keep, 3);  // the copy is not closed on exec
+    ::dup2(keep, 3);  // the copy is not closed on exec
     keep = 3;
-    ::fcntl(keep, F_SETFD, 0);
   }
   const unsigned first_closed = keep >= 0 ? 4 : 3;
   if (::close_range(first_closed, ~0U, 0) != 0) {
@@ -268,8 +273,10 @@ bool wait_for_death(long launcher, int launcher_pidfd, long world) {
     if (launcher_pidfd >= 0) {
       pollfd watched{launcher_pidfd, POLLIN, 0};
       const int ready = ::poll(&watched, 1, 1000);
-      if (ready > 0) return true;
-      if (ready < 0 && errno != EINTR) launcher_pidfd = -1;  // polling fails: ask kill() instead
+      if (ready > 0 && (watched.revents & POLLIN) != 0) return true;
+      // Not a pidfd that polling can read (or polling fails): ask kill() instead.
+      if ((ready > 0 && (watched.revents & (POLLERR | POLLNVAL)) != 0) || (ready < 0 && errno != EINTR))
+        launcher_pidfd = -1;
       continue;
     }
     if (dead(launcher)) return true;
