@@ -11,7 +11,7 @@
 int main(int argc, char** argv) {
   std::vector<std::string_view> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-  collcheck::take_down_on_signals(/*quiet=*/!args.empty() && (args.front() == "worker" || args.front() == "guard"));
+  collcheck::take_down_on_signals(/*quiet=*/!args.empty() && args.front() == "worker");
   const int status = collcheck::cli::run(args, std::cout, std::cerr);
   std::cout.flush();
   if (!std::cout) {

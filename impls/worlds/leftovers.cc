@@ -218,7 +218,8 @@ bool finish_off_launcher(long mpirun, double seconds) {
   return wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(1));
 }
 
-std::vector<long> end_world_session(long mpirun, const std::string& directory, double seconds) {
+std::vector<long> end_world_session(long mpirun, const std::string& directory, double seconds,
+                                    const std::vector<long>& spared) {
   std::vector<long> killed;
   const auto deadline =
       std::chrono::steady_clock::now() +
@@ -228,6 +229,7 @@ std::vector<long> end_world_session(long mpirun, const std::string& directory, d
     for (long pid : processes_of_job(directory)) {
       if (std::find(left.begin(), left.end(), pid) == left.end()) left.push_back(pid);
     }
+    std::erase_if(left, [&spared](long pid) { return std::find(spared.begin(), spared.end(), pid) != spared.end(); });
     if (left.empty() || std::chrono::steady_clock::now() >= deadline) return killed;
     kill_with_groups(left);
     killed.insert(killed.end(), left.begin(), left.end());
@@ -320,18 +322,8 @@ void guard_world(long launcher, int launcher_pidfd, long world, const std::strin
   while (::getppid() == static_cast<pid_t>(world) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   // What is left: below mpirun, in its session, or carrying the world's job; the guard and mpirun
-  // aside (mpirun's process group holds the guard), then mpirun.
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  for (;;) {
-    std::vector<long> left = world_processes_of(world);
-    for (long pid : processes_of_job(directory)) {
-      if (std::find(left.begin(), left.end(), pid) == left.end()) left.push_back(pid);
-    }
-    std::erase_if(left, [world](long pid) { return pid == world || pid == ::getpid(); });
-    if (left.empty() || std::chrono::steady_clock::now() >= end) break;
-    kill_with_groups(left);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  // spared (mpirun's process group holds the guard), then mpirun.
+  end_world_session(world, directory, 2, {world, static_cast<long>(::getpid())});
   if (::getppid() == static_cast<pid_t>(world)) ::kill(static_cast<pid_t>(world), SIGKILL);
 }
 

@@ -45,8 +45,10 @@ bool finish_off_launcher(long mpirun, double seconds);
 // mpirun died, is one) until none is left or `seconds` have passed, so that nothing writes into
 // the world's directory once it is removed. Returns every process killed.
 // Processes that left the session but carry the world's job in their environment (every rank
-// does: COLLCHECK_JOB, from `directory`'s name) go the same way.
-std::vector<long> end_world_session(long mpirun, const std::string& directory, double seconds);
+// does: COLLCHECK_JOB, from `directory`'s name) go the same way. Processes in `spared` are left
+// alone (the world's guard spares itself and a mpirun it has not reaped).
+std::vector<long> end_world_session(long mpirun, const std::string& directory, double seconds,
+                                    const std::vector<long>& spared = {});
 
 // A world's guard makes sure that the world does not outlive its launcher by long, whatever
 // killed the launcher (SIGKILL included, which leaves it no chance to clean up): mpirun has the
