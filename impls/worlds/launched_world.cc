@@ -41,10 +41,33 @@ constexpr double kLaunchSeconds = 60;
 // How long mpirun has to stop its ranks after its launcher's death before the guard kills them.
 constexpr long kGuardGraceSeconds = 3;
 
+// This program's file, as a path: the link in /proc, less the " (deleted)" the kernel adds once
+// the file has been removed or replaced (a rebuild does both).
 std::string self_executable() {
   char path[4096];
   const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
-  return n > 0 ? std::string(path, static_cast<std::size_t>(n)) : "collcheck";
+  if (n <= 0) return "collcheck";
+  std::string found(path, static_cast<std::size_t>(n));
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (found.ends_with(kDeleted)) found.resize(found.size() - kDeleted.size());
+  return found;
+}
+
+// What a world's ranks run. On one host: a link in the world's directory, named as this program
+// is, to this process's own image (/proc/PID/exe, which the kernel keeps while the process lives),
+// so that a campaign whose binary is rebuilt or removed while it runs goes on launching the
+// program it started with (a new build may not speak its wire; a removed one cannot be run), and
+// `ps` still says `collcheck worker`. Across hosts, or where the link cannot be made: the
+// program's path, which every host must have.
+std::string worker_program(const std::string& directory, bool many_hosts) {
+  std::string path = self_executable();
+  if (many_hosts) return path;
+  const std::filesystem::path image = "/proc/" + std::to_string(::getpid()) + "/exe";
+  const std::filesystem::path link = std::filesystem::path(directory) / std::filesystem::path(path).filename();
+  std::error_code error;
+  if (!std::filesystem::exists(image, error)) return path;
+  std::filesystem::create_symlink(image, link, error);
+  return error ? path : link.string();
 }
 
 std::string interposer_path() {
@@ -143,7 +166,8 @@ Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const Back
                                       [](const std::string& a) { return a.starts_with("--host") || a == "-H"; });
   const std::string connect =
       (many_hosts ? this_host_name() : std::string("127.0.0.1")) + ":" + std::to_string(listener->port());
-  argv.insert(argv.end(), {self_executable(), "worker", "--backend", spec.name, "--connect", connect});
+  argv.insert(argv.end(),
+              {worker_program(directory_, many_hosts), "worker", "--backend", spec.name, "--connect", connect});
   if (spec.ranks_are_threads) argv.insert(argv.end(), {"--threads", std::to_string(nranks)});
   command_.clear();
   for (const std::string& a : argv) command_ += (command_.empty() ? "" : " ") + a;

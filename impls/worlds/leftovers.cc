@@ -310,6 +310,8 @@ void start_world_guard(const std::string& executable, long launcher, const std::
   // group, the guard's too, may get SIGTERM from mpirun itself as it stops.
   for (int deaf : {SIGINT, SIGTERM, SIGHUP}) std::signal(deaf, SIG_IGN);
   keep_only(launcher_pidfd);
+  // This process's own image, named as its file (which a rebuild may have replaced or removed).
+  ::execv("/proc/self/exe", argv.data());
   ::execv(argv[0], argv.data());
   ::_exit(127);
 }

@@ -53,8 +53,9 @@ std::vector<long> end_world_session(long mpirun, const std::string& directory, d
 // A world's guard makes sure that the world does not outlive its launcher by long, whatever
 // killed the launcher (SIGKILL included, which leaves it no chance to clean up): mpirun has the
 // SIGTERM of its parent's death (PR_SET_PDEATHSIG), and a loaded mpirun has been seen to take more
-// than 10 s over it. The guard is `executable guard ...` (the launcher's own program; its `guard`
-// command calls guard_world()), a fresh process that holds nothing of the launcher's: no file
+// than 10 s over it. The guard is `executable guard ...` (the launcher's own image, /proc/self/exe,
+// named `executable`: the file may have been rebuilt or removed since; its `guard` command calls
+// guard_world()), a fresh process that holds nothing of the launcher's: no file
 // descriptor (a rank's control connection reads the launcher's death from its closing) and no
 // copy of its memory.
 //

@@ -4,7 +4,8 @@
 # processes go by themselves (an mpirun deaf to its SIGTERM too: the world's guard ends it) and
 # the next run sweeps the files, sparing live owners' files; a rank killed while its world
 # connects leaves no segment; runs that sweep do not disturb a run going on; when mpirun fails
-# every launch, collcheck ends and leaves nothing. Included by
+# every launch, collcheck ends and leaves nothing; a program rebuilt while its campaign runs (removed,
+# something else in its place) does not change what the campaign's worlds run. Included by
 # tests/harness/CMakeLists.txt when MPI and RapidCheck are there; each test runs
 # leftovers_run.cmake, which says how it counts.
 
@@ -29,6 +30,8 @@ collcheck_add_leftovers_test(proc_dead_rank dead-rank - - 3)
 collcheck_add_leftovers_test(proc_concurrent concurrent - - 2)
 collcheck_add_leftovers_test(proc_launch_fails launch-fails - - 3 check --backend ring@proc --ranks 3..3
   --count 0..64 --seed 1 --cases 2 --mpirun-args --no-such-mpirun-option)
+collcheck_add_leftovers_test(proc_binary_replaced binary-replaced - - 5 check --backend ring@proc --ranks 2..3
+  --count 0..4K --seed 1 --time-budget 6s)
 
 set(mpi_run check --backend mpi --ranks 3..3 --count 0..4K --seed 1 --time-budget 40s)
 collcheck_add_leftovers_test(mpi_sigint_start signal INT start 3 ${mpi_run})

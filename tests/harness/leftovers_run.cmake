@@ -14,6 +14,9 @@
 #   ... -DMODE=concurrent                              runs that sweep spare a run going on
 #   ... -DMODE=launch-fails -DARGS=...                 mpirun fails every launch: collcheck ends,
 #                                                      and within 2 s nothing is left
+#   ... -DMODE=binary-replaced -DARGS=...              the program removed and something else put
+#                                                      in its place before its world starts: the
+#                                                      ranks and the guard run the launcher's image
 # ARGS separates arguments with `+` (a `;` cannot pass through add_test).
 cmake_minimum_required(VERSION 3.25)
 
@@ -167,6 +170,10 @@ endfunction()
 # would keep a worker from seeing the launcher's death); and SIGINT, SIGTERM and SIGHUP, which
 # its world's process group may get, do not end it.
 function(guard_is_deaf_and_holds_nothing_of_the_launcher)
+  set(expected 1)  # one guard a running world: one world unless said
+  if(ARGC GREATER 0)
+    set(expected ${ARGV0})
+  endif()
   marked_processes(processes)
   set(guards 0)
   foreach(line IN LISTS processes)
@@ -189,8 +196,8 @@ function(guard_is_deaf_and_holds_nothing_of_the_launcher)
       fail("the guard ${guard} did not outlive SIGTERM, SIGINT and SIGHUP: ${stat}")
     endif()
   endforeach()
-  if(NOT guards EQUAL 1)
-    fail("expected one world's guard among the running processes, found ${guards}: ${processes}")
+  if(NOT guards EQUAL expected)
+    fail("expected ${expected} world's guards among the running processes, found ${guards}: ${processes}")
   endif()
 endfunction()
 
@@ -347,6 +354,53 @@ elseif(MODE STREQUAL "launch-fails")
     fail("failed launches: left behind ${left}")
   endif()
   message(STATUS "failed launches: nothing left ${elapsed_ms} ms after the exit (status ${status})")
+elseif(MODE STREQUAL "binary-replaced")
+  # A campaign whose program is rebuilt while it runs: a copy of collcheck runs the cases, and the
+  # mpirun first on PATH removes that copy and writes a script that exits 42 in its place before
+  # it starts a world. The ranks must still run the program the campaign started with (the
+  # launcher's image), and so must the guard of the second world (RANKS: both worlds' ranks; the
+  # first world's guard starts before its mpirun does), and the run end clean with nothing left.
+  get_filename_component(build_bin "${COLLCHECK}" DIRECTORY)
+  file(GLOB libraries "${build_bin}/*.so")
+  file(COPY "${COLLCHECK}" ${libraries} DESTINATION "${WORK}/installed")
+  set(copy "${WORK}/installed/collcheck")
+  file(WRITE "${WORK}/not-collcheck" "#!/bin/sh\nexit 42\n")
+  file(CHMOD "${WORK}/not-collcheck" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+  find_program(real_mpirun mpirun REQUIRED)
+  file(WRITE "${WORK}/bin/mpirun"
+    "#!/bin/sh\nrm -f '${copy}'\ncp '${WORK}/not-collcheck' '${copy}'\nexec '${real_mpirun}' \"$@\"\n")
+  file(CHMOD "${WORK}/bin/mpirun" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+  set(path "$ENV{PATH}")
+  set(ENV{PATH} "${WORK}/bin:${path}")
+  start_collcheck("${copy}" ${args})
+  collcheck_pid(pid)
+  # Its world running (every rank connected), or the run over first (the ranks never came).
+  foreach(try RANGE 1500)
+    marked_processes(processes)
+    list(FILTER processes INCLUDE REGEX "^[0-9]+ [^ ]*collcheck worker ")
+    list(LENGTH processes workers)
+    if(workers GREATER_EQUAL RANKS OR EXISTS "${WORK}/status")
+      break()
+    endif()
+    pause(0.02)
+  endforeach()
+  if(NOT workers GREATER_EQUAL RANKS)
+    fail("program replaced: the world's ranks never ran (found ${workers} of ${RANKS})")
+  endif()
+  pause(0.5)
+  guard_is_deaf_and_holds_nothing_of_the_launcher(2)
+  set(ENV{PATH} "${path}")
+  wait_for_status(status)
+  file(READ "${WORK}/out" out)
+  if(NOT status EQUAL 0 OR NOT out MATCHES " [1-9][0-9]* passed, 0 failed, ")
+    fail("program replaced: exit status ${status}, expected 0 with cases passed and none failed")
+  endif()
+  wait_until_clean(${pid} "${before}" 2 left)
+  if(left)
+    fail("program replaced: left behind ${left}")
+  endif()
+  message(STATUS "program replaced before the world started: its ranks and guard ran the launcher's image")
 else()
-  message(FATAL_ERROR "leftovers_run.cmake: MODE must be signal, kill, kill-deaf-mpirun, dead-rank, concurrent or launch-fails")
+  message(FATAL_ERROR
+    "leftovers_run.cmake: MODE must be signal, kill, kill-deaf-mpirun, dead-rank, concurrent, launch-fails or binary-replaced")
 endif()
