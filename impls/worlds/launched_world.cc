@@ -131,6 +131,15 @@ std::string worker_asan_options() {
 
 }  // namespace
 
+bool spans_hosts(const std::vector<std::string>& launcher_arguments) {
+  static constexpr std::array<std::string_view, 8> kHostOptions = {
+      "--host", "-H", "-host", "--hostfile", "-hostfile", "--machinefile", "-machinefile", "--default-hostfile"};
+  return std::any_of(launcher_arguments.begin(), launcher_arguments.end(), [](const std::string& argument) {
+    const std::string_view name = std::string_view(argument).substr(0, argument.find('='));
+    return std::find(kHostOptions.begin(), kHostOptions.end(), name) != kHostOptions.end();
+  });
+}
+
 std::string nccl_net_plugin_path() {
   return (std::filesystem::path(self_executable()).parent_path() / kNcclNetPluginFile).string();
 }
@@ -162,8 +171,7 @@ Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const Back
   }
   if (faulty) fault_arguments(spec, argv);
   argv.insert(argv.end(), options.launcher_arguments.begin(), options.launcher_arguments.end());
-  const bool many_hosts = std::any_of(options.launcher_arguments.begin(), options.launcher_arguments.end(),
-                                      [](const std::string& a) { return a.starts_with("--host") || a == "-H"; });
+  const bool many_hosts = spans_hosts(options.launcher_arguments);
   const std::string connect =
       (many_hosts ? this_host_name() : std::string("127.0.0.1")) + ":" + std::to_string(listener->port());
   argv.insert(argv.end(),

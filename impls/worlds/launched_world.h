@@ -23,6 +23,12 @@ namespace collcheck {
 // the first `most` of them.
 std::string notable_log_lines(const std::string& log_text, std::size_t most = 6);
 
+// Whether mpirun's extra arguments (`--mpirun-args`) place ranks on other hosts: a host list or a
+// host file in any of Open MPI's spellings (`--host`, `-H`, `-host`, `--hostfile`, `-hostfile`,
+// `--machinefile`, `-machinefile`, `--default-hostfile`, each also as `NAME=VALUE`). Workers then
+// connect to this host's name and run the program's path, not this process's image.
+bool spans_hosts(const std::vector<std::string>& launcher_arguments);
+
 // Whether the socket interposer (kInterposerFile) lies next to this collcheck binary.
 bool interposer_built();
 // Where NCCL's network plugin with faults (kNcclNetPluginFile) lies: next to this binary.

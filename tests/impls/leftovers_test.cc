@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,6 +94,29 @@ TEST(Leftovers, WorldLogsKeepTheLinesThatSayHowAProcessEnded) {
   EXPECT_EQ(notable_log_lines(log, 1),
             "\n    /usr/include/c++/12/bits/stl_vector.h:1124:34: runtime error: reference binding to null pointer");
   EXPECT_EQ(notable_log_lines("all well\nstill well\n"), "");
+}
+
+// Workers of a world across hosts connect to this host's name and run the program's path (every
+// host has it, not this process's image): every spelling Open MPI takes for a host list or file
+// says so, and nothing else does. Catches a spelling missed (the ranks on other hosts would dial
+// 127.0.0.1) and an ordinary option read as one.
+TEST(Leftovers, HostListsAndHostFilesInEverySpellingSpanHosts) {
+  for (const std::vector<std::string>& arguments :
+       std::vector<std::vector<std::string>>{{"--host", "a,b"},
+                                             {"--host=a,b"},
+                                             {"-H", "a"},
+                                             {"-host", "a"},
+                                             {"--hostfile", "hosts"},
+                                             {"-hostfile", "hosts"},
+                                             {"--machinefile", "hosts"},
+                                             {"-machinefile=hosts"},
+                                             {"--mca", "btl", "tcp,self", "--default-hostfile", "hosts"}}) {
+    EXPECT_TRUE(spans_hosts(arguments)) << arguments.front();
+  }
+  for (const std::vector<std::string>& arguments : std::vector<std::vector<std::string>>{
+           {}, {"--mca", "btl", "tcp,self"}, {"--hosts", "a"}, {"--map-by", "ppr:1:node"}, {"-np", "4"}}) {
+    EXPECT_FALSE(spans_hosts(arguments)) << (arguments.empty() ? "(none)" : arguments.front());
+  }
 }
 
 }  // namespace
