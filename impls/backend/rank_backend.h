@@ -67,6 +67,9 @@ struct RankBackendSpec {
   // handed back (Backend::estimate_memory): a transport's shared memory, a schedule in every
   // process, a library's temporaries. Empty: nothing more.
   std::function<MemoryEstimate(const Case&)> world_memory;
+  // Set in the processes of a world on this host only, never across hosts: they name files this
+  // process holds open, as /proc/PID/fd/N (a plugin's file, pinned as loaded).
+  std::vector<std::pair<std::string, std::string>> same_host_environment;
   // Set in the processes of a world under a fault plan, in place of preloading the socket
   // interposer (nccl: its network plugin, which takes the faults message by message).
   std::vector<std::pair<std::string, std::string>> fault_environment;

@@ -157,6 +157,7 @@ Result<std::vector<RankBackendSpec>> plugin_backend_specs(std::string_view optio
   made.name = std::string(spec);
   made.capabilities = *capabilities;
   made.world_memory = library_temporaries;
+  made.same_host_environment = pinned_plugin_environment(*plugin, path);
 #if COLLCHECK_HAVE_CUDA
   // A plugin on device memory where there is no GPU: nothing is launched, and the reason said.
   if (capabilities->memory == "device") made.cannot_run_here = cuda::cuda_cannot_run_here();

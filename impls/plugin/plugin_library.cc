@@ -5,9 +5,14 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "collcheck/config.h"
 #include "reference/case.h"
@@ -34,7 +39,36 @@ std::string shown_path(const std::string& path) {
   return plain ? "'" + path + "'" : quoted_input(path);
 }
 
+// The variables that pin a plugin's file for a world's processes (pinned_plugin_environment): the
+// path as the spec gives it, and the file to load for it.
+constexpr const char* kPinnedPathVariable = "COLLCHECK_PLUGIN_PATH";
+constexpr const char* kPinnedImageVariable = "COLLCHECK_PLUGIN_IMAGE";
+
+// What dlopen is to open for `path`: the pinned file where this process's world was given one for
+// that very path, else the path.
+std::string file_to_load(const std::string& path) {
+  const char* pinned_path = std::getenv(kPinnedPathVariable);
+  const char* image = std::getenv(kPinnedImageVariable);
+  if (pinned_path == nullptr || image == nullptr || path != pinned_path || ::access(image, R_OK) != 0) return path;
+  return image;
+}
+
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> pinned_plugin_environment(const collcheck_backend_v1* plugin,
+                                                                           const std::string& path) {
+  Dl_info info{};
+  if (::dladdr(plugin, &info) == 0 || info.dli_fname == nullptr || *info.dli_fname == '\0') return {};
+  // One descriptor per file for the process's life, as the library itself stays loaded.
+  static std::mutex mutex;
+  static std::map<std::string, int> opened;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto [place, fresh] = opened.try_emplace(info.dli_fname, -1);
+  if (fresh) place->second = ::open(info.dli_fname, O_RDONLY | O_CLOEXEC);
+  if (place->second < 0) return {};
+  return {{kPinnedPathVariable, path},
+          {kPinnedImageVariable, "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(place->second)}};
+}
 
 Error plugin_error(const std::string& path, const std::string& cause) {
   return Error{"--backend", "plugin " + shown_path(path) + ": " + cause};
@@ -114,7 +148,7 @@ std::string plugin_message(const char* buffer, std::size_t size, std::string_vie
 
 Result<const collcheck_backend_v1*> load_plugin(const std::string& path) {
   if (path.empty()) return plugin_error(path, "no path: the spec is plugin:PATH[:key=value,...]");
-  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* library = dlopen(file_to_load(path).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
     const char* why = dlerror();
     return plugin_error(path, std::string("cannot be loaded: ") + (why != nullptr ? why : "dlopen failed"));

@@ -165,13 +165,13 @@ Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const Back
   std::vector<std::string> argv = {"mpirun", "-np",   std::to_string(processes),     "--oversubscribe", "--bind-to",
                                    "none",   "--mca", "btl_vader_backing_directory", directory_};
   argv.insert(argv.end(), {"-x", std::string(kJobVariable) + "=" + job});
-  for (const auto& [name, value] : spec.environment) {
-    argv.push_back("-x");
-    argv.push_back(name + "=" + value);
+  const bool many_hosts = spans_hosts(options.launcher_arguments);
+  for (const auto& [name, value] : spec.environment) argv.insert(argv.end(), {"-x", name + "=" + value});
+  if (!many_hosts) {
+    for (const auto& [name, value] : spec.same_host_environment) argv.insert(argv.end(), {"-x", name + "=" + value});
   }
   if (faulty) fault_arguments(spec, argv);
   argv.insert(argv.end(), options.launcher_arguments.begin(), options.launcher_arguments.end());
-  const bool many_hosts = spans_hosts(options.launcher_arguments);
   const std::string connect =
       (many_hosts ? this_host_name() : std::string("127.0.0.1")) + ":" + std::to_string(listener->port());
   argv.insert(argv.end(),

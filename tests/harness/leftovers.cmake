@@ -4,8 +4,8 @@
 # processes go by themselves (an mpirun deaf to its SIGTERM too: the world's guard ends it) and
 # the next run sweeps the files, sparing live owners' files; a rank killed while its world
 # connects leaves no segment; runs that sweep do not disturb a run going on; when mpirun fails
-# every launch, collcheck ends and leaves nothing; a program rebuilt while its campaign runs (removed,
-# something else in its place) does not change what the campaign's worlds run. Included by
+# every launch, collcheck ends and leaves nothing; a program or a plugin rebuilt while its campaign
+# runs (removed, something else in its place) does not change what the campaign's worlds run. Included by
 # tests/harness/CMakeLists.txt when MPI and RapidCheck are there; each test runs
 # leftovers_run.cmake, which says how it counts.
 
@@ -32,6 +32,13 @@ collcheck_add_leftovers_test(proc_launch_fails launch-fails - - 3 check --backen
   --count 0..64 --seed 1 --cases 2 --mpirun-args --no-such-mpirun-option)
 collcheck_add_leftovers_test(proc_binary_replaced binary-replaced - - 5 check --backend ring@proc --ranks 2..3
   --count 0..4K --seed 1 --time-budget 6s)
+# The same for a user's plugin rebuilt while its campaign runs (the example's file replaced).
+add_test(NAME cli.leftovers_plugin_replaced COMMAND ${CMAKE_COMMAND} -DCOLLCHECK=$<TARGET_FILE:collcheck>
+  -DWORK=${CMAKE_CURRENT_BINARY_DIR}/leftovers_plugin_replaced -DMODE=binary-replaced -DRANKS=5
+  -DPLUGIN=$<TARGET_FILE:collcheck_example_ring>
+  -DARGS=check+--backend+plugin:@PLUGIN@+--ranks+2..3+--count+0..1K+--seed+1+--time-budget+6s
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/leftovers_run.cmake)
+set_tests_properties(cli.leftovers_plugin_replaced PROPERTIES LABELS "cli;plugin" TIMEOUT 60 ENVIRONMENT "${root_ok}")
 
 set(mpi_run check --backend mpi --ranks 3..3 --count 0..4K --seed 1 --time-budget 40s)
 collcheck_add_leftovers_test(mpi_sigint_start signal INT start 3 ${mpi_run})

@@ -17,6 +17,8 @@
 #   ... -DMODE=binary-replaced -DARGS=...              the program removed and something else put
 #                                                      in its place before its world starts: the
 #                                                      ranks and the guard run the launcher's image
+#   ... -DMODE=binary-replaced -DPLUGIN=FILE ...       the same for a plugin: the ranks load the
+#                                                      file as the launcher first loaded it
 # ARGS separates arguments with `+` (a `;` cannot pass through add_test).
 cmake_minimum_required(VERSION 3.25)
 
@@ -355,26 +357,38 @@ elseif(MODE STREQUAL "launch-fails")
   endif()
   message(STATUS "failed launches: nothing left ${elapsed_ms} ms after the exit (status ${status})")
 elseif(MODE STREQUAL "binary-replaced")
-  # A campaign whose program is rebuilt while it runs: a copy of collcheck runs the cases, and the
-  # mpirun first on PATH removes that copy and writes a script that exits 42 in its place before
-  # it starts a world. The ranks must still run the program the campaign started with (the
-  # launcher's image), and so must the guard of the second world (RANKS: both worlds' ranks; the
-  # first world's guard starts before its mpirun does), and the run end clean with nothing left.
-  get_filename_component(build_bin "${COLLCHECK}" DIRECTORY)
-  file(GLOB libraries "${build_bin}/*.so")
-  file(COPY "${COLLCHECK}" ${libraries} DESTINATION "${WORK}/installed")
-  set(copy "${WORK}/installed/collcheck")
+  # A campaign whose program (or, with -DPLUGIN=FILE, whose plugin) is rebuilt while it runs: the
+  # cases run on a copy, and the mpirun first on PATH removes that copy and writes a script that
+  # exits 42 in its place before it starts a world. The ranks must still run what the campaign
+  # started with (the launcher's image, the plugin's file as first loaded), and so must the guard
+  # of the second world (RANKS: both worlds' ranks; the first world's guard starts before its
+  # mpirun does), and the run end clean with nothing left. ARGS name the plugin's copy @PLUGIN@.
+  if(DEFINED PLUGIN)
+    file(COPY "${PLUGIN}" DESTINATION "${WORK}/installed")
+    get_filename_component(plugin_name "${PLUGIN}" NAME)
+    set(replaced "${WORK}/installed/${plugin_name}")
+    set(program "${COLLCHECK}")
+    string(REPLACE "@PLUGIN@" "${replaced}" args "${args}")
+    set(what "plugin")
+  else()
+    get_filename_component(build_bin "${COLLCHECK}" DIRECTORY)
+    file(GLOB libraries "${build_bin}/*.so")
+    file(COPY "${COLLCHECK}" ${libraries} DESTINATION "${WORK}/installed")
+    set(replaced "${WORK}/installed/collcheck")
+    set(program "${replaced}")
+    set(what "program")
+  endif()
   file(WRITE "${WORK}/not-collcheck" "#!/bin/sh\nexit 42\n")
   file(CHMOD "${WORK}/not-collcheck" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
   find_program(real_mpirun mpirun REQUIRED)
   file(WRITE "${WORK}/bin/mpirun"
-    "#!/bin/sh\nrm -f '${copy}'\ncp '${WORK}/not-collcheck' '${copy}'\nexec '${real_mpirun}' \"$@\"\n")
+    "#!/bin/sh\nrm -f '${replaced}'\ncp '${WORK}/not-collcheck' '${replaced}'\nexec '${real_mpirun}' \"$@\"\n")
   file(CHMOD "${WORK}/bin/mpirun" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
   set(path "$ENV{PATH}")
   set(ENV{PATH} "${WORK}/bin:${path}")
-  start_collcheck("${copy}" ${args})
+  start_collcheck("${program}" ${args})
   collcheck_pid(pid)
-  # Its world running (every rank connected), or the run over first (the ranks never came).
+  # Its worlds running (every rank connected), or the run over first (the ranks never came).
   foreach(try RANGE 1500)
     marked_processes(processes)
     list(FILTER processes INCLUDE REGEX "^[0-9]+ [^ ]*collcheck worker ")
@@ -385,7 +399,7 @@ elseif(MODE STREQUAL "binary-replaced")
     pause(0.02)
   endforeach()
   if(NOT workers GREATER_EQUAL RANKS)
-    fail("program replaced: the world's ranks never ran (found ${workers} of ${RANKS})")
+    fail("${what} replaced: the worlds' ranks never all ran (found ${workers} of ${RANKS})")
   endif()
   pause(0.5)
   guard_is_deaf_and_holds_nothing_of_the_launcher(2)
@@ -393,13 +407,13 @@ elseif(MODE STREQUAL "binary-replaced")
   wait_for_status(status)
   file(READ "${WORK}/out" out)
   if(NOT status EQUAL 0 OR NOT out MATCHES " [1-9][0-9]* passed, 0 failed, ")
-    fail("program replaced: exit status ${status}, expected 0 with cases passed and none failed")
+    fail("${what} replaced: exit status ${status}, expected 0 with cases passed and none failed")
   endif()
   wait_until_clean(${pid} "${before}" 2 left)
   if(left)
-    fail("program replaced: left behind ${left}")
+    fail("${what} replaced: left behind ${left}")
   endif()
-  message(STATUS "program replaced before the world started: its ranks and guard ran the launcher's image")
+  message(STATUS "${what} replaced before the worlds started: they ran what the campaign started with")
 else()
   message(FATAL_ERROR
     "leftovers_run.cmake: MODE must be signal, kill, kill-deaf-mpirun, dead-rank, concurrent, launch-fails or binary-replaced")
