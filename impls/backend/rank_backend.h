@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "impls/backend/backend.h"
+#include "impls/backend/pinned_files.h"
 #include "impls/backend/world.h"
 #include "impls/link/hook.h"
 #include "reference/case.h"
@@ -68,8 +69,8 @@ struct RankBackendSpec {
   // process, a library's temporaries. Empty: nothing more.
   std::function<MemoryEstimate(const Case&)> world_memory;
   // Set in the processes of a world on this host only, never across hosts: they name files this
-  // process holds open, as /proc/PID/fd/N (a plugin's file, pinned as loaded).
-  std::vector<std::pair<std::string, std::string>> same_host_environment;
+  // process holds open, as /proc/PID/fd/N (a plugin's file, a schedule file's text: pinned_files.h).
+  PinnedEnvironment same_host_environment;
   // Set in the processes of a world under a fault plan, in place of preloading the socket
   // interposer (nccl: its network plugin, which takes the faults message by message).
   std::vector<std::pair<std::string, std::string>> fault_environment;

@@ -5,16 +5,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "collcheck/config.h"
+#include "impls/backend/pinned_files.h"
 #include "reference/case.h"
 #include "reference/key_values.h"
 #include "reference/numbers.h"
@@ -31,6 +27,9 @@ constexpr std::array kOps = {RedOp::Sum, RedOp::Prod, RedOp::Min, RedOp::Max, Re
 static_assert(COLLCHECK_REDUCE == kCollectives.size() - 1 && COLLCHECK_FLOAT64 == kDTypes.size() - 1 &&
               COLLCHECK_AVG == kOps.size() - 1);
 
+// The role of a plugin's file among the files pinned for worlds (pinned_files.h).
+constexpr std::string_view kPinnedRole = "PLUGIN";
+
 // The plugin's path in a message: in full, where quoted_input would cut a long path.
 std::string shown_path(const std::string& path) {
   const bool plain = path.size() <= 4096 && std::all_of(path.begin(), path.end(), [](char ch) {
@@ -39,35 +38,12 @@ std::string shown_path(const std::string& path) {
   return plain ? "'" + path + "'" : quoted_input(path);
 }
 
-// The variables that pin a plugin's file for a world's processes (pinned_plugin_environment): the
-// path as the spec gives it, and the file to load for it.
-constexpr const char* kPinnedPathVariable = "COLLCHECK_PLUGIN_PATH";
-constexpr const char* kPinnedImageVariable = "COLLCHECK_PLUGIN_IMAGE";
-
-// What dlopen is to open for `path`: the pinned file where this process's world was given one for
-// that very path, else the path.
-std::string file_to_load(const std::string& path) {
-  const char* pinned_path = std::getenv(kPinnedPathVariable);
-  const char* image = std::getenv(kPinnedImageVariable);
-  if (pinned_path == nullptr || image == nullptr || path != pinned_path || ::access(image, R_OK) != 0) return path;
-  return image;
-}
-
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> pinned_plugin_environment(const collcheck_backend_v1* plugin,
-                                                                           const std::string& path) {
+PinnedEnvironment pinned_plugin_environment(const collcheck_backend_v1* plugin, const std::string& path) {
   Dl_info info{};
   if (::dladdr(plugin, &info) == 0 || info.dli_fname == nullptr || *info.dli_fname == '\0') return {};
-  // One descriptor per file for the process's life, as the library itself stays loaded.
-  static std::mutex mutex;
-  static std::map<std::string, int> opened;
-  const std::lock_guard<std::mutex> lock(mutex);
-  auto [place, fresh] = opened.try_emplace(info.dli_fname, -1);
-  if (fresh) place->second = ::open(info.dli_fname, O_RDONLY | O_CLOEXEC);
-  if (place->second < 0) return {};
-  return {{kPinnedPathVariable, path},
-          {kPinnedImageVariable, "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(place->second)}};
+  return pin_for_worlds(kPinnedRole, path, kept_open(info.dli_fname));
 }
 
 Error plugin_error(const std::string& path, const std::string& cause) {
@@ -148,7 +124,7 @@ std::string plugin_message(const char* buffer, std::size_t size, std::string_vie
 
 Result<const collcheck_backend_v1*> load_plugin(const std::string& path) {
   if (path.empty()) return plugin_error(path, "no path: the spec is plugin:PATH[:key=value,...]");
-  void* library = dlopen(file_to_load(path).c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* library = dlopen(pinned_or(kPinnedRole, path).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
     const char* why = dlerror();
     return plugin_error(path, std::string("cannot be loaded: ") + (why != nullptr ? why : "dlopen failed"));

@@ -4,11 +4,11 @@
 
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "collcheck/plugin.h"
 #include "impls/backend/backend.h"
+#include "impls/backend/pinned_files.h"
 #include "reference/result.h"
 
 namespace collcheck {
@@ -31,14 +31,12 @@ std::vector<collcheck_option_v1> abi_options(const std::vector<PluginOption>& op
 // and the cause: the loader's own message, a missing symbol, another ABI version, a null function.
 Result<const collcheck_backend_v1*> load_plugin(const std::string& path);
 
-// The plugin's file as this process loaded it, pinned for the worlds it launches on this host: the
-// file is opened once (and kept open for the process's life) and the variables returned name it
-// as /proc/PID/fd/N, which stays the same file whatever becomes of its path; load_plugin() in a
-// world's process, finding them for the path it is given, loads that instead. So a plugin rebuilt
-// while a campaign runs (its file removed, or half written) does not change what the campaign's
-// later worlds run. Empty where the file cannot be found or opened (the path is loaded then).
-std::vector<std::pair<std::string, std::string>> pinned_plugin_environment(const collcheck_backend_v1* plugin,
-                                                                           const std::string& path);
+// The plugin's file as this process loaded it, pinned for the worlds it launches on this host
+// (impls/backend/pinned_files.h): the file kept open, so that a plugin rebuilt while a campaign
+// runs (removed, or half written) does not change what its later worlds load; load_plugin() in a
+// world's process loads the pinned file for the path it is given. Empty where the file cannot be
+// found or opened (the path is loaded then).
+PinnedEnvironment pinned_plugin_environment(const collcheck_backend_v1* plugin, const std::string& path);
 
 // What the plugin says it runs with these options (its capabilities function), as Capabilities;
 // the knobs the options leave out are drawn per run. Errors name the plugin and the field: the

@@ -99,15 +99,19 @@ Result<std::string> read_schedule_file_text(const std::string& path) {
 Result<ScheduleFile> read_schedule_file(const std::string& path) {
   Result<std::string> text = read_schedule_file_text(path);
   if (!text) return text.error();
-  std::istringstream words(*text);
+  return parse_schedule_file(*text, path);
+}
+
+Result<ScheduleFile> parse_schedule_file(const std::string& text, const std::string& path) {
+  std::istringstream words(text);
   std::string first;
   words >> first;
   if (first != "collcheck-schedule") {
-    Result<MscclAlgorithm> algorithm = parse_msccl_xml(*text, path);
+    Result<MscclAlgorithm> algorithm = parse_msccl_xml(text, path);
     if (!algorithm) return algorithm.error();
     return msccl_file(std::make_shared<const MscclAlgorithm>(std::move(algorithm).value()));
   }
-  Result<ScheduleText> schedule_text = parse_schedule_text(*text, path);
+  Result<ScheduleText> schedule_text = parse_schedule_text(text, path);
   if (!schedule_text) return schedule_text.error();
   return text_file(std::make_shared<const ScheduleText>(std::move(schedule_text).value()));
 }

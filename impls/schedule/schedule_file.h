@@ -72,6 +72,8 @@ Result<std::string> read_schedule_file_text(const std::string& path);
 
 // Reads `path`: the text form when its first word is `collcheck-schedule`, else MSCCL's XML.
 Result<ScheduleFile> read_schedule_file(const std::string& path);
+// The same for a file's text already read; messages name `path`.
+Result<ScheduleFile> parse_schedule_file(const std::string& text, const std::string& path);
 
 // An admitted shape of the file at `count` (its collective, ranks, layout, root 0 or its own).
 Case schedule_file_shape(const ScheduleFile&, std::size_t count);

@@ -10,6 +10,7 @@
 
 #include "impls/algorithms/algorithms.h"
 #include "impls/backend/backend.h"
+#include "impls/backend/pinned_files.h"
 #include "impls/sim/simulator.h"
 #include "reference/key_values.h"
 
@@ -30,6 +31,9 @@ struct SimVariant {
   bool never_time_out = false;      // broken: a wait for a message that never comes never ends
   // Narrows what the backend declares it runs (a schedule file's fixed shapes); null: nothing.
   std::function<void(Capabilities&)> narrow;
+  // For the worlds launched on this host (RankBackendSpec::same_host_environment): a schedule
+  // file's text as read when the variant was made.
+  PinnedEnvironment same_host_environment;
 };
 
 // The variant of a registered algorithm name (every collective it implements), or of a

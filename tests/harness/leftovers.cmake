@@ -4,8 +4,9 @@
 # processes go by themselves (an mpirun deaf to its SIGTERM too: the world's guard ends it) and
 # the next run sweeps the files, sparing live owners' files; a rank killed while its world
 # connects leaves no segment; runs that sweep do not disturb a run going on; when mpirun fails
-# every launch, collcheck ends and leaves nothing; a program or a plugin rebuilt while its campaign
-# runs (removed, something else in its place) does not change what the campaign's worlds run. Included by
+# every launch, collcheck ends and leaves nothing; a program, a plugin or a schedule file replaced
+# while its campaign runs (removed, something else in its place) does not change what the
+# campaign's worlds run. Included by
 # tests/harness/CMakeLists.txt when MPI and RapidCheck are there; each test runs
 # leftovers_run.cmake, which says how it counts.
 
@@ -39,6 +40,12 @@ add_test(NAME cli.leftovers_plugin_replaced COMMAND ${CMAKE_COMMAND} -DCOLLCHECK
   -DARGS=check+--backend+plugin:@PLUGIN@+--ranks+2..3+--count+0..1K+--seed+1+--time-budget+6s
   -P ${CMAKE_CURRENT_SOURCE_DIR}/leftovers_run.cmake)
 set_tests_properties(cli.leftovers_plugin_replaced PROPERTIES LABELS "cli;plugin" TIMEOUT 60 ENVIRONMENT "${root_ok}")
+# And for a user's schedule file edited while its campaign runs.
+add_test(NAME cli.leftovers_schedule_replaced COMMAND ${CMAKE_COMMAND} -DCOLLCHECK=$<TARGET_FILE:collcheck>
+  -DWORK=${CMAKE_CURRENT_BINARY_DIR}/leftovers_schedule_replaced -DMODE=binary-replaced -DRANKS=3 -DSCHEDULE_RANKS=3
+  -DARGS=check+--backend+schedule:@SCHEDULE@@proc+--count+0..1K+--seed+1+--time-budget+6s
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/leftovers_run.cmake)
+set_tests_properties(cli.leftovers_schedule_replaced PROPERTIES LABELS "cli;proc" TIMEOUT 60 ENVIRONMENT "${root_ok}")
 
 set(mpi_run check --backend mpi --ranks 3..3 --count 0..4K --seed 1 --time-budget 40s)
 collcheck_add_leftovers_test(mpi_sigint_start signal INT start 3 ${mpi_run})

@@ -19,6 +19,8 @@
 #                                                      ranks and the guard run the launcher's image
 #   ... -DMODE=binary-replaced -DPLUGIN=FILE ...       the same for a plugin: the ranks load the
 #                                                      file as the launcher first loaded it
+#   ... -DMODE=binary-replaced -DSCHEDULE_RANKS=N ...  and for a schedule file: the ranks read the
+#                                                      text the launcher first read
 # ARGS separates arguments with `+` (a `;` cannot pass through add_test).
 cmake_minimum_required(VERSION 3.25)
 
@@ -357,12 +359,15 @@ elseif(MODE STREQUAL "launch-fails")
   endif()
   message(STATUS "failed launches: nothing left ${elapsed_ms} ms after the exit (status ${status})")
 elseif(MODE STREQUAL "binary-replaced")
-  # A campaign whose program (or, with -DPLUGIN=FILE, whose plugin) is rebuilt while it runs: the
-  # cases run on a copy, and the mpirun first on PATH removes that copy and writes a script that
-  # exits 42 in its place before it starts a world. The ranks must still run what the campaign
-  # started with (the launcher's image, the plugin's file as first loaded), and so must the guard
-  # of the second world (RANKS: both worlds' ranks; the first world's guard starts before its
-  # mpirun does), and the run end clean with nothing left. ARGS name the plugin's copy @PLUGIN@.
+  # A campaign whose program (with -DPLUGIN=FILE its plugin, with -DSCHEDULE_RANKS=N its
+  # schedule file, a ring on N ranks) is rebuilt while it runs: the cases run on a copy, and the
+  # mpirun first on PATH removes that copy and writes a script that exits 42 in its place before
+  # it starts a world. The ranks must still run what the campaign started with (the launcher's
+  # image, the plugin's file as first loaded, the schedule's text as first read), and so must the
+  # guard of the second world (RANKS: both worlds' ranks; the first world's guard starts before
+  # its mpirun does), and the run end clean with nothing left. ARGS name the copy @PLUGIN@ or
+  # @SCHEDULE@.
+  set(guards 2)
   if(DEFINED PLUGIN)
     file(COPY "${PLUGIN}" DESTINATION "${WORK}/installed")
     get_filename_component(plugin_name "${PLUGIN}" NAME)
@@ -370,6 +375,19 @@ elseif(MODE STREQUAL "binary-replaced")
     set(program "${COLLCHECK}")
     string(REPLACE "@PLUGIN@" "${replaced}" args "${args}")
     set(what "plugin")
+  elseif(DEFINED SCHEDULE_RANKS)
+    # A schedule file fixes its ranks: one world, one guard.
+    set(replaced "${WORK}/installed/ring.schedule")
+    file(MAKE_DIRECTORY "${WORK}/installed")
+    execute_process(COMMAND "${COLLCHECK}" export --algorithm ring --ranks ${SCHEDULE_RANKS} --count ${SCHEDULE_RANKS}
+      --output "${replaced}" RESULT_VARIABLE exported)
+    if(NOT exported EQUAL 0)
+      fail("could not export a ring schedule on ${SCHEDULE_RANKS} ranks")
+    endif()
+    set(program "${COLLCHECK}")
+    string(REPLACE "@SCHEDULE@" "${replaced}" args "${args}")
+    set(what "schedule file")
+    set(guards 1)
   else()
     get_filename_component(build_bin "${COLLCHECK}" DIRECTORY)
     file(GLOB libraries "${build_bin}/*.so")
@@ -402,7 +420,7 @@ elseif(MODE STREQUAL "binary-replaced")
     fail("${what} replaced: the worlds' ranks never all ran (found ${workers} of ${RANKS})")
   endif()
   pause(0.5)
-  guard_is_deaf_and_holds_nothing_of_the_launcher(2)
+  guard_is_deaf_and_holds_nothing_of_the_launcher(${guards})
   set(ENV{PATH} "${path}")
   wait_for_status(status)
   file(READ "${WORK}/out" out)

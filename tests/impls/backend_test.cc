@@ -1,13 +1,21 @@
 // What every backend gets from the interface (impls/backend/backend.h): a run that throws is
 // reported `detected` with its cause, and every backend make_backends returns is caught that way;
-// a call a library refuses refuses the rank's run, and the refusal travels and combines.
+// a call a library refuses refuses the rank's run, and the refusal travels and combines; files
+// pinned for a campaign's worlds (pinned_files.h) stay what was first read.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
+#include <unistd.h>
+
 #include "impls/backend/backend.h"
+#include "impls/backend/pinned_files.h"
 #include "impls/backend/rank_calls.h"
 #include "impls/registry.h"
 #include "impls/worlds/wire.h"
@@ -181,6 +189,59 @@ TEST(RankCalls, TheSameErrorFromManyRanksIsSaidOnceWithItsRanks) {
   const RepeatedRun world = wire::combine(ranks);
   EXPECT_EQ(world.outcome, Outcome::Detected);
   EXPECT_EQ(world.error, "ranks 0,1,3,5,6: " + stopped + "; rank 2: no message for 0.1 s");
+}
+
+std::string whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A sealed copy holds the bytes as given and takes no write, so an edit of the file they came
+// from cannot reach a world that reads the copy. Catches a copy left unsealed or cut short.
+TEST(PinnedFiles, ASealedCopyKeepsItsBytesAndTakesNoWrite) {
+  const std::string text = "collcheck-schedule 1\nalgorithm ring\n";
+  const int copy = sealed_copy(text);
+  ASSERT_GE(copy, 0);
+  const std::string name = "/proc/self/fd/" + std::to_string(copy);
+  EXPECT_EQ(whole_file(name), text);
+  EXPECT_LT(::write(copy, "x", 1), 0);
+  EXPECT_LT(::ftruncate(copy, 0), 0);
+  EXPECT_EQ(whole_file(name), text);
+}
+
+// A file kept open is the file as it was when opened, once its path names another (a rebuild
+// removes the file and writes a new one), and the same descriptor every time it is asked for.
+TEST(PinnedFiles, AFileKeptOpenOutlivesItsPathBeingReplaced) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("collcheck-pinned-test-" + std::to_string(::getpid()) + ".so"))
+          .string();
+  std::ofstream(path) << "first build";
+  const int kept = kept_open(path);
+  ASSERT_GE(kept, 0);
+  EXPECT_EQ(kept_open(path), kept);
+  std::filesystem::remove(path);
+  std::ofstream(path) << "second build, half written";
+  EXPECT_EQ(whole_file("/proc/self/fd/" + std::to_string(kept)), "first build");
+  std::filesystem::remove(path);
+}
+
+// A world's process reads the pinned file only for the very path and role it was pinned for, and
+// only while it can be read; anything else reads the path. Catches a pin taken for another file
+// (a second plugin, a schedule file) or a stale name followed.
+TEST(PinnedFiles, AWorldReadsThePinnedFileOnlyForItsPathAndRole) {
+  const int copy = sealed_copy("pinned");
+  ASSERT_GE(copy, 0);
+  const PinnedEnvironment environment = pin_for_worlds("SCHEDULE", "ring.schedule", copy);
+  ASSERT_EQ(environment.size(), 2u);
+  for (const auto& [name, value] : environment) ::setenv(name.c_str(), value.c_str(), 1);
+  EXPECT_EQ(whole_file(pinned_or("SCHEDULE", "ring.schedule")), "pinned");
+  EXPECT_EQ(pinned_or("SCHEDULE", "other.schedule"), "other.schedule");
+  EXPECT_EQ(pinned_or("PLUGIN", "ring.schedule"), "ring.schedule");
+  ::setenv(environment[1].first.c_str(), "/proc/self/fd/999999", 1);
+  EXPECT_EQ(pinned_or("SCHEDULE", "ring.schedule"), "ring.schedule");
+  for (const auto& [name, value] : environment) ::unsetenv(name.c_str());
+  EXPECT_EQ(pinned_or("SCHEDULE", "ring.schedule"), "ring.schedule");
+  EXPECT_TRUE(pin_for_worlds("SCHEDULE", "ring.schedule", -1).empty());
 }
 
 }  // namespace
