@@ -17,10 +17,13 @@ std::string file_variable(std::string_view role) { return "COLLCHECK_PINNED_" + 
 
 }  // namespace
 
+std::string pinned_name(int descriptor) {
+  return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(descriptor);
+}
+
 PinnedEnvironment pin_for_worlds(std::string_view role, const std::string& path, int descriptor) {
   if (descriptor < 0) return {};
-  return {{path_variable(role), path},
-          {file_variable(role), "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(descriptor)}};
+  return {{path_variable(role), path}, {file_variable(role), pinned_name(descriptor)}};
 }
 
 int kept_open(const std::string& file) {

@@ -25,6 +25,9 @@ using PinnedEnvironment = std::vector<std::pair<std::string, std::string>>;
 // is negative.
 PinnedEnvironment pin_for_worlds(std::string_view role, const std::string& path, int descriptor);
 
+// How a process on this host opens `descriptor` of this process: /proc/PID/fd/N.
+std::string pinned_name(int descriptor);
+
 // `file` opened for reading, once for this process's life (the same descriptor on every call);
 // -1 where it cannot be.
 int kept_open(const std::string& file);

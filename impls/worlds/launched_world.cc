@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "impls/backend/pinned_files.h"
 #include "impls/worlds/interrupts.h"
 #include "impls/worlds/launched_backend.h"
 #include "impls/worlds/leftovers.h"
@@ -170,7 +171,7 @@ Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const Back
   if (!many_hosts) {
     for (const auto& [name, value] : spec.same_host_environment) argv.insert(argv.end(), {"-x", name + "=" + value});
   }
-  if (faulty) fault_arguments(spec, argv);
+  if (faulty) fault_arguments(spec, many_hosts, argv);
   argv.insert(argv.end(), options.launcher_arguments.begin(), options.launcher_arguments.end());
   const std::string connect =
       (many_hosts ? this_host_name() : std::string("127.0.0.1")) + ":" + std::to_string(listener->port());
@@ -210,12 +211,15 @@ void LaunchedWorld::stop(bool healthy) {
 
 // A rank the plan kills must not take the world down (Open MPI's default), and vendor
 // traffic goes through the interposer, MPI's over TCP.
-void LaunchedWorld::fault_arguments(const RankBackendSpec& spec, std::vector<std::string>& argv) {
+void LaunchedWorld::fault_arguments(const RankBackendSpec& spec, bool many_hosts, std::vector<std::string>& argv) {
   argv.push_back("--enable-recovery");
   for (const auto& [name, value] : spec.fault_environment) argv.insert(argv.end(), {"-x", name + "=" + value});
   if (!spec.fault_environment.empty()) return;  // it takes faults through what these load
   if (!is_vendor_backend(spec.name) || !interposer_built()) return;
-  argv.insert(argv.end(), {"-x", "LD_PRELOAD=" + interposer_path()});
+  // On this host the interposer as first preloaded, kept open (impls/backend/pinned_files.h): a
+  // rebuild that removes it changes nothing later worlds preload.
+  const int kept = many_hosts ? -1 : kept_open(interposer_path());
+  argv.insert(argv.end(), {"-x", "LD_PRELOAD=" + (kept < 0 ? interposer_path() : pinned_name(kept))});
 #if defined(__SANITIZE_ADDRESS__)
   // Under AddressSanitizer its runtime insists on coming first among the loaded libraries; the
   // interposer, preloaded, would come before it. Its own wrappers still reach ASan's through

@@ -61,7 +61,7 @@ class LaunchedWorld {
 
  private:
   // launched_world.cc: the processes.
-  static void fault_arguments(const RankBackendSpec& spec, std::vector<std::string>& argv);
+  static void fault_arguments(const RankBackendSpec& spec, bool many_hosts, std::vector<std::string>& argv);
   Status start(const std::vector<std::string>& argv, const TeardownLock& held);
   Status accept_ranks(Listener& listener, int nranks);
   Error launch_error(const std::string& what);

@@ -33,6 +33,13 @@ collcheck_add_leftovers_test(proc_launch_fails launch-fails - - 3 check --backen
   --count 0..64 --seed 1 --cases 2 --mpirun-args --no-such-mpirun-option)
 collcheck_add_leftovers_test(proc_binary_replaced binary-replaced - - 5 check --backend ring@proc --ranks 2..3
   --count 0..4K --seed 1 --time-budget 6s)
+# The program and the libraries beside it, with a vendor under faults: its worlds preload the
+# socket interposer, which must be the one first preloaded.
+add_test(NAME cli.leftovers_interposer_replaced COMMAND ${CMAKE_COMMAND} -DCOLLCHECK=$<TARGET_FILE:collcheck>
+  -DWORK=${CMAKE_CURRENT_BINARY_DIR}/leftovers_interposer_replaced -DMODE=binary-replaced -DRANKS=5 -DLIBRARIES=1
+  -DARGS=check+--backend+mpi+--faults+delay:rank=1:ms=5+--collective+allgather+--ranks+2..3+--count+0..1K+--seed+1+--time-budget+6s
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/leftovers_run.cmake)
+set_tests_properties(cli.leftovers_interposer_replaced PROPERTIES LABELS "cli;mpi" TIMEOUT 60 ENVIRONMENT "${root_ok}")
 # The same for a user's plugin rebuilt while its campaign runs (the example's file replaced).
 add_test(NAME cli.leftovers_plugin_replaced COMMAND ${CMAKE_COMMAND} -DCOLLCHECK=$<TARGET_FILE:collcheck>
   -DWORK=${CMAKE_CURRENT_BINARY_DIR}/leftovers_plugin_replaced -DMODE=binary-replaced -DRANKS=5

@@ -21,6 +21,9 @@
 #                                                      file as the launcher first loaded it
 #   ... -DMODE=binary-replaced -DSCHEDULE_RANKS=N ...  and for a schedule file: the ranks read the
 #                                                      text the launcher first read
+#   ... -DMODE=binary-replaced -DLIBRARIES=1 ...       the program and the libraries beside it: the
+#                                                      worlds under faults preload the interposer
+#                                                      as first preloaded
 # ARGS separates arguments with `+` (a `;` cannot pass through add_test).
 cmake_minimum_required(VERSION 3.25)
 
@@ -359,8 +362,9 @@ elseif(MODE STREQUAL "launch-fails")
   endif()
   message(STATUS "failed launches: nothing left ${elapsed_ms} ms after the exit (status ${status})")
 elseif(MODE STREQUAL "binary-replaced")
-  # A campaign whose program (with -DPLUGIN=FILE its plugin, with -DSCHEDULE_RANKS=N its
-  # schedule file, a ring on N ranks) is rebuilt while it runs: the cases run on a copy, and the
+  # A campaign whose program (with -DLIBRARIES=1 the libraries beside it too, with -DPLUGIN=FILE
+  # its plugin, with -DSCHEDULE_RANKS=N its schedule file, a ring on N ranks) is rebuilt while it
+  # runs: the cases run on a copy, and the
   # mpirun first on PATH removes that copy and writes a script that exits 42 in its place before
   # it starts a world. The ranks must still run what the campaign started with (the launcher's
   # image, the plugin's file as first loaded, the schedule's text as first read), and so must the
@@ -395,12 +399,21 @@ elseif(MODE STREQUAL "binary-replaced")
     set(replaced "${WORK}/installed/collcheck")
     set(program "${replaced}")
     set(what "program")
+    if(LIBRARIES)
+      # The libraries beside it too (the socket interposer that worlds under faults preload).
+      file(GLOB copies "${WORK}/installed/*.so")
+      list(APPEND replaced ${copies})
+      set(what "program and its libraries")
+    endif()
   endif()
   file(WRITE "${WORK}/not-collcheck" "#!/bin/sh\nexit 42\n")
   file(CHMOD "${WORK}/not-collcheck" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
   find_program(real_mpirun mpirun REQUIRED)
-  file(WRITE "${WORK}/bin/mpirun"
-    "#!/bin/sh\nrm -f '${replaced}'\ncp '${WORK}/not-collcheck' '${replaced}'\nexec '${real_mpirun}' \"$@\"\n")
+  set(wrapper "#!/bin/sh\n")
+  foreach(file IN LISTS replaced)
+    string(APPEND wrapper "rm -f '${file}'\ncp '${WORK}/not-collcheck' '${file}'\n")
+  endforeach()
+  file(WRITE "${WORK}/bin/mpirun" "${wrapper}exec '${real_mpirun}' \"$@\"\n")
   file(CHMOD "${WORK}/bin/mpirun" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
   set(path "$ENV{PATH}")
   set(ENV{PATH} "${WORK}/bin:${path}")
