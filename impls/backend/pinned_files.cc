@@ -21,6 +21,8 @@ std::string pinned_name(int descriptor) {
   return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(descriptor);
 }
 
+std::string pinned_program() { return "/proc/" + std::to_string(::getpid()) + "/exe"; }
+
 PinnedEnvironment pin_for_worlds(std::string_view role, const std::string& path, int descriptor) {
   if (descriptor < 0) return {};
   return {{path_variable(role), path}, {file_variable(role), pinned_name(descriptor)}};

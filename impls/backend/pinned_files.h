@@ -27,6 +27,9 @@ PinnedEnvironment pin_for_worlds(std::string_view role, const std::string& path,
 
 // How a process on this host opens `descriptor` of this process: /proc/PID/fd/N.
 std::string pinned_name(int descriptor);
+// How a process on this host runs this process's own program, whatever became of its file since:
+// /proc/PID/exe.
+std::string pinned_program();
 
 // `file` opened for reading, once for this process's life (the same descriptor on every call);
 // -1 where it cannot be.

@@ -207,7 +207,7 @@ Result<std::vector<RankBackendSpec>> engine_process_specs(std::string_view what,
     made.cannot_run_here = devices.cannot_run_here == nullptr ? std::string() : devices.cannot_run_here();
     if (made.cannot_run_here.empty() && rdma) made.cannot_run_here = ib::verbs_cannot_run_here(*rdma);
     made.ranks_are_threads = rdma && rdma->loopback;  // the loopback joins queue pairs within one process
-    made.same_host_environment = one.variant.same_host_environment;
+    if (one.variant.pinned_for_worlds) made.same_host_environment = one.variant.pinned_for_worlds();
     // Each process: its rings' words and, on the host, their slots (in shared memory; over RDMA
     // every ring between processes also has its image at its sender); the whole schedule, which
     // each builds.

@@ -41,6 +41,7 @@ std::string shown_path(const std::string& path) {
 }  // namespace
 
 PinnedEnvironment pinned_plugin_environment(const collcheck_backend_v1* plugin, const std::string& path) {
+  if (pinned_or(kPinnedRole, path) != path) return {};  // a world's process: it loaded the pinned file
   Dl_info info{};
   if (::dladdr(plugin, &info) == 0 || info.dli_fname == nullptr || *info.dli_fname == '\0') return {};
   return pin_for_worlds(kPinnedRole, path, kept_open(info.dli_fname));

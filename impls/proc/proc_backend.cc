@@ -292,7 +292,7 @@ RankBackendSpec make_spec(SimVariant variant, Knobs knobs, const ProcLinkOptions
   spec.capabilities.knobs = free_schedule_knobs(name, variant.name, knobs.chunk);
   spec.capabilities.knobs_per_run = true;
   if (variant.narrow) variant.narrow(spec.capabilities);
-  spec.same_host_environment = variant.same_host_environment;
+  if (variant.pinned_for_worlds) spec.same_host_environment = variant.pinned_for_worlds();
   spec.world_memory = [algorithm = variant.name, knobs, links, spaces = spec.capabilities.knobs](const Case& c) {
     return drawn_world_memory(algorithm, c, knobs, links, spaces);
   };

@@ -31,9 +31,13 @@ Result<SimVariant> schedule_file_variant(std::string_view file) {
   if (!read) return read.error();
   auto schedule_file = std::make_shared<const ScheduleFile>(std::move(read).value());
   SimVariant variant;
-  // The text as read now, for the worlds launched on this host: an edit of the file while a
-  // campaign runs does not reach them.
-  if (source == path) variant.same_host_environment = pin_for_worlds(kPinnedRole, path, sealed_copy(*text));
+  // The text as read now, for the worlds launched on this host, copied when a backend that launches
+  // them asks: an edit of the file while a campaign runs does not reach them.
+  if (source == path) {
+    variant.pinned_for_worlds = [path, read_text = std::make_shared<const std::string>(std::move(*text))] {
+      return pin_for_worlds(kPinnedRole, path, sealed_copy(*read_text));
+    };
+  }
   variant.name = "schedule:" + std::string(file);
   variant.description = schedule_file->description;
   variant.collectives = {schedule_file->collective};

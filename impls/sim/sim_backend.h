@@ -31,9 +31,10 @@ struct SimVariant {
   bool never_time_out = false;      // broken: a wait for a message that never comes never ends
   // Narrows what the backend declares it runs (a schedule file's fixed shapes); null: nothing.
   std::function<void(Capabilities&)> narrow;
-  // For the worlds launched on this host (RankBackendSpec::same_host_environment): a schedule
-  // file's text as read when the variant was made.
-  PinnedEnvironment same_host_environment;
+  // For the worlds launched on this host (RankBackendSpec::same_host_environment), called by the
+  // backends that launch them: a schedule file's text as read when the variant was made, pinned;
+  // null: nothing to pin.
+  std::function<PinnedEnvironment()> pinned_for_worlds;
 };
 
 // The variant of a registered algorithm name (every collective it implements), or of a

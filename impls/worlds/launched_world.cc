@@ -63,7 +63,7 @@ std::string self_executable() {
 std::string worker_program(const std::string& directory, bool many_hosts) {
   std::string path = self_executable();
   if (many_hosts) return path;
-  const std::filesystem::path image = "/proc/" + std::to_string(::getpid()) + "/exe";
+  const std::filesystem::path image = pinned_program();
   const std::filesystem::path link = std::filesystem::path(directory) / std::filesystem::path(path).filename();
   std::error_code error;
   if (!std::filesystem::exists(image, error)) return path;
@@ -218,8 +218,9 @@ void LaunchedWorld::fault_arguments(const RankBackendSpec& spec, bool many_hosts
   if (!is_vendor_backend(spec.name) || !interposer_built()) return;
   // On this host the interposer as first preloaded, kept open (impls/backend/pinned_files.h): a
   // rebuild that removes it changes nothing later worlds preload.
-  const int kept = many_hosts ? -1 : kept_open(interposer_path());
-  argv.insert(argv.end(), {"-x", "LD_PRELOAD=" + (kept < 0 ? interposer_path() : pinned_name(kept))});
+  const std::string interposer = interposer_path();
+  const int kept = many_hosts ? -1 : kept_open(interposer);
+  argv.insert(argv.end(), {"-x", "LD_PRELOAD=" + (kept < 0 ? interposer : pinned_name(kept))});
 #if defined(__SANITIZE_ADDRESS__)
   // Under AddressSanitizer its runtime insists on coming first among the loaded libraries; the
   // interposer, preloaded, would come before it. Its own wrappers still reach ASan's through
