@@ -224,7 +224,9 @@ Result<std::unique_ptr<std::ofstream>> open_output(const Arguments& args, std::s
   return file;
 }
 
-// Refuses, before anything is timed, a sweep whose largest size no backend's run could hold.
+// Refuses, before anything is timed, a sweep whose largest size no backend's run could hold: with
+// -c 1 the checked case's estimate (its timed calls' outputs handed back, the oracle's), with -c 0
+// the timed run's alone (nothing handed back; on @sim no data at all).
 Status largest_size_fits(const Arguments& args, const bench::Settings& s,
                          const std::vector<std::unique_ptr<Backend>>& backends) {
   Result<MemoryBudget> budget = memory_budget(args);
@@ -234,8 +236,10 @@ Status largest_size_fits(const Arguments& args, const bench::Settings& s,
   for (const auto& backend : backends) {
     for (DType dtype : s.dtypes) {
       const Case c = bench::bench_case(s, dtype, s.ops.front(), s.roots.front(), sizes.back());
-      Status fit = fits(checked_case_memory(*backend, c), *budget,
-                        "-e " + format_bytes(sizes.back()) + " on " + backend->name(), "lower -e or --ranks");
+      const MemoryEstimate estimate =
+          s.check ? checked_case_memory(*backend, c) : backend->estimate_memory(c, EstimateFor::TimedRun);
+      Status fit =
+          fits(estimate, *budget, "-e " + format_bytes(sizes.back()) + " on " + backend->name(), "lower -e or --ranks");
       if (!fit) return fit;
     }
   }

@@ -21,7 +21,9 @@ class WithRunKnobs final : public Backend {
   WithRunKnobs(Backend& backend, std::string knobs) : backend_(backend), knobs_(std::move(knobs)) {}
   std::string name() const override { return spec_with_knobs(backend_.name(), knobs_); }
   Capabilities capabilities() const override { return with_knob_precondition(backend_.capabilities()); }
-  MemoryEstimate estimate_memory(const Case& c) const override { return backend_.estimate_memory(c); }
+  MemoryEstimate estimate_memory(const Case& c, EstimateFor run) const override {
+    return backend_.estimate_memory(c, run);
+  }
   std::string cannot_run_here() const override { return backend_.cannot_run_here(); }
   RepeatedRun run(const Case& c, const RunOptions& options) override {
     RunOptions with_knobs = options;

@@ -133,7 +133,7 @@ std::uint64_t room_for_part(const MemoryEstimate& estimate, const MemoryBudget& 
 }
 
 MemoryEstimate checked_case_memory(const Backend& backend, const Case& c) {
-  MemoryEstimate estimate = backend.estimate_memory(c);
+  MemoryEstimate estimate = backend.estimate_memory(c, EstimateFor::CheckedRun);
   estimate.add(oracle_memory(c));
   // A property runs the case again while the first run's results are held, up to three calls
   // back to back (the repeat property), each call's outputs kept.

@@ -231,7 +231,9 @@ class RefusalWatch final : public Backend {
     if (run.refused && refusal_.empty()) refusal_ = run.error;
     return run;
   }
-  MemoryEstimate estimate_memory(const Case& c) const override { return watched_.estimate_memory(c); }
+  MemoryEstimate estimate_memory(const Case& c, EstimateFor run) const override {
+    return watched_.estimate_memory(c, run);
+  }
   void abort() override { watched_.abort(); }
   std::string cannot_run_here() const override { return watched_.cannot_run_here(); }
   const std::string& refusal() const { return refusal_; }

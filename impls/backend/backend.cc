@@ -52,8 +52,9 @@ std::string Capabilities::unsupported(const Case& c) const {
   return "";
 }
 
-MemoryEstimate Backend::estimate_memory(const Case& c) const {
+MemoryEstimate Backend::estimate_memory(const Case& c, EstimateFor run) const {
   MemoryEstimate estimate = case_buffers(c, kGuardElements + kBufferAlignment);
+  if (run == EstimateFor::TimedRun) return estimate;
   estimate.add("results", case_buffers(c, 0).total(), "every rank's input and output, handed back");
   return estimate;
 }
@@ -111,7 +112,9 @@ class ExceptionCatchingBackend final : public Backend {
   explicit ExceptionCatchingBackend(std::unique_ptr<Backend> backend) : backend_(std::move(backend)) {}
   std::string name() const override { return backend_->name(); }
   Capabilities capabilities() const override { return backend_->capabilities(); }
-  MemoryEstimate estimate_memory(const Case& c) const override { return backend_->estimate_memory(c); }
+  MemoryEstimate estimate_memory(const Case& c, EstimateFor run) const override {
+    return backend_->estimate_memory(c, run);
+  }
   void abort() override { backend_->abort(); }
   std::string cannot_run_here() const override { return backend_->cannot_run_here(); }
   RepeatedRun run(const Case& c, const RunOptions& options) override {

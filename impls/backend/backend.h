@@ -183,6 +183,11 @@ struct BackendOptions {
   bool worlds_of_threads = false;
 };
 
+// Which run a memory estimate is for: one that hands every call's results back to be checked
+// (check, replay, bench -c 1), or a timed run that nobody checks (RunOptions::timed without
+// `checked`: bench -c 0), which hands nothing back.
+enum class EstimateFor { CheckedRun, TimedRun };
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -191,8 +196,9 @@ class Backend {
   virtual RepeatedRun run(const Case&, const RunOptions&) = 0;
   // The memory one run of the case needs on this machine, estimated before it runs, so that a
   // request memory cannot hold is refused instead of killed. The default: every rank's guarded
-  // buffers and the copies of them the run hands back; executors add their own state.
-  virtual MemoryEstimate estimate_memory(const Case&) const;
+  // buffers and, for a checked run, the copies of them the run hands back; executors add their
+  // own state (a timed run of `sim` moves no data: no buffers at all).
+  virtual MemoryEstimate estimate_memory(const Case&, EstimateFor) const;
   // Stops whatever it runs and releases what it holds (launched worlds of processes); it may
   // run again afterwards, starting afresh.
   virtual void abort() {}

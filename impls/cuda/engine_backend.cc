@@ -91,9 +91,9 @@ class EngineBackend final : public Backend {
     return c;
   }
 
-  // The default's buffers and results, the rings, and every message staged once.
-  MemoryEstimate estimate_memory(const Case& c) const override {
-    MemoryEstimate estimate = Backend::estimate_memory(c);
+  // The default's buffers and (a checked run) results, the rings, and every message staged once.
+  MemoryEstimate estimate_memory(const Case& c, EstimateFor run) const override {
+    MemoryEstimate estimate = Backend::estimate_memory(c, run);
     estimate.add("rings", kRingBytes, "the slots of every message stream");
     // Staged messages hold what the buffers hold, twice over under faults (the bytes before the
     // hook), each rounded up to a power of two by the staging pool.

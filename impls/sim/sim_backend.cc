@@ -25,16 +25,20 @@ class SimBackend final : public Backend {
 
   Capabilities capabilities() const override { return variant_capabilities(variant_, knobs_, spec_); }
 
-  // The schedule and the simulation that runs it; a variant that is no registered algorithm
-  // (a mutant) is estimated by its buffers alone.
-  MemoryEstimate estimate_memory(const Case& c) const override {
+  // The schedule and the simulation that runs it: with data for a checked run, without for a timed
+  // one (run_timed: no buffer at all); a variant that is no registered algorithm (a mutant) is
+  // estimated by its buffers alone.
+  MemoryEstimate estimate_memory(const Case& c, EstimateFor run) const override {
     Result<ScheduleSize> size = estimate_schedule(variant_.name, c, knobs_);
-    if (!size) return Backend::estimate_memory(c);
-    SimulationOptions sim;
-    sim.guard = kGuardElements;
+    if (!size) return Backend::estimate_memory(c, run);
+    const bool numeric = run == EstimateFor::CheckedRun;
+    SimulationOptions sim(0, nullptr, numeric);
+    if (numeric) sim.guard = kGuardElements;
     sim.protocol = protocol();
     MemoryEstimate estimate = simulation_memory(c, *size, sim);
     estimate.add(schedule_memory(*size));
+    // A timed run outside a check makes its own schedule and keeps none (schedule_of).
+    if (!numeric) return estimate;
     // Kept for the case's other runs, and the cases run in between (schedule_of), as large as it.
     const MemoryEstimate kept = schedule_memory(*size);
     estimate.add("schedules kept for other runs", saturating_product(kept.total(), kKeptSchedules - 1),

@@ -33,12 +33,12 @@ class LaunchedBackend final : public Backend {
     return c;
   }
 
-  // Every rank's buffers and the results handed back, the processes themselves (a worker and
+  // Every rank's buffers and (a checked run) the results handed back, the processes themselves (a worker and
   // mpirun each hold about 18-21 MiB before any case: measured with ps on 4 ranks), and what the
   // world's processes hold besides (the spec's world_memory): the world runs on this host.
-  MemoryEstimate estimate_memory(const Case& c) const override {
+  MemoryEstimate estimate_memory(const Case& c, EstimateFor run) const override {
     constexpr std::uint64_t kProcessBytes = std::uint64_t{24} << 20;
-    MemoryEstimate estimate = Backend::estimate_memory(c);
+    MemoryEstimate estimate = Backend::estimate_memory(c, run);
     const int workers = spec_.ranks_are_threads ? 1 : c.nranks;  // or one worker serving every rank
     estimate.add("processes", saturating_product(static_cast<std::uint64_t>(workers) + 1, kProcessBytes),
                  std::to_string(workers) + (workers == 1 ? " worker" : " workers") + " and mpirun, " +

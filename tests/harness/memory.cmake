@@ -149,6 +149,15 @@ collcheck_add_cli_test(memory_prove_refused_when_reached prove --algorithm ring 
   STDERR "^collcheck prove: ring allreduce on 4096 ranks, count 7 needs about [0-9.]+ MiB .* more than the --memory-limit of 1\\.0 MiB; its schedule is not symmetric \\(by rotation or XOR\\), so every rank is proven: lower --ranks or --counts, or raise --memory-limit\n$")
 collcheck_add_cli_test(memory_bench_large_size bench -e 1G --memory-limit 1G STATUS 2
   STDERR "^collcheck bench: -e 1\\.0 GiB on ring@sim needs about [0-9.]+ GiB" "lower -e or --ranks" EMPTY stdout)
+# Unchecked (-c 0), a timed run hands nothing back, and on @sim it moves no data: a sweep of predicted
+# times to 16 GiB fits in 1 GiB (the checked estimate would be hundreds of GiB); a schedule too
+# large to store is still refused.
+collcheck_add_cli_test(memory_bench_unchecked_sim_holds_no_data bench --backend ring@sim --ranks 8 -b 16G -e 16G
+  -c 0 --memory-limit 1G STATUS 0 STDOUT "\n +17179869184 +4294967296 +float +sum +-1 +[0-9]+ " EMPTY stderr)
+collcheck_add_cli_test(memory_bench_unchecked_sim_schedule_counted bench --backend ring@sim --ranks 16384 -b 64M
+  -e 64M -c 0 --memory-limit 16G STATUS 2
+  STDERR "^collcheck bench: -e 64\\.0 MiB on ring@sim needs about [0-9.]+ GiB \\(events .*schedule 48\\.0 GiB: 1073676288 steps x 48 B\\), more than"
+  EMPTY stdout)
 # A world of processes on this host holds more than its ranks' buffers: the processes, proc's
 # shared-memory segments and schedules, a vendor library's temporaries.
 if(COLLCHECK_HAVE_MPI)
@@ -162,7 +171,16 @@ if(COLLCHECK_HAVE_MPI)
     "allreduce/f32/sum/n=1024/ranks=4" STATUS 2
     STDERR "processes 120\\.0 MiB: 4 workers and mpirun" "library 32\\.0 KiB: temporaries as large as every rank's input and output"
     EMPTY stdout)
-  set_tests_properties(cli.memory_replay_proc_world cli.memory_replay_mpi_world PROPERTIES LABELS "cli;memory;proc")
+  # Unchecked, the ranks' buffers without the results handed back: 256 MiB on 2 ranks holds about
+  # 1.1 GiB at its peak (the checked estimate, 4.3 GiB, refused it); 4 GiB still needs its 16 GiB.
+  collcheck_add_cli_test(memory_bench_unchecked_proc_runs bench --backend ring@proc --ranks 2 -b 256M -e 256M -c 0
+    -n 2 -w 1 --memory-limit 2G STATUS 0 STDOUT "\n +268435456 +67108864 +float +sum +-1 +[0-9.]+ " EMPTY stderr)
+  collcheck_add_cli_test(memory_bench_unchecked_proc_buffers_counted bench --backend ring@proc --ranks 2 -b 4G -e 4G
+    -c 0 --memory-limit 8G STATUS 2
+    STDERR "^collcheck bench: -e 4\\.0 GiB on ring@proc needs about 16\\.[0-9] GiB \\(buffers 16\\.0 GiB: 2 ranks x \\(4\\.0 GiB in \\+ 4\\.0 GiB out\\); processes"
+    EMPTY stdout)
+  set_tests_properties(cli.memory_replay_proc_world cli.memory_replay_mpi_world cli.memory_bench_unchecked_proc_runs
+    cli.memory_bench_unchecked_proc_buffers_counted PROPERTIES LABELS "cli;memory;proc")
 endif()
 # What fits runs as before; 0 is no limit; a bad size names the option.
 collcheck_add_cli_test(memory_replay_fits replay --backend ring@sim --memory-limit 64M
@@ -177,5 +195,6 @@ set_tests_properties(cli.memory_replay_huge_case cli.memory_simulate_many_chunks
   cli.memory_prove_many_ranks cli.memory_prove_symmetric_by_rank0 cli.memory_prove_alltoall_by_rank0 cli.memory_prove_innet_in_units cli.memory_prove_allgatherv_in_pieces
   cli.memory_prove_allgatherv_in_pieces_refused cli.memory_prove_alltoallv_through_cover
   cli.memory_prove_alltoallv_cover_refused cli.memory_prove_alltoallv_in_pieces cli.memory_prove_uneven_refused_up_front
-  cli.memory_prove_refused_when_reached cli.memory_prove_stored_schedule_counted cli.memory_bench_large_size cli.memory_replay_fits cli.memory_no_limit
+  cli.memory_prove_refused_when_reached cli.memory_prove_stored_schedule_counted cli.memory_bench_large_size
+  cli.memory_bench_unchecked_sim_holds_no_data cli.memory_bench_unchecked_sim_schedule_counted cli.memory_replay_fits cli.memory_no_limit
   cli.memory_bad_limit cli.memory_too_small PROPERTIES LABELS "cli;memory")

@@ -126,8 +126,37 @@ TEST(MemoryEstimate, BackendsCoverTheirBuffers) {
   const std::uint64_t buffers = std::uint64_t{4} * 2 * 4 * 1048576;
   for (const auto& backend : *backends) {
     if (!backend->capabilities().supports(*c)) continue;
-    EXPECT_GE(backend->estimate_memory(*c).total(), buffers) << backend->name();
-    EXPECT_GT(checked_case_memory(*backend, *c).total(), backend->estimate_memory(*c).total()) << backend->name();
+    const std::uint64_t run = backend->estimate_memory(*c, EstimateFor::CheckedRun).total();
+    EXPECT_GE(run, buffers) << backend->name();
+    EXPECT_GT(checked_case_memory(*backend, *c).total(), run) << backend->name();
+  }
+}
+
+// A timed run that nobody checks (bench -c 0) hands nothing back: where the ranks hold buffers
+// its estimate is theirs alone, and on @sim, which times such a run without data, it holds none
+// (a 16 GiB sweep of predicted times needs kilobytes, not the 600 GiB a checked run would).
+TEST(MemoryEstimate, ATimedRunHandsNothingBackAndOnSimHoldsNoData) {
+  Result<Case> c = parse_case("allreduce/f32/sum/n=1048576/ranks=4");
+  ASSERT_TRUE(c);
+  const std::uint64_t buffers = std::uint64_t{4} * 2 * 4 * 1048576;
+  BackendOptions threads;
+  threads.worlds_of_threads = true;
+  Result<std::vector<std::unique_ptr<Backend>>> proc = make_backends("ring@proc", threads);
+  ASSERT_TRUE(proc);
+  const MemoryEstimate timed = proc->front()->estimate_memory(*c, EstimateFor::TimedRun);
+  EXPECT_GE(timed.part("buffers"), buffers);
+  EXPECT_EQ(timed.part("results"), 0u);
+  EXPECT_GE(proc->front()->estimate_memory(*c, EstimateFor::CheckedRun).part("results"), buffers);
+
+  for (const std::string_view spec : {"ring@sim", "tree@sim", "rhd@sim"}) {
+    Result<std::vector<std::unique_ptr<Backend>>> sim = make_backends(spec, BackendOptions{});
+    ASSERT_TRUE(sim) << spec;
+    const auto& backend = sim->front();
+    const MemoryEstimate without_data = backend->estimate_memory(*c, EstimateFor::TimedRun);
+    EXPECT_EQ(without_data.part("buffers"), 0u) << backend->name() << ": " << without_data.describe();
+    EXPECT_EQ(without_data.part("results"), 0u) << backend->name();
+    EXPECT_LT(without_data.total(), buffers / 16) << backend->name() << ": " << without_data.describe();
+    EXPECT_GT(without_data.part("schedule"), 0u) << backend->name();
   }
 }
 

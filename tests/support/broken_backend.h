@@ -50,7 +50,9 @@ class Forwarding : public Backend {
   std::string name() const override { return inner_->name(); }
   Capabilities capabilities() const override { return inner_->capabilities(); }
   RepeatedRun run(const Case& c, const RunOptions& options) override { return inner_->run(c, options); }
-  MemoryEstimate estimate_memory(const Case& c) const override { return inner_->estimate_memory(c); }
+  MemoryEstimate estimate_memory(const Case& c, EstimateFor run) const override {
+    return inner_->estimate_memory(c, run);
+  }
   void abort() override { inner_->abort(); }
   std::string cannot_run_here() const override { return inner_->cannot_run_here(); }
 
