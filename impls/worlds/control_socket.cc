@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "reference/numbers.h"
@@ -27,14 +28,12 @@ std::string this_host_name() {
 
 namespace {
 
-constexpr std::size_t kHeader = 12;
-
 int milliseconds_until(SteadyTime deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   return static_cast<int>(std::max<long long>(0, std::min<long long>(left.count(), 1 << 30)));
 }
 
-std::uint64_t header_field(const std::vector<std::byte>& b, std::size_t at, std::size_t width) {
+std::uint64_t header_field(std::span<const std::byte> b, std::size_t at, std::size_t width) {
   std::uint64_t v = 0;
   for (std::size_t i = 0; i < width; ++i) v |= static_cast<std::uint64_t>(b[at + i]) << (8 * i);
   return v;
@@ -42,7 +41,9 @@ std::uint64_t header_field(const std::vector<std::byte>& b, std::size_t at, std:
 
 }  // namespace
 
-ControlSocket::ControlSocket(ControlSocket&& other) noexcept : fd_(other.fd_), pending_(std::move(other.pending_)) {
+ControlSocket::ControlSocket(ControlSocket&& other) noexcept
+    : fd_(other.fd_), header_(other.header_), header_read_(other.header_read_), payload_(std::move(other.payload_)),
+      payload_read_(other.payload_read_) {
   other.fd_ = -1;
 }
 
@@ -50,7 +51,10 @@ ControlSocket& ControlSocket::operator=(ControlSocket&& other) noexcept {
   if (this != &other) {
     close();
     fd_ = other.fd_;
-    pending_ = std::move(other.pending_);
+    header_ = other.header_;
+    header_read_ = other.header_read_;
+    payload_ = std::move(other.payload_);
+    payload_read_ = other.payload_read_;
     other.fd_ = -1;
   }
   return *this;
@@ -98,16 +102,27 @@ Result<ControlSocket> ControlSocket::connect(const std::string& host, int port, 
   return Error{"--connect", host + ":" + service + ": " + why};
 }
 
+// The header and the payload go out together from where they lie (the payload is not copied).
 Status ControlSocket::send(FrameKind kind, std::span<const std::byte> payload) {
-  std::vector<std::byte> frame(kHeader + payload.size());
+  std::array<std::byte, kHeaderBytes> header{};
   const auto k = static_cast<std::uint32_t>(kind);
-  for (std::size_t i = 0; i < 4; ++i) frame[i] = static_cast<std::byte>(k >> (8 * i));
+  for (std::size_t i = 0; i < 4; ++i) header[i] = static_cast<std::byte>(k >> (8 * i));
   for (std::size_t i = 0; i < 8; ++i)
-    frame[4 + i] = static_cast<std::byte>(static_cast<std::uint64_t>(payload.size()) >> (8 * i));
-  if (!payload.empty()) std::memcpy(frame.data() + kHeader, payload.data(), payload.size());
+    header[4 + i] = static_cast<std::byte>(static_cast<std::uint64_t>(payload.size()) >> (8 * i));
+  const std::size_t total = header.size() + payload.size();
   std::size_t sent = 0;
-  while (sent < frame.size()) {
-    const ssize_t n = ::send(fd_, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL);
+  while (sent < total) {
+    iovec parts[2];
+    int count = 0;
+    if (sent < header.size()) parts[count++] = iovec{header.data() + sent, header.size() - sent};
+    const std::size_t into_payload = sent > header.size() ? sent - header.size() : 0;
+    if (into_payload < payload.size()) {
+      parts[count++] = iovec{const_cast<std::byte*>(payload.data()) + into_payload, payload.size() - into_payload};
+    }
+    msghdr message{};
+    message.msg_iov = parts;
+    message.msg_iovlen = static_cast<std::size_t>(count);
+    const ssize_t n = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Error{"control", std::string("send: ") + std::strerror(errno)};
     sent += static_cast<std::size_t>(n);
@@ -115,24 +130,47 @@ Status ControlSocket::send(FrameKind kind, std::span<const std::byte> payload) {
   return Ok{};
 }
 
+// The header first; once its length is known the payload's storage is made at its size and read
+// into, then handed over whole.
 Result<bool> ControlSocket::receive_some(Frame& into) {
-  std::byte buffer[1 << 16];
+  // Far above any result a run hands back: a longer length is a corrupt header, not a frame.
+  constexpr std::uint64_t kLongestPayload = std::uint64_t{1} << 42;
   for (;;) {
-    const std::size_t want = pending_.size() < kHeader ? kHeader - pending_.size()
-                                                       : kHeader + header_field(pending_, 4, 8) - pending_.size();
+    std::byte* at = nullptr;
+    std::size_t want = 0;
+    if (header_read_ < header_.size()) {
+      at = header_.data() + header_read_;
+      want = header_.size() - header_read_;
+    } else {
+      at = payload_.data() + payload_read_;
+      want = payload_.size() - payload_read_;
+    }
     if (want == 0) break;
-    const ssize_t n = ::recv(fd_, buffer, std::min(want, sizeof buffer), MSG_DONTWAIT);
+    const ssize_t n = ::recv(fd_, at, want, MSG_DONTWAIT);
     if (n == 0) return Error{"control", "closed"};
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
       return Error{"control", std::string("closed: ") + std::strerror(errno)};
     }
-    pending_.insert(pending_.end(), buffer, buffer + n);
+    if (header_read_ < header_.size()) {
+      header_read_ += static_cast<std::size_t>(n);
+      if (header_read_ < header_.size()) continue;
+      const std::uint64_t length = header_field(header_, 4, 8);
+      if (length > kLongestPayload) {
+        return Error{"control", "closed: a frame header announcing " + std::to_string(length) + " bytes"};
+      }
+      payload_.resize(static_cast<std::size_t>(length));
+      payload_read_ = 0;
+    } else {
+      payload_read_ += static_cast<std::size_t>(n);
+    }
   }
-  into.kind = static_cast<FrameKind>(header_field(pending_, 0, 4));
-  into.payload.assign(pending_.begin() + kHeader, pending_.end());
-  pending_.clear();
+  into.kind = static_cast<FrameKind>(header_field(header_, 0, 4));
+  into.payload = std::move(payload_);
+  payload_ = {};
+  header_read_ = 0;
+  payload_read_ = 0;
   return true;
 }
 

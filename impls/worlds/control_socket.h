@@ -2,6 +2,7 @@
 // over TCP, with deadlines on every wait. Not under test: no fault is ever injected here.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -48,8 +49,15 @@ class ControlSocket {
   void close();
 
  private:
+  // A frame on the wire: a 4-byte kind and an 8-byte length, then the payload.
+  static constexpr std::size_t kHeaderBytes = 12;
   int fd_ = -1;
-  std::vector<std::byte> pending_;  // bytes of a frame read so far
+  // The frame being read: its header so far, then its payload, read straight into the storage
+  // the frame is handed in (no copy of a result of gigabytes, and nothing kept once it is taken).
+  std::array<std::byte, kHeaderBytes> header_{};
+  std::size_t header_read_ = 0;
+  std::vector<std::byte> payload_;
+  std::size_t payload_read_ = 0;
 };
 
 class Listener {

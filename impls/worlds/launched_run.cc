@@ -75,9 +75,11 @@ void poll_waiting(const std::vector<ControlSocket>& ranks, const Hearing& hearin
 }
 
 // Takes the frame rank r just completed: dying words are kept and reading goes on (true); a stop
-// by the fault plan or a reply settles the rank (false).
+// by the fault plan or a reply settles the rank (false). A reply's frame goes once it is read (its
+// results, every timed call's outputs of a checked bench, are copied out of it: held twice for one
+// rank at a time, not for every rank).
 bool take_frame(std::size_t r, std::map<std::size_t, std::string>& dying_words, Hearing& hearing) {
-  const Frame& frame = hearing.frames[r];
+  Frame& frame = hearing.frames[r];
   if (frame.kind == FrameKind::Dying) {
     std::string words(reinterpret_cast<const char*>(frame.payload.data()), frame.payload.size());
     if (words.starts_with(kPlannedFaultWords)) {
@@ -89,6 +91,7 @@ bool take_frame(std::size_t r, std::map<std::size_t, std::string>& dying_words, 
     return true;
   }
   Result<RankRun> run = wire::decode_run(frame.payload);
+  frame.payload = {};
   hearing.replies[r] = run ? std::move(*run) : RankRun::ended(Outcome::Crash, run.error().message);
   if (threw(*hearing.replies[r])) hearing.trouble();
   ++hearing.settled;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <type_traits>
 
 #include "reference/numbers.h"
 
@@ -106,21 +107,36 @@ Result<RunRequest> decode_request(std::span<const std::byte> data) {
   return request;
 }
 
-std::vector<std::byte> encode(const RankRun& run) {
+namespace {
+
+template <class Run>
+std::vector<std::byte> encode_run(Run& run) {
+  std::size_t size = std::size_t{8} * 6 + run.error.size();
+  for (const RankResult& call : run.calls) size += std::size_t{8} * 3 + call.output.size() + call.input.size();
   Writer w;
+  w.reserve(size);
   w.u64(static_cast<std::uint64_t>(run.outcome));
   w.text(run.error);
   w.f64(run.seconds);
   w.u64(run.calls.size());
-  for (const RankResult& call : run.calls) {
+  for (auto& call : run.calls) {
     w.bytes(call.output);
     w.bytes(call.input);
     w.u64(call.guards_intact);
+    if constexpr (!std::is_const_v<Run>) {
+      call.output = {};
+      call.input = {};
+    }
   }
   w.u64(run.world_broken);
   w.u64(run.refused);
   return std::move(w.data());
 }
+
+}  // namespace
+
+std::vector<std::byte> encode(const RankRun& run) { return encode_run(run); }
+std::vector<std::byte> encode(RankRun&& run) { return encode_run(run); }
 
 Result<RankRun> decode_run(std::span<const std::byte> data) {
   Reader r(data);

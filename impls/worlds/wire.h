@@ -22,6 +22,7 @@ class Writer {
   void f64(double);
   void bytes(std::span<const std::byte>);
   void text(std::string_view);
+  void reserve(std::size_t bytes) { data_.reserve(bytes); }
   std::vector<std::byte>& data() { return data_; }
 
  private:
@@ -56,7 +57,10 @@ struct RunRequest {
 std::vector<std::byte> encode(const RunRequest&);
 Result<RunRequest> decode_request(std::span<const std::byte>);
 
+// A run's reply, made at its size at once. Given the run to keep (an rvalue), each call's bytes are
+// let go of as they are written: a worker's results of gigabytes are not held twice.
 std::vector<std::byte> encode(const RankRun&);
+std::vector<std::byte> encode(RankRun&&);
 Result<RankRun> decode_run(std::span<const std::byte>);
 
 // What a worker says first: its rank, process id and host, and why it cannot serve ("" when it

@@ -173,7 +173,7 @@ int serve_launcher(ControlSocket& control, World& world, const MakeRankBackend& 
           },
           request->options.deadline);
     }
-    if (!control.send(FrameKind::Result, wire::encode(run))) return 3;
+    if (!control.send(FrameKind::Result, wire::encode(std::move(run)))) return 3;
   }
 }
 

@@ -1,7 +1,8 @@
 // What every backend gets from the interface (impls/backend/backend.h): a run that throws is
 // reported `detected` with its cause, and every backend make_backends returns is caught that way;
-// a call a library refuses refuses the rank's run, and the refusal travels and combines; files
-// pinned for a campaign's worlds (pinned_files.h) stay what was first read.
+// a call a library refuses refuses the rank's run, and the refusal travels and combines; a rank's
+// results cross the control channel intact, frame by frame; files pinned for a campaign's worlds
+// (pinned_files.h) stay what was first read.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,13 +12,17 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "impls/backend/backend.h"
 #include "impls/backend/pinned_files.h"
 #include "impls/backend/rank_calls.h"
 #include "impls/registry.h"
+#include "impls/worlds/control_socket.h"
 #include "impls/worlds/wire.h"
 #include "reference/case.h"
 
@@ -175,6 +180,78 @@ TEST(RankCalls, ARefusalTravelsAndCombinesIntoTheWorldsRun) {
   EXPECT_TRUE(wire::combine({ok, *decoded}).refused);
   EXPECT_FALSE(wire::combine({*decoded, RankRun::ended(Outcome::Hang, "no reply")}).refused);
   EXPECT_FALSE(wire::combine({RankRun::ended(Outcome::Detected, "peer gone"), ok}).refused);
+}
+
+// A worker's reply, encoded from the run it lets go of, reads back as the same run, byte for byte the
+// encoding of the run kept, and the results' bytes are gone from the run once written.
+TEST(RankCalls, AReplyEncodedFromTheRunItLetsGoOfIsTheSame) {
+  RankRun run;
+  run.seconds = 0.25;
+  for (int k = 0; k < 2; ++k) {
+    RankResult call;
+    call.output.assign(1000 + static_cast<std::size_t>(k), std::byte{0x5a});
+    call.input.assign(3, std::byte{static_cast<unsigned char>(k)});
+    call.guards_intact = k == 0;
+    run.calls.push_back(call);
+  }
+  const std::vector<std::byte> kept = wire::encode(run);
+  RankRun given = run;
+  const std::vector<std::byte> moved = wire::encode(std::move(given));
+  EXPECT_EQ(moved, kept);
+  for (const RankResult& call : given.calls) EXPECT_TRUE(call.output.empty() && call.input.empty());
+  const Result<RankRun> decoded = wire::decode_run(moved);
+  ASSERT_TRUE(decoded.ok());
+  ASSERT_EQ(decoded->calls.size(), 2u);
+  EXPECT_EQ(decoded->calls[1].output, run.calls[1].output);
+  EXPECT_EQ(decoded->calls[0].input, run.calls[0].input);
+  EXPECT_FALSE(decoded->calls[1].guards_intact);
+  EXPECT_EQ(decoded->seconds, 0.25);
+}
+
+// Frames cross the control channel whole and in order, whatever the reads cut them into: an empty
+// one, one larger than the socket's buffers (sent while the other end reads), and one whose header
+// arrives a byte at a time; a header announcing an absurd length ends the channel, said.
+TEST(ControlSocket, FramesArriveWholeWhateverTheReadsCutThemInto) {
+  int ends[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, ends), 0);
+  ControlSocket sender(ends[0]), receiver(ends[1]);
+  std::vector<std::byte> large(3 << 20);
+  for (std::size_t i = 0; i < large.size(); ++i) large[i] = static_cast<std::byte>(i * 131 % 251);
+  std::thread sending([&] {
+    EXPECT_TRUE(sender.send(FrameKind::Hello, {}).ok());
+    EXPECT_TRUE(sender.send(FrameKind::Result, large).ok());
+  });
+  Result<Frame> empty = receiver.receive(seconds_from_now(10));
+  ASSERT_TRUE(empty.ok()) << empty.error().message;
+  EXPECT_EQ(empty->kind, FrameKind::Hello);
+  EXPECT_TRUE(empty->payload.empty());
+  Result<Frame> whole = receiver.receive(seconds_from_now(10));
+  sending.join();
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  EXPECT_EQ(whole->kind, FrameKind::Result);
+  EXPECT_EQ(whole->payload, large);
+
+  // A frame of kind Dying and payload "ab", its header written a byte at a time.
+  const unsigned char header[] = {4, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0};
+  Frame frame;
+  for (unsigned char byte : header) {
+    ASSERT_EQ(::write(ends[0], &byte, 1), 1);
+    Result<bool> done = receiver.receive_some(frame);
+    ASSERT_TRUE(done.ok());
+    EXPECT_FALSE(*done);
+  }
+  ASSERT_EQ(::write(ends[0], "ab", 2), 2);
+  Result<bool> done = receiver.receive_some(frame);
+  ASSERT_TRUE(done.ok());
+  EXPECT_TRUE(*done);
+  EXPECT_EQ(frame.kind, FrameKind::Dying);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(frame.payload.data()), frame.payload.size()), "ab");
+
+  const unsigned char absurd[] = {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x7f};
+  ASSERT_EQ(::write(ends[0], absurd, sizeof absurd), static_cast<ssize_t>(sizeof absurd));
+  Result<Frame> refused = receiver.receive(seconds_from_now(10));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("a frame header announcing"), std::string::npos) << refused.error().message;
 }
 
 // The ranks of a world that one rank stopped all say the same: the world's error says it once,
