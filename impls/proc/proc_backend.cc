@@ -18,6 +18,7 @@
 #include "impls/proc/proc_backend.h"
 #include "impls/proc/transport.h"
 #include "impls/sim/sim_backend.h"
+#include "impls/worlds/shared_segment.h"
 #include "reference/inputs.h"
 #include "reference/key_values.h"
 #include "reference/memory.h"
@@ -86,7 +87,12 @@ class ProcBackend final : public RankBackend {
     if (!valid) return failed(valid.error().text());
     if (transport_ == nullptr) {  // every member's first run: connect is collective
       Result<std::unique_ptr<ProcTransport>> made = ProcTransport::connect(world_, links_);
-      if (!made) return failed(made.error().text());
+      if (!made) {
+        // No room for the shared memory on this host: the machine is short, not the run wrong.
+        RankRun run = failed(made.error().text());
+        run.refused = made.error().message.find(kNoRoomForSegment) != std::string::npos;
+        return run;
+      }
       transport_ = std::move(made).value();
     }
     RankMemory memory(*schedule, rank);

@@ -1,10 +1,11 @@
 // A segment of shared memory that one member of a world creates and the members on its host map:
-// in shared memory (shm_open), or a file under /tmp where that fails; named by segment_name
-// (leftovers.h), so that one left by a killed process is swept away.
+// in shared memory (shm_open), or a file under /tmp where that fails or has no room; named by
+// segment_name (leftovers.h), so that one left by a killed process is swept away.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "reference/result.h"
 
@@ -14,8 +15,13 @@ namespace collcheck {
 // tells the others.
 using SegmentPlace = std::string;
 
-// Creates `bytes` of zeroed shared memory named segment_name(job, rank) and maps it at `base`;
-// an error names `field`.
+// How the error of a segment that no place had room for begins: the machine (a container's small
+// /dev/shm), not the run, is short, and a backend reports such a run refused, not as a finding.
+inline constexpr std::string_view kNoRoomForSegment = "shared memory has no room";
+
+// Creates `bytes` of zeroed shared memory named segment_name(job, rank) and maps it at `base`, its
+// pages reserved before anything touches them; an error names `field`, and begins with
+// kNoRoomForSegment where neither /dev/shm nor /tmp had room for it.
 Result<SegmentPlace> create_segment(const std::string& job, int rank, std::size_t bytes, std::byte*& base,
                                     const std::string& field);
 

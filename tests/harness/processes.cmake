@@ -197,3 +197,18 @@ set_tests_properties(cli.replay_ib_loopback_kill_silences_the_rank PROPERTIES LA
 collcheck_add_cli_test(worker_threads_refused worker --backend ring@proc --connect 127.0.0.1:1 --threads 0
   STATUS 2 STDERR "collcheck worker: --threads 0: must be 1..16384")
 set_tests_properties(cli.worker_threads_refused PROPERTIES LABELS "cli;proc")
+# A small /dev/shm (a container's): proc's segments reserve their pages as they are made, so one
+# with no room there goes to /tmp instead of killing its rank with SIGBUS at the first page the
+# tmpfs cannot give (before: "crash: rank 0 died: signal 7 (SIGBUS)", a false finding); with no
+# room in either, the run is refused, saying where and why, not reported as the backend's failure.
+add_test(NAME cli.proc_small_dev_shm_segments_go_to_tmp
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/small_shared_memory.sh 16m - $<TARGET_FILE:collcheck>
+    replay --backend ring@proc --property oracle allreduce/f32/sum/n=4000000/ranks=8)
+set_tests_properties(cli.proc_small_dev_shm_segments_go_to_tmp PROPERTIES LABELS "cli;proc" ENVIRONMENT "${root_ok}"
+  PASS_REGULAR_EXPRESSION "\noutcome: ok\n" FAIL_REGULAR_EXPRESSION "SIGBUS" SKIP_RETURN_CODE 77 TIMEOUT 120)
+add_test(NAME cli.proc_no_room_for_segments_refused
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/small_shared_memory.sh 16m 1m $<TARGET_FILE:collcheck>
+    replay --backend ring@proc --property oracle allreduce/f32/sum/n=4000000/ranks=8)
+set_tests_properties(cli.proc_no_room_for_segments_refused PROPERTIES LABELS "cli;proc" ENVIRONMENT "${root_ok}"
+  PASS_REGULAR_EXPRESSION "\noutcome: refused by the backend \\(a precondition, not a finding\\): [^\n]*shared memory has no room for rank [0-9]+'s 16\\.0 MiB segment: /dev/shm \\([0-9.]+ [KM]iB free\\): No space left on device; /tmp/[^:]+: No space left on device"
+  FAIL_REGULAR_EXPRESSION "SIGBUS" SKIP_RETURN_CODE 77 TIMEOUT 120)
