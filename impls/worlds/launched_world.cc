@@ -106,13 +106,28 @@ std::string notable_log_lines(const std::string& log_text, std::size_t most) {
 
 namespace {
 
-// A fresh directory for one world, collcheck-world-PID-N, and its job name, mpi-PID-N; what dead
-// owners left is swept first.
-std::pair<std::string, std::string> world_directory_and_job() {
+// Where a world of `processes` keeps its files: world_base() (/dev/shm) where it has room for them
+// (Open MPI's shared-memory files and session directory: 8.9 MiB for 8 processes, measured; proc's
+// segments find their own room, create_segment), else /tmp. A container's /dev/shm (64 MiB unless
+// `docker run --shm-size` says more), filled by the worlds kept for other rank counts, made a
+// world's MPI_Init fail, and the case was reported as the backend's crash.
+std::filesystem::path world_folder(int processes) {
+  constexpr std::uintmax_t kPerProcess = std::uintmax_t{4} << 20;
+  constexpr std::uintmax_t kPerWorld = std::uintmax_t{16} << 20;
+  std::error_code error;
+  const std::filesystem::path base = world_base();
+  const std::filesystem::space_info space = std::filesystem::space(base, error);
+  const std::uintmax_t wanted = kPerWorld + static_cast<std::uintmax_t>(std::max(processes, 1)) * kPerProcess;
+  return !error && space.available < wanted ? std::filesystem::path("/tmp") : base;
+}
+
+// A fresh directory for one world of `processes`, collcheck-world-PID-N, and its job name,
+// mpi-PID-N; what dead owners left is swept first.
+std::pair<std::string, std::string> world_directory_and_job(int processes) {
   static int next = 0;
   sweep_leftovers();
   const std::string id = std::to_string(::getpid()) + "-" + std::to_string(next++);
-  const std::filesystem::path path = world_base() / ("collcheck-world-" + id);
+  const std::filesystem::path path = world_folder(processes) / ("collcheck-world-" + id);
   std::error_code error;
   std::filesystem::create_directories(path, error);
   return {path.string(), "mpi-" + id};
@@ -158,11 +173,11 @@ Status LaunchedWorld::launch(const RankBackendSpec& spec, int nranks, const Back
   // /tmp; removed with the world. The job name goes into the names of the ranks' segments.
   // From the directory's creation until mpirun is recorded, a signal waits (interrupts.h).
   TeardownLock held = hold_teardown_list();
-  std::string job;
-  std::tie(directory_, job) = world_directory_and_job();
-  log_ = directory_ + "/mpirun.log";
   // A spec whose ranks are threads of one process gets one process that serves every rank.
   const int processes = spec.ranks_are_threads ? 1 : nranks;
+  std::string job;
+  std::tie(directory_, job) = world_directory_and_job(processes);
+  log_ = directory_ + "/mpirun.log";
   std::vector<std::string> argv = {"mpirun", "-np",   std::to_string(processes),     "--oversubscribe", "--bind-to",
                                    "none",   "--mca", "btl_vader_backing_directory", directory_};
   argv.insert(argv.end(), {"-x", std::string(kJobVariable) + "=" + job});
