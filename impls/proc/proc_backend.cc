@@ -90,7 +90,7 @@ class ProcBackend final : public RankBackend {
       if (!made) {
         // No room for the shared memory on this host: the machine is short, not the run wrong.
         RankRun run = failed(made.error().text());
-        run.refused = made.error().message.find(kNoRoomForSegment) != std::string::npos;
+        run.refused = says_no_room_for_segment(made.error().message);
         return run;
       }
       transport_ = std::move(made).value();

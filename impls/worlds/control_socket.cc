@@ -42,8 +42,7 @@ std::uint64_t header_field(std::span<const std::byte> b, std::size_t at, std::si
 }  // namespace
 
 ControlSocket::ControlSocket(ControlSocket&& other) noexcept
-    : fd_(other.fd_), header_(other.header_), header_read_(other.header_read_), payload_(std::move(other.payload_)),
-      payload_read_(other.payload_read_) {
+    : fd_(other.fd_), header_(other.header_), payload_(std::move(other.payload_)), read_(other.read_) {
   other.fd_ = -1;
 }
 
@@ -52,9 +51,8 @@ ControlSocket& ControlSocket::operator=(ControlSocket&& other) noexcept {
     close();
     fd_ = other.fd_;
     header_ = other.header_;
-    header_read_ = other.header_read_;
     payload_ = std::move(other.payload_);
-    payload_read_ = other.payload_read_;
+    read_ = other.read_;
     other.fd_ = -1;
   }
   return *this;
@@ -136,15 +134,9 @@ Result<bool> ControlSocket::receive_some(Frame& into) {
   // Far above any result a run hands back: a longer length is a corrupt header, not a frame.
   constexpr std::uint64_t kLongestPayload = std::uint64_t{1} << 42;
   for (;;) {
-    std::byte* at = nullptr;
-    std::size_t want = 0;
-    if (header_read_ < header_.size()) {
-      at = header_.data() + header_read_;
-      want = header_.size() - header_read_;
-    } else {
-      at = payload_.data() + payload_read_;
-      want = payload_.size() - payload_read_;
-    }
+    const bool in_header = read_ < header_.size();
+    std::byte* at = in_header ? header_.data() + read_ : payload_.data() + (read_ - header_.size());
+    const std::size_t want = in_header ? header_.size() - read_ : header_.size() + payload_.size() - read_;
     if (want == 0) break;
     const ssize_t n = ::recv(fd_, at, want, MSG_DONTWAIT);
     if (n == 0) return Error{"control", "closed"};
@@ -153,24 +145,18 @@ Result<bool> ControlSocket::receive_some(Frame& into) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
       return Error{"control", std::string("closed: ") + std::strerror(errno)};
     }
-    if (header_read_ < header_.size()) {
-      header_read_ += static_cast<std::size_t>(n);
-      if (header_read_ < header_.size()) continue;
-      const std::uint64_t length = header_field(header_, 4, 8);
-      if (length > kLongestPayload) {
-        return Error{"control", "closed: a frame header announcing " + std::to_string(length) + " bytes"};
-      }
-      payload_.resize(static_cast<std::size_t>(length));
-      payload_read_ = 0;
-    } else {
-      payload_read_ += static_cast<std::size_t>(n);
+    read_ += static_cast<std::size_t>(n);
+    if (read_ != header_.size()) continue;
+    const std::uint64_t length = header_field(header_, 4, 8);  // the header is whole: the payload's turn
+    if (length > kLongestPayload) {
+      return Error{"control", "closed: a frame header announcing " + std::to_string(length) + " bytes"};
     }
+    payload_.resize(static_cast<std::size_t>(length));
   }
   into.kind = static_cast<FrameKind>(header_field(header_, 0, 4));
   into.payload = std::move(payload_);
   payload_ = {};
-  header_read_ = 0;
-  payload_read_ = 0;
+  read_ = 0;
   return true;
 }
 

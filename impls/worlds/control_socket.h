@@ -52,12 +52,12 @@ class ControlSocket {
   // A frame on the wire: a 4-byte kind and an 8-byte length, then the payload.
   static constexpr std::size_t kHeaderBytes = 12;
   int fd_ = -1;
-  // The frame being read: its header so far, then its payload, read straight into the storage
-  // the frame is handed in (no copy of a result of gigabytes, and nothing kept once it is taken).
+  // The frame being read: its header, then its payload, read straight into the storage the frame
+  // is handed in (no copy of a result of gigabytes, and nothing kept once it is taken); `read_`:
+  // its bytes so far, the header's first.
   std::array<std::byte, kHeaderBytes> header_{};
-  std::size_t header_read_ = 0;
   std::vector<std::byte> payload_;
-  std::size_t payload_read_ = 0;
+  std::size_t read_ = 0;
 };
 
 class Listener {

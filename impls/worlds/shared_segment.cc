@@ -3,10 +3,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "impls/worlds/leftovers.h"
@@ -29,9 +29,9 @@ int reserve(int fd, std::size_t bytes) {
 }
 
 std::string free_space(const char* folder) {
-  struct statvfs space {};
-  if (::statvfs(folder, &space) != 0) return "";
-  return " (" + format_bytes(std::uint64_t{space.f_bavail} * space.f_frsize) + " free)";
+  std::error_code error;
+  const std::filesystem::space_info space = std::filesystem::space(folder, error);
+  return error ? "" : " (" + format_bytes(space.available) + " free)";
 }
 
 }  // namespace
@@ -70,6 +70,10 @@ Result<SegmentPlace> create_segment(const std::string& job, int rank, std::size_
   return Error{field, std::string(kNoRoomForSegment) + " for rank " + std::to_string(rank) + "'s " +
                           format_bytes(bytes) + " segment: " + no_room +
                           " (a container's /dev/shm is 64 MiB unless docker run --shm-size says more)"};
+}
+
+bool says_no_room_for_segment(std::string_view error) {
+  return error.find(kNoRoomForSegment) != std::string_view::npos;
 }
 
 std::byte* map_segment(const SegmentPlace& place, std::size_t bytes, std::string& error) {

@@ -25,6 +25,10 @@ inline constexpr std::string_view kNoRoomForSegment = "shared memory has no room
 Result<SegmentPlace> create_segment(const std::string& job, int rank, std::size_t bytes, std::byte*& base,
                                     const std::string& field);
 
+// Whether a rank's error, as it travelled (a peer's text, an exception's), says that a segment
+// found no room: the run is then refused (RunEnding::refused), whichever executor's segment it was.
+bool says_no_room_for_segment(std::string_view error);
+
 // Maps `bytes` of the segment at `place`; null on an error, then said in `error`.
 std::byte* map_segment(const SegmentPlace& place, std::size_t bytes, std::string& error);
 

@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "impls/worlds/shared_segment.h"
 #include "reference/numbers.h"
 
 namespace collcheck {
@@ -116,6 +117,7 @@ RankRun rank_run_caught(const std::function<RankRun()>& run) {
   }
   RankRun failed = RankRun::ended(Outcome::Detected, std::string(kExceptionWords) + what);
   failed.world_broken = true;
+  failed.refused = says_no_room_for_segment(what);  // the cuda engine's rings between processes
   return failed;
 }
 

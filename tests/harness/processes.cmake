@@ -212,6 +212,15 @@ add_test(NAME cli.proc_no_room_for_segments_refused
 set_tests_properties(cli.proc_no_room_for_segments_refused PROPERTIES LABELS "cli;proc" ENVIRONMENT "${root_ok}"
   PASS_REGULAR_EXPRESSION "\noutcome: refused by the backend \\(a precondition, not a finding\\): [^\n]*shared memory has no room for rank [0-9]+'s 16\\.0 MiB segment: /dev/shm \\([0-9.]+ [KM]iB free\\): No space left on device; /tmp/[^:]+: No space left on device"
   FAIL_REGULAR_EXPRESSION "SIGBUS" SKIP_RETURN_CODE 77 TIMEOUT 120)
+# The same refusal where a segment is made inside a rank's run and fails by an exception: the cuda
+# engine's rings between processes (before, "detected: an exception ... No space left", a finding).
+add_test(NAME cli.cuda_host_processes_no_room_for_rings_refused
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/small_shared_memory.sh 52m 1m $<TARGET_FILE:collcheck>
+    replay --backend pairwise@cuda-host:mode=processes,channels=4 --property oracle alltoall/f32/sum/n=400000/ranks=8)
+set_tests_properties(cli.cuda_host_processes_no_room_for_rings_refused PROPERTIES LABELS "cli;proc;cuda"
+  ENVIRONMENT "${root_ok}"
+  PASS_REGULAR_EXPRESSION "\noutcome: refused by the backend \\(a precondition, not a finding\\): [^\n]*shared memory has no room for rank [0-9]+'s [0-9.]+ MiB segment: /dev/shm"
+  SKIP_RETURN_CODE 77 TIMEOUT 120)
 # A world's files (Open MPI's shared-memory files, its session directory) go to /tmp where /dev/shm
 # has no room for them: under 8 MiB of /dev/shm every world's MPI_Init failed (the first world:
 # "cannot run here"; in a container whose 64 MiB the worlds kept for other rank counts had
