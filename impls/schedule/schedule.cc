@@ -351,7 +351,9 @@ MemoryEstimate schedule_memory(const ScheduleSize& size) {
   estimate.add("schedule",
                saturating_sum(saturating_product(size.steps, sizeof(Step)),
                               saturating_product(size.participants, sizeof(Participant))),
-               std::to_string(size.steps) + " steps x " + std::to_string(sizeof(Step)) + " B");
+               size.steps == 0 ? "no steps held (made on demand), " + std::to_string(size.participants) +
+                                     " participants x " + std::to_string(sizeof(Participant)) + " B"
+                               : std::to_string(size.steps) + " steps x " + std::to_string(sizeof(Step)) + " B");
   return estimate;
 }
 

@@ -35,12 +35,16 @@ class SimBackend final : public Backend {
     SimulationOptions sim(0, nullptr, numeric);
     if (numeric) sim.guard = kGuardElements;
     sim.protocol = protocol();
-    MemoryEstimate estimate = simulation_memory(c, *size, sim);
-    estimate.add(schedule_memory(*size));
+    // Made on demand (a large one of a registered algorithm), its steps are never held.
+    const bool on_demand = variant_.on_demand_where_large && form_for(variant_.name, c, knobs_) == Form::OnDemand;
+    ScheduleSize held = *size;
+    if (on_demand) held.steps = 0;
+    MemoryEstimate estimate = simulation_memory(c, *size, sim, 0, on_demand);
+    estimate.add(schedule_memory(held));
     // A timed run outside a check makes its own schedule and keeps none (schedule_of).
     if (!numeric) return estimate;
     // Kept for the case's other runs, and the cases run in between (schedule_of), as large as it.
-    const MemoryEstimate kept = schedule_memory(*size);
+    const MemoryEstimate kept = schedule_memory(held);
     estimate.add("schedules kept for other runs", saturating_product(kept.total(), kKeptSchedules - 1),
                  std::to_string(kKeptSchedules - 1) + " x " + format_bytes(kept.total()));
     return estimate;
@@ -278,7 +282,10 @@ Result<SimVariant> algorithm_variant(std::string_view algorithm) {
     return Error{"backend", quoted_input(algorithm) + " is not an algorithm: algorithms are " + names};
   }
   variant.description = "the reference " + variant.name + " algorithms on the simulated fabric";
-  variant.schedule = [name = variant.name](const Case& c, const Knobs& knobs) { return make_schedule(name, c, knobs); };
+  variant.schedule = [name = variant.name](const Case& c, const Knobs& knobs) {
+    return make_schedule(name, c, knobs, form_for(name, c, knobs));
+  };
+  variant.on_demand_where_large = true;
   return variant;
 }
 

@@ -23,6 +23,9 @@ struct SimVariant {
   std::string description;              // one line
   std::vector<Collective> collectives;  // what it implements
   std::function<Result<Schedule>(const Case&, const Knobs&)> schedule;
+  // Whether `schedule` makes a large schedule on demand (form_for): a registered algorithm's, never
+  // held whole, so that a timed run at thousands of ranks holds one step per stream, not billions.
+  bool on_demand_where_large = false;
   ReductionOverride reduction;      // null members: the standard contract
   bool deterministic = true;        // what it claims (the determinism property holds it to it)
   bool stale_inputs = false;        // broken: every call of a run reads the first call's inputs
