@@ -1,6 +1,8 @@
 // Parsing `--flag value` options and the integer grammars of the command line.
 #include "harness/arguments.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -93,6 +95,15 @@ Result<unsigned> jobs_option(const Arguments& args, unsigned absent) {
   Result<std::uint64_t> jobs = parse_count("--jobs", args.get("jobs"), 1, 256);
   if (!jobs) return jobs.error();
   return static_cast<unsigned>(*jobs);
+}
+
+Result<double> progress_option(const Arguments& args) {
+  const std::string text = args.get("progress");
+  if (text == "never") return 0.0;
+  if (text == "auto") return isatty(STDERR_FILENO) != 0 ? 10.0 : 0.0;
+  Result<double> every = parse_duration("--progress", text, DurationRange{0, true, 86400});
+  if (!every) return Error{"--progress", every.error().message + "; or never, or auto"};
+  return every;
 }
 
 unsigned cores() { return std::clamp(std::thread::hardware_concurrency(), 1U, 256U); }  // 0 where it is not known

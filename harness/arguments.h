@@ -61,6 +61,14 @@ Result<std::uint64_t> parse_count(std::string_view field, std::string_view text,
 Result<unsigned> jobs_option(const Arguments& args, unsigned absent);
 unsigned cores();  // 1..256, 1 where the machine does not say
 
+// The row of --progress in the option table of every command whose runs may take minutes.
+inline constexpr Option kProgressOption{
+    "progress", "T|never|auto", "auto",
+    "a line on stderr every T of wall time while a long run goes on (30s, 1m); auto: 10s where stderr is a terminal"};
+// --progress: seconds between lines: a duration, `never` (0), or `auto` (10 where stderr is a
+// terminal, else 0).
+Result<double> progress_option(const Arguments& args);
+
 // `A..B` or `N` (the range N..N), each end a parse_count within [low, high], A <= B.
 Result<std::pair<std::uint64_t, std::uint64_t>> parse_range(std::string_view flag, const std::string& text,
                                                             std::uint64_t low, std::uint64_t high);

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <span>
@@ -30,6 +31,11 @@ struct Settings {
   std::vector<int> roots{0};
   int nranks = 4;
   double deadline = 0;  // seconds per run; 0: the backend's default; +infinity: none
+  // News of a long measurement (a simulation at thousands of ranks): a line naming the backend,
+  // the size and the layout, then the backend's words, every progress_every seconds of wall time
+  // at most (RunOptions::progress); 0 or null: none.
+  double progress_every = 0;
+  std::function<void(const std::string& line)> progress;
 };
 
 // The sizes in bytes the sweep visits: min_bytes, then times step_factor (or plus step_bytes)

@@ -98,6 +98,13 @@ Measurement measure(Backend& backend, const Case& c, const Settings& settings) {
   options.timed = true;
   options.warmup = settings.warmup;
   options.checked = settings.check && !c.in_place;
+  if (settings.progress && settings.progress_every > 0) {
+    options.progress_every = settings.progress_every;
+    options.progress = [&](const std::string& line) {
+      settings.progress(backend.name() + ", " + std::to_string(algorithm_bytes(c)) + " B " +
+                        (c.in_place ? "in place" : "out of place") + ": " + line);
+    };
+  }
   const std::vector<int> batches =
       options.checked ? checked_batches(c, settings.iterations) : std::vector<int>{settings.iterations};
   double seconds = 0;

@@ -43,6 +43,7 @@ constexpr Option kOptions[] = {
     {"svg", "FILE", "", "plot busbw against size as SVG"},
     {"html", "FILE", "", "write the table and the plot as one self-contained HTML page"},
     {"deadline", "T", "", "a run not done by then is a hang (30, 2.5, 90s, 2m; none); default: the backend's"},
+    kProgressOption,
     kMemoryLimitOption,
 };
 
@@ -146,6 +147,9 @@ Status parse_loop(const Arguments& args, const Spelled& spelled, bench::Settings
   s.iterations = static_cast<int>(*iterations);
   s.warmup = static_cast<int>(*warmup);
   s.check = check == "1";
+  Result<double> progress = progress_option(args);
+  if (!progress) return progress.error();
+  s.progress_every = *progress;
   if (!args.has("deadline")) return Ok{};
   Result<double> deadline = parse_duration(spelled.field("deadline"), args.get("deadline"), kDeadlineRange);
   if (!deadline) return deadline.error();
@@ -271,6 +275,7 @@ int run_bench(std::span<const std::string_view> raw, std::ostream& out, std::ost
   Result<Arguments> args = Arguments::parse(views, kOptions);
   if (!args) return usage_error(args.error());
   bench::Settings settings;
+  settings.progress = [&err](const std::string& line) { err << "collcheck bench: " << line << std::endl; };
   for (const Status& status : {parse_sizes(*args, *spelled, settings), parse_loop(*args, *spelled, settings),
                                parse_case_fields(*args, *spelled, settings)}) {
     if (!status) return usage_error(status.error());

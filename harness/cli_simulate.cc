@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "faults/injector.h"
 #include "faults/plan.h"
 #include "harness/arguments.h"
@@ -48,8 +46,7 @@ constexpr Option kOptions[] = {
     {"inplace", "", "", "run in place (the output buffer holds the input)"},
     {"reliable", "", "", "the link protocol retransmits lost and damaged messages (as reliable=on)"},
     {"timing-only", "", "", "move no data: predicted time, link loads and trace only (no oracle check)"},
-    {"progress", "T|never|auto", "auto",
-     "a line on stderr every T of wall time while a count runs (30s, 1m); auto: 10s where stderr is a terminal"},
+    kProgressOption,
     kMemoryLimitOption,
 };
 constexpr int kUsageError = 2;
@@ -97,15 +94,6 @@ Status parse_case_fields(const Arguments& args, Plan& plan) {
   return Ok{};
 }
 
-// --progress: a duration, `never` (0), or `auto` (10 s where stderr is a terminal, else never).
-Result<double> parse_progress(const std::string& text) {
-  if (text == "never") return 0.0;
-  if (text == "auto") return isatty(STDERR_FILENO) != 0 ? 10.0 : 0.0;
-  Result<double> every = parse_duration("--progress", text, DurationRange{0, true, 86400});
-  if (!every) return Error{"--progress", every.error().message + "; or never, or auto"};
-  return every;
-}
-
 Result<Plan> parse_plan(const Arguments& args) {
   Plan plan;
   plan.algorithm = args.get("algorithm");
@@ -130,7 +118,7 @@ Result<Plan> parse_plan(const Arguments& args) {
   plan.faults = std::move(faults).value();
   plan.timing_only = args.has("timing-only");
   plan.reliable = args.has("reliable");
-  Result<double> progress = parse_progress(args.get("progress"));
+  Result<double> progress = progress_option(args);
   if (!progress) return progress.error();
   plan.progress_every = *progress;
   return plan;
@@ -204,37 +192,9 @@ Status switches_placeable(const Plan& plan) {
                                  "), or give a topology file with a switch marked 'aggregates'"};
 }
 
-// A count of messages: as it is below ten million, else millions with one decimal (`245.1 M`).
-std::string amount(std::uint64_t value) {
-  return value < 10'000'000 ? std::to_string(value) : printf_text("%.1f", static_cast<double>(value) / 1e6) + " M";
-}
-
-// Millions a second, two decimals: `3.02 M` (0 where no time has passed).
-std::string millions_per_second(std::uint64_t count, double seconds) {
-  return printf_text("%.2f", seconds > 0 ? static_cast<double>(count) / seconds / 1e6 : 0) + " M";
-}
-
-// How far the run of one count has come, while it runs: setting up, the participants whose steps
-// were read; then the schedule's messages sent of all, those sent again, virtual time, the rate
-// so far and the wall time left at that rate.
+// How far the run of one count has come, while it runs (progress_text).
 std::string progress_line(std::uint64_t count, const SimulationProgress& progress) {
-  std::string line = "collcheck simulate: count " + std::to_string(count) + ": ";
-  if (progress.setting_up) {
-    return line + "setting up, the steps of " + std::to_string(progress.ready) + " of " +
-           std::to_string(progress.participants) + " participants read and checked";
-  }
-  const double sent = static_cast<double>(progress.sent);
-  const double share = progress.planned > 0 ? 100 * sent / static_cast<double>(progress.planned) : 0;
-  line += amount(progress.sent) + " of " + amount(progress.planned) + " messages sent (" + printf_text("%.1f", share) +
-          " %)";
-  if (progress.retransmissions > 0) line += ", " + std::to_string(progress.retransmissions) + " sent again";
-  line += ", virtual time " + printf_text("%.3f", progress.virtual_time * 1e3) + " ms, " +
-          millions_per_second(progress.sent + progress.retransmissions, progress.wall_seconds) + " messages/s";
-  if (progress.sent > 0 && progress.planned > progress.sent) {
-    const double left = progress.wall_seconds * static_cast<double>(progress.planned - progress.sent) / sent;
-    line += left < 1 ? ", under a second left" : ", about " + printf_text("%.0f", left) + " s left";
-  }
-  return line;
+  return "collcheck simulate: count " + std::to_string(count) + ": " + progress_text(progress);
 }
 
 // What the engine did for one count, and how fast: events and messages per second of wall time.

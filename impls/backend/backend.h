@@ -144,6 +144,11 @@ struct RunOptions : CallOptions {
   // memory budget leaves after the rest of the case's estimate; past it the run stops, refused
   // (RunEnding::refused). 0: no bound.
   std::uint64_t message_memory = 0;
+  // News of a long run, where the backend has any (`sim`: its messages sent of all, the virtual time
+  // and the wall time left, progress_text), a line at most every progress_every seconds of wall
+  // time; null: none. For whoever watches a run at thousands of ranks take minutes.
+  std::function<void(const std::string& line)> progress;
+  double progress_every = 10;
 };
 
 // How a run ended, as a whole run (RepeatedRun) and one rank's part of it (RankRun) both say it:

@@ -122,6 +122,12 @@ class SimBackend final : public Backend {
     SimulationOptions sim(seed, options.hook, numeric);
     sim.protocol = protocol();
     sim.message_memory = options.message_memory;
+    if (options.progress) {
+      sim.progress = [report = options.progress](const SimulationProgress& progress) {
+        report(progress_text(progress));
+      };
+      sim.progress_every = options.progress_every;
+    }
     if (numeric) {
       sim.guard = kGuardElements;
       sim.reduction = variant_.reduction;

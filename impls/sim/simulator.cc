@@ -11,6 +11,7 @@
 #include "impls/link/reduce_op.h"
 #include "impls/sim/simulation.h"
 #include "reference/inputs.h"
+#include "reference/numbers.h"
 #include "reference/random.h"
 
 namespace collcheck {
@@ -385,6 +386,33 @@ void Simulation::fail(int p, int k, const std::string& what) {
 }
 
 }  // namespace sim
+
+std::string message_amount(std::uint64_t value) {
+  return value < 10'000'000 ? std::to_string(value) : printf_text("%.1f", static_cast<double>(value) / 1e6) + " M";
+}
+
+std::string millions_per_second(std::uint64_t count, double seconds) {
+  return printf_text("%.2f", seconds > 0 ? static_cast<double>(count) / seconds / 1e6 : 0) + " M";
+}
+
+std::string progress_text(const SimulationProgress& progress) {
+  if (progress.setting_up) {
+    return "setting up, the steps of " + std::to_string(progress.ready) + " of " +
+           std::to_string(progress.participants) + " participants read and checked";
+  }
+  const double sent = static_cast<double>(progress.sent);
+  const double share = progress.planned > 0 ? 100 * sent / static_cast<double>(progress.planned) : 0;
+  std::string line = message_amount(progress.sent) + " of " + message_amount(progress.planned) + " messages sent (" +
+                     printf_text("%.1f", share) + " %)";
+  if (progress.retransmissions > 0) line += ", " + std::to_string(progress.retransmissions) + " sent again";
+  line += ", virtual time " + printf_text("%.3f", progress.virtual_time * 1e3) + " ms, " +
+          millions_per_second(progress.sent + progress.retransmissions, progress.wall_seconds) + " messages/s";
+  if (progress.sent > 0 && progress.planned > progress.sent) {
+    const double left = progress.wall_seconds * static_cast<double>(progress.planned - progress.sent) / sent;
+    line += left < 1 ? ", under a second left" : ", about " + printf_text("%.0f", left) + " s left";
+  }
+  return line;
+}
 
 SimulatedRun simulate(const Schedule& schedule, const Topology& topology, const SimulationOptions& options) {
   // Made on demand: checked participant by participant as the engine reads it first.

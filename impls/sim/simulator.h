@@ -36,6 +36,15 @@ struct SimulationProgress {
   double wall_seconds = 0;  // since the events began (the set-up before them not counted); 0 while setting up
 };
 
+// How far a run has come, in words: `setting up, the steps of 256 of 16384 participants read and
+// checked`, or `12.3 M of 536.8 M messages sent (2.3 %), 41 sent again, virtual time 0.700 ms,
+// 1.14 M messages/s, about 460 s left` (the rate so far, and the wall time left at that rate).
+std::string progress_text(const SimulationProgress& progress);
+// A count of messages: as it is below ten million, else millions with one decimal (`245.1 M`).
+std::string message_amount(std::uint64_t value);
+// Millions a second, two decimals: `3.02 M` (0 where no time has passed).
+std::string millions_per_second(std::uint64_t count, double seconds);
+
 struct SimulationOptions {
   explicit SimulationOptions(std::uint64_t schedule_seed = 0, LinkHook* link_hook = nullptr, bool numbers = true)
       : seed(schedule_seed), hook(link_hook), numeric(numbers) {}
