@@ -97,6 +97,14 @@ Result<unsigned> jobs_option(const Arguments& args, unsigned absent) {
   return static_cast<unsigned>(*jobs);
 }
 
+Result<std::unique_ptr<std::ofstream>> open_output(const Arguments& args, std::string_view flag) {
+  if (!args.has(flag)) return std::unique_ptr<std::ofstream>{};
+  const std::string path = args.get(flag);
+  auto file = std::make_unique<std::ofstream>(path);
+  if (!*file) return Error{"--" + std::string(flag), quoted_input(path) + ": cannot be opened for writing"};
+  return file;
+}
+
 Result<double> progress_option(const Arguments& args) {
   const std::string text = args.get("progress");
   if (text == "never") return 0.0;

@@ -5,7 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,6 +67,11 @@ unsigned cores();  // 1..256, 1 where the machine does not say
 inline constexpr Option kProgressOption{
     "progress", "T|never|auto", "auto",
     "a line on stderr every T of wall time while a long run goes on (30s, 1m); auto: 10s where stderr is a terminal"};
+// The file a FILE option names (`--csv FILE`, `--json FILE`), opened for writing before anything
+// runs, so that a long run never ends in "cannot write"; null where the option is not given, an
+// error naming the option where the file cannot be opened.
+Result<std::unique_ptr<std::ofstream>> open_output(const Arguments& args, std::string_view flag);
+
 // --progress: seconds between lines: a duration, `never` (0), or `auto` (10 where stderr is a
 // terminal, else 0).
 Result<double> progress_option(const Arguments& args);

@@ -220,14 +220,6 @@ Result<std::unique_ptr<Backend>> one_backend(std::string_view field, const std::
   return made;
 }
 
-Result<std::unique_ptr<std::ofstream>> open_output(const Arguments& args, std::string_view flag) {
-  if (!args.has(flag)) return std::unique_ptr<std::ofstream>{};
-  const std::string path = args.get(flag);
-  auto file = std::make_unique<std::ofstream>(path);
-  if (!*file) return Error{"--" + std::string(flag), quoted_input(path) + ": cannot be opened for writing"};
-  return file;
-}
-
 // Refuses, before anything is timed, a sweep whose largest size no backend's run could hold: with
 // -c 1 the checked case's estimate (its timed calls' outputs handed back, the oracle's), with -c 0
 // the timed run's alone (nothing handed back; on @sim no data at all).

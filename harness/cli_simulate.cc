@@ -6,8 +6,12 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "faults/injector.h"
 #include "faults/plan.h"
@@ -24,6 +28,8 @@
 
 namespace collcheck::cli {
 namespace {
+
+using Json = nlohmann::ordered_json;  // keys in the order docs/cli.md shows them
 
 constexpr Option kOptions[] = {
     {"algorithm", "A", "ring", "the algorithm to run (collcheck list names them)"},
@@ -47,6 +53,7 @@ constexpr Option kOptions[] = {
     {"reliable", "", "", "the link protocol retransmits lost and damaged messages (as reliable=on)"},
     {"timing-only", "", "", "move no data: predicted time, link loads and trace only (no oracle check)"},
     kProgressOption,
+    {"json", "FILE", "", "write the plan and each count's figures as JSON (docs/cli.md)"},
     kMemoryLimitOption,
 };
 constexpr int kUsageError = 2;
@@ -205,21 +212,73 @@ std::string engine_line(std::uint64_t count, const SimulatedRun& run, double sec
          format_bytes(run.peak_message_memory);
 }
 
+// The bytes every link carried, and the link that was busy longest (none where no byte crossed one).
+struct LinkLoads {
+  std::uint64_t total = 0;
+  std::size_t busiest = 0;
+};
+LinkLoads link_loads(const SimulatedRun& run) {
+  LinkLoads loads;
+  for (std::size_t link = 0; link < run.link_busy.size(); ++link) {
+    loads.total += run.link_bytes[link];
+    if (run.link_busy[link] > run.link_busy[loads.busiest]) loads.busiest = link;
+  }
+  return loads;
+}
+
+// The busiest link's share of the predicted time, in per cent.
+double busy_share(const SimulatedRun& run, std::size_t link) {
+  return run.time > 0 ? 100 * run.link_busy[link] / run.time : 0;
+}
+
+const std::string& vertex_label(const Topology& topology, int vertex) {
+  return topology.vertices[static_cast<std::size_t>(vertex)].label;
+}
+
 // The link that was busy longest, what it carried, and its share of the predicted time.
 std::string busiest_link_line(std::uint64_t count, const SimulatedRun& run, const Topology& topology) {
-  std::size_t busiest = 0;
-  std::uint64_t total = 0;
-  for (std::size_t link = 0; link < run.link_busy.size(); ++link) {
-    total += run.link_bytes[link];
-    if (run.link_busy[link] > run.link_busy[busiest]) busiest = link;
+  const LinkLoads loads = link_loads(run);
+  if (loads.total == 0) return std::to_string(count) + ": no bytes crossed a link";
+  const Link& link = topology.links[loads.busiest];
+  return std::to_string(count) + ": links carried " + std::to_string(loads.total) + " B; busiest " +
+         vertex_label(topology, link.from) + "->" + vertex_label(topology, link.to) + " (" +
+         std::string(name(link.kind)) + ") " + std::to_string(run.link_bytes[loads.busiest]) + " B, busy " +
+         printf_text("%.1f", busy_share(run, loads.busiest)) + " % of the time";
+}
+
+// One count's figures for --json: what the table and the lines under it say, as numbers.
+Json count_json(const Case& c, const SimulatedRun& run, double seconds, const Topology& topology) {
+  Json entry;
+  entry["count"] = c.count;
+  entry["bytes"] = algorithm_bytes(c);
+  entry["completed"] = run.completed;
+  entry["detected"] = run.detected;
+  entry["error"] = run.error;
+  entry["time_us"] = run.time * 1e6;
+  const double algbw = run.time > 0 ? static_cast<double>(algorithm_bytes(c)) / run.time / 1e9 : 0;
+  entry["algbw_gbps"] = algbw;
+  entry["busbw_gbps"] = algbw * bus_factor(c.collective, c.nranks);
+  entry["wrong"] = nullptr;
+  entry["trace"] = hex(run.trace);
+  entry["events"] = run.events;
+  entry["messages"] = run.messages;
+  entry["retransmissions"] = run.retransmissions;
+  entry["discarded"] = run.discarded;
+  entry["wall_seconds"] = seconds;
+  entry["messages_per_second"] = seconds > 0 ? static_cast<double>(run.messages) / seconds : 0;
+  entry["peak_message_bytes"] = run.peak_message_memory;
+  const LinkLoads loads = link_loads(run);
+  entry["link_bytes"] = loads.total;
+  entry["busiest_link"] = nullptr;
+  if (loads.total > 0) {
+    const Link& link = topology.links[loads.busiest];
+    entry["busiest_link"] = Json{{"from", vertex_label(topology, link.from)},
+                                 {"to", vertex_label(topology, link.to)},
+                                 {"kind", std::string(name(link.kind))},
+                                 {"bytes", run.link_bytes[loads.busiest]},
+                                 {"busy_percent", busy_share(run, loads.busiest)}};
   }
-  if (total == 0) return std::to_string(count) + ": no bytes crossed a link";
-  const Link& link = topology.links[busiest];
-  const double share = run.time > 0 ? 100 * run.link_busy[busiest] / run.time : 0;
-  return std::to_string(count) + ": links carried " + std::to_string(total) + " B; busiest " +
-         topology.vertices[static_cast<std::size_t>(link.from)].label + "->" +
-         topology.vertices[static_cast<std::size_t>(link.to)].label + " (" + std::string(name(link.kind)) + ") " +
-         std::to_string(run.link_bytes[busiest]) + " B, busy " + printf_text("%.1f", share) + " % of the time";
+  return entry;
 }
 
 // What the counts' runs print, gathered as they go.
@@ -228,6 +287,7 @@ struct Report {
   int status = 0;
   std::string first_wrong;
   std::vector<std::string> injected, engine;
+  Json counts = Json::array();  // --json: count_json of each count run
 };
 
 // Builds and runs one count, adding its row and lines to `report`; an error is a usage error (a
@@ -261,6 +321,9 @@ Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t cou
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
   if (!plan.faults.faults.empty()) report.injected.push_back(std::to_string(count) + ": " + injector.summary());
   report.engine.push_back(engine_line(count, run, took.count()));
+  report.counts.push_back(count_json(c, run, took.count(), plan.topology));
+  Json& entry = report.counts.back();
+  if (!plan.faults.faults.empty()) entry["faults_affected"] = injector.summary();
   if (run.out_of_memory) {
     return Error{"--counts " + std::to_string(count),
                  to_string(c) + ": " + run.error + " by the " + budget_text(budget) +
@@ -274,14 +337,42 @@ Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t cou
   report.engine.push_back(busiest_link_line(count, run, plan.topology));
   const std::size_t wrong = plan.timing_only ? 0 : wrong_elements(c, run, report.first_wrong);
   if (wrong > 0) report.status = 1;
-  const double bytes = static_cast<double>(algorithm_bytes(c));
-  const double algbw = run.time > 0 ? bytes / run.time / 1e9 : 0;
+  if (!plan.timing_only) entry["wrong"] = wrong;
   report.table.add_row({std::to_string(algorithm_bytes(c)), std::to_string(count), std::string(name(c.dtype)),
                         std::string(name(c.op)), rooted(c.collective) ? std::to_string(c.root) : "-",
-                        printf_text("%.2f", run.time * 1e6), printf_text("%.2f", algbw),
-                        printf_text("%.2f", algbw * bus_factor(c.collective, c.nranks)),
+                        printf_text("%.2f", run.time * 1e6), printf_text("%.2f", entry["algbw_gbps"].get<double>()),
+                        printf_text("%.2f", entry["busbw_gbps"].get<double>()),
                         plan.timing_only ? "-" : std::to_string(wrong), hex(run.trace)});
   return Ok{};
+}
+
+// --json: the plan, each count's figures (count_json) in the order run, the exit status and, where
+// a count was refused as it ran, why (the counts before it are there).
+void write_json(std::ofstream& file, const Plan& plan, const Report& report, int status, const std::string& error) {
+  const Case& c = plan.base;
+  Json json;
+  json["command"] = "simulate";
+  json["algorithm"] = plan.algorithm;
+  json["collective"] = std::string(name(c.collective));
+  json["topology"] = plan.topology.name;
+  json["ranks"] = c.nranks;
+  json["dtype"] = std::string(name(c.dtype));
+  json["op"] = std::string(name(c.op));
+  json["values"] = std::string(name(c.values));
+  json["root"] = rooted(c.collective) ? Json(c.root) : Json(nullptr);
+  json["in_place"] = c.in_place;
+  json["seed"] = c.seed;
+  json["schedule_seed"] = plan.schedule_seed;
+  json["chunk"] = plan.knobs.chunk;
+  json["channels"] = plan.knobs.channels;
+  json["fan_in"] = plan.knobs.fan_in;
+  json["faults"] = plan.faults.faults.empty() ? std::string() : to_string(plan.faults);
+  json["reliable"] = plan.reliable;
+  json["timing_only"] = plan.timing_only;
+  json["counts"] = report.counts;
+  json["status"] = status;
+  json["error"] = error;
+  file << json.dump(2) << '\n';
 }
 
 }  // namespace
@@ -323,6 +414,11 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
     err << "collcheck simulate: " << fit.error().text() << '\n';
     return kUsageError;
   }
+  Result<std::unique_ptr<std::ofstream>> json = open_output(*args, "json");
+  if (!json) {
+    err << "collcheck simulate: " << json.error().text() << '\n';
+    return kUsageError;
+  }
   out << "# " << plan->algorithm << " " << name(plan->base.collective) << " on " << plan->topology.name << ", "
       << plan->base.nranks << " ranks, " << name(plan->base.dtype) << " " << name(plan->base.op) << ", values "
       << name(plan->base.values) << ", seed " << plan->base.seed << ", schedule seed " << plan->schedule_seed << "\n";
@@ -332,9 +428,11 @@ int run_simulate(std::span<const std::string_view> raw, std::ostream& out, std::
   for (std::size_t k = 0; k < plan->counts.size(); ++k) {
     if (Status ran = run_count(*plan, *budget, plan->counts[k], sampled[k], report, err); !ran) {
       err << "collcheck simulate: " << ran.error().text() << '\n';
+      if (*json) write_json(**json, *plan, report, kUsageError, ran.error().text());
       return kUsageError;
     }
   }
+  if (*json) write_json(**json, *plan, report, report.status, "");
   report.table.print(out);
   if (!report.first_wrong.empty()) out << "first wrong output:\n" << report.first_wrong;
   if (!plan->faults.faults.empty()) {

@@ -10,7 +10,7 @@ set(help_help_options "")
 set(help_prove_options --algorithm --schedule --collective --ranks --counts --roots --layout --chunk --channels --fan-in
   --memory-limit)
 set(help_simulate_options --algorithm --collective --ranks --counts --dtype --op --values --seed --schedule-seed
-  --topology --root --chunk --channels --fan-in --faults --inplace --progress --memory-limit)
+  --topology --root --chunk --channels --fan-in --faults --inplace --progress --json --memory-limit)
 set(help_check_options --backend --collective --dtype --op --values --ranks --count --cases --seed --time-budget
   --property --json --junit --html --deadline --mpirun-args --faults --memory-limit)
 set(help_replay_options --backend --schedule-seed --property --deadline --mpirun-args --faults --memory-limit)
