@@ -16,6 +16,7 @@
 #include "faults/injector.h"
 #include "faults/plan.h"
 #include "harness/arguments.h"
+#include "harness/bench.h"
 #include "harness/knob_options.h"
 #include "harness/memory_check.h"
 #include "harness/text_table.h"
@@ -255,9 +256,9 @@ Json count_json(const Case& c, const SimulatedRun& run, double seconds, const To
   entry["detected"] = run.detected;
   entry["error"] = run.error;
   entry["time_us"] = run.time * 1e6;
-  const double algbw = run.time > 0 ? static_cast<double>(algorithm_bytes(c)) / run.time / 1e9 : 0;
-  entry["algbw_gbps"] = algbw;
-  entry["busbw_gbps"] = algbw * bus_factor(c.collective, c.nranks);
+  const bench::Bandwidth bandwidth = bench::bandwidth(c, run.time);  // nccl-tests' figures, as bench's
+  entry["algbw_gbps"] = bandwidth.algbw;
+  entry["busbw_gbps"] = bandwidth.busbw;
   entry["wrong"] = nullptr;
   entry["trace"] = hex(run.trace);
   entry["events"] = run.events;
