@@ -1,9 +1,11 @@
 // `collcheck bench`'s sweep and formatting: nccl-tests' table over one backend or two side by
-// side, the summary, and the CSV of a report (the measuring is bench_measure.cc).
+// side, the summary, and the CSV and JSON of a report (the measuring is bench_measure.cc).
 #include "harness/bench.h"
 
 #include <algorithm>
 #include <cmath>
+
+#include <nlohmann/json.hpp>
 
 #include "reference/bandwidth.h"
 #include "reference/numbers.h"
@@ -260,6 +262,61 @@ std::vector<std::vector<std::string>> report_cells(const Report& report) {
                     printf_text("%.3f", report.memory.seconds * 1e6), bw, bw, ""});
   }
   return rows;
+}
+
+namespace {
+
+using Json = nlohmann::ordered_json;  // keys in the order docs/bench.md shows them
+
+// One backend, size and placement as write_json gives it.
+Json result_json(const Report& report, const Row& row, const Measurement& m) {
+  const Case& c = row.out_of_place;
+  const bool timed = m.state == Measurement::State::Ok;
+  Json result;
+  result["backend"] = report.backends[row.backend];
+  result["size_bytes"] = algorithm_bytes(c);
+  result["count"] = c.count;
+  result["type"] = std::string(nccl_tests_name(c.dtype));
+  result["redop"] = op_text(c);
+  result["root"] = rooted(c.collective) ? c.root : -1;
+  result["placement"] = &m == &row.in_place_result ? "in-place" : "out-of-place";
+  result["time_us"] = timed ? Json(m.seconds * 1e6) : Json(nullptr);
+  result["algbw_gbps"] = timed ? Json(m.bandwidth.algbw) : Json(nullptr);
+  result["busbw_gbps"] = timed ? Json(m.bandwidth.busbw) : Json(nullptr);
+  result["wrong"] = timed && m.checked && m.wrong ? Json(*m.wrong) : Json(nullptr);
+  result["state"] = timed ? "ok" : wrong_cell(m);  // unsup, or how the run ended
+  result["error"] = m.error;
+  return result;
+}
+
+}  // namespace
+
+void write_json(std::ostream& out, const Report& report, int status) {
+  const Settings& s = report.settings;
+  Json json;
+  json["command"] = "bench";
+  json["backends"] = report.backends;
+  json["collective"] = std::string(name(s.collective));
+  json["ranks"] = s.nranks;
+  json["minbytes"] = s.min_bytes;
+  json["maxbytes"] = s.max_bytes;
+  json["stepfactor"] = s.step_bytes > 0 ? Json(nullptr) : Json(s.step_factor);
+  json["stepbytes"] = s.step_bytes > 0 ? Json(s.step_bytes) : Json(nullptr);
+  json["iters"] = s.iterations;
+  json["warmup_iters"] = s.warmup;
+  json["check"] = s.check;
+  Json results = Json::array();
+  for (const Row& row : report.rows) {
+    results.push_back(result_json(report, row, row.out_of_place_result));
+    results.push_back(result_json(report, row, row.in_place_result));
+  }
+  json["results"] = std::move(results);
+  json["memory_copy"] = report.memory.bytes == 0 ? Json(nullptr)
+                                                 : Json{{"bytes", report.memory.bytes},
+                                                        {"time_us", report.memory.seconds * 1e6},
+                                                        {"gbps", report.memory.bandwidth}};
+  json["status"] = status;
+  out << json.dump(2) << '\n';
 }
 
 void write_csv(std::ostream& out, const Report& report) {

@@ -123,6 +123,11 @@ void write_csv(std::ostream&, const Report&);
 // The report as an SVG line plot: busbw against size (log2 axis), per backend a solid line out
 // of place and a dashed one in place, and the memory-copy bandwidth as a horizontal line.
 void write_svg(std::ostream&, const Report&);
+// The report as one JSON object (nccl-tests' `-J FILE.json`): the sweep's settings, then `results`,
+// an object per backend, size and placement with the CSV's columns as numbers (`wrong` null where
+// nothing was checked, `state` and `error` where a run did not give a time), the memory copy, and
+// the status bench exits with.
+void write_json(std::ostream&, const Report&, int status);
 // One self-contained page (bench_html.cc): the settings, the averages, the plot inline, and the
 // table of report_cells.
 void write_html(std::ostream&, const Report&);

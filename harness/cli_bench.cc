@@ -3,6 +3,7 @@
 #include "harness/cli_bench.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -42,6 +43,8 @@ constexpr Option kOptions[] = {
     {"csv", "FILE", "", "write the table as CSV"},
     {"svg", "FILE", "", "plot busbw against size as SVG"},
     {"html", "FILE", "", "write the table and the plot as one self-contained HTML page"},
+    {"output_file", "FILE", "", "write the report to FILE, its format from the suffix: .json or .csv (nccl-tests' -J)",
+     Use::Once, "-J --output-file"},
     {"deadline", "T", "", "a run not done by then is a hang (30, 2.5, 90s, 2m; none); default: the backend's"},
     kProgressOption,
     kMemoryLimitOption,
@@ -220,6 +223,41 @@ Result<std::unique_ptr<Backend>> one_backend(std::string_view field, const std::
   return made;
 }
 
+// The report's files, opened before anything is timed: --csv, --svg, --html, and -J FILE
+// (nccl-tests' --output_file), whose format is taken from the suffix as nccl-tests takes it (.json;
+// and .csv, which --csv also writes). Null where not asked for.
+struct ReportFiles {
+  std::unique_ptr<std::ofstream> csv, svg, html, output;
+  bool output_json = false;
+  void write(const bench::Report& report, int status) const {
+    if (csv) bench::write_csv(*csv, report);
+    if (svg) bench::write_svg(*svg, report);
+    if (html) bench::write_html(*html, report);
+    if (output && output_json) bench::write_json(*output, report, status);
+    if (output && !output_json) bench::write_csv(*output, report);
+  }
+};
+Result<ReportFiles> open_report_files(const Arguments& args, const Spelled& spelled) {
+  ReportFiles files;
+  for (auto [flag, file] : {std::pair{"csv", &files.csv}, {"svg", &files.svg}, {"html", &files.html}}) {
+    Result<std::unique_ptr<std::ofstream>> opened = open_output(args, flag);
+    if (!opened) return opened.error();
+    *file = std::move(opened).value();
+  }
+  if (!args.has("output_file")) return files;
+  const std::string path = args.get("output_file");
+  const std::string suffix = std::filesystem::path(path).extension().string();
+  files.output_json = suffix == ".json" || suffix == ".JSON";
+  if (!files.output_json && suffix != ".csv" && suffix != ".CSV") {
+    return Error{spelled.field("output_file"),
+                 quoted_input(path) + ": the format is taken from the suffix, which must be .json or .csv"};
+  }
+  Result<std::unique_ptr<std::ofstream>> opened = open_output(args, "output_file");
+  if (!opened) return Error{spelled.field("output_file"), quoted_input(path) + ": cannot be opened for writing"};
+  files.output = std::move(opened).value();
+  return files;
+}
+
 // Refuses, before anything is timed, a sweep whose largest size no backend's run could hold: with
 // -c 1 the checked case's estimate (its timed calls' outputs handed back, the oracle's), with -c 0
 // the timed run's alone (nothing handed back; on @sim no data at all).
@@ -287,21 +325,15 @@ int run_bench(std::span<const std::string_view> raw, std::ostream& out, std::ost
       return kCannotRunHere;
     }
   }
-  Result<std::unique_ptr<std::ofstream>> csv = open_output(*args, "csv");
-  if (!csv) return usage_error(csv.error());
-  Result<std::unique_ptr<std::ofstream>> svg = open_output(*args, "svg");
-  if (!svg) return usage_error(svg.error());
-  Result<std::unique_ptr<std::ofstream>> html = open_output(*args, "html");
-  if (!html) return usage_error(html.error());
+  Result<ReportFiles> files = open_report_files(*args, *spelled);
+  if (!files) return usage_error(files.error());
 
   std::vector<Backend*> pointers;
   pointers.reserve(backends.size());
   for (auto& backend : backends) pointers.push_back(backend.get());
   bench::Report report;
   const int status = bench::run(settings, pointers, bench::measure_memory_copy(kMemoryCopyBytes, 5), out, report);
-  if (*csv) bench::write_csv(**csv, report);
-  if (*svg) bench::write_svg(**svg, report);
-  if (*html) bench::write_html(**html, report);
+  files->write(report, status);
   return status;
 }
 

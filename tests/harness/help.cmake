@@ -16,7 +16,8 @@ set(help_check_options --backend --collective --dtype --op --values --ranks --co
 set(help_replay_options --backend --schedule-seed --property --deadline --mpirun-args --faults --memory-limit)
 set(help_bench_options "-b, --minbytes" "-e, --maxbytes" "-f, --stepfactor" "-i, --stepbytes" "-n, --iters"
   "-w, --warmup_iters, --warmup-iters, --warmup" "-c, --check" "-d, --datatype, --dtype" "-o, --op" "-r, --root"
-  --backend --vs --collective --ranks --csv --svg --html --deadline --progress --memory-limit)
+  --backend --vs --collective --ranks --csv --svg --html "-J, --output_file, --output-file" --deadline --progress
+  --memory-limit)
 set(help_worker_options --backend --connect)
 set(help_guard_options --launcher --launcher-pidfd --world --directory --grace)
 # A default each help must show, where the command has defaults.
