@@ -214,9 +214,7 @@ Result<MemoryEstimate> simulated_case_memory(std::string_view algorithm, const C
   if (!size) return size.error();
   // Made on demand (as simulate makes a large one where it can), the steps are never held.
   const bool on_demand = form_for(algorithm, c, knobs) == Form::OnDemand;
-  ScheduleSize held = *size;
-  if (on_demand) held.steps = 0;
-  MemoryEstimate estimate = schedule_memory(held);
+  MemoryEstimate estimate = schedule_memory(*size, on_demand);
   SimulationOptions options(0, nullptr, numeric);
   options.protocol.reliable = reliable;
   estimate.add(simulation_memory(c, *size, options, streams.links, on_demand));

@@ -15,10 +15,11 @@ namespace {
 
 constexpr std::uint64_t kHeapBlockOverhead = 16;  // malloc's header and rounding of a small block
 
-// The schedule's `held` steps, and the elements and queues of `ranks` ranks run with `scratch`
-// elements of scratch among them.
-MemoryEstimate proof_state(const Case& shape, ScheduleSize held, std::uint64_t ranks) {
-  MemoryEstimate estimate = schedule_memory(held);
+// The schedule's `held` steps (none made on demand), and the elements and queues of `ranks` ranks
+// run with `scratch` elements of scratch among them.
+MemoryEstimate proof_state(const Case& shape, const ScheduleSize& held, std::uint64_t ranks, bool on_demand) {
+  MemoryEstimate estimate = schedule_memory(held, on_demand);
+  const std::uint64_t steps = on_demand ? 0 : held.steps;  // stored: each step's own state too
   // Out of place the input is implicit; every output and scratch element is an Element, and a
   // reduced one may hold a few runs of contributions besides (an allocation of its own).
   const std::uint64_t outputs = saturating_product(
@@ -34,14 +35,14 @@ MemoryEstimate proof_state(const Case& shape, ScheduleSize held, std::uint64_t r
       ranks, saturating_product(std::max(input_elements(shape), output_elements(shape)), sizeof(Element)));
   estimate.add("proof state",
                saturating_sum(saturating_product(elements, per_element),
-                              saturating_sum(queued, saturating_product(held.steps, sizeof(int) + 1))),
+                              saturating_sum(queued, saturating_product(steps, sizeof(int) + 1))),
                std::to_string(elements) + " elements x " + std::to_string(per_element) + " B, messages queued");
   // Stored steps are validated first: each send's count listed per stream link (a vector that grows
   // to twice its need, a map node per link).
-  if (held.steps > 0 && held.stream_links > 0) {
+  if (steps > 0 && held.stream_links > 0) {
     constexpr std::uint64_t kPerLink = 128;
     estimate.add("validation",
-                 saturating_sum(saturating_product(held.steps / 2 + 1, 2 * sizeof(std::size_t)),
+                 saturating_sum(saturating_product(steps / 2 + 1, 2 * sizeof(std::size_t)),
                                 saturating_product(held.stream_links, kPerLink)),
                  std::to_string(held.stream_links) + " stream links' sends listed");
   }
@@ -51,9 +52,8 @@ MemoryEstimate proof_state(const Case& shape, ScheduleSize held, std::uint64_t r
 }  // namespace
 
 MemoryEstimate proof_memory(const Case& shape, const ScheduleSize& size, bool on_demand) {
-  ScheduleSize held = size;
-  if (on_demand) held.steps = 0;  // made as they are proven, never stored
-  return proof_state(shape, held, static_cast<std::uint64_t>(shape.nranks));
+  // Made on demand: made as they are proven, never stored.
+  return proof_state(shape, size, static_cast<std::uint64_t>(shape.nranks), on_demand);
 }
 
 MemoryEstimate rank0_proof_memory(const Case& shape, const ScheduleSize& size, bool stored) {
@@ -65,7 +65,7 @@ MemoryEstimate rank0_proof_memory(const Case& shape, const ScheduleSize& size, b
     rank0.stream_links = 0;  // checked step by step as they are made, no list of sends per link
   }
   rank0.scratch_elements = size.scratch_elements / nranks + 1;
-  return proof_state(shape, rank0, 1);
+  return proof_state(shape, rank0, 1, false);
 }
 
 }  // namespace collcheck

@@ -346,14 +346,15 @@ std::string describe(const Schedule& s, int p, int index) {
   return out + ")";
 }
 
-MemoryEstimate schedule_memory(const ScheduleSize& size) {
+MemoryEstimate schedule_memory(const ScheduleSize& size, bool made_on_demand) {
+  const std::uint64_t steps = made_on_demand ? 0 : size.steps;
   MemoryEstimate estimate;
   estimate.add("schedule",
-               saturating_sum(saturating_product(size.steps, sizeof(Step)),
+               saturating_sum(saturating_product(steps, sizeof(Step)),
                               saturating_product(size.participants, sizeof(Participant))),
-               size.steps == 0 ? "no steps held (made on demand), " + std::to_string(size.participants) +
-                                     " participants x " + std::to_string(sizeof(Participant)) + " B"
-                               : std::to_string(size.steps) + " steps x " + std::to_string(sizeof(Step)) + " B");
+               made_on_demand ? "no steps held (made on demand), " + std::to_string(size.participants) +
+                                    " participants x " + std::to_string(sizeof(Participant)) + " B"
+                              : std::to_string(steps) + " steps x " + std::to_string(sizeof(Step)) + " B");
   return estimate;
 }
 

@@ -247,7 +247,8 @@ struct ScheduleSize {
   std::uint64_t cover_count = 0;
 };
 
-// The bytes a schedule of that size holds (its steps and participants).
-MemoryEstimate schedule_memory(const ScheduleSize&);
+// The bytes a schedule of that size holds: its participants, and its steps unless they are made on
+// demand (Schedule::make_steps: none held), which the estimate's line then says.
+MemoryEstimate schedule_memory(const ScheduleSize&, bool made_on_demand = false);
 
 }  // namespace collcheck

@@ -37,14 +37,12 @@ class SimBackend final : public Backend {
     sim.protocol = protocol();
     // Made on demand (a large one of a registered algorithm), its steps are never held.
     const bool on_demand = variant_.on_demand_where_large && form_for(variant_.name, c, knobs_) == Form::OnDemand;
-    ScheduleSize held = *size;
-    if (on_demand) held.steps = 0;
     MemoryEstimate estimate = simulation_memory(c, *size, sim, 0, on_demand);
-    estimate.add(schedule_memory(held));
+    estimate.add(schedule_memory(*size, on_demand));
     // A timed run outside a check makes its own schedule and keeps none (schedule_of).
     if (!numeric) return estimate;
     // Kept for the case's other runs, and the cases run in between (schedule_of), as large as it.
-    const MemoryEstimate kept = schedule_memory(held);
+    const MemoryEstimate kept = schedule_memory(*size, on_demand);
     estimate.add("schedules kept for other runs", saturating_product(kept.total(), kKeptSchedules - 1),
                  std::to_string(kKeptSchedules - 1) + " x " + format_bytes(kept.total()));
     return estimate;
