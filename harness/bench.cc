@@ -12,7 +12,8 @@
 
 namespace collcheck::bench {
 
-std::string root_text(const Case& c) { return rooted(c.collective) ? std::to_string(c.root) : "-1"; }
+int root_number(const Case& c) { return rooted(c.collective) ? c.root : -1; }
+std::string root_text(const Case& c) { return std::to_string(root_number(c)); }
 std::string op_text(const Case& c) { return reduces(c.collective) ? std::string(name(c.op)) : "none"; }
 
 namespace {
@@ -278,7 +279,7 @@ Json result_json(const Report& report, const Row& row, const Measurement& m) {
   result["count"] = c.count;
   result["type"] = std::string(nccl_tests_name(c.dtype));
   result["redop"] = op_text(c);
-  result["root"] = rooted(c.collective) ? c.root : -1;
+  result["root"] = root_number(c);
   result["placement"] = &m == &row.in_place_result ? "in-place" : "out-of-place";
   result["time_us"] = timed ? Json(m.seconds * 1e6) : Json(nullptr);
   result["algbw_gbps"] = timed ? Json(m.bandwidth.algbw) : Json(nullptr);

@@ -138,6 +138,7 @@ std::string_view nccl_tests_name(DType);
 // Cells the table, the CSV (bench.cc) and the plot (bench_plot.cc) share: nccl-tests' redop and
 // root cells ("none" and -1 where there is none); numbers go through printf_text (reference/numbers.h).
 std::string op_text(const Case&);
+int root_number(const Case&);  // -1 for collectives without a root
 std::string root_text(const Case&);
 
 }  // namespace collcheck::bench

@@ -237,8 +237,8 @@ const std::string& vertex_label(const Topology& topology, int vertex) {
 }
 
 // The link that was busy longest, what it carried, and its share of the predicted time.
-std::string busiest_link_line(std::uint64_t count, const SimulatedRun& run, const Topology& topology) {
-  const LinkLoads loads = link_loads(run);
+std::string busiest_link_line(std::uint64_t count, const SimulatedRun& run, const LinkLoads& loads,
+                              const Topology& topology) {
   if (loads.total == 0) return std::to_string(count) + ": no bytes crossed a link";
   const Link& link = topology.links[loads.busiest];
   return std::to_string(count) + ": links carried " + std::to_string(loads.total) + " B; busiest " +
@@ -248,7 +248,8 @@ std::string busiest_link_line(std::uint64_t count, const SimulatedRun& run, cons
 }
 
 // One count's figures for --json: what the table and the lines under it say, as numbers.
-Json count_json(const Case& c, const SimulatedRun& run, double seconds, const Topology& topology) {
+Json count_json(const Case& c, const SimulatedRun& run, double seconds, const bench::Bandwidth& bandwidth,
+                const LinkLoads& loads, const Topology& topology) {
   Json entry;
   entry["count"] = c.count;
   entry["bytes"] = algorithm_bytes(c);
@@ -256,7 +257,6 @@ Json count_json(const Case& c, const SimulatedRun& run, double seconds, const To
   entry["detected"] = run.detected;
   entry["error"] = run.error;
   entry["time_us"] = run.time * 1e6;
-  const bench::Bandwidth bandwidth = bench::bandwidth(c, run.time);  // nccl-tests' figures, as bench's
   entry["algbw_gbps"] = bandwidth.algbw;
   entry["busbw_gbps"] = bandwidth.busbw;
   entry["wrong"] = nullptr;
@@ -268,7 +268,6 @@ Json count_json(const Case& c, const SimulatedRun& run, double seconds, const To
   entry["wall_seconds"] = seconds;
   entry["messages_per_second"] = seconds > 0 ? static_cast<double>(run.messages) / seconds : 0;
   entry["peak_message_bytes"] = run.peak_message_memory;
-  const LinkLoads loads = link_loads(run);
   entry["link_bytes"] = loads.total;
   entry["busiest_link"] = nullptr;
   if (loads.total > 0) {
@@ -322,7 +321,9 @@ Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t cou
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - began;
   if (!plan.faults.faults.empty()) report.injected.push_back(std::to_string(count) + ": " + injector.summary());
   report.engine.push_back(engine_line(count, run, took.count()));
-  report.counts.push_back(count_json(c, run, took.count(), plan.topology));
+  const bench::Bandwidth bandwidth = bench::bandwidth(c, run.time);  // nccl-tests' figures, as bench's
+  const LinkLoads loads = link_loads(run);
+  report.counts.push_back(count_json(c, run, took.count(), bandwidth, loads, plan.topology));
   Json& entry = report.counts.back();
   if (!plan.faults.faults.empty()) entry["faults_affected"] = injector.summary();
   if (run.out_of_memory) {
@@ -335,15 +336,15 @@ Status run_count(const Plan& plan, const MemoryBudget& budget, std::uint64_t cou
     report.status = 1;
     return Ok{};
   }
-  report.engine.push_back(busiest_link_line(count, run, plan.topology));
+  report.engine.push_back(busiest_link_line(count, run, loads, plan.topology));
   const std::size_t wrong = plan.timing_only ? 0 : wrong_elements(c, run, report.first_wrong);
   if (wrong > 0) report.status = 1;
   if (!plan.timing_only) entry["wrong"] = wrong;
   report.table.add_row({std::to_string(algorithm_bytes(c)), std::to_string(count), std::string(name(c.dtype)),
                         std::string(name(c.op)), rooted(c.collective) ? std::to_string(c.root) : "-",
-                        printf_text("%.2f", run.time * 1e6), printf_text("%.2f", entry["algbw_gbps"].get<double>()),
-                        printf_text("%.2f", entry["busbw_gbps"].get<double>()),
-                        plan.timing_only ? "-" : std::to_string(wrong), hex(run.trace)});
+                        printf_text("%.2f", run.time * 1e6), printf_text("%.2f", bandwidth.algbw),
+                        printf_text("%.2f", bandwidth.busbw), plan.timing_only ? "-" : std::to_string(wrong),
+                        hex(run.trace)});
   return Ok{};
 }
 
